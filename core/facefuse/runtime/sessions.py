@@ -1,0 +1,136 @@
+"""ONNX Runtime providers and sessions: chosen once, created once per (model, providers)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Sequence
+
+import onnxruntime as ort
+
+from ..errors import InputError, ModelError
+
+log = logging.getLogger(__name__)
+
+# Order in which "auto" prefers the providers onnxruntime offers.
+AUTO_PREFERENCE = (
+    "TensorrtExecutionProvider",
+    "CUDAExecutionProvider",
+    "CoreMLExecutionProvider",
+    "CPUExecutionProvider",
+)
+SHORT_NAMES = {
+    "tensorrt": "TensorrtExecutionProvider",
+    "trt": "TensorrtExecutionProvider",
+    "cuda": "CUDAExecutionProvider",
+    "coreml": "CoreMLExecutionProvider",
+    "directml": "DmlExecutionProvider",
+    "dml": "DmlExecutionProvider",
+    "rocm": "ROCMExecutionProvider",
+    "openvino": "OpenVINOExecutionProvider",
+    "cpu": "CPUExecutionProvider",
+}
+CPU = "CPUExecutionProvider"
+
+
+def parse_providers(text: str) -> str | tuple[str, ...]:
+    """"auto" or a comma list of provider names ("cuda,cpu" or full ONNX Runtime names)."""
+    text = text.strip()
+    if text.lower() == "auto":
+        return "auto"
+    names = tuple(SHORT_NAMES.get(part.strip().lower(), part.strip()) for part in text.split(","))
+    if not all(names):
+        raise InputError(f"--providers {text!r} has an empty entry; use e.g. 'cuda,cpu' or 'auto'")
+    return names
+
+
+def resolve_providers(requested: str | Sequence[str]) -> tuple[str, ...]:
+    """The provider list to create sessions with, CPU always last as the fallback.
+
+    "auto" keeps the providers of AUTO_PREFERENCE that this onnxruntime build offers. An explicit
+    provider the build does not offer is dropped with a warning naming what is available.
+    """
+    available = ort.get_available_providers()
+    if isinstance(requested, str):
+        requested = AUTO_PREFERENCE if requested == "auto" else parse_providers(requested)
+        chosen = [p for p in requested if p in available]
+    else:
+        chosen = []
+        for name in requested:
+            if name in available:
+                chosen.append(name)
+            else:
+                log.warning("provider %s is not offered by this onnxruntime build (offers: %s); "
+                            "skipping it", name, ", ".join(available))
+    if CPU not in chosen:
+        chosen.append(CPU)
+    log.info("execution providers: %s", ", ".join(chosen))
+    return tuple(chosen)
+
+
+def provider_options(provider: str, cache_dir: Path | None) -> dict[str, str]:
+    """Per-provider options: a TensorRT engine cache so engines are built once per machine."""
+    if provider == "TensorrtExecutionProvider" and cache_dir is not None:
+        return {"trt_engine_cache_enable": "True", "trt_engine_cache_path": str(cache_dir / "trt"),
+                "trt_fp16_enable": "True"}
+    if provider == "CUDAExecutionProvider":
+        return {"cudnn_conv_algo_search": "EXHAUSTIVE"}
+    return {}
+
+
+def create_session(model_path: Path, providers: Sequence[str],
+                   cache_dir: Path | None = None) -> ort.InferenceSession:
+    """One InferenceSession for model_path. A provider that fails to load is a warning, then CPU."""
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    provider_list = [(p, provider_options(p, cache_dir)) for p in providers]
+    try:
+        session = ort.InferenceSession(str(model_path), sess_options=options,
+                                       providers=provider_list)
+    except Exception as exc:  # onnxruntime raises plain RuntimeError/Fail subclasses
+        if list(providers) == [CPU]:
+            raise ModelError(f"{model_path.name} cannot be loaded by ONNX Runtime: "
+                             f"{_first_line(exc)}") from exc
+        log.warning("could not create a session for %s with %s (%s); falling back to CPU",
+                    model_path.name, ", ".join(providers), _first_line(exc))
+        return create_session(model_path, [CPU], cache_dir)
+    _warn_dropped(model_path, providers, session.get_providers())
+    return session
+
+
+def _warn_dropped(model_path: Path, requested: Sequence[str], active: Sequence[str]) -> None:
+    dropped = [p for p in requested if p not in active]
+    if dropped:
+        log.warning("%s: %s failed to load and %s runs the model instead (see `facefuse doctor`)",
+                    model_path.name, ", ".join(dropped), active[0])
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+class SessionPool:
+    """Sessions keyed by (resolved model path, providers); each created once and then reused."""
+
+    def __init__(self, providers: Sequence[str], cache_dir: Path | None = None) -> None:
+        self.providers = tuple(providers)
+        self._cache_dir = cache_dir
+        self._sessions: dict[tuple[str, tuple[str, ...]], ort.InferenceSession] = {}
+        self._lock = threading.Lock()
+
+    def get(self, model_path: Path) -> ort.InferenceSession:
+        key = (str(Path(model_path).resolve()), self.providers)
+        with self._lock:
+            if key not in self._sessions:
+                self._sessions[key] = create_session(Path(model_path), self.providers,
+                                                     self._cache_dir)
+            return self._sessions[key]
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def close(self) -> None:
+        with self._lock:
+            self._sessions.clear()

@@ -1,0 +1,67 @@
+"""Records that travel between the pipeline stages, and the frame convention.
+
+Frame convention (stated once, converted only at the edges):
+    A *frame* is a numpy array of shape (H, W, C) with C in {3, 4}, channel order BGR(A) as OpenCV
+    reads it, dtype uint8, uint16 or float32. uint8/uint16 use their full integer range; float32 is
+    display-referred with 1.0 as white. Alpha, when present, is never altered by the engine.
+    A *model crop* is float32 BGR (H, W, 3) scaled to 0..255 whatever the frame dtype was;
+    ``facefuse.paste`` converts back to the frame's own dtype.
+    Coordinates are frame pixels, x right, y down, origin at the top-left pixel's corner.
+    Matrices are 2x3 affine maps named by direction: ``frame_to_crop`` maps frame points into the crop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Face:
+    """One detected face.
+
+    bbox_xyxy: float32 (4,) frame pixels. kps5: float32 (5, 2) frame pixels in the order
+    left eye, right eye, nose tip, left mouth corner, right mouth corner (as seen in the image).
+    score: detector confidence in [0, 1]. embedding: L2-normalised float32 (D,) or None.
+    """
+
+    bbox_xyxy: np.ndarray
+    kps5: np.ndarray
+    score: float
+    embedding: np.ndarray | None = None
+
+    @property
+    def area_px(self) -> float:
+        x1, y1, x2, y2 = (float(v) for v in self.bbox_xyxy)
+        return max(0.0, x2 - x1) * max(0.0, y2 - y1)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class AlignedCrop:
+    """A face warped onto a template.
+
+    image: float32 (size_px, size_px, 3) BGR in 0..255 (the model crop convention).
+    frame_to_crop: float64 (2, 3) affine matrix from frame pixels to crop pixels.
+    """
+
+    image: np.ndarray
+    frame_to_crop: np.ndarray
+    template: str
+    size_px: int
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FrameResult:
+    """What processing one frame produced.
+
+    frame: the output frame (same shape and dtype as the input frame).
+    faces: every face the detector found. swapped: the faces that were replaced.
+    matte: float32 (H, W) blend mask in [0, 1] (the union of the pasted masks), or None if nothing
+    was pasted.
+    """
+
+    frame: np.ndarray
+    faces: tuple[Face, ...]
+    swapped: tuple[Face, ...]
+    matte: np.ndarray | None
