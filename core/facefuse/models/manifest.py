@@ -1,0 +1,155 @@
+"""The model manifest: model files and model families, read from a TOML data file.
+
+Schema (version 1):
+    schema_version = 1
+    [families.<name>]   role, class, input_size = [w, h], template, colour ("rgb"|"bgr"),
+                        mean, std, inputs = [{names = [...], shape = [...]}], outputs = [...]
+                        (a shape entry is an int, or a string naming a free dimension)
+    [[models]]          name, family, file, urls = [...], sha256, bytes, licence, precision,
+                        optional archive = {url, sha256, bytes, member} for files inside a zip
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from ..errors import ModelError
+
+SCHEMA_VERSION = 1
+ROLES = ("detector", "recogniser", "swapper", "enhancer")
+
+
+@dataclass(frozen=True, slots=True)
+class TensorSpec:
+    """Expected tensor: acceptable names (empty: any) and shape (int, or str for a free dim)."""
+
+    names: tuple[str, ...]
+    shape: tuple[int | str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """A model family: what its inputs and outputs look like and how to feed it."""
+
+    name: str
+    role: str
+    class_name: str
+    input_size: tuple[int, int] | None
+    template: str | None
+    colour: str
+    mean: float
+    std: float
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveMember:
+    """A model shipped inside a zip: the zip's url, size and sha256, and the member's path."""
+
+    url: str
+    sha256: str
+    size_bytes: int
+    member: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelEntry:
+    """One downloadable model file, identified by its sha256 (never by its name)."""
+
+    name: str
+    family: str
+    file: str
+    urls: tuple[str, ...]
+    sha256: str
+    size_bytes: int
+    licence: str
+    precision: str
+    archive: ArchiveMember | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    schema_version: int
+    families: Mapping[str, Family]
+    models: Mapping[str, ModelEntry]
+    source: Path | None = None
+
+    def family_of(self, model_name: str) -> Family:
+        return self.families[self.models[model_name].family]
+
+    def families_for_role(self, role: str) -> tuple[Family, ...]:
+        return tuple(f for f in self.families.values() if f.role == role)
+
+    def models_for_role(self, role: str) -> tuple[ModelEntry, ...]:
+        return tuple(m for m in self.models.values() if self.families[m.family].role == role)
+
+
+def default_manifest_path() -> Path:
+    """The packaged manifest (wheel), else the repository's models/manifest.toml (editable)."""
+    packaged = resources.files("facefuse").joinpath("data/manifest.toml")
+    if packaged.is_file():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[3] / "models" / "manifest.toml"
+
+
+def load_manifest(path: Path | None = None) -> Manifest:
+    """Read and validate a manifest file; raises ModelError naming the first problem."""
+    path = Path(path) if path is not None else default_manifest_path()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ModelError(f"cannot read the model manifest {path}: {exc}") from exc
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ModelError(f"model manifest {path} has schema_version {version!r}; "
+                         f"this facefuse reads version {SCHEMA_VERSION}")
+    families = {name: _family(name, raw, path) for name, raw in data.get("families", {}).items()}
+    models = {}
+    for raw in data.get("models", []):
+        entry = _model(raw, path)
+        if entry.family not in families:
+            raise ModelError(f"{path}: model {entry.name} names unknown family {entry.family!r}")
+        models[entry.name] = entry
+    return Manifest(version, MappingProxyType(families), MappingProxyType(models), path)
+
+
+def _specs(raw: list[dict[str, Any]]) -> tuple[TensorSpec, ...]:
+    return tuple(TensorSpec(tuple(r.get("names", ())), tuple(r["shape"])) for r in raw)
+
+
+def _family(name: str, raw: dict[str, Any], path: Path) -> Family:
+    try:
+        role = raw["role"]
+        if role not in ROLES:
+            raise ModelError(f"{path}: family {name} has unknown role {role!r}")
+        size = raw.get("input_size")
+        return Family(
+            name=name, role=role, class_name=raw["class"],
+            input_size=(int(size[0]), int(size[1])) if size else None,
+            template=raw.get("template"), colour=raw.get("colour", "rgb"),
+            mean=float(raw.get("mean", 0.0)), std=float(raw.get("std", 1.0)),
+            inputs=_specs(raw["inputs"]), outputs=_specs(raw.get("outputs", [])),
+        )
+    except KeyError as exc:
+        raise ModelError(f"{path}: family {name} lacks the field {exc.args[0]!r}") from exc
+
+
+def _model(raw: dict[str, Any], path: Path) -> ModelEntry:
+    try:
+        archive = raw.get("archive")
+        return ModelEntry(
+            name=raw["name"], family=raw["family"], file=raw["file"],
+            urls=tuple(raw.get("urls", ())), sha256=raw["sha256"].lower(),
+            size_bytes=int(raw["bytes"]), licence=raw["licence"],
+            precision=raw.get("precision", "fp32"),
+            archive=ArchiveMember(archive["url"], archive["sha256"].lower(),
+                                  int(archive["bytes"]), archive["member"]) if archive else None,
+        )
+    except KeyError as exc:
+        raise ModelError(f"{path}: a model entry lacks the field {exc.args[0]!r}") from exc
