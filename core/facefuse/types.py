@@ -12,7 +12,10 @@ Frame convention (stated once, converted only at the edges):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
 
 import numpy as np
 
@@ -58,10 +61,27 @@ class FrameResult:
     frame: the output frame (same shape and dtype as the input frame).
     faces: every face the detector found. swapped: the faces that were replaced.
     matte: float32 (H, W) blend mask in [0, 1] (the union of the pasted masks), or None if nothing
-    was pasted.
+    was pasted. timings_ms: wall time per stage for this frame.
     """
 
     frame: np.ndarray
     faces: tuple[Face, ...]
     swapped: tuple[Face, ...]
     matte: np.ndarray | None
+    timings_ms: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SourceIdentity:
+    """The identity to put into target faces: the normalised mean of the source embeddings.
+
+    embedding: float32 (D,) L2-normalised. source_sha256: sha256 of each source image's bytes.
+    """
+
+    embedding: np.ndarray
+    source_sha256: tuple[str, ...]
+
+    @property
+    def digest(self) -> str:
+        """A short content hash of the identity (for provenance and logs)."""
+        return hashlib.sha256(np.ascontiguousarray(self.embedding).tobytes()).hexdigest()[:16]

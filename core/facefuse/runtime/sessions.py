@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
+from types import MappingProxyType
 from typing import Sequence
 
 import onnxruntime as ort
@@ -20,7 +21,7 @@ AUTO_PREFERENCE = (
     "CoreMLExecutionProvider",
     "CPUExecutionProvider",
 )
-SHORT_NAMES = {
+SHORT_NAMES = MappingProxyType({
     "tensorrt": "TensorrtExecutionProvider",
     "trt": "TensorrtExecutionProvider",
     "cuda": "CUDAExecutionProvider",
@@ -30,7 +31,7 @@ SHORT_NAMES = {
     "rocm": "ROCMExecutionProvider",
     "openvino": "OpenVINOExecutionProvider",
     "cpu": "CPUExecutionProvider",
-}
+})
 CPU = "CPUExecutionProvider"
 
 

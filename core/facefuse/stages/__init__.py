@@ -1,0 +1,20 @@
+"""Pipeline stages: one module per stage, one class per model family.
+
+FAMILY_CLASSES is the explicit table from a manifest family's `class` to the class that runs it.
+"""
+
+from types import MappingProxyType
+
+from .detect import ScrfdDetector, YunetDetector
+from .embed import ArcFaceEmbedder
+from .enhance import CodeFormerRestorer, FaceRestorer
+from .swap import InswapperSwapper
+
+FAMILY_CLASSES = MappingProxyType({
+    cls.__name__: cls
+    for cls in (ScrfdDetector, YunetDetector, ArcFaceEmbedder, InswapperSwapper, FaceRestorer,
+                CodeFormerRestorer)
+})
+
+__all__ = ["FAMILY_CLASSES", "ScrfdDetector", "YunetDetector", "ArcFaceEmbedder",
+           "InswapperSwapper", "FaceRestorer", "CodeFormerRestorer"]

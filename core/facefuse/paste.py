@@ -1,0 +1,99 @@
+"""Paste a processed crop back into the frame: ROI-only inverse warp and a float blend.
+
+Only the smallest frame rectangle that holds the warped crop is read and written; every pixel
+outside it, and every pixel inside it where the mask is 0, keeps its exact input value. The blend
+runs in float32 at the frame's own scale, so uint16 and float32 frames keep their precision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from .geometry import invert_affine, transform_points
+
+
+@dataclass(frozen=True, slots=True)
+class Roi:
+    """A frame rectangle, x0/y0 inclusive and x1/y1 exclusive, in frame pixels."""
+
+    x0: int
+    y0: int
+    x1: int
+    y1: int
+
+    @property
+    def empty(self) -> bool:
+        return self.x1 <= self.x0 or self.y1 <= self.y0
+
+    def slices(self) -> tuple[slice, slice]:
+        return slice(self.y0, self.y1), slice(self.x0, self.x1)
+
+
+def crop_roi(frame_shape: tuple[int, ...], crop_size_px: int, crop_to_frame: np.ndarray) -> Roi:
+    """The frame rectangle covering the crop's footprint (one pixel of margin), clipped."""
+    s = float(crop_size_px)
+    corners = transform_points(np.array([[0, 0], [s, 0], [s, s], [0, s]]), crop_to_frame)
+    height, width = frame_shape[:2]
+    x0, y0 = np.floor(corners.min(axis=0)).astype(int) - 1
+    x1, y1 = np.ceil(corners.max(axis=0)).astype(int) + 1
+    return Roi(max(int(x0), 0), max(int(y0), 0), min(int(x1), width), min(int(y1), height))
+
+
+def frame_scale(dtype: np.dtype) -> float:
+    """The multiplier from the 0..255 model range to this frame dtype's range."""
+    if dtype == np.uint8:
+        return 1.0
+    if dtype == np.uint16:
+        return 65535.0 / 255.0
+    if np.issubdtype(dtype, np.floating):
+        return 1.0 / 255.0
+    raise TypeError(f"unsupported frame dtype {dtype}; use uint8, uint16 or float32")
+
+
+def warp_to_roi(image: np.ndarray, crop_to_frame: np.ndarray, roi: Roi) -> np.ndarray:
+    """Warp a crop-space image into the ROI (zero outside the crop's footprint)."""
+    to_roi = crop_to_frame.copy()
+    to_roi[:, 2] -= (roi.x0, roi.y0)
+    return cv2.warpAffine(image, to_roi, (roi.x1 - roi.x0, roi.y1 - roi.y0),
+                          flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+
+
+def paste_into(frame: np.ndarray, crop_bgr: np.ndarray, mask: np.ndarray,
+               frame_to_crop: np.ndarray) -> tuple[Roi, np.ndarray]:
+    """Blend crop_bgr into `frame` IN PLACE under mask; returns (roi, warped mask in the ROI).
+
+    frame: (H, W, 3|4) uint8/uint16/float32; alpha is left untouched.
+    crop_bgr: float32 (S, S, 3) in 0..255. mask: float32 (S, S) in [0, 1].
+    frame_to_crop: (2, 3) matrix the crop was made with.
+    """
+    crop_to_frame = invert_affine(frame_to_crop)
+    roi = crop_roi(frame.shape, mask.shape[0], crop_to_frame)
+    if roi.empty:
+        return roi, np.zeros((0, 0), np.float32)
+    rows, cols = roi.slices()
+    roi_mask = warp_to_roi(np.ascontiguousarray(mask, dtype=np.float32), crop_to_frame, roi)
+    roi_crop = warp_to_roi(np.ascontiguousarray(crop_bgr, dtype=np.float32), crop_to_frame, roi)
+    region = frame[rows, cols, :3]
+    blended = _blend(region, roi_crop * np.float32(frame_scale(frame.dtype)), roi_mask)
+    frame[rows, cols, :3] = np.where(roi_mask[..., None] > 0, blended, region)
+    return roi, roi_mask
+
+
+def paste_back(frame: np.ndarray, crop_bgr: np.ndarray, mask: np.ndarray,
+               frame_to_crop: np.ndarray) -> np.ndarray:
+    """Like paste_into, on a copy: the input frame is never modified."""
+    out = frame.copy()
+    paste_into(out, crop_bgr, mask, frame_to_crop)
+    return out
+
+
+def _blend(region: np.ndarray, crop_scaled: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    weight = mask[..., None]
+    mixed = region.astype(np.float32) * (1.0 - weight) + crop_scaled * weight
+    if np.issubdtype(region.dtype, np.integer):
+        info = np.iinfo(region.dtype)
+        return np.clip(np.rint(mixed), info.min, info.max).astype(region.dtype)
+    return mixed.astype(region.dtype)

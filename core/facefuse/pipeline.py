@@ -1,0 +1,271 @@
+"""The Pipeline: built from one Settings object; owns the model store, sessions and caches.
+
+A Pipeline is not shared between threads; build one per worker. Two pipelines with different
+settings live side by side in one process (nothing here is module-level state).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import geometry
+from .config import Settings
+from .embedding_cache import EmbeddingCache, default_cache_dir, sha256_bytes
+from .errors import NoFaceError
+from .io.images import decode_image, read_image_bytes
+from .masks import box_mask, combine_masks, landmark_hull_mask
+from .models.manifest import Family, Manifest, load_manifest
+from .models.store import LocatedModel, ModelStore, default_models_dir, offline_from_env
+from .paste import paste_into
+from .runtime.sessions import SessionPool, resolve_providers
+from .runtime.signature import Signature, pick_family, require
+from .selection import largest_face, select_faces
+from .stages import FAMILY_CLASSES
+from .stages.swap import read_emap
+from .timing import StageClock
+from .types import Face, FrameResult, SourceIdentity
+
+log = logging.getLogger(__name__)
+
+ProgressCallback = Callable[[str, int, "int | None"], None]
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedModel:
+    """A model ready to run: where it came from, its family, and the stage object running it."""
+
+    located: LocatedModel
+    family: Family
+    stage: Any
+
+
+class Pipeline:
+    """Detect, select, swap, enhance and paste back faces in frames.
+
+    settings: the one Settings object. manifest: defaults to the shipped one.
+    on_download(name, done_bytes, total_bytes): progress of model downloads, if any happen.
+    """
+
+    def __init__(self, settings: Settings, manifest: Manifest | None = None,
+                 on_download: ProgressCallback | None = None) -> None:
+        self.settings = settings
+        self.manifest = manifest if manifest is not None else load_manifest()
+        self.models_dir = default_models_dir(settings.models_dir)
+        self.store = ModelStore(self.manifest, self.models_dir,
+                                offline=settings.offline or offline_from_env(),
+                                on_progress=on_download)
+        self.providers = resolve_providers(settings.providers)
+        self.sessions = SessionPool(self.providers, cache_dir=self.models_dir)
+        self.embedding_cache = EmbeddingCache(default_cache_dir(settings.cache_dir))
+        self._located: dict[str, LocatedModel] = {}
+        self._loaded: dict[str, LoadedModel] = {}
+        self._latents: dict[bytes, np.ndarray] = {}
+        self._box_masks: dict[int, np.ndarray] = {}
+        self._reference: np.ndarray | None = None
+
+    # -- models ---------------------------------------------------------------------------
+    def _model_option(self, role: str) -> str:
+        option = {"detector": self.settings.detector, "recogniser": self.settings.recogniser,
+                  "swapper": self.settings.swapper, "enhancer": self.settings.enhancer}[role]
+        if option is None:
+            raise ValueError(f"no {role} is configured")
+        return option
+
+    def locate(self, role: str) -> LocatedModel:
+        """Where the model for `role` is (fetched and verified if needed); no session is made."""
+        if role not in self._located:
+            self._located[role] = self.store.locate(self._model_option(role), role)
+        return self._located[role]
+
+    def model(self, role: str) -> LoadedModel:
+        """The loaded model for `role`: session created once, contract checked, stage built."""
+        if role not in self._loaded:
+            located = self.locate(role)
+            session = self.sessions.get(located.path)
+            family = self._family_for(role, located, Signature.of_session(session))
+            stage = self._build_stage(role, family, session, located.path)
+            self._loaded[role] = LoadedModel(located, family, stage)
+        return self._loaded[role]
+
+    def _family_for(self, role: str, located: LocatedModel, signature: Signature) -> Family:
+        if located.entry is not None:
+            family = self.manifest.families[located.entry.family]
+            require(signature, family, located.label)
+            return family
+        return pick_family(signature, self.manifest.families_for_role(role), located.label)
+
+    def _build_stage(self, role: str, family: Family, session: Any, path: Path) -> Any:
+        cls = FAMILY_CLASSES[family.class_name]
+        s = self.settings
+        if family.class_name == "ScrfdDetector":
+            size = (s.detector_size_px, s.detector_size_px)
+            return cls(session, family, score_threshold=s.detector_score, input_size=size)
+        if role == "detector":  # YuNet's input size is fixed by the model
+            return cls(session, family, score_threshold=s.detector_score)
+        if role == "swapper":
+            return cls(session, family, read_emap(path), normalise_latent=s.normalise_latent)
+        if family.class_name == "CodeFormerRestorer":
+            return cls(session, family, fidelity=s.codeformer_fidelity)
+        return cls(session, family)
+
+    def model_identity(self, role: str) -> str:
+        """A content identity of the role's model: manifest sha256, else path + size + mtime."""
+        located = self.locate(role)
+        if located.entry is not None:
+            return f"{located.entry.name}:{located.entry.sha256}"
+        stat = located.path.stat()
+        return f"{located.path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+
+    def models_used(self) -> dict[str, dict[str, str]]:
+        """Role -> {label, path, sha256 (manifest models only)} for the models loaded so far."""
+        used = {}
+        for role, located in self._located.items():
+            sha = located.entry.sha256 if located.entry is not None else ""
+            used[role] = {"model": located.label, "path": str(located.path), "sha256": sha}
+        return used
+
+    # -- identities ---------------------------------------------------------------------------
+    def source_identity(self, paths: Sequence[Path]) -> SourceIdentity:
+        """The identity of one or more source images: the normalised mean of their embeddings.
+
+        Raises NoFaceError naming the first image without a face. Cached per image content.
+        """
+        embeddings, digests = [], []
+        for path in paths:
+            data = read_image_bytes(Path(path))
+            digest = sha256_bytes(data)
+            embeddings.append(self._image_embedding(data, digest, str(path)))
+            digests.append(digest)
+        return SourceIdentity(_mean_direction(embeddings), tuple(digests))
+
+    def _image_embedding(self, data: bytes, digest: str, label: str) -> np.ndarray:
+        key = EmbeddingCache.key(digest, self.model_identity("detector"),
+                                 self.model_identity("recogniser"), self.settings.detector_size_px)
+        if self.settings.use_embedding_cache:
+            cached = self.embedding_cache.get(key)
+            if cached is not None:
+                log.info("embedding cache hit for %s", label)
+                return cached
+        frame = decode_image(data, label)
+        face = largest_face(self.detect(frame))
+        if face is None:
+            raise NoFaceError(f"no face found in {label}; use a photo where the face is visible")
+        embedder = self.model("recogniser").stage
+        embedding = embedder.embed(embedder.crop(frame, face))
+        if self.settings.use_embedding_cache:
+            self.embedding_cache.put(key, embedding)
+        return embedding
+
+    def reference_embedding(self) -> np.ndarray | None:
+        """The identity to look for with the reference selector (from settings.reference_images)."""
+        if self._reference is None and self.settings.reference_images:
+            identity = self.source_identity(self.settings.reference_images)
+            self._reference = identity.embedding
+        return self._reference
+
+    # -- frames -------------------------------------------------------------------------------
+    def detect(self, frame: np.ndarray) -> tuple[Face, ...]:
+        """All faces in a frame (any supported dtype; see types.py), best score first."""
+        return self.model("detector").stage.detect(geometry.to_display_uint8(frame))
+
+    def embed_faces(self, frame: np.ndarray, faces: Sequence[Face]) -> tuple[Face, ...]:
+        """Copies of `faces` carrying their embeddings (one batched recogniser run)."""
+        if not faces:
+            return ()
+        embedder = self.model("recogniser").stage
+        vectors = embedder.embed_many([embedder.crop(frame, face) for face in faces])
+        return tuple(_with_embedding(face, vector) for face, vector in zip(faces, vectors))
+
+    def select(self, frame: np.ndarray, faces: Sequence[Face]) -> tuple[Face, ...]:
+        """The faces the settings' selector picks for swapping."""
+        if self.settings.selector != "reference":
+            return select_faces(faces, self.settings.selector)
+        return select_faces(self.embed_faces(frame, faces), "reference",
+                            self.reference_embedding(), self.settings.similarity)
+
+    def process_frame(self, frame: np.ndarray, identity: SourceIdentity) -> FrameResult:
+        """Swap the selected faces of `frame` to `identity`. The input frame is not modified."""
+        clock = StageClock()
+        with clock.measure("detect"):
+            faces = self.detect(frame)
+        with clock.measure("select"):
+            targets = self.select(frame, faces)
+        out = frame.copy()
+        matte = np.zeros(frame.shape[:2], np.float32) if targets else None
+        latent = self._latent(identity)
+        for face in targets:
+            self._swap_face(frame, out, face, latent, matte, clock)
+            if self.settings.enhancer:
+                with clock.measure("enhance"):
+                    self._enhance_face(out, face)
+        return FrameResult(out, faces, targets, matte, clock.snapshot())
+
+    def _swap_face(self, frame: np.ndarray, out: np.ndarray, face: Face, latent: np.ndarray,
+                   matte: np.ndarray | None, clock: StageClock) -> None:
+        swapper = self.model("swapper")
+        with clock.measure("swap"):
+            crop = geometry.warp_crop(frame, face.kps5, swapper.family.template,
+                                      swapper.family.input_size[0])
+            swapped = swapper.stage.swap(crop, latent)
+        with clock.measure("paste"):
+            mask = self._swap_mask(crop.size_px, geometry.transform_points(face.kps5,
+                                                                           crop.frame_to_crop))
+            roi, roi_mask = paste_into(out, swapped, mask, crop.frame_to_crop)
+            if matte is not None and not roi.empty:
+                rows, cols = roi.slices()
+                np.maximum(matte[rows, cols], roi_mask, out=matte[rows, cols])
+
+    def _swap_mask(self, size_px: int, kps5_crop: np.ndarray) -> np.ndarray:
+        mask = self._box_mask(size_px)
+        if self.settings.landmark_mask:
+            hull = landmark_hull_mask(kps5_crop, size_px, blur=self.settings.mask_blur)
+            mask = combine_masks(mask, hull)
+        return mask
+
+    def _box_mask(self, size_px: int) -> np.ndarray:
+        if size_px not in self._box_masks:
+            self._box_masks[size_px] = box_mask(size_px, self.settings.mask_blur,
+                                                self.settings.mask_padding)
+        return self._box_masks[size_px]
+
+    def _enhance_face(self, out: np.ndarray, face: Face) -> None:
+        enhancer = self.model("enhancer")
+        size = enhancer.family.input_size[0]
+        crop = geometry.warp_crop(out, face.kps5, enhancer.family.template, size)
+        restored = enhancer.stage.enhance(crop)
+        mask = self._box_mask(size) * np.float32(self.settings.enhancer_blend)
+        paste_into(out, restored, mask, crop.frame_to_crop)
+
+    def _latent(self, identity: SourceIdentity) -> np.ndarray:
+        key = np.ascontiguousarray(identity.embedding, dtype=np.float32).tobytes()
+        if key not in self._latents:
+            self._latents[key] = self.model("swapper").stage.latent(identity.embedding)
+        return self._latents[key]
+
+    # -- lifetime -----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Free every session; the pipeline can be used again (sessions are re-created)."""
+        self._loaded.clear()
+        self._latents.clear()
+        self.sessions.close()
+
+    def __enter__(self) -> "Pipeline":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _mean_direction(embeddings: Sequence[np.ndarray]) -> np.ndarray:
+    mean = np.mean(np.stack([np.asarray(e, np.float32) for e in embeddings]), axis=0)
+    norm = float(np.linalg.norm(mean))
+    return (mean / norm if norm > 0 else mean).astype(np.float32)
+
+
+def _with_embedding(face: Face, vector: np.ndarray) -> Face:
+    return replace(face, embedding=np.asarray(vector, np.float32))

@@ -1,0 +1,32 @@
+import numpy as np
+
+from facefuse.embedding_cache import EmbeddingCache, default_cache_dir
+
+
+def test_put_get_info_clear(tmp_path):
+    cache = EmbeddingCache(tmp_path / "c")
+    key = EmbeddingCache.key("a" * 64, "det:1", "rec:2", 640)
+    assert cache.get(key) is None and cache.info().entries == 0
+    vector = np.arange(4, dtype=np.float32)
+    cache.put(key, vector)
+    np.testing.assert_array_equal(cache.get(key), vector)
+    assert cache.info().entries == 1 and cache.info().size_bytes > 0
+    assert cache.clear() == 1 and cache.get(key) is None
+
+
+def test_key_depends_on_every_part():
+    base = EmbeddingCache.key("a", "d", "r", 640)
+    assert len({base, EmbeddingCache.key("b", "d", "r", 640), EmbeddingCache.key("a", "x", "r", 640),
+                EmbeddingCache.key("a", "d", "x", 640), EmbeddingCache.key("a", "d", "r", 320)}) == 5
+
+
+def test_damaged_entry_is_a_miss(tmp_path):
+    cache = EmbeddingCache(tmp_path)
+    (tmp_path / f"{'k' * 8}.npy").write_bytes(b"garbage")
+    assert cache.get("k" * 8) is None
+
+
+def test_default_dir_honours_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("FACEFUSE_CACHE", str(tmp_path))
+    assert default_cache_dir() == tmp_path
+    assert default_cache_dir(tmp_path / "x") == tmp_path / "x"
