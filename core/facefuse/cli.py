@@ -22,6 +22,7 @@ from .io.images import check_writable_path, read_image, write_image
 from .runtime.sessions import parse_providers
 
 log = logging.getLogger("facefuse")
+DEFAULTS = Settings()
 
 
 class DownloadProgress:
@@ -56,22 +57,22 @@ def _swap_parser(commands: Any) -> None:
                    help="source face image (repeat to average several photos of one person)")
     p.add_argument("-t", "--target", type=Path, required=True, help="image to change")
     p.add_argument("-o", "--output", type=Path, required=True, help="image to write")
-    p.add_argument("--detector", default=Settings.detector, help="manifest name or .onnx path")
-    p.add_argument("--recogniser", default=Settings.recogniser)
-    p.add_argument("--swapper", default=Settings.swapper)
+    p.add_argument("--detector", default=DEFAULTS.detector, help="manifest name or .onnx path")
+    p.add_argument("--recogniser", default=DEFAULTS.recogniser)
+    p.add_argument("--swapper", default=DEFAULTS.swapper)
     p.add_argument("--enhancer", default="none", help="none, a manifest name or an .onnx path")
-    p.add_argument("--enhancer-blend", type=float, default=Settings.enhancer_blend)
-    p.add_argument("--codeformer-fidelity", type=float, default=Settings.codeformer_fidelity)
-    p.add_argument("--selector", choices=SELECTORS, default=Settings.selector)
+    p.add_argument("--enhancer-blend", type=float, default=DEFAULTS.enhancer_blend)
+    p.add_argument("--codeformer-fidelity", type=float, default=DEFAULTS.codeformer_fidelity)
+    p.add_argument("--selector", choices=SELECTORS, default=DEFAULTS.selector)
     p.add_argument("--reference", type=Path, action="append", default=[],
                    help="image of the target person to replace (selector reference)")
-    p.add_argument("--similarity", type=float, default=Settings.similarity,
+    p.add_argument("--similarity", type=float, default=DEFAULTS.similarity,
                    help="minimum cosine similarity to the reference face")
-    p.add_argument("--mask-blur", type=float, default=Settings.mask_blur)
+    p.add_argument("--mask-blur", type=float, default=DEFAULTS.mask_blur)
     p.add_argument("--landmark-mask", action="store_true", help="also limit the blend to the "
                    "area around the landmarks")
-    p.add_argument("--detector-size", type=int, default=Settings.detector_size_px)
-    p.add_argument("--detector-score", type=float, default=Settings.detector_score)
+    p.add_argument("--detector-size", type=int, default=DEFAULTS.detector_size_px)
+    p.add_argument("--detector-score", type=float, default=DEFAULTS.detector_score)
     p.add_argument("--providers", default="auto", help="auto, or a list such as cuda,cpu")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the "
                    "source embedding cache")
@@ -91,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("action", choices=("list", "fetch", "verify", "path"))
     models.add_argument("names", nargs="*", help="model names (default: the default set)")
     models.add_argument("--all", action="store_true", help="fetch every model in the manifest")
+    models.add_argument("--force", action="store_true", help="fetch again, replacing a file that "
+                        "fails verification")
     _model_options(models)
     models.set_defaults(handler=cmd_models)
     cache = commands.add_parser("cache", help="show or clear the source embedding cache")
@@ -176,7 +179,7 @@ def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
           f"{summary['faces_found']} faces in {summary['timings_ms']['total']:.0f} ms")
 
 
-DEFAULT_MODELS = (Settings.detector, Settings.recogniser, Settings.swapper)
+DEFAULT_MODELS = (DEFAULTS.detector, DEFAULTS.recogniser, DEFAULTS.swapper)
 
 
 def _store(args: argparse.Namespace) -> Any:
@@ -198,7 +201,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     names = list(args.names) or (list(store.manifest.models) if args.all else list(DEFAULT_MODELS))
     if args.action == "fetch":
         for name in names:
-            print(f"{name}: {store.fetch(name)}")
+            print(f"{name}: {store.fetch(name, force=args.force)}")
         return 0
     results = [store.verify(name) for name in names or store.manifest.models]
     for result in results:
