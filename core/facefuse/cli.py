@@ -12,8 +12,9 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence, TextIO
+from typing import Any, TextIO
 
 from . import __version__
 from .config import SELECTORS, Settings

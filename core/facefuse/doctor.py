@@ -82,7 +82,7 @@ def probe_provider(provider: str) -> dict[str, Any]:
                                                                         "CPUExecutionProvider"])
         result["works"] = session.get_providers()[0] == provider
         result["why"] = "" if result["works"] else "onnxruntime fell back to CPU (see log above)"
-    except Exception as exc:  # any ORT failure is the answer we want to report
+    except Exception as exc:  # noqa: BLE001 - any ORT failure is the answer to report
         result.update(works=False, why=str(exc).strip().splitlines()[0])
     return result
 

@@ -20,7 +20,7 @@ def box_mask(size_px: int, blur: float = 0.3,
     blur_amount = int(size_px * 0.5 * blur)
     border = max(blur_amount // 2, 1)
     top, right, bottom, left = (int(size_px * p) for p in padding)
-    mask = np.ones((size_px, size_px), dtype=np.float32)
+    mask: np.ndarray = np.ones((size_px, size_px), dtype=np.float32)
     mask[: max(border, top), :] = 0
     mask[size_px - max(border, bottom):, :] = 0
     mask[:, : max(border, left)] = 0
@@ -51,7 +51,7 @@ def landmark_hull_mask(kps5_crop: np.ndarray, size_px: int, expand: float = 1.6,
     eye_mid, mouth_mid = pts[:2].mean(axis=0), pts[3:].mean(axis=0)
     forehead = grown[:2] + (eye_mid - mouth_mid) * 0.8
     hull = cv2.convexHull(np.vstack([grown, forehead]).astype(np.float32))
-    mask = np.zeros((size_px, size_px), dtype=np.float32)
+    mask: np.ndarray = np.zeros((size_px, size_px), dtype=np.float32)
     cv2.fillConvexPoly(mask, np.round(hull).astype(np.int32), 1.0, lineType=cv2.LINE_AA)
     blur_px = size_px * 0.5 * blur * 0.25
     if blur_px > 0:

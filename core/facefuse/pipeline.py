@@ -7,9 +7,10 @@ settings live side by side in one process (nothing here is module-level state).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Self
 
 import numpy as np
 
@@ -209,8 +210,7 @@ class Pipeline:
                    matte: np.ndarray | None, clock: StageClock) -> None:
         swapper = self.model("swapper")
         with clock.measure("swap"):
-            crop = geometry.warp_crop(frame, face.kps5, swapper.family.template,
-                                      swapper.family.input_size[0])
+            crop = geometry.warp_crop(frame, face.kps5, *swapper.family.crop_spec())
             swapped = swapper.stage.swap(crop, latent)
         with clock.measure("paste"):
             mask = self._swap_mask(crop.size_px, geometry.transform_points(face.kps5,
@@ -235,10 +235,9 @@ class Pipeline:
 
     def _enhance_face(self, out: np.ndarray, face: Face) -> None:
         enhancer = self.model("enhancer")
-        size = enhancer.family.input_size[0]
-        crop = geometry.warp_crop(out, face.kps5, enhancer.family.template, size)
+        crop = geometry.warp_crop(out, face.kps5, *enhancer.family.crop_spec())
         restored = enhancer.stage.enhance(crop)
-        mask = self._box_mask(size) * np.float32(self.settings.enhancer_blend)
+        mask = self._box_mask(crop.size_px) * np.float32(self.settings.enhancer_blend)
         paste_into(out, restored, mask, crop.frame_to_crop)
 
     def _latent(self, identity: SourceIdentity) -> np.ndarray:
@@ -254,7 +253,7 @@ class Pipeline:
         self._latents.clear()
         self.sessions.close()
 
-    def __enter__(self) -> "Pipeline":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

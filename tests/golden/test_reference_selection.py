@@ -44,7 +44,7 @@ def two_people(testdata: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
     left, right = (cv2.resize(im, (int(im.shape[1] * height / im.shape[0]), height))
                    for im in (left, right))
     cv2.imwrite(str(root / "both.png"), np.hstack([left, right]))
-    recogniser = padded_recogniser(testdata / "models" / "mobilefacenet_128d.onnx",
+    padded_recogniser(testdata / "models" / "mobilefacenet_128d.onnx",
                                    root / "mobilefacenet_512.onnx")
     contract_models.colour_swapper(root / "colour_swapper.onnx")
     return root, left.shape[1]

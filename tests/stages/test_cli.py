@@ -79,7 +79,7 @@ def test_bad_inputs_get_one_line_and_the_documented_code(case, code, needle, con
     elif case == "reference_without_image":
         extra = ["--selector", "reference"]
     before = target.read_bytes()
-    got, out, err = _swap(["-s", str(source), "-t", str(target), "-o", str(output), *extra,
+    got, _out, err = _swap(["-s", str(source), "-t", str(target), "-o", str(output), *extra,
                            *_model_args(contract_dir, testdata, tmp_path)], capsys)
     assert got == code, err
     lines = [line for line in err.strip().splitlines() if line]

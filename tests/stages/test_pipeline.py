@@ -61,7 +61,7 @@ def test_colour_swapper_paints_the_colour_the_latent_dictates(settings, contract
             face = result.swapped[0]
             matrix = geometry.frame_to_crop_matrix(face.kps5, "arcface_128", 128)
             cx, cy = geometry.transform_points([[64, 64]], geometry.invert_affine(matrix))[0]
-            got_bgr = result.frame[int(round(cy)), int(round(cx))].astype(float)
+            got_bgr = result.frame[round(cy), round(cx)].astype(float)
             expected_bgr = contract_models.expected_colour_rgb(latent)[::-1] * 255
             np.testing.assert_allclose(got_bgr, expected_bgr, atol=1.0)
             outside = _outside_roi(target.shape, result.swapped)

@@ -39,7 +39,7 @@ def test_only_the_roi_changes_and_alpha_is_untouched(dtype, channels):
         np.testing.assert_array_equal(out[..., 3], frame[..., 3])
     # the centre of the face takes the crop colour, in the frame's own scale
     centre = geometry.transform_points([[64.0, 64.0]], geometry.invert_affine(matrix))[0]
-    cx, cy = int(round(centre[0])), int(round(centre[1]))
+    cx, cy = round(centre[0]), round(centre[1])
     expected = np.array([10.0, 200.0, 90.0]) * paste.frame_scale(np.dtype(dtype))
     np.testing.assert_allclose(out[cy, cx, :3].astype(float), expected,
                                atol=PEAK[dtype] / 255 * 0.51 + 1e-6)

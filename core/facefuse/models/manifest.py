@@ -12,11 +12,12 @@ Schema (version 1):
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import ModelError
 
@@ -46,6 +47,12 @@ class Family:
     std: float
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
+
+    def crop_spec(self) -> tuple[str, int]:
+        """(template, crop size in px) for families that work on aligned crops."""
+        if self.template is None or self.input_size is None:
+            raise ModelError(f"family {self.name} has no template or input size in the manifest")
+        return self.template, self.input_size[0]
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import Sequence
 
 import onnxruntime as ort
 

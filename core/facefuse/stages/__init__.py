@@ -3,18 +3,27 @@
 FAMILY_CLASSES is the explicit table from a manifest family's `class` to the class that runs it.
 """
 
+from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Any
 
 from .detect import ScrfdDetector, YunetDetector
 from .embed import ArcFaceEmbedder
 from .enhance import CodeFormerRestorer, FaceRestorer
 from .swap import InswapperSwapper
 
-FAMILY_CLASSES = MappingProxyType({
+FAMILY_CLASSES: Mapping[str, type[Any]] = MappingProxyType({
     cls.__name__: cls
     for cls in (ScrfdDetector, YunetDetector, ArcFaceEmbedder, InswapperSwapper, FaceRestorer,
                 CodeFormerRestorer)
 })
 
-__all__ = ["FAMILY_CLASSES", "ScrfdDetector", "YunetDetector", "ArcFaceEmbedder",
-           "InswapperSwapper", "FaceRestorer", "CodeFormerRestorer"]
+__all__ = [
+    "FAMILY_CLASSES",
+    "ArcFaceEmbedder",
+    "CodeFormerRestorer",
+    "FaceRestorer",
+    "InswapperSwapper",
+    "ScrfdDetector",
+    "YunetDetector",
+]

@@ -1,0 +1,112 @@
+"""Face restoration (GFPGAN 1.4, GPEN-512, CodeFormer): aligned 512 px crop -> restored crop.
+
+The restorers take an AlignedCrop on the ffhq_512 template (float32 BGR 0..255, see
+facefuse.types), normalised to [-1, 1] in RGB ((x / 255 - 0.5) / 0.5, i.e. family mean 127.5 and
+std 127.5), and return the same range; postprocess_restorer maps it back to the crop convention.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import onnxruntime as ort
+
+from ..errors import InputError, ModelContractError
+from ..models.manifest import Family
+from ..types import AlignedCrop
+from .embed import input_dtype
+
+log = logging.getLogger(__name__)
+
+CODEFORMER_IMAGE_INPUT = "input"
+CODEFORMER_WEIGHT_INPUT = "weight"
+
+
+def preprocess_restorer(crop_bgr_0_255: np.ndarray, family: Family) -> np.ndarray:
+    """Crop float32 BGR 0..255 (S, S, 3) -> float32 (1, 3, S, S) in family.colour order,
+    (x - family.mean) / family.std (restorers: RGB, (x / 255 - 0.5) / 0.5, range [-1, 1])."""
+    pixels = np.asarray(crop_bgr_0_255, dtype=np.float32)
+    if family.colour == "rgb":
+        pixels = pixels[..., ::-1]
+    scaled = (pixels - np.float32(family.mean)) / np.float32(family.std)
+    return np.ascontiguousarray(scaled.transpose(2, 0, 1)[None], dtype=np.float32)
+
+
+def postprocess_restorer(output: np.ndarray, colour: str = "rgb") -> np.ndarray:
+    """Restorer output (1, 3, S, S) or (3, S, S) in [-1, 1], `colour` channel order ->
+    float32 BGR 0..255 (S, S, 3): clip to [-1, 1], then (x + 1) / 2 * 255."""
+    planes = np.clip(np.asarray(output, dtype=np.float32), -1.0, 1.0)
+    pixels = planes.reshape(planes.shape[-3:]).transpose(1, 2, 0)
+    if colour == "rgb":
+        pixels = pixels[..., ::-1]
+    return np.ascontiguousarray((pixels + np.float32(1.0)) * np.float32(127.5), dtype=np.float32)
+
+
+def codeformer_weight(fidelity: float, node: ort.NodeArg) -> np.ndarray:
+    """CodeFormer's `weight` feed: the fidelity as a scalar (declared rank 0) or a (1,) array,
+    in the float type the input declares (float64 for the published model)."""
+    rank = len(node.shape) if node.shape is not None else 0
+    dtype = input_dtype(node)
+    return np.full((1,) * rank, fidelity, dtype=dtype) if rank else np.array(fidelity, dtype=dtype)
+
+
+class FaceRestorer:
+    """One single-input restorer session (GFPGAN 1.4, GPEN-512) and its family's numbers."""
+
+    def __init__(self, session: ort.InferenceSession, family: Family) -> None:
+        self.session = session
+        self.family = family
+
+    @property
+    def crop_size_px(self) -> int:
+        """Side of the square crop the model takes (family.input_size[0], 512)."""
+        if self.family.input_size is None:
+            raise ValueError(f"family {self.family.name} declares no input size")
+        return self.family.input_size[0]
+
+    def enhance(self, crop: AlignedCrop) -> np.ndarray:
+        """Restored crop: float32 BGR 0..255 (S, S, 3). crop: AlignedCrop of crop_size_px."""
+        return postprocess_restorer(self._run(self._feeds(crop)), self.family.colour)
+
+    def _feeds(self, crop: AlignedCrop) -> dict[str, np.ndarray]:
+        """The image fed to the first input, by its name, in its declared float type."""
+        node = self.session.get_inputs()[0]
+        return {node.name: self._tensor(crop).astype(input_dtype(node))}
+
+    def _tensor(self, crop: AlignedCrop) -> np.ndarray:
+        if crop.image.shape[:2] != (self.crop_size_px, self.crop_size_px):
+            raise ValueError(f"crop is {crop.image.shape[1]}x{crop.image.shape[0]} px; "
+                             f"{self.family.name} takes {self.crop_size_px} px crops")
+        return preprocess_restorer(crop.image, self.family)
+
+    def _run(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        output_name = self.session.get_outputs()[0].name
+        (output,) = self.session.run([output_name], feeds)
+        return np.asarray(output)
+
+
+class CodeFormerRestorer(FaceRestorer):
+    """A CodeFormer session: the image plus `weight`, the fidelity in [0, 1]
+    (0: strongest restoration, 1: closest to the input face; default 0.5)."""
+
+    def __init__(self, session: ort.InferenceSession, family: Family,
+                 fidelity: float = 0.5) -> None:
+        if not 0.0 <= fidelity <= 1.0:
+            raise InputError(f"CodeFormer fidelity must be within 0..1, not {fidelity}")
+        names = {node.name for node in session.get_inputs()}
+        if not {CODEFORMER_IMAGE_INPUT, CODEFORMER_WEIGHT_INPUT} <= names:
+            raise ModelContractError(
+                f"the CodeFormer model's inputs are {sorted(names)}; it must take "
+                f"{CODEFORMER_IMAGE_INPUT!r} and {CODEFORMER_WEIGHT_INPUT!r}")
+        super().__init__(session, family)
+        self.fidelity = float(fidelity)
+        log.debug("codeformer fidelity %.3f", self.fidelity)
+
+    def _feeds(self, crop: AlignedCrop) -> dict[str, np.ndarray]:
+        """The image on `input` and the fidelity on `weight`, each in its declared type."""
+        nodes = {node.name: node for node in self.session.get_inputs()}
+        image = nodes[CODEFORMER_IMAGE_INPUT]
+        return {image.name: self._tensor(crop).astype(input_dtype(image)),
+                CODEFORMER_WEIGHT_INPUT: codeformer_weight(self.fidelity,
+                                                           nodes[CODEFORMER_WEIGHT_INPUT])}

@@ -1,0 +1,150 @@
+"""Face swapping (inswapper family): target crop + source identity latent -> swapped crop.
+
+The swapper takes the aligned *target* crop (arcface_128 template, 128 px, float32 BGR 0..255, see
+facefuse.types) and a (1, 512) *latent* computed from the source's L2-normalised ArcFace embedding
+and the model's "emap" matrix, which inswapper stores as its LAST graph initializer.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper
+
+from ..errors import ModelContractError
+from ..models.manifest import Family
+from ..types import AlignedCrop
+from .embed import input_dtype, l2_normalise
+
+log = logging.getLogger(__name__)
+
+TARGET_INPUT = "target"
+SOURCE_INPUT = "source"
+
+
+def read_emap(model_path: Path | str) -> np.ndarray:
+    """The swapper's emap: its last graph initializer, float32 (W, W), W = the source input width.
+
+    Reads the graph with the onnx package (external data, if any, from beside the file); a float16
+    emap (the fp16 model twin) is converted to float32. Raises ModelContractError when the model has
+    no initializer, no "source" input, or the last initializer is not a W x W matrix.
+    """
+    path = Path(model_path)
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as exc:  # onnx raises DecodeError / OSError variants
+        raise ModelContractError(f"{path.name} cannot be read as an ONNX model: {exc}") from exc
+    if not model.graph.initializer:
+        raise ModelContractError(f"{path.name} holds no initializers, so it carries no emap "
+                                 "matrix; it is not an inswapper-style swapper")
+    emap = numpy_helper.to_array(model.graph.initializer[-1], base_dir=str(path.parent))
+    width = _source_width(model.graph, path.name)
+    if emap.ndim != 2 or emap.shape != (width, width):
+        raise ModelContractError(
+            f"{path.name}: the last initializer (the emap) has shape {tuple(emap.shape)}, but the "
+            f"swapper's source input is {width} wide, so it must be a {width}x{width} matrix")
+    log.debug("%s: emap %dx%d (%s) read from the last initializer", path.name, width, width,
+              emap.dtype)
+    return np.ascontiguousarray(emap, dtype=np.float32)
+
+
+def _source_width(graph: onnx.GraphProto, model_name: str) -> int:
+    """The fixed last dimension of the graph input named "source"."""
+    for value in graph.input:
+        if value.name == SOURCE_INPUT:
+            dims = value.type.tensor_type.shape.dim
+            if dims and dims[-1].HasField("dim_value"):
+                return int(dims[-1].dim_value)
+    raise ModelContractError(f"{model_name} has no graph input named {SOURCE_INPUT!r} with a fixed "
+                             "width; it is not an inswapper-style swapper")
+
+
+def source_latent(embedding: np.ndarray, emap: np.ndarray, normalise: bool = True) -> np.ndarray:
+    """The swapper's source input: float32 (1, W) = l2_normalise(embedding) @ emap.
+
+    embedding: (W,) or (1, W) recogniser output (any scale). emap: float32 (W, W) from read_emap.
+    normalise=True then divides the latent by its own norm. That is what InsightFace's reference
+    code does, and inswapper was trained with InsightFace's code, so it is our default;
+    FaceFusion skips this step (normalise=False reproduces it).
+    """
+    vector = l2_normalise(np.asarray(embedding, dtype=np.float32).reshape(-1))
+    if vector.shape[0] != emap.shape[0]:
+        raise ModelContractError(
+            f"the source embedding has {vector.shape[0]} values but the swapper's emap takes "
+            f"{emap.shape[0]}; use a recogniser with {emap.shape[0]}-d embeddings (ArcFace)")
+    latent = vector.astype(np.float64) @ np.asarray(emap, dtype=np.float64)
+    if normalise:
+        latent = latent / max(float(np.linalg.norm(latent)), 1e-12)
+    return latent.reshape(1, -1).astype(np.float32)
+
+
+def preprocess_inswapper(crop_bgr_0_255: np.ndarray, family: Family) -> np.ndarray:
+    """Target crop float32 BGR 0..255 (S, S, 3) -> float32 (1, 3, S, S), family.colour order,
+    (x - family.mean) / family.std (inswapper: RGB, x / 255)."""
+    pixels = np.asarray(crop_bgr_0_255, dtype=np.float32)
+    if family.colour == "rgb":
+        pixels = pixels[..., ::-1]
+    scaled = (pixels - np.float32(family.mean)) / np.float32(family.std)
+    return np.ascontiguousarray(scaled.transpose(2, 0, 1)[None], dtype=np.float32)
+
+
+def postprocess_inswapper(output: np.ndarray, colour: str = "rgb") -> np.ndarray:
+    """Swapper output (1, 3, S, S) in [0, 1], `colour` channel order -> float32 BGR 0..255
+    (S, S, 3), clipped."""
+    planes = np.asarray(output, dtype=np.float32)
+    pixels = planes.reshape(planes.shape[-3:]).transpose(1, 2, 0)
+    if colour == "rgb":
+        pixels = pixels[..., ::-1]
+    return np.ascontiguousarray(np.clip(pixels * np.float32(255.0), 0.0, 255.0), dtype=np.float32)
+
+
+class InswapperSwapper:
+    """One inswapper session (fp32 or fp16 twin), its family's numbers and its emap matrix."""
+
+    def __init__(self, session: ort.InferenceSession, family: Family, emap: np.ndarray,
+                 normalise_latent: bool = True) -> None:
+        names = {node.name for node in session.get_inputs()}
+        if not {TARGET_INPUT, SOURCE_INPUT} <= names:
+            raise ModelContractError(f"the swapper model's inputs are {sorted(names)}; an "
+                                     f"inswapper model takes {TARGET_INPUT!r} and {SOURCE_INPUT!r}")
+        self.session = session
+        self.family = family
+        self.emap = emap
+        self.normalise_latent = normalise_latent
+        log.debug("inswapper inputs: %s; latent normalised: %s",
+                  ", ".join(f"{n.name} {n.type}" for n in session.get_inputs()), normalise_latent)
+
+    @property
+    def crop_size_px(self) -> int:
+        """Side of the square target crop (family.input_size[0], 128 for inswapper_128)."""
+        if self.family.input_size is None:
+            raise ValueError(f"family {self.family.name} declares no input size")
+        return self.family.input_size[0]
+
+    def latent(self, embedding: np.ndarray) -> np.ndarray:
+        """The (1, W) float32 source latent for a source embedding (see source_latent)."""
+        return source_latent(embedding, self.emap, self.normalise_latent)
+
+    def swap(self, crop: AlignedCrop, latent: np.ndarray) -> np.ndarray:
+        """The target crop with the source identity: float32 BGR 0..255 (S, S, 3), clipped.
+
+        crop: AlignedCrop of crop_size_px on the family template. latent: (1, W) from latent().
+        """
+        if crop.image.shape[:2] != (self.crop_size_px, self.crop_size_px):
+            raise ValueError(f"target crop is {crop.image.shape[1]}x{crop.image.shape[0]} px; "
+                             f"{self.family.name} takes {self.crop_size_px} px crops")
+        feeds = self._feeds(preprocess_inswapper(crop.image, self.family), latent)
+        output_name = self.session.get_outputs()[0].name
+        (output,) = self.session.run([output_name], feeds)
+        return postprocess_inswapper(output, self.family.colour)
+
+    def _feeds(self, target: np.ndarray, latent: np.ndarray) -> dict[str, np.ndarray]:
+        """Inputs by name, each cast to the float type the session declares for it."""
+        dtypes = {node.name: input_dtype(node) for node in self.session.get_inputs()}
+        source = np.asarray(latent, dtype=np.float32).reshape(1, -1)
+        return {TARGET_INPUT: target.astype(dtypes[TARGET_INPUT]),
+                SOURCE_INPUT: source.astype(dtypes[SOURCE_INPUT])}

@@ -1,0 +1,203 @@
+"""Tiny ONNX models with the production I/O contracts and analytic behaviour (onnx.helper).
+
+Each builder writes one model into the given path and returns that path. The models have the exact
+input/output names and shapes of the production files (see models/manifest.toml), so the stages and
+the signature checks treat them as the real thing, while the pixels they produce can be asserted
+exactly:
+
+    identity_swapper(path, emap)        inswapper I/O; output = target; last initializer = emap
+    colour_swapper(path, emap, gain)    inswapper I/O; output = flat expected_colour_rgb(source)
+    identity_restorer(path)             GFPGAN/GPEN I/O; output = input
+    codeformer_contract(path)           CodeFormer I/O; output = input * weight
+    contract_recogniser(path, dim)      ArcFace I/O; output = projection of 4x4 block means
+
+Helpers: expected_colour_rgb / expected_recogniser_output (the models' maths in numpy),
+random_orthogonal (a seeded emap), cpu_session (an onnxruntime CPU session for a built file).
+All are opset 17, IR version 8 (loadable by onnxruntime >= 1.14) and pass onnx.checker.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+IR_VERSION = 8
+SWAP_SIZE_PX = 128
+RESTORE_SIZE_PX = 512
+RECOGNISE_SIZE_PX = 112
+LATENT_WIDTH = 512
+POOL_PX = 28  # recogniser: mean over 28x28 blocks -> a 4x4 grid per channel (48 features)
+COLOUR_GAIN = 16.0
+
+_ELEM = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16}
+
+
+def random_orthogonal(n: int = LATENT_WIDTH, seed: int = 0) -> np.ndarray:
+    """A seeded random orthogonal float32 (n, n) matrix (QR of a Gaussian matrix)."""
+    q, r = np.linalg.qr(np.random.default_rng(seed).standard_normal((n, n)))
+    return (q * np.sign(np.diag(r))).astype(np.float32)
+
+
+def recogniser_projection(dim: int = 512, seed: int = 0) -> np.ndarray:
+    """The contract recogniser's fixed float32 (48, dim) projection of its 4x4x3 block means."""
+    features = 3 * (RECOGNISE_SIZE_PX // POOL_PX) ** 2
+    return np.random.default_rng(seed).standard_normal((features, dim)).astype(np.float32)
+
+
+def expected_recogniser_output(tensor: np.ndarray, dim: int = 512, seed: int = 0) -> np.ndarray:
+    """What contract_recogniser computes for an NCHW float32 (N, 3, 112, 112) input: (N, dim)."""
+    n = tensor.shape[0]
+    grid = RECOGNISE_SIZE_PX // POOL_PX
+    blocks = tensor.reshape(n, 3, grid, POOL_PX, grid, POOL_PX).mean(axis=(3, 5))
+    return blocks.reshape(n, -1) @ recogniser_projection(dim, seed)
+
+
+def expected_colour_rgb(latent: np.ndarray, gain: float = COLOUR_GAIN) -> np.ndarray:
+    """The flat colour colour_swapper paints for a (1, 512) source latent: float64 (3,) RGB in
+    [0, 1], channel c = sigmoid(gain * latent[c])."""
+    first = np.asarray(latent, dtype=np.float64).reshape(-1)[:3]
+    return 1.0 / (1.0 + np.exp(-gain * first))
+
+
+def _save(model: onnx.ModelProto, path: Path | str) -> Path:
+    model.ir_version = IR_VERSION
+    onnx.checker.check_model(model, full_check=True)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path))
+    return path
+
+
+def _model(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto],
+           outputs: list[onnx.ValueInfoProto], initializers: list[onnx.TensorProto],
+           name: str) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializer=initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+                             producer_name="facefuse-tests")
+
+
+def _swapper_io(dtype: str) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
+    elem = _ELEM[dtype]
+    size = SWAP_SIZE_PX
+    inputs = [helper.make_tensor_value_info("target", elem, [1, 3, size, size]),
+              helper.make_tensor_value_info("source", elem, [1, LATENT_WIDTH])]
+    return inputs, [helper.make_tensor_value_info("output", elem, [1, 3, size, size])]
+
+
+def _float_inputs() -> list[onnx.NodeProto]:
+    """Nodes giving float32 'target_f' and 'source_f' from the (maybe float16) inputs."""
+    to = TensorProto.FLOAT
+    return [helper.make_node("Cast", ["target"], ["target_f"], to=to),
+            helper.make_node("Cast", ["source"], ["source_f"], to=to)]
+
+
+def _zero_from_source() -> list[onnx.NodeProto]:
+    """Nodes giving 'zero' = 0 * (ReduceSum(source_f) + ReduceSum(emap)): a float32 scalar 0 that
+    depends on the fed source and on the emap (so neither is unused), whatever the emap's shape."""
+    return [helper.make_node("Cast", ["emap"], ["emap_f"], to=TensorProto.FLOAT),
+            helper.make_node("ReduceSum", ["emap_f"], ["emap_total"], keepdims=0),
+            helper.make_node("ReduceSum", ["source_f"], ["source_total"], keepdims=0),
+            helper.make_node("Add", ["emap_total", "source_total"], ["total"]),
+            helper.make_node("Mul", ["total", "zero_const"], ["zero"])]
+
+
+def _output_cast(name: str) -> onnx.NodeProto:
+    return helper.make_node("Cast", [name], ["output"], to=TensorProto.FLOAT)
+
+
+def _swapper_initializers(emap: np.ndarray | None, dtype: str,
+                          extra: list[onnx.TensorProto]) -> list[onnx.TensorProto]:
+    """Helper constants first, the emap (stored in `dtype`) LAST, as inswapper has it."""
+    matrix = random_orthogonal() if emap is None else np.asarray(emap)
+    zero = numpy_helper.from_array(np.array(0.0, dtype=np.float32), "zero_const")
+    return [zero, *extra, numpy_helper.from_array(matrix.astype(dtype), "emap")]
+
+
+def identity_swapper(path: Path | str, emap: np.ndarray | None = None,
+                     dtype: str = "float32") -> Path:
+    """inswapper I/O (target 1x3x128x128, source 1x512 -> output 1x3x128x128) with
+    output = target + 0 * (ReduceSum(source) + ReduceSum(emap)).
+
+    emap (default random_orthogonal(512, seed=0)) is the LAST initializer and may have any shape
+    (to test the emap check). dtype "float16" builds the fp16 twin: float16 inputs, output, emap.
+    """
+    inputs, outputs = _swapper_io(dtype)
+    body = [*_float_inputs(), *_zero_from_source(),
+            helper.make_node("Add", ["target_f", "zero"], ["result"]),
+            helper.make_node("Cast", ["result"], ["output"], to=_ELEM[dtype])]
+    inits = _swapper_initializers(emap, dtype, [])
+    return _save(_model(body, inputs, outputs, inits, "identity_swapper"), path)
+
+
+def colour_swapper(path: Path | str, emap: np.ndarray | None = None,
+                   gain: float = COLOUR_GAIN) -> Path:
+    """inswapper I/O whose output is one flat RGB colour over the whole crop, a function of the fed
+    source latent only: channel c = sigmoid(gain * source[0, c]) (see expected_colour_rgb).
+    The target is used as 0 * target. emap is the LAST initializer, as in identity_swapper."""
+    inputs, outputs = _swapper_io("float32")
+    consts = [numpy_helper.from_array(np.array([0], np.int64), "starts"),
+              numpy_helper.from_array(np.array([3], np.int64), "ends"),
+              numpy_helper.from_array(np.array([1], np.int64), "axes"),
+              numpy_helper.from_array(np.array(gain, np.float32), "gain"),
+              numpy_helper.from_array(np.array([1, 3, 1, 1], np.int64), "colour_shape")]
+    body = [*_float_inputs(), *_zero_from_source(),
+            helper.make_node("Slice", ["source_f", "starts", "ends", "axes"], ["first3"]),
+            helper.make_node("Mul", ["first3", "gain"], ["scaled"]),
+            helper.make_node("Sigmoid", ["scaled"], ["rgb"]),
+            helper.make_node("Reshape", ["rgb", "colour_shape"], ["rgb4"]),
+            helper.make_node("Mul", ["target_f", "zero"], ["blank"]),
+            helper.make_node("Add", ["blank", "rgb4"], ["result"]),
+            _output_cast("result")]
+    inits = _swapper_initializers(emap, "float32", consts)
+    return _save(_model(body, inputs, outputs, inits, "colour_swapper"), path)
+
+
+def identity_restorer(path: Path | str, input_name: str = "input") -> Path:
+    """GFPGAN / GPEN I/O: input "input" float 1x3x512x512 -> "output" 1x3x512x512 = input.
+
+    input_name: re-exports name it differently ("input.1"); the stage must feed it by its name.
+    """
+    shape = [1, 3, RESTORE_SIZE_PX, RESTORE_SIZE_PX]
+    inputs = [helper.make_tensor_value_info(input_name, TensorProto.FLOAT, shape)]
+    outputs = [helper.make_tensor_value_info("output", TensorProto.FLOAT, shape)]
+    body = [helper.make_node("Identity", [input_name], ["output"])]
+    return _save(_model(body, inputs, outputs, [], "identity_restorer"), path)
+
+
+def codeformer_contract(path: Path | str, weight_shape: tuple[int, ...] = ()) -> Path:
+    """CodeFormer I/O: "input" float 1x3x512x512 and "weight" double of weight_shape (() scalar,
+    or (1,)) -> "output" 1x3x512x512 = input * float(weight). With the restorer's [-1, 1]
+    normalisation a crop pixel p (0..255) comes back as 127.5 + (p - 127.5) * weight."""
+    shape = [1, 3, RESTORE_SIZE_PX, RESTORE_SIZE_PX]
+    inputs = [helper.make_tensor_value_info("input", TensorProto.FLOAT, shape),
+              helper.make_tensor_value_info("weight", TensorProto.DOUBLE, list(weight_shape))]
+    outputs = [helper.make_tensor_value_info("output", TensorProto.FLOAT, shape)]
+    body = [helper.make_node("Cast", ["weight"], ["weight_f"], to=TensorProto.FLOAT),
+            helper.make_node("Mul", ["input", "weight_f"], ["output"])]
+    return _save(_model(body, inputs, outputs, [], "codeformer_contract"), path)
+
+
+def contract_recogniser(path: Path | str, dim: int = 512, seed: int = 0,
+                        batch: int | str = "batch") -> Path:
+    """ArcFace I/O: "input" float (batch, 3, 112, 112) -> "embedding" (batch, dim), NOT normalised:
+    the means of 28x28 blocks (a 4x4 grid per channel, flattened C-major) times
+    recogniser_projection(dim, seed). batch: a name (dynamic) or 1 (fixed, as MobileFaceNet)."""
+    size = RECOGNISE_SIZE_PX
+    inputs = [helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, 3, size, size])]
+    outputs = [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, [batch, dim])]
+    inits = [numpy_helper.from_array(recogniser_projection(dim, seed), "projection")]
+    body = [helper.make_node("AveragePool", ["input"], ["blocks"], kernel_shape=[POOL_PX, POOL_PX],
+                             strides=[POOL_PX, POOL_PX]),
+            helper.make_node("Flatten", ["blocks"], ["features"], axis=1),
+            helper.make_node("MatMul", ["features", "projection"], ["embedding"])]
+    return _save(_model(body, inputs, outputs, inits, "contract_recogniser"), path)
+
+
+def cpu_session(path: Path | str) -> ort.InferenceSession:
+    """An onnxruntime CPU session for a model file (what the stage tests feed the stages)."""
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])

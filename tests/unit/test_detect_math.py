@@ -1,0 +1,342 @@
+"""Detector math on synthetic tensors: letterbox, NMS, SCRFD and YuNet decoding (no onnxruntime)."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from facefuse.errors import InputError, ModelContractError
+from facefuse.models.manifest import Family
+from facefuse.stages.detect import (
+    ScrfdDetector,
+    YunetDetector,
+    decode_scrfd,
+    decode_yunet,
+    letterbox,
+    nms,
+    preprocess_scrfd,
+    preprocess_yunet,
+    to_faces,
+)
+
+INPUT_HW = (64, 96)  # canvas height, width: 8x12, 4x6 and 2x3 cells at strides 8, 16, 32
+CELLS = {8: (8, 12), 16: (4, 6), 32: (2, 3)}
+
+
+def _family(name: str, colour: str, mean: float, std: float,
+            input_size: tuple[int, int] = (640, 640)) -> Family:
+    return Family(name=name, role="detector", class_name="", input_size=input_size,
+                  template=None, colour=colour, mean=mean, std=std, inputs=(), outputs=())
+
+
+SCRFD = _family("scrfd", "rgb", 127.5, 128.0)
+YUNET = _family("yunet", "bgr", 0.0, 1.0)
+
+
+# ---------------------------------------------------------------------------------- letterbox
+
+
+@pytest.mark.parametrize(
+    ("image_hw", "size_wh", "scale", "placed_hw"),
+    [
+        ((100, 200), (640, 640), 3.2, (320, 640)),   # wide: fills the width
+        ((400, 100), (640, 640), 1.6, (640, 160)),   # tall: fills the height
+        ((960, 1280), (640, 640), 0.5, (480, 640)),  # shrink
+        ((100, 100), (320, 160), 1.6, (160, 160)),   # non-square canvas, (width, height) order
+    ],
+)
+def test_letterbox_scale_placement_and_zero_pad(image_hw: tuple[int, int],
+                                                size_wh: tuple[int, int], scale: float,
+                                                placed_hw: tuple[int, int]) -> None:
+    image = np.full((*image_hw, 3), 7, dtype=np.uint8)
+    canvas, got_scale = letterbox(image, size_wh)
+    assert canvas.shape == (size_wh[1], size_wh[0], 3) and canvas.dtype == np.uint8
+    assert got_scale == pytest.approx(scale)
+    h, w = placed_hw
+    assert np.all(canvas[:h, :w] == 7)
+    assert np.all(canvas[h:] == 0) and np.all(canvas[:, w:] == 0)
+
+
+def test_letterbox_keeps_content_at_top_left() -> None:
+    image = np.zeros((40, 80, 3), dtype=np.uint8)
+    image[10:20, 60:70] = 255  # a bright square at x 60..70, y 10..20
+    canvas, scale = letterbox(image, (160, 160))
+    ys, xs = np.nonzero(canvas[..., 0] > 127)
+    assert scale == 2.0
+    assert (xs.min(), xs.max(), ys.min(), ys.max()) == (120, 139, 20, 39)
+
+
+# ---------------------------------------------------------------------------------------- nms
+
+
+def test_nms_suppresses_overlaps_and_orders_by_score() -> None:
+    boxes = np.array([
+        [0, 0, 10, 10],    # 0: score .90
+        [1, 1, 11, 11],    # 1: IoU with 0 = 81/119 = .68 -> suppressed
+        [20, 20, 30, 30],  # 2: apart -> kept
+        [5, 0, 15, 10],    # 3: IoU with 0 = 50/150 = .33 -> kept at .4
+        [0, 0, 10, 5],     # 4: IoU with 0 = .5 -> suppressed
+    ], dtype=np.float32)
+    scores = np.array([0.9, 0.8, 0.7, 0.95, 0.6], dtype=np.float32)
+    keep = nms(boxes, scores, 0.4)
+    assert keep.dtype == np.int64
+    assert keep.tolist() == [3, 0, 2]
+    assert nms(boxes, scores, 0.3).tolist() == [3, 2, 4]  # 0 now falls to 3; 4 only meets 0
+
+
+def test_nms_identical_boxes_keep_first_of_ties_and_empty_input() -> None:
+    boxes = np.array([[0, 0, 4, 4]] * 3, dtype=np.float32)
+    assert nms(boxes, np.array([0.5, 0.5, 0.5]), 0.4).tolist() == [0]
+    assert nms(np.zeros((0, 4)), np.zeros((0,)), 0.4).tolist() == []
+
+
+def test_nms_ignores_degenerate_boxes() -> None:
+    boxes = np.array([[0, 0, 0, 0], [0, 0, 0, 0]], dtype=np.float32)
+    assert nms(boxes, np.array([0.9, 0.8]), 0.4).tolist() == [0, 1]
+
+
+# ------------------------------------------------------------------------------- preprocessing
+
+
+def test_preprocess_scrfd_is_rgb_normalised_nchw() -> None:
+    canvas = np.zeros((4, 6, 3), dtype=np.uint8)
+    canvas[1, 2] = (10, 20, 30)  # B, G, R
+    blob = preprocess_scrfd(canvas, SCRFD)
+    assert blob.shape == (1, 3, 4, 6) and blob.dtype == np.float32
+    expected = (np.array([30, 20, 10], np.float32) - 127.5) / 128.0
+    np.testing.assert_allclose(blob[0, :, 1, 2], expected, rtol=1e-6)
+    np.testing.assert_allclose(blob[0, :, 0, 0], -127.5 / 128.0, rtol=1e-6)
+
+
+def test_preprocess_yunet_is_raw_bgr_nchw() -> None:
+    canvas = np.zeros((4, 6, 3), dtype=np.uint8)
+    canvas[3, 5] = (10, 20, 30)
+    blob = preprocess_yunet(canvas, YUNET)
+    assert blob.shape == (1, 3, 4, 6) and blob.dtype == np.float32
+    assert blob[0, :, 3, 5].tolist() == [10.0, 20.0, 30.0]
+    assert blob.flags["C_CONTIGUOUS"]
+
+
+# ---------------------------------------------------------------------------------------- scrfd
+
+SCRFD_KPS_OFFSETS = np.array([[-1.0, -1.0], [1.0, -1.0], [0.0, 0.5], [-0.75, 1.5], [0.75, 1.5]])
+
+
+def _scrfd_outputs(batch: bool = False) -> list[np.ndarray]:
+    """Raw outputs (score, bbox, kps for strides 8, 16, 32) where only anchor 1 of cell
+    (column 3, row 2) at stride 16 fires: centre (48, 32), distances (1, 2, 3, 4)."""
+    scores, bboxes, kpss = [], [], []
+    for rows, cols in CELLS.values():
+        n = rows * cols * 2
+        scores.append(np.full((n, 1), 0.1, np.float32))
+        bboxes.append(np.full((n, 4), 0.5, np.float32))
+        kpss.append(np.zeros((n, 10), np.float32))
+    fired = (2 * 6 + 3) * 2 + 1
+    scores[1][fired] = 0.9
+    bboxes[1][fired] = (1, 2, 3, 4)
+    kpss[1][fired] = SCRFD_KPS_OFFSETS.ravel()
+    outputs = scores + bboxes + kpss
+    return [o[None] for o in outputs] if batch else outputs
+
+
+SCRFD_BOX = [48 - 16, 32 - 32, 48 + 48, 32 + 64]
+SCRFD_KPS = np.array([48.0, 32.0]) + SCRFD_KPS_OFFSETS * 16
+
+
+def test_decode_scrfd_one_anchor_gives_exact_box_and_kps() -> None:
+    boxes, scores, kps = decode_scrfd(_scrfd_outputs(), INPUT_HW, 0.5)
+    assert boxes.dtype == scores.dtype == kps.dtype == np.float32
+    assert boxes.shape == (1, 4) and scores.shape == (1,) and kps.shape == (1, 5, 2)
+    assert boxes[0].tolist() == SCRFD_BOX
+    assert scores[0] == pytest.approx(0.9)
+    np.testing.assert_array_equal(kps[0], SCRFD_KPS)
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_decode_scrfd_ignores_output_order_and_batch_dim(batch: bool) -> None:
+    outputs = _scrfd_outputs(batch)
+    shuffled = [outputs[i] for i in (7, 2, 4, 0, 8, 5, 1, 6, 3)]
+    boxes, _, kps = decode_scrfd(shuffled, INPUT_HW, 0.5)
+    assert boxes.tolist() == [SCRFD_BOX]
+    np.testing.assert_array_equal(kps[0], SCRFD_KPS)
+
+
+def test_decode_scrfd_threshold_and_anchor_centres() -> None:
+    boxes, scores, _ = decode_scrfd(_scrfd_outputs(), INPUT_HW, 0.05)
+    assert len(scores) == (96 + 24 + 6) * 2
+    # Distances 0.5 stride around each centre: the first stride-8 anchors sit at (0, 0).
+    assert boxes[0].tolist() == boxes[1].tolist() == [-4, -4, 4, 4]
+    assert boxes[2].tolist() == [4, -4, 12, 4]  # next cell: centre (8, 0)
+    assert len(decode_scrfd(_scrfd_outputs(), INPUT_HW, 0.95)[1]) == 0
+
+
+def test_decode_scrfd_rejects_wrong_layouts() -> None:
+    outputs = _scrfd_outputs()
+    with pytest.raises(ModelContractError, match="width 10"):
+        decode_scrfd(outputs[:8], INPUT_HW, 0.5)
+    with pytest.raises(ModelContractError, match="not a multiple"):
+        decode_scrfd(outputs, (64, 80), 0.5)  # 80 stride-8 cells: 192 rows do not divide
+
+
+# ---------------------------------------------------------------------------------------- yunet
+
+YUNET_KPS_OFFSETS = np.array([[0.25, 0.0], [0.75, 0.0], [0.5, 0.5], [0.25, 1.0], [0.75, 1.0]])
+
+
+def _yunet_outputs(cls: float = 0.81, obj: float = 1.0) -> dict[str, np.ndarray]:
+    """Outputs by name, with a batch dim as the real model has; only stride 32 cell
+    (column 2, row 1) fires: bbox (0.5, 0.25, ln 2, ln 3)."""
+    outputs = {}
+    for stride, (rows, cols) in CELLS.items():
+        n = rows * cols
+        outputs[f"cls_{stride}"] = np.full((1, n, 1), 0.01, np.float32)
+        outputs[f"obj_{stride}"] = np.full((1, n, 1), 0.01, np.float32)
+        outputs[f"bbox_{stride}"] = np.zeros((1, n, 4), np.float32)
+        outputs[f"kps_{stride}"] = np.zeros((1, n, 10), np.float32)
+    fired = 1 * 3 + 2
+    outputs["cls_32"][0, fired] = cls
+    outputs["obj_32"][0, fired] = obj
+    outputs["bbox_32"][0, fired] = (0.5, 0.25, math.log(2.0), math.log(3.0))
+    outputs["kps_32"][0, fired] = YUNET_KPS_OFFSETS.ravel()
+    return outputs
+
+
+YUNET_KPS = (np.array([2.0, 1.0]) + YUNET_KPS_OFFSETS) * 32
+
+
+def test_decode_yunet_one_cell_gives_exact_box_and_kps() -> None:
+    boxes, scores, kps = decode_yunet(_yunet_outputs(), INPUT_HW, 0.5)
+    assert boxes.dtype == scores.dtype == kps.dtype == np.float32
+    assert boxes.shape == (1, 4) and kps.shape == (1, 5, 2)
+    # centre ((2 + .5) * 32, (1 + .25) * 32) = (80, 40); size (2 * 32, 3 * 32) = (64, 96).
+    np.testing.assert_allclose(boxes[0], [48, -8, 112, 88], atol=1e-4)
+    assert scores[0] == pytest.approx(0.9)  # sqrt(0.81 * 1.0)
+    np.testing.assert_allclose(kps[0], YUNET_KPS, atol=1e-5)
+
+
+def test_decode_yunet_clips_cls_and_obj_and_ignores_extra_outputs() -> None:
+    outputs = _yunet_outputs(cls=1.7, obj=0.81) | {"extra": np.zeros(3)}
+    scores = decode_yunet(outputs, INPUT_HW, 0.5)[1]
+    assert scores.tolist() == pytest.approx([0.9])
+    assert len(decode_yunet(_yunet_outputs(cls=0.9, obj=-0.5), INPUT_HW, 0.05)[1]) == 0
+    squeezed = {k: v[0] for k, v in _yunet_outputs().items()}
+    assert decode_yunet(squeezed, INPUT_HW, 0.5)[1].tolist() == pytest.approx([0.9])
+
+
+def test_decode_yunet_rejects_missing_or_misshapen_outputs() -> None:
+    outputs = _yunet_outputs()
+    del outputs["kps_16"]
+    with pytest.raises(ModelContractError, match="kps_16"):
+        decode_yunet(outputs, INPUT_HW, 0.5)
+    with pytest.raises(ModelContractError, match="cells"):
+        decode_yunet(_yunet_outputs(), (64, 64), 0.5)
+
+
+# ------------------------------------------------------------------------------- to frame space
+
+
+def test_to_faces_maps_to_frame_sorts_suppresses_and_clips_only_boxes() -> None:
+    boxes = np.array([[10, 10, 50, 50], [12, 10, 52, 50], [-20, 60, 40, 120]], np.float32)
+    scores = np.array([0.6, 0.7, 0.9], np.float32)
+    kps = np.stack([np.full((5, 2), 30.0), np.full((5, 2), 31.0),
+                    np.array([[-10.0, 70.0]] * 5)]).astype(np.float32)
+    faces = to_faces((boxes, scores, kps), 2.0, (50, 60), 0.4)
+    assert [f.score for f in faces] == pytest.approx([0.9, 0.7])
+    assert faces[0].bbox_xyxy.tolist() == [0, 30, 20, 50]  # (-10, 30, 20, 60) clipped to 60x50
+    assert faces[0].kps5.tolist() == [[-5.0, 35.0]] * 5  # landmarks are never clipped
+    assert faces[1].bbox_xyxy.tolist() == [6, 5, 26, 25]
+    for face in faces:
+        assert face.bbox_xyxy.dtype == face.kps5.dtype == np.float32
+        assert face.kps5.shape == (5, 2) and face.embedding is None
+        assert isinstance(face.score, float)
+
+
+def test_to_faces_of_nothing_is_empty() -> None:
+    empty = (np.zeros((0, 4), np.float32), np.zeros((0,), np.float32),
+             np.zeros((0, 5, 2), np.float32))
+    assert to_faces(empty, 1.0, (10, 10), 0.4) == ()
+
+
+# ------------------------------------------------------------------- classes with fake sessions
+
+
+class FakeSession:
+    """Stands in for an InferenceSession: fixed input/output names, canned outputs."""
+
+    def __init__(self, input_name: str, outputs: list[np.ndarray] | dict[str, np.ndarray]) -> None:
+        self._input_name = input_name
+        self._outputs = outputs
+        self.feeds: list[dict[str, np.ndarray]] = []
+
+    def get_inputs(self) -> list[SimpleNamespace]:
+        return [SimpleNamespace(name=self._input_name)]
+
+    def get_outputs(self) -> list[SimpleNamespace]:
+        names = list(self._outputs) if isinstance(self._outputs, dict) else [
+            str(i) for i in range(len(self._outputs))]
+        return [SimpleNamespace(name=n) for n in names]
+
+    def run(self, names: list[str] | None, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        self.feeds.append(feed)
+        if isinstance(self._outputs, dict):
+            assert names is not None
+            return [self._outputs[n] for n in names]
+        return list(self._outputs)
+
+
+def test_scrfd_detector_feeds_the_real_input_name_and_maps_to_frame() -> None:
+    session = FakeSession("input", _scrfd_outputs(batch=True))
+    detector = ScrfdDetector(session, SCRFD, input_size=(96, 64))
+    assert detector.input_size == (96, 64)
+    frame = np.zeros((32, 48, 4), np.uint8)  # scale 2; alpha ignored
+    faces = detector.detect(frame)
+    (feed,) = session.feeds
+    assert list(feed) == ["input"] and feed["input"].shape == (1, 3, 64, 96)
+    assert len(faces) == 1
+    assert faces[0].bbox_xyxy.tolist() == [16, 0, 48, 32]  # (32, 0, 96, 96) / 2, clipped
+    np.testing.assert_array_equal(faces[0].kps5, SCRFD_KPS / 2)
+
+
+def test_yunet_detector_maps_outputs_by_name() -> None:
+    outputs = _yunet_outputs()
+    reordered = {k: outputs[k] for k in sorted(outputs, reverse=True)}
+    session = FakeSession("input", reordered)
+    family = _family("yunet", "bgr", 0.0, 1.0, input_size=(96, 64))
+    detector = YunetDetector(session, family)
+    faces = detector.detect(np.zeros((64, 96, 3), np.uint8))
+    assert detector.input_size == (96, 64)
+    assert len(faces) == 1 and faces[0].score == pytest.approx(0.9)
+    np.testing.assert_allclose(faces[0].kps5, YUNET_KPS, atol=1e-5)
+    np.testing.assert_allclose(faces[0].bbox_xyxy, [48, 0, 96, 64], atol=1e-4)
+
+
+def test_detectors_default_to_the_family_size_and_validate_options() -> None:
+    session = FakeSession("input.1", [])
+    assert ScrfdDetector(session, SCRFD).input_size == (640, 640)
+    small = ScrfdDetector(session, SCRFD, input_size=320)
+    assert small.input_size == (320, 320)
+    with pytest.raises(InputError):
+        ScrfdDetector(session, SCRFD, input_size=(100, 640))
+    with pytest.raises(InputError):
+        ScrfdDetector(session, SCRFD, score_threshold=1.5)
+    with pytest.raises(InputError):
+        YunetDetector(session, YUNET, nms_iou=0.0)
+
+
+def test_detectors_reject_non_uint8_frames() -> None:
+    detector = ScrfdDetector(FakeSession("input.1", []), SCRFD)
+    with pytest.raises(TypeError, match="to_display_uint8"):
+        detector.detect(np.zeros((8, 8, 3), np.float32))
+    with pytest.raises(TypeError):
+        detector.detect(np.zeros((8, 8), np.uint8))
+
+
+def test_detectors_expose_nothing_mutable() -> None:
+    detector = ScrfdDetector(FakeSession("input.1", []), SCRFD)
+    with pytest.raises(AttributeError):
+        detector.input_size = (320, 320)  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        detector.anything = 1  # type: ignore[attr-defined]
