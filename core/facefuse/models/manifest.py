@@ -11,6 +11,7 @@ Schema (version 1):
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -98,7 +99,11 @@ class Manifest:
 
 
 def default_manifest_path() -> Path:
-    """The packaged manifest (wheel), else the repository's models/manifest.toml (editable)."""
+    """$FACEFUSE_MANIFEST (a studio's own manifest, e.g. pointing at an internal mirror), else
+    the packaged manifest (wheel), else the repository's models/manifest.toml (editable)."""
+    override = os.environ.get("FACEFUSE_MANIFEST")
+    if override:
+        return Path(override)
     packaged = resources.files("facefuse").joinpath("data/manifest.toml")
     if packaged.is_file():
         return Path(str(packaged))

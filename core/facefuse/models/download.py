@@ -1,0 +1,324 @@
+"""Verified file transfer: HTTP downloads and zip extraction that never leave wrong bytes behind.
+
+Bytes stream into a caller-chosen ``.part`` file, hashed as they arrive; the part is renamed onto
+the final path (``os.replace``, atomic in one directory) only when its size and sha256 equal the
+expected ones, and is deleted when they do not. An interrupted download keeps its part and resumes
+with an HTTP Range request; failures that another attempt may fix are retried in rounds over the
+mirror list, with exponential backoff. `FileLock` keeps two processes from writing the same file.
+
+This module knows nothing of manifests or model names: `facefuse.models.store` decides what to
+fetch and where, and passes the expected size and sha256 in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import logging
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from types import TracebackType
+from typing import IO, Any, Self
+
+from .. import __version__
+from ..errors import ChecksumError, DownloadError, ModelError, ModelMissingError
+
+log = logging.getLogger(__name__)
+
+ByteProgress = Callable[[int, int], None]
+"""on_progress(bytes_done, bytes_total), called after each chunk is written."""
+
+CHUNK_BYTES = 1 << 20
+USER_AGENT = f"facefuse/{__version__}"
+PERMANENT_HTTP_CODES = frozenset({400, 401, 403, 404, 410})
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How hard `download_verified` tries.
+
+    retries: extra rounds over the URL list after the first; round n waits wait_s * 2**(n - 1)
+    seconds first. timeout_s: per-connection socket timeout.
+    """
+
+    retries: int = 3
+    timeout_s: float = 30.0
+    wait_s: float = 1.0
+
+
+class _Retryable(Exception):
+    """A transfer failed in a way that another attempt may fix."""
+
+
+# ---- the lock -------------------------------------------------------------------------------
+
+class FileLock:
+    """An exclusive lock file (O_EXCL); a lock not refreshed for stale_s seconds is broken.
+
+    Use as a context manager; call `refresh` while working so waiting processes see it is alive.
+    """
+
+    def __init__(self, path: Path, stale_s: float, poll_s: float = 0.1) -> None:
+        self.path = path
+        self._stale_s = stale_s
+        self._poll_s = poll_s
+        self._refreshed = 0.0
+
+    def __enter__(self) -> Self:
+        waited = False
+        while not self._try_create():
+            if not waited:
+                log.info("waiting for another process to finish writing %s", self.path.stem)
+                waited = True
+            self._break_if_stale()
+            time.sleep(self._poll_s)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.path.unlink(missing_ok=True)
+
+    def refresh(self) -> None:
+        """Touch the lock so waiting processes see it is alive (at most every stale_s / 4)."""
+        now = time.monotonic()
+        if now - self._refreshed >= self._stale_s / 4:
+            self._refreshed = now
+            try:
+                os.utime(self.path)
+            except OSError:
+                log.debug("could not refresh the lock %s", self.path)
+
+    def _try_create(self) -> bool:
+        try:
+            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "w") as handle:
+            handle.write(f"{os.getpid()}\n")
+        self._refreshed = time.monotonic()
+        return True
+
+    def _break_if_stale(self) -> None:
+        try:
+            age = time.time() - self.path.stat().st_mtime
+        except FileNotFoundError:
+            return
+        if age > self._stale_s:
+            log.warning("removing the stale lock %s (untouched for %.0f s)", self.path, age)
+            self.path.unlink(missing_ok=True)
+
+
+# ---- downloads ------------------------------------------------------------------------------
+
+def download_verified(urls: tuple[str, ...], part_path: Path, final_path: Path, size: int,
+                      sha256: str, *, label: str, policy: RetryPolicy,
+                      lock: FileLock | None = None,
+                      on_progress: ByteProgress | None = None) -> None:
+    """Download size bytes with digest sha256 to final_path, via part_path, from the first URL
+    that works.
+
+    part_path (same directory as final_path) is resumed if present. Retryable failures are retried
+    in rounds per policy; HTTP 400/401/403/404/410 drop a URL for good. label names the file in
+    logs and errors. Raises DownloadError when every attempt failed, ChecksumError (deleting the
+    part) when a complete transfer holds other bytes.
+    """
+    dead: set[str] = set()
+    errors: list[str] = []
+    for attempt in range(policy.retries + 1):
+        if attempt:
+            time.sleep(policy.wait_s * 2 ** (attempt - 1))
+        for url in (u for u in urls if u not in dead):
+            _refresh(lock)
+            try:
+                done, digest = _transfer(url, part_path, size, label, policy.timeout_s, lock,
+                                         on_progress)
+            except urllib.error.HTTPError as exc:
+                if exc.code in PERMANENT_HTTP_CODES:
+                    dead.add(url)
+                errors.append(f"{url}: HTTP {exc.code}")
+            except (_Retryable, OSError, http.client.HTTPException) as exc:
+                errors.append(f"{url}: {exc}")
+            else:
+                _check_part(part_path, done, digest, size, sha256, url)
+                os.replace(part_path, final_path)
+                return
+            log.warning("download of %s failed (%s); trying again", label, errors[-1])
+        if len(dead) == len(urls):
+            break
+    raise DownloadError(f"could not download {label} after {len(errors)} attempts; "
+                        f"last error: {errors[-1] if errors else 'no URL'}")
+
+
+def _transfer(url: str, part: Path, size: int, label: str, timeout_s: float,
+              lock: FileLock | None, on_progress: ByteProgress | None) -> tuple[int, str]:
+    """One request: resume part (Range) or start over; returns (bytes in part, sha256)."""
+    offset = _file_size(part)
+    if offset == size:  # complete from an earlier run that stopped before the rename
+        return size, sha256_file(part)
+    if offset > size:
+        part.unlink()
+        offset = 0
+    request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
+    if offset:
+        request.add_header("Range", f"bytes={offset}-")
+    log.info("downloading %s from %s%s", label, url, f" (resuming at {offset})" if offset else "")
+    try:
+        response = urllib.request.urlopen(request, timeout=timeout_s)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 416:  # the partial file does not fit the server's: start over
+            part.unlink(missing_ok=True)
+            raise _Retryable(f"HTTP 416 when resuming at byte {offset}") from exc
+        raise
+    with response:
+        start = _resume_start(response, offset)
+        hasher = _hash_prefix(part, start)
+        with open(part, "ab" if start else "wb") as out:
+            done = _copy(response, out, hasher, start, size, lock, on_progress)
+        _raise_if_cut(response, start, done, size)
+    return done, hasher.hexdigest()
+
+
+def _resume_start(response: http.client.HTTPResponse, offset: int) -> int:
+    """Where the body starts in the file: offset on a matching 206, 0 on a 200."""
+    if response.status == 200:
+        return 0
+    content_range = response.headers.get("Content-Range", "")
+    if response.status == 206 and content_range.startswith(f"bytes {offset}-"):
+        return offset
+    raise _Retryable(f"unexpected answer to a resumed request: {response.status} "
+                     f"{content_range or '(no Content-Range)'}")
+
+
+def _raise_if_cut(response: http.client.HTTPResponse, start: int, done: int, size: int) -> None:
+    """A body shorter than expected is retryable unless the server says it sent all of it."""
+    if done >= size:
+        return
+    length = response.headers.get("Content-Length")
+    if length is None or done < start + int(length):
+        raise _Retryable(f"the connection closed after {done} of {size} bytes")
+
+
+# ---- zip members ----------------------------------------------------------------------------
+
+def extract_member(zip_path: Path, member: str, part_path: Path, final_path: Path, size: int,
+                   sha256: str, *, source_url: str, lock: FileLock | None = None,
+                   on_progress: ByteProgress | None = None) -> None:
+    """Extract member of the zip at zip_path to final_path, via part_path, if it holds size bytes
+    with digest sha256.
+
+    member is matched by exact path, else by a unique base name. source_url (where the zip came
+    from) names the origin in errors. Raises ModelError for an unreadable zip, ModelMissingError
+    when no single member matches, ChecksumError (deleting the part) for other bytes.
+    """
+    try:
+        with zipfile.ZipFile(zip_path) as archive:
+            found = _find_member(archive, member, zip_path)
+            with archive.open(found) as source, open(part_path, "wb") as out:
+                hasher = hashlib.sha256()
+                done = _copy(source, out, hasher, 0, size, lock, on_progress)
+    except zipfile.BadZipFile as exc:
+        part_path.unlink(missing_ok=True)
+        raise ModelError(f"{zip_path.name} is not a readable zip archive: {exc}") from exc
+    _check_part(part_path, done, hasher.hexdigest(), size, sha256, f"{source_url} (member {found})")
+    os.replace(part_path, final_path)
+
+
+def _find_member(archive: zipfile.ZipFile, member: str, zip_path: Path) -> str:
+    """The member by exact path, else the unique member with that base name."""
+    names = archive.namelist()
+    if member in names:
+        return member
+    base = PurePosixPath(member).name
+    matches = [n for n in names if PurePosixPath(n).name == base]
+    if len(matches) == 1:
+        return matches[0]
+    found = "several" if matches else "no"
+    raise ModelMissingError(f"{zip_path.name} has {found} members named {base}")
+
+
+# ---- shared by both -------------------------------------------------------------------------
+
+def _copy(source: IO[bytes], out: IO[bytes], hasher: Any, done: int, size: int,
+          lock: FileLock | None, on_progress: ByteProgress | None) -> int:
+    """Stream source into out (at most size + 1 bytes), hashing and reporting progress."""
+    limit = size + 1  # one byte more than expected is enough to know the size is wrong
+    while done < limit:
+        chunk = source.read(min(CHUNK_BYTES, limit - done))
+        if not chunk:
+            break
+        out.write(chunk)
+        hasher.update(chunk)
+        done += len(chunk)
+        _refresh(lock)
+        if on_progress is not None:
+            on_progress(done, size)
+    return done
+
+
+def _refresh(lock: FileLock | None) -> None:
+    if lock is not None:
+        lock.refresh()
+
+
+def _check_part(part: Path, done: int, digest: str, size: int, sha256: str, url: str) -> None:
+    """Raise ChecksumError (deleting part) unless part holds exactly the expected bytes."""
+    if done == size and digest == sha256:
+        return
+    part.unlink(missing_ok=True)
+    got = f"more than {size}" if done > size else str(done)
+    raise ChecksumError(mismatch_message(f"the download from {url}", got, digest, size, sha256)
+                        + "; nothing was kept")
+
+
+# ---- hashing and small helpers ----------------------------------------------------------------
+
+def sha256_file(path: Path) -> str:
+    """sha256 hex digest of a file, read in chunks."""
+    hasher = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(CHUNK_BYTES):
+            hasher.update(chunk)
+    return hasher.hexdigest()
+
+
+def file_matches(path: Path, size: int, sha256: str) -> bool:
+    """Whether path exists with exactly size bytes and digest sha256 (hashed only if the size fits)."""
+    return _file_size(path) == size and sha256_file(path) == sha256
+
+
+def mismatch_message(what: str, got: str, digest: str, expected_size: int,
+                     expected_sha: str) -> str:
+    """'<what> has <got> bytes and sha256 <digest>, expected <size> bytes and sha256 <sha>'."""
+    return (f"{what} has {got} bytes and sha256 {digest}, "
+            f"expected {expected_size} bytes and sha256 {expected_sha}")
+
+
+def url_file_name(url: str) -> str:
+    """The last path segment of url, unquoted ('archive.zip' when the path has none)."""
+    name = PurePosixPath(urllib.parse.unquote(urllib.parse.urlsplit(url).path)).name
+    return name or "archive.zip"
+
+
+def _hash_prefix(part: Path, length: int) -> Any:
+    """A sha256 hasher fed with the first `length` bytes already in part (resuming)."""
+    hasher = hashlib.sha256()
+    if length:
+        with open(part, "rb") as handle:
+            while chunk := handle.read(min(CHUNK_BYTES, length)):
+                hasher.update(chunk)
+                length -= len(chunk)
+    return hasher
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0

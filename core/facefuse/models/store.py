@@ -1,0 +1,342 @@
+"""The model store: finds model files, downloads missing ones, and proves they are the right bytes.
+
+A manifest model lives at ``<models_dir>/<entry.file>``. Nothing is ever written under that name
+unless its size and sha256 equal the manifest's: downloads stream into ``<file>.part`` in the same
+directory (so the final ``os.replace`` is atomic), hashing as bytes arrive. An interrupted
+download keeps its ``.part`` and resumes with an HTTP Range request. A ``<file>.lock`` file
+(created with O_EXCL, refreshed while the transfer runs, broken when stale) keeps two processes
+from writing the same file. Verified files are remembered in ``<models_dir>/verified.json`` by
+size and mtime_ns, so a 500 MB model is hashed once, not on every run.
+
+This module decides what to fetch and where, and remembers what was verified; the transfer itself
+(resume, retries over mirrors, the lock file, zip members, hashing) is `facefuse.models.download`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from ..errors import ChecksumError, ModelContractError, ModelMissingError
+from .download import (
+    ByteProgress,
+    FileLock,
+    RetryPolicy,
+    download_verified,
+    extract_member,
+    file_matches,
+    mismatch_message,
+    sha256_file,
+    url_file_name,
+)
+from .manifest import ROLES, Manifest, ModelEntry
+
+log = logging.getLogger(__name__)
+
+ProgressCallback = Callable[[str, int, int | None], None]
+
+RECORDS_FILE = "verified.json"
+OFFLINE_VALUES = frozenset({"1", "true", "yes"})
+
+
+def default_models_dir(explicit: Path | None = None) -> Path:
+    """explicit, else $FACEFUSE_MODELS, else the user cache directory's facefuse/models."""
+    if explicit is not None:
+        return Path(explicit).expanduser()
+    env = os.environ.get("FACEFUSE_MODELS", "").strip()
+    if env:
+        return Path(env).expanduser()
+    return Path(platformdirs.user_cache_dir("facefuse")) / "models"
+
+
+def offline_from_env() -> bool:
+    """Whether $FACEFUSE_OFFLINE asks for offline mode (1, true or yes, any case)."""
+    return os.environ.get("FACEFUSE_OFFLINE", "").strip().lower() in OFFLINE_VALUES
+
+
+@dataclass(frozen=True, slots=True)
+class LocatedModel:
+    """A model file ready to load. entry is None for a user's own .onnx file (never hashed)."""
+
+    path: Path
+    entry: ModelEntry | None
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyResult:
+    """Whether a manifest model's file is present and holds the manifest's bytes, and why not."""
+
+    name: str
+    path: Path
+    present: bool
+    ok: bool
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStatus:
+    """One row of `facefuse models list`. verified comes from verified.json only (no hashing)."""
+
+    name: str
+    role: str
+    family: str
+    file: str
+    size_bytes: int
+    licence: str
+    present: bool
+    verified: bool
+    path: Path
+
+
+class ModelStore:
+    """Finds, downloads and verifies the manifest's model files under one directory.
+
+    retries: extra rounds over a model's URL list after the first; a round waits
+    retry_wait_s * 2**(round - 1) seconds first. timeout_s: per-connection socket timeout.
+    on_progress(name, bytes_done, bytes_total) is called as bytes arrive.
+    """
+
+    def __init__(self, manifest: Manifest, models_dir: Path, offline: bool = False,
+                 on_progress: ProgressCallback | None = None, retries: int = 3,
+                 timeout_s: float = 30.0, retry_wait_s: float = 1.0,
+                 lock_stale_s: float = 120.0) -> None:
+        self.manifest = manifest
+        self.models_dir = Path(models_dir)
+        self.offline = offline
+        self.on_progress = on_progress
+        self.retries = max(0, retries)
+        self.timeout_s = timeout_s
+        self.retry_wait_s = retry_wait_s
+        self.lock_stale_s = lock_stale_s
+
+    # ---- public -------------------------------------------------------------------------
+
+    def path_for(self, name: str) -> Path:
+        """Where the manifest model `name` lives (whether or not it is there yet)."""
+        return self.models_dir / self._entry(name).file
+
+    def locate(self, name_or_path: str, role: str) -> LocatedModel:
+        """A verified file for a manifest model name (fetched unless offline), or a user's file.
+
+        A string naming an existing file, or ending in .onnx, is the user's own model: it must
+        exist and is not hashed. Raises ModelMissingError, ModelContractError (a model of another
+        role), ChecksumError (present file with other bytes) or DownloadError.
+        """
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
+        if _looks_like_path(name_or_path):
+            return self._user_file(name_or_path)
+        entry = self._entry_for_role(name_or_path, role)
+        target = self.models_dir / entry.file
+        if target.exists():
+            result = self.verify(entry.name)
+            if not result.ok:
+                raise ChecksumError(_bad_file_message(entry.name, result.reason))
+        elif self.offline:
+            raise ModelMissingError(self._offline_message(entry))
+        else:
+            self.fetch(entry.name)
+        return LocatedModel(target, entry, entry.name)
+
+    def fetch(self, name: str, force: bool = False) -> Path:
+        """Download model `name` (unless a verified copy is present, or force) and return its path.
+
+        A present file with other bytes is left alone and raises ChecksumError unless force is set;
+        with force it is replaced, but only by a verified download.
+        """
+        entry = self._entry(name)
+        if self.offline:
+            raise ModelMissingError(self._offline_message(entry))
+        if not entry.urls and entry.archive is None:
+            raise ModelMissingError(f"model {name} has no download URL; place {entry.file} in "
+                                    f"{self.models_dir} yourself")
+        target = self.models_dir / entry.file
+        self.models_dir.mkdir(parents=True, exist_ok=True)
+        with FileLock(_sibling(target, ".lock"), self.lock_stale_s) as lock:
+            if target.exists() and not force:
+                result = self.verify(name)
+                if result.ok:
+                    return target
+                raise ChecksumError(_bad_file_message(name, result.reason))
+            if force:
+                _sibling(target, ".part").unlink(missing_ok=True)
+            if entry.archive is not None:
+                self._fetch_archive(entry, lock)
+            else:
+                download_verified(entry.urls, _sibling(target, ".part"), target, entry.size_bytes,
+                                  entry.sha256, label=name, policy=self._policy(), lock=lock,
+                                  on_progress=self._progress_for(name))
+            self._remember(entry.file, target, entry.sha256)
+        log.info("model %s is ready at %s", name, target)
+        return target
+
+    def verify(self, name: str) -> VerifyResult:
+        """Check model `name`'s file: trusted from verified.json when its size and mtime_ns are
+        unchanged, otherwise hashed (and remembered when right). Never deletes anything."""
+        entry = self._entry(name)
+        path = self.models_dir / entry.file
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            return VerifyResult(name, path, False, False, f"{path} is not downloaded")
+        if _is_remembered(self._load_records().get(entry.file), stat, entry):
+            return VerifyResult(name, path, True, True, "verified before; size and mtime unchanged")
+        digest = sha256_file(path)
+        if stat.st_size != entry.size_bytes or digest != entry.sha256:
+            self._forget(entry.file)
+            return VerifyResult(name, path, True, False, mismatch_message(
+                str(path), str(stat.st_size), digest, entry.size_bytes, entry.sha256))
+        self._remember(entry.file, path, digest, stat)
+        return VerifyResult(name, path, True, True, "sha256 checked")
+
+    def status(self) -> list[ModelStatus]:
+        """Every manifest model with its presence and remembered verification (no hashing)."""
+        records = self._load_records()
+        rows = []
+        for entry in self.manifest.models.values():
+            path = self.models_dir / entry.file
+            stat = _stat_or_none(path)
+            rows.append(ModelStatus(
+                name=entry.name, role=self.manifest.families[entry.family].role,
+                family=entry.family, file=entry.file, size_bytes=entry.size_bytes,
+                licence=entry.licence, present=stat is not None,
+                verified=stat is not None and _is_remembered(records.get(entry.file), stat, entry),
+                path=path))
+        return rows
+
+    # ---- names and messages ------------------------------------------------------------
+
+    def _entry(self, name: str) -> ModelEntry:
+        try:
+            return self.manifest.models[name]
+        except KeyError:
+            known = ", ".join(sorted(self.manifest.models))
+            raise ModelMissingError(f"unknown model {name!r}; the manifest knows: {known}") from None
+
+    def _entry_for_role(self, name: str, role: str) -> ModelEntry:
+        known = ", ".join(m.name for m in self.manifest.models_for_role(role))
+        entry = self.manifest.models.get(name)
+        if entry is None:
+            raise ModelMissingError(f"unknown {role} model {name!r}; known {role} models: "
+                                    f"{known} (or give the path of an .onnx file)")
+        other_role = self.manifest.families[entry.family].role
+        if other_role != role:
+            raise ModelContractError(f"{name} is a {other_role} model, not a {role}; "
+                                     f"known {role} models: {known}")
+        return entry
+
+    def _user_file(self, text: str) -> LocatedModel:
+        path = Path(text).expanduser()
+        if not path.is_file():
+            hint = next((f"; did you mean the model {m.name}?" for m in self.manifest.models.values()
+                         if m.file == path.name), "")
+            raise ModelMissingError(f"model file {path} does not exist{hint}")
+        return LocatedModel(path, None, path.name)
+
+    def _offline_message(self, entry: ModelEntry) -> str:
+        return (f"model {entry.name} ({entry.file}) is not in {self.models_dir} and offline mode "
+                f"is on; fetch it with: facefuse models fetch {entry.name}")
+
+    # ---- downloads ----------------------------------------------------------------------
+
+    def _policy(self) -> RetryPolicy:
+        return RetryPolicy(retries=self.retries, timeout_s=self.timeout_s,
+                           wait_s=self.retry_wait_s)
+
+    def _progress_for(self, name: str) -> ByteProgress | None:
+        return None if self.on_progress is None else partial(self.on_progress, name)
+
+    def _fetch_archive(self, entry: ModelEntry, lock: FileLock) -> None:
+        """Download the entry's zip (verified), extract its member (verified), delete the zip."""
+        archive = entry.archive
+        assert archive is not None
+        target = self.models_dir / entry.file
+        zip_path = self.models_dir / url_file_name(archive.url)
+        progress = self._progress_for(entry.name)
+        with FileLock(_sibling(zip_path, ".lock"), self.lock_stale_s) as zip_lock:
+            try:
+                if not file_matches(zip_path, archive.size_bytes, archive.sha256):
+                    download_verified((archive.url,), _sibling(zip_path, ".part"), zip_path,
+                                      archive.size_bytes, archive.sha256, label=entry.name,
+                                      policy=self._policy(), lock=zip_lock, on_progress=progress)
+                extract_member(zip_path, archive.member, _sibling(target, ".part"), target,
+                               entry.size_bytes, entry.sha256, source_url=archive.url, lock=lock,
+                               on_progress=progress)
+            finally:
+                zip_path.unlink(missing_ok=True)
+
+    # ---- verified.json ------------------------------------------------------------------
+
+    def _records_path(self) -> Path:
+        return self.models_dir / RECORDS_FILE
+
+    def _load_records(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self._records_path().read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            log.warning("ignoring unreadable %s (%s); files will be hashed again",
+                        self._records_path(), exc)
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _remember(self, file: str, path: Path, digest: str,
+                  stat: os.stat_result | None = None) -> None:
+        stat = stat if stat is not None else path.stat()
+        records = self._load_records()
+        records[file] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest}
+        self._save_records(records)
+
+    def _forget(self, file: str) -> None:
+        records = self._load_records()
+        if records.pop(file, None) is not None:
+            self._save_records(records)
+
+    def _save_records(self, records: dict[str, Any]) -> None:
+        """Write verified.json atomically; failing is only a warning (it is a cache)."""
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.models_dir, prefix=RECORDS_FILE, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(records, handle, indent=1, sort_keys=True)
+            os.replace(tmp, self._records_path())
+        except OSError as exc:
+            log.warning("could not write %s: %s", self._records_path(), exc)
+
+
+# ---- helpers ------------------------------------------------------------------------------
+
+def _looks_like_path(text: str) -> bool:
+    return text.lower().endswith(".onnx") or Path(text).expanduser().is_file()
+
+
+def _sibling(path: Path, suffix: str) -> Path:
+    return path.with_name(path.name + suffix)
+
+
+def _stat_or_none(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        return None
+
+
+def _is_remembered(record: Any, stat: os.stat_result, entry: ModelEntry) -> bool:
+    return (isinstance(record, dict) and record.get("sha256") == entry.sha256
+            and record.get("size") == stat.st_size == entry.size_bytes
+            and record.get("mtime_ns") == stat.st_mtime_ns)
+
+
+def _bad_file_message(name: str, reason: str) -> str:
+    return (f"model {name} is corrupt or a different build: {reason}; inspect it, then delete "
+            f"it and run: facefuse models fetch {name}")
