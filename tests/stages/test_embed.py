@@ -16,8 +16,8 @@ from facefuse.stages.embed import (
     ArcFaceEmbedder,
     cosine_similarity,
     l2_normalise,
-    preprocess_arcface,
 )
+from facefuse.stages.tensors import crops_to_nchw
 from facefuse.types import AlignedCrop, Face
 from tests import contract_models as cm
 
@@ -61,18 +61,18 @@ class CountingSession:
 def test_preprocess_follows_colour_mean_and_std(family: Family) -> None:
     image = np.zeros((112, 112, 3), np.float32)
     image[0, 0] = (0.0, 127.5, 255.0)  # B, G, R
-    tensor = preprocess_arcface(image, family)
+    tensor = crops_to_nchw(image, family)
     assert tensor.shape == (1, 3, 112, 112) and tensor.dtype == np.float32
     np.testing.assert_allclose(tensor[0, :, 0, 0], [1.0, 0.0, -1.0])
     bgr = dataclasses.replace(family, colour="bgr", mean=0.0, std=2.0)
-    np.testing.assert_allclose(preprocess_arcface(image, bgr)[0, :, 0, 0], [0.0, 63.75, 127.5])
+    np.testing.assert_allclose(crops_to_nchw(image, bgr)[0, :, 0, 0], [0.0, 63.75, 127.5])
 
 
 def test_preprocess_takes_a_batch(family: Family) -> None:
     batch = np.stack([make_crop(0).image, make_crop(1).image])
-    tensor = preprocess_arcface(batch, family)
+    tensor = crops_to_nchw(batch, family)
     assert tensor.shape == (2, 3, 112, 112)
-    np.testing.assert_array_equal(tensor[1], preprocess_arcface(batch[1], family)[0])
+    np.testing.assert_array_equal(tensor[1], crops_to_nchw(batch[1], family)[0])
 
 
 def test_l2_normalise_rows_and_keeps_zero() -> None:

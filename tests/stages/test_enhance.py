@@ -13,9 +13,8 @@ from facefuse.stages.enhance import (
     CodeFormerRestorer,
     FaceRestorer,
     codeformer_weight,
-    postprocess_restorer,
-    preprocess_restorer,
 )
+from facefuse.stages.tensors import crops_to_nchw, nchw_to_crop
 from facefuse.types import AlignedCrop
 from tests import contract_models as cm
 
@@ -47,23 +46,23 @@ def crop() -> AlignedCrop:
 def test_preprocess_is_rgb_in_minus_one_to_one(gfpgan: Family) -> None:
     image = np.zeros((512, 512, 3), np.float32)
     image[0, 0] = (0.0, 127.5, 255.0)  # B, G, R
-    tensor = preprocess_restorer(image, gfpgan)
+    tensor = crops_to_nchw(image, gfpgan)
     assert tensor.shape == (1, 3, 512, 512) and tensor.dtype == np.float32
     np.testing.assert_allclose(tensor[0, :, 0, 0], [1.0, 0.0, -1.0])
 
 
-def test_postprocess_clips_and_returns_bgr_0_255() -> None:
+def test_postprocess_clips_and_returns_bgr_0_255(gfpgan: Family) -> None:
     output = np.zeros((1, 3, 2, 2), np.float32)
     output[0, :, 0, 0] = (1.0, 0.0, -1.0)  # R, G, B
     output[0, :, 1, 1] = (3.0, -2.0, 0.5)
-    pixels = postprocess_restorer(output)
+    pixels = nchw_to_crop(output, gfpgan)
     assert pixels.shape == (2, 2, 3) and pixels.dtype == np.float32
     np.testing.assert_allclose(pixels[0, 0], [0.0, 127.5, 255.0])
     np.testing.assert_allclose(pixels[1, 1], [191.25, 0.0, 255.0])
 
 
 def test_pre_then_post_is_a_round_trip(crop: AlignedCrop, gfpgan: Family) -> None:
-    back = postprocess_restorer(preprocess_restorer(crop.image, gfpgan))
+    back = nchw_to_crop(crops_to_nchw(crop.image, gfpgan), gfpgan)
     np.testing.assert_allclose(back, crop.image, atol=1e-3)
 
 

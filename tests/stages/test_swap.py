@@ -11,11 +11,10 @@ from facefuse.errors import ModelContractError
 from facefuse.models.manifest import Family, load_manifest
 from facefuse.stages.swap import (
     InswapperSwapper,
-    postprocess_inswapper,
-    preprocess_inswapper,
     read_emap,
     source_latent,
 )
+from facefuse.stages.tensors import crops_to_nchw, nchw_to_crop
 from facefuse.types import AlignedCrop
 from tests import contract_models as cm
 
@@ -122,16 +121,16 @@ def test_the_swapper_latent_follows_its_normalise_flag(identity_path: Path, fami
 def test_preprocess_is_rgb_over_255(family: Family) -> None:
     image = np.zeros((128, 128, 3), np.float32)
     image[0, 0] = (10.0, 20.0, 30.0)  # B, G, R
-    tensor = preprocess_inswapper(image, family)
+    tensor = crops_to_nchw(image, family)
     assert tensor.shape == (1, 3, 128, 128) and tensor.dtype == np.float32
     np.testing.assert_allclose(tensor[0, :, 0, 0], np.array([30.0, 20.0, 10.0]) / 255.0)
 
 
-def test_postprocess_is_bgr_times_255_clipped() -> None:
+def test_postprocess_is_bgr_times_255_clipped(family: Family) -> None:
     output = np.zeros((1, 3, 2, 2), np.float32)
     output[0, :, 0, 0] = (0.2, 0.4, 0.6)  # R, G, B
     output[0, :, 1, 1] = (1.5, -0.5, 1.0)
-    pixels = postprocess_inswapper(output)
+    pixels = nchw_to_crop(output, family)
     assert pixels.shape == (2, 2, 3) and pixels.dtype == np.float32
     np.testing.assert_allclose(pixels[0, 0], [153.0, 102.0, 51.0], rtol=1e-6)
     np.testing.assert_allclose(pixels[1, 1], [255.0, 0.0, 255.0])

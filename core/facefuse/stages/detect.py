@@ -287,10 +287,10 @@ def _check_thresholds(score_threshold: float, nms_iou: float) -> None:
         raise InputError(f"NMS IoU threshold must be within (0, 1], not {nms_iou}")
 
 
-class ScrfdDetector:
-    """SCRFD detector (scrfd family): letterbox, normalise, run, decode, NMS, map to the frame.
+class _LetterboxDetector:
+    """What every detector family shares: letterbox the frame, run, decode, NMS, map back.
 
-    session: an onnxruntime.InferenceSession with one input; family: the manifest's scrfd family.
+    session: an onnxruntime.InferenceSession with one input; family: the manifest family.
     input_size: (width, height) or one int; None means family.input_size.
     """
 
@@ -316,47 +316,39 @@ class ScrfdDetector:
         """Faces in a BGR(A) uint8 (H, W, 3|4) frame, frame pixels, highest score first."""
         bgr = _bgr_frame(frame)
         canvas, scale = letterbox(bgr, self._size_wh)
-        blob = preprocess_scrfd(canvas, self._family)
-        outputs = self._session.run(None, {self._input_name: blob})
-        detections = decode_scrfd(outputs, (canvas.shape[0], canvas.shape[1]), self._score)
+        detections = self._run_and_decode(canvas)
         faces = to_faces(detections, scale, (bgr.shape[0], bgr.shape[1]), self._nms_iou)
-        log.debug("scrfd: %d candidates, %d faces", len(detections[1]), len(faces))
+        log.debug("%s: %d candidates, %d faces", self._family.name, len(detections[1]),
+                  len(faces))
         return faces
 
+    def _run_and_decode(self, canvas: np.ndarray) -> Detections:
+        raise NotImplementedError
 
-class YunetDetector:
-    """YuNet 2023mar detector (yunet family), fixed 640 x 640 input; outputs mapped by name.
 
-    session: an onnxruntime.InferenceSession; family: the manifest's yunet family.
-    """
+class ScrfdDetector(_LetterboxDetector):
+    """SCRFD / RetinaFace detector (scrfd family); any input size that is a multiple of 32."""
 
-    __slots__ = ("_family", "_input_name", "_nms_iou", "_output_names", "_score", "_session",
-                 "_size_wh")
+    __slots__ = ()
+
+    def _run_and_decode(self, canvas: np.ndarray) -> Detections:
+        blob = preprocess_scrfd(canvas, self._family)
+        outputs = self._session.run(None, {self._input_name: blob})
+        return decode_scrfd(outputs, (canvas.shape[0], canvas.shape[1]), self._score)
+
+
+class YunetDetector(_LetterboxDetector):
+    """YuNet 2023mar detector (yunet family), fixed 640 x 640 input; outputs mapped by name."""
+
+    __slots__ = ("_output_names",)
 
     def __init__(self, session: ort.InferenceSession, family: Family, score_threshold: float = 0.5,
                  nms_iou: float = NMS_IOU) -> None:
-        _check_thresholds(score_threshold, nms_iou)
-        self._session = session
-        self._family = family
-        self._input_name = session.get_inputs()[0].name
+        super().__init__(session, family, score_threshold, nms_iou)
         self._output_names = tuple(o.name for o in session.get_outputs())
-        self._size_wh = _size_wh(None, family)
-        self._score = float(score_threshold)
-        self._nms_iou = float(nms_iou)
 
-    @property
-    def input_size(self) -> tuple[int, int]:
-        """Detector input (width, height) in canvas pixels."""
-        return self._size_wh
-
-    def detect(self, frame: np.ndarray) -> tuple[Face, ...]:
-        """Faces in a BGR(A) uint8 (H, W, 3|4) frame, frame pixels, highest score first."""
-        bgr = _bgr_frame(frame)
-        canvas, scale = letterbox(bgr, self._size_wh)
+    def _run_and_decode(self, canvas: np.ndarray) -> Detections:
         blob = preprocess_yunet(canvas, self._family)
         values = self._session.run(list(self._output_names), {self._input_name: blob})
-        detections = decode_yunet(dict(zip(self._output_names, values)),
-                                  (canvas.shape[0], canvas.shape[1]), self._score)
-        faces = to_faces(detections, scale, (bgr.shape[0], bgr.shape[1]), self._nms_iou)
-        log.debug("yunet: %d candidates, %d faces", len(detections[1]), len(faces))
-        return faces
+        return decode_yunet(dict(zip(self._output_names, values)),
+                            (canvas.shape[0], canvas.shape[1]), self._score)

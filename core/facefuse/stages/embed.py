@@ -8,8 +8,7 @@ size works (production ArcFace: 512; the MobileFaceNet in the test data: 128).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from types import MappingProxyType
+from collections.abc import Sequence
 
 import numpy as np
 import onnxruntime as ort
@@ -17,36 +16,9 @@ import onnxruntime as ort
 from ..geometry import warp_crop
 from ..models.manifest import Family
 from ..types import AlignedCrop, Face
+from .tensors import check_crop_size, crops_to_nchw, input_dtype
 
 log = logging.getLogger(__name__)
-
-# ONNX Runtime's type strings for the float tensors a model may declare, as numpy dtypes.
-ORT_FLOAT_TYPES: Mapping[str, type[np.floating]] = MappingProxyType({
-    "tensor(float)": np.float32,
-    "tensor(float16)": np.float16,
-    "tensor(double)": np.float64,
-})
-
-
-def input_dtype(node: ort.NodeArg) -> type[np.floating]:
-    """The numpy float dtype a session input declares (float32 when it is not a float type)."""
-    return ORT_FLOAT_TYPES.get(node.type, np.float32)
-
-
-def preprocess_arcface(crop_bgr_0_255: np.ndarray, family: Family) -> np.ndarray:
-    """Crop(s) to the recogniser's input tensor.
-
-    crop_bgr_0_255: float32 BGR 0..255, (S, S, 3) or a batch (N, S, S, 3).
-    Returns float32 NCHW (1 or N, 3, S, S), channels in family.colour order, (x - mean) / std.
-    """
-    pixels = np.asarray(crop_bgr_0_255, dtype=np.float32)
-    if pixels.ndim == 3:
-        pixels = pixels[None]
-    if family.colour == "rgb":
-        pixels = pixels[..., ::-1]
-    scaled = (pixels - np.float32(family.mean)) / np.float32(family.std)
-    return np.ascontiguousarray(scaled.transpose(0, 3, 1, 2), dtype=np.float32)
-
 
 def l2_normalise(v: np.ndarray, eps: float = 1e-12) -> np.ndarray:
     """Scale vectors to unit length along the last axis; float32, same shape as v.
@@ -78,13 +50,6 @@ class ArcFaceEmbedder:
         log.debug("recogniser input %s %s %s", node.name, node.shape, node.type)
 
     @property
-    def crop_size_px(self) -> int:
-        """Side of the square crop the model takes (family.input_size[0])."""
-        if self.family.input_size is None:
-            raise ValueError(f"family {self.family.name} declares no input size")
-        return self.family.input_size[0]
-
-    @property
     def batch_is_dynamic(self) -> bool:
         """True when the model's first input has a free (named or unknown) batch dimension."""
         shape = self.session.get_inputs()[0].shape
@@ -94,15 +59,13 @@ class ArcFaceEmbedder:
         """Warp face (frame pixels) onto the family template.
 
         frame: (H, W, 3|4) BGR(A) uint8/uint16/float32. Returns an AlignedCrop, float32 BGR
-        0..255, crop_size_px square.
+        0..255, of the family's input size.
         """
-        if self.family.template is None:
-            raise ValueError(f"family {self.family.name} declares no warp template")
-        return warp_crop(frame, face.kps5, self.family.template, self.crop_size_px)
+        return warp_crop(frame, face.kps5, *self.family.crop_spec())
 
     def embed(self, crop: AlignedCrop) -> np.ndarray:
         """Identity embedding of one aligned crop: float32 (D,), L2-normalised."""
-        return self._run(preprocess_arcface(crop.image, self.family))[0]
+        return self._run(crops_to_nchw(crop.image, self.family))[0]
 
     def embed_many(self, crops: Sequence[AlignedCrop]) -> np.ndarray:
         """Embeddings of several crops, float32 (N, D), rows L2-normalised.
@@ -114,15 +77,13 @@ class ArcFaceEmbedder:
             return np.zeros((0, 0), dtype=np.float32)
         if self.batch_is_dynamic:
             images = np.stack([c.image for c in crops])
-            return self._run(preprocess_arcface(images, self.family))
+            return self._run(crops_to_nchw(images, self.family))
         return np.stack([self.embed(c) for c in crops])
 
     def _run(self, tensor: np.ndarray) -> np.ndarray:
         """Feed an NCHW tensor to the single input; returns (N, D) float32 L2-normalised rows."""
         node = self.session.get_inputs()[0]
-        if tensor.shape[2:] != (self.crop_size_px, self.crop_size_px):
-            raise ValueError(f"crop is {tensor.shape[3]}x{tensor.shape[2]} px; "
-                             f"{self.family.name} takes {self.crop_size_px} px crops")
+        check_crop_size(tensor.transpose(0, 2, 3, 1), self.family)
         output_name = self.session.get_outputs()[0].name
         (output,) = self.session.run([output_name], {node.name: tensor.astype(input_dtype(node))})
         rows = np.asarray(output, dtype=np.float32).reshape(tensor.shape[0], -1)

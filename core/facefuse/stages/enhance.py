@@ -2,7 +2,7 @@
 
 The restorers take an AlignedCrop on the ffhq_512 template (float32 BGR 0..255, see
 facefuse.types), normalised to [-1, 1] in RGB ((x / 255 - 0.5) / 0.5, i.e. family mean 127.5 and
-std 127.5), and return the same range; postprocess_restorer maps it back to the crop convention.
+std 127.5), and return the same range; tensors.nchw_to_crop maps it back to the crop convention.
 """
 
 from __future__ import annotations
@@ -15,32 +15,12 @@ import onnxruntime as ort
 from ..errors import InputError, ModelContractError
 from ..models.manifest import Family
 from ..types import AlignedCrop
-from .embed import input_dtype
+from .tensors import check_crop_size, crops_to_nchw, input_dtype, nchw_to_crop
 
 log = logging.getLogger(__name__)
 
 CODEFORMER_IMAGE_INPUT = "input"
 CODEFORMER_WEIGHT_INPUT = "weight"
-
-
-def preprocess_restorer(crop_bgr_0_255: np.ndarray, family: Family) -> np.ndarray:
-    """Crop float32 BGR 0..255 (S, S, 3) -> float32 (1, 3, S, S) in family.colour order,
-    (x - family.mean) / family.std (restorers: RGB, (x / 255 - 0.5) / 0.5, range [-1, 1])."""
-    pixels = np.asarray(crop_bgr_0_255, dtype=np.float32)
-    if family.colour == "rgb":
-        pixels = pixels[..., ::-1]
-    scaled = (pixels - np.float32(family.mean)) / np.float32(family.std)
-    return np.ascontiguousarray(scaled.transpose(2, 0, 1)[None], dtype=np.float32)
-
-
-def postprocess_restorer(output: np.ndarray, colour: str = "rgb") -> np.ndarray:
-    """Restorer output (1, 3, S, S) or (3, S, S) in [-1, 1], `colour` channel order ->
-    float32 BGR 0..255 (S, S, 3): clip to [-1, 1], then (x + 1) / 2 * 255."""
-    planes = np.clip(np.asarray(output, dtype=np.float32), -1.0, 1.0)
-    pixels = planes.reshape(planes.shape[-3:]).transpose(1, 2, 0)
-    if colour == "rgb":
-        pixels = pixels[..., ::-1]
-    return np.ascontiguousarray((pixels + np.float32(1.0)) * np.float32(127.5), dtype=np.float32)
 
 
 def codeformer_weight(fidelity: float, node: ort.NodeArg) -> np.ndarray:
@@ -58,16 +38,9 @@ class FaceRestorer:
         self.session = session
         self.family = family
 
-    @property
-    def crop_size_px(self) -> int:
-        """Side of the square crop the model takes (family.input_size[0], 512)."""
-        if self.family.input_size is None:
-            raise ValueError(f"family {self.family.name} declares no input size")
-        return self.family.input_size[0]
-
     def enhance(self, crop: AlignedCrop) -> np.ndarray:
-        """Restored crop: float32 BGR 0..255 (S, S, 3). crop: AlignedCrop of crop_size_px."""
-        return postprocess_restorer(self._run(self._feeds(crop)), self.family.colour)
+        """Restored crop: float32 BGR 0..255 (S, S, 3). crop: AlignedCrop of the family's size."""
+        return nchw_to_crop(self._run(self._feeds(crop)), self.family)
 
     def _feeds(self, crop: AlignedCrop) -> dict[str, np.ndarray]:
         """The image fed to the first input, by its name, in its declared float type."""
@@ -75,10 +48,8 @@ class FaceRestorer:
         return {node.name: self._tensor(crop).astype(input_dtype(node))}
 
     def _tensor(self, crop: AlignedCrop) -> np.ndarray:
-        if crop.image.shape[:2] != (self.crop_size_px, self.crop_size_px):
-            raise ValueError(f"crop is {crop.image.shape[1]}x{crop.image.shape[0]} px; "
-                             f"{self.family.name} takes {self.crop_size_px} px crops")
-        return preprocess_restorer(crop.image, self.family)
+        check_crop_size(crop.image, self.family)
+        return crops_to_nchw(crop.image, self.family)
 
     def _run(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
         output_name = self.session.get_outputs()[0].name

@@ -18,7 +18,8 @@ from onnx import numpy_helper
 from ..errors import ModelContractError
 from ..models.manifest import Family
 from ..types import AlignedCrop
-from .embed import input_dtype, l2_normalise
+from .embed import l2_normalise
+from .tensors import check_crop_size, crops_to_nchw, input_dtype, nchw_to_crop
 
 log = logging.getLogger(__name__)
 
@@ -82,26 +83,6 @@ def source_latent(embedding: np.ndarray, emap: np.ndarray, normalise: bool = Tru
     return latent.reshape(1, -1).astype(np.float32)
 
 
-def preprocess_inswapper(crop_bgr_0_255: np.ndarray, family: Family) -> np.ndarray:
-    """Target crop float32 BGR 0..255 (S, S, 3) -> float32 (1, 3, S, S), family.colour order,
-    (x - family.mean) / family.std (inswapper: RGB, x / 255)."""
-    pixels = np.asarray(crop_bgr_0_255, dtype=np.float32)
-    if family.colour == "rgb":
-        pixels = pixels[..., ::-1]
-    scaled = (pixels - np.float32(family.mean)) / np.float32(family.std)
-    return np.ascontiguousarray(scaled.transpose(2, 0, 1)[None], dtype=np.float32)
-
-
-def postprocess_inswapper(output: np.ndarray, colour: str = "rgb") -> np.ndarray:
-    """Swapper output (1, 3, S, S) in [0, 1], `colour` channel order -> float32 BGR 0..255
-    (S, S, 3), clipped."""
-    planes = np.asarray(output, dtype=np.float32)
-    pixels = planes.reshape(planes.shape[-3:]).transpose(1, 2, 0)
-    if colour == "rgb":
-        pixels = pixels[..., ::-1]
-    return np.ascontiguousarray(np.clip(pixels * np.float32(255.0), 0.0, 255.0), dtype=np.float32)
-
-
 class InswapperSwapper:
     """One inswapper session (fp32 or fp16 twin), its family's numbers and its emap matrix."""
 
@@ -118,13 +99,6 @@ class InswapperSwapper:
         log.debug("inswapper inputs: %s; latent normalised: %s",
                   ", ".join(f"{n.name} {n.type}" for n in session.get_inputs()), normalise_latent)
 
-    @property
-    def crop_size_px(self) -> int:
-        """Side of the square target crop (family.input_size[0], 128 for inswapper_128)."""
-        if self.family.input_size is None:
-            raise ValueError(f"family {self.family.name} declares no input size")
-        return self.family.input_size[0]
-
     def latent(self, embedding: np.ndarray) -> np.ndarray:
         """The (1, W) float32 source latent for a source embedding (see source_latent)."""
         return source_latent(embedding, self.emap, self.normalise_latent)
@@ -132,15 +106,13 @@ class InswapperSwapper:
     def swap(self, crop: AlignedCrop, latent: np.ndarray) -> np.ndarray:
         """The target crop with the source identity: float32 BGR 0..255 (S, S, 3), clipped.
 
-        crop: AlignedCrop of crop_size_px on the family template. latent: (1, W) from latent().
+        crop: AlignedCrop of the family's size on its template. latent: (1, W) from latent().
         """
-        if crop.image.shape[:2] != (self.crop_size_px, self.crop_size_px):
-            raise ValueError(f"target crop is {crop.image.shape[1]}x{crop.image.shape[0]} px; "
-                             f"{self.family.name} takes {self.crop_size_px} px crops")
-        feeds = self._feeds(preprocess_inswapper(crop.image, self.family), latent)
+        check_crop_size(crop.image, self.family)
+        feeds = self._feeds(crops_to_nchw(crop.image, self.family), latent)
         output_name = self.session.get_outputs()[0].name
         (output,) = self.session.run([output_name], feeds)
-        return postprocess_inswapper(output, self.family.colour)
+        return nchw_to_crop(output, self.family)
 
     def _feeds(self, target: np.ndarray, latent: np.ndarray) -> dict[str, np.ndarray]:
         """Inputs by name, each cast to the float type the session declares for it."""

@@ -1,0 +1,60 @@
+"""Crop <-> model tensor conversions shared by the crop-based stages (embed, swap, enhance).
+
+A family's `mean` and `std` define both directions: the model input is (x - mean) / std of the
+crop in the family's colour order, and an image-valued model output in that same normalised
+space maps back to crop pixels with x * std + mean.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+import numpy as np
+import onnxruntime as ort
+
+from ..models.manifest import Family
+
+# ONNX Runtime's type strings for the float tensors a model may declare, as numpy dtypes.
+ORT_FLOAT_TYPES: Mapping[str, type[np.floating]] = MappingProxyType({
+    "tensor(float)": np.float32,
+    "tensor(float16)": np.float16,
+    "tensor(double)": np.float64,
+})
+
+
+def input_dtype(node: ort.NodeArg) -> type[np.floating]:
+    """The numpy float dtype a session input declares (float32 when it is not a float type)."""
+    return ORT_FLOAT_TYPES.get(node.type, np.float32)
+
+
+def crops_to_nchw(crops_bgr_0_255: np.ndarray, family: Family) -> np.ndarray:
+    """Crop(s) float32 BGR 0..255, (S, S, 3) or (N, S, S, 3) -> float32 NCHW (1 or N, 3, S, S)
+    in family.colour order, normalised as (x - family.mean) / family.std."""
+    pixels = np.asarray(crops_bgr_0_255, dtype=np.float32)
+    if pixels.ndim == 3:
+        pixels = pixels[None]
+    if family.colour == "rgb":
+        pixels = pixels[..., ::-1]
+    scaled = (pixels - np.float32(family.mean)) / np.float32(family.std)
+    return np.ascontiguousarray(scaled.transpose(0, 3, 1, 2), dtype=np.float32)
+
+
+def nchw_to_crop(output: np.ndarray, family: Family) -> np.ndarray:
+    """An image output (1, 3, S, S) or (3, S, S) in the family's normalised space -> float32
+    BGR 0..255 (S, S, 3): x * std + mean, clipped to 0..255 (inswapper: [0, 1] -> x * 255;
+    GFPGAN/CodeFormer/GPEN: [-1, 1] -> (x + 1) * 127.5)."""
+    planes = np.asarray(output, dtype=np.float32)
+    pixels = planes.reshape(planes.shape[-3:]).transpose(1, 2, 0)
+    if family.colour == "rgb":
+        pixels = pixels[..., ::-1]
+    values = pixels * np.float32(family.std) + np.float32(family.mean)
+    return np.ascontiguousarray(np.clip(values, 0.0, 255.0), dtype=np.float32)
+
+
+def check_crop_size(image: np.ndarray, family: Family) -> None:
+    """ValueError unless the crop is the family's square input size."""
+    _, size = family.crop_spec()
+    if image.shape[-3:-1] != (size, size):
+        raise ValueError(f"crop is {image.shape[-2]}x{image.shape[-3]} px; "
+                         f"{family.name} takes {size} px crops")
