@@ -83,3 +83,16 @@ def test_nobody_is_swapped_when_no_face_is_similar_enough(two_people, testdata):
         result = p.process_frame(frame, p.source_identity([testdata / "media" / "obama.jpg"]))
     assert len(result.faces) == 2 and result.swapped == ()
     np.testing.assert_array_equal(result.frame, frame)
+
+
+@pytest.mark.parametrize("selector,count", [("many", 2), ("one", 1)])
+def test_many_swaps_everyone_and_one_the_largest(two_people, testdata, selector, count):
+    root, _ = two_people
+    frame = cv2.imread(str(root / "both.png"))
+    settings = replace(_settings(root, testdata, "biden.jpg", 0.4), selector=selector,
+                       reference_images=())
+    with Pipeline(settings) as pipeline:
+        result = pipeline.process_frame(frame, pipeline.source_identity(
+            [testdata / "media" / "astronaut.png"]))
+    assert len(result.faces) == 2 and len(result.swapped) == count
+    assert result.swapped[0].area_px == max(face.area_px for face in result.faces)

@@ -1,0 +1,76 @@
+import logging
+
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+from facefuse.errors import InputError
+from facefuse.runtime import sessions
+
+
+@pytest.fixture()
+def tiny_model(tmp_path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = tmp_path / "tiny.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+def test_parse_providers_accepts_short_and_full_names():
+    assert sessions.parse_providers("auto") == "auto"
+    assert sessions.parse_providers("cuda, cpu") == ("CUDAExecutionProvider", "CPUExecutionProvider")
+    assert sessions.parse_providers("TensorrtExecutionProvider") == ("TensorrtExecutionProvider",)
+    with pytest.raises(InputError):
+        sessions.parse_providers("cuda,,cpu")
+
+
+def test_auto_prefers_gpu_providers_in_order(monkeypatch, caplog):
+    offered = ["CPUExecutionProvider", "CUDAExecutionProvider", "TensorrtExecutionProvider",
+               "AzureExecutionProvider"]
+    monkeypatch.setattr(ort, "get_available_providers", lambda: offered)
+    with caplog.at_level(logging.INFO, logger="facefuse"):
+        chosen = sessions.resolve_providers("auto")
+    assert chosen == ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
+    assert "TensorrtExecutionProvider" in caplog.text  # the choice is logged
+
+
+def test_auto_on_a_cpu_build_is_cpu_only():
+    assert sessions.resolve_providers("auto")[-1] == "CPUExecutionProvider"
+
+
+def test_an_explicit_provider_that_is_not_offered_warns_then_cpu(monkeypatch, caplog):
+    monkeypatch.setattr(ort, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    with caplog.at_level(logging.WARNING, logger="facefuse"):
+        chosen = sessions.resolve_providers(("CUDAExecutionProvider",))
+    assert chosen == ("CPUExecutionProvider",)
+    assert "CUDAExecutionProvider is not offered" in caplog.text
+
+
+def test_a_provider_that_fails_to_load_falls_back_to_cpu(monkeypatch, caplog, tiny_model):
+    real = ort.InferenceSession
+
+    def picky(path, sess_options=None, providers=None):
+        names = [p[0] if isinstance(p, tuple) else p for p in providers]
+        if "CUDAExecutionProvider" in names:
+            raise RuntimeError("libcublasLt.so.12: cannot open shared object file")
+        return real(path, sess_options=sess_options, providers=providers)
+
+    monkeypatch.setattr(ort, "InferenceSession", picky)
+    with caplog.at_level(logging.WARNING, logger="facefuse"):
+        session = sessions.create_session(tiny_model, ["CUDAExecutionProvider",
+                                                       "CPUExecutionProvider"])
+    assert session.get_providers() == ["CPUExecutionProvider"]
+    assert "libcublasLt" in caplog.text and "falling back to CPU" in caplog.text
+
+
+def test_pool_creates_each_session_once(tiny_model):
+    pool = sessions.SessionPool(("CPUExecutionProvider",))
+    first = pool.get(tiny_model)
+    assert pool.get(tiny_model) is first and len(pool) == 1
+    pool.close()
+    assert len(pool) == 0 and pool.get(tiny_model) is not first
