@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Protocol
 
 import cv2
 import numpy as np
@@ -82,22 +83,44 @@ def to_model_range(pixels: np.ndarray) -> np.ndarray:
     raise TypeError(f"unsupported frame dtype {pixels.dtype}; use uint8, uint16 or float32")
 
 
-def to_display_uint8(frame: np.ndarray) -> np.ndarray:
-    """BGR uint8 view of a frame (alpha dropped), for detectors that expect 8-bit pictures."""
+class DisplayConversion(Protocol):
+    """Converts float32 BGR pixels between a plate's colour space and the models' display space.
+
+    Both methods take and return (H, W, 3) float32 with 1.0 as display white; to_display clips
+    to 0..1. facefuse.color.ColourConverter implements it with OpenColorIO.
+    """
+
+    def to_display(self, pixels_bgr: np.ndarray) -> np.ndarray: ...
+
+    def from_display(self, pixels_bgr: np.ndarray) -> np.ndarray: ...
+
+
+def model_pixels(pixels: np.ndarray, colour: DisplayConversion | None = None) -> np.ndarray:
+    """Frame pixels (any dtype, 3 channels) to the models' float32 0..255 display range."""
+    values = to_model_range(pixels)
+    if colour is None:
+        return values
+    return colour.to_display(values / np.float32(255.0)) * np.float32(255.0)
+
+
+def to_display_uint8(frame: np.ndarray, colour: DisplayConversion | None = None) -> np.ndarray:
+    """BGR uint8 picture of a frame (alpha dropped), for detectors that expect 8-bit pictures."""
     bgr = frame[..., :3]
-    if bgr.dtype == np.uint8:
+    if bgr.dtype == np.uint8 and colour is None:
         return np.ascontiguousarray(bgr)
-    return np.clip(to_model_range(bgr) + 0.5, 0, 255).astype(np.uint8)
+    return np.clip(model_pixels(bgr, colour) + 0.5, 0, 255).astype(np.uint8)
 
 
-def warp_crop(frame: np.ndarray, kps5: np.ndarray, template: str, size_px: int) -> AlignedCrop:
+def warp_crop(frame: np.ndarray, kps5: np.ndarray, template: str, size_px: int,
+              colour: DisplayConversion | None = None) -> AlignedCrop:
     """Warp the face with landmarks kps5 onto the template.
 
     frame: (H, W, 3|4) uint8/uint16/float32 BGR(A). Returns an AlignedCrop whose image is
-    float32 BGR 0..255, size_px square. Only the 3 colour channels are warped.
+    float32 BGR 0..255 in the models' display space, size_px square. Only the 3 colour channels
+    are warped, in the frame's own space; `colour` then converts just the crop.
     """
     matrix = frame_to_crop_matrix(kps5, template, size_px)
     crop = cv2.warpAffine(frame[..., :3], matrix, (size_px, size_px), flags=cv2.INTER_LINEAR,
                           borderMode=cv2.BORDER_REPLICATE)
-    return AlignedCrop(image=to_model_range(crop), frame_to_crop=matrix, template=template,
-                       size_px=size_px)
+    return AlignedCrop(image=model_pixels(crop, colour), frame_to_crop=matrix,
+                       template=template, size_px=size_px)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from .geometry import invert_affine, transform_points
+from .geometry import DisplayConversion, invert_affine, transform_points
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,13 +62,17 @@ def warp_to_roi(image: np.ndarray, crop_to_frame: np.ndarray, roi: Roi) -> np.nd
 
 
 def paste_into(frame: np.ndarray, crop_bgr: np.ndarray, mask: np.ndarray,
-               frame_to_crop: np.ndarray) -> tuple[Roi, np.ndarray]:
+               frame_to_crop: np.ndarray,
+               colour: DisplayConversion | None = None) -> tuple[Roi, np.ndarray]:
     """Blend crop_bgr into `frame` IN PLACE under mask; returns (roi, warped mask in the ROI).
 
     frame: (H, W, 3|4) uint8/uint16/float32; alpha is left untouched.
-    crop_bgr: float32 (S, S, 3) in 0..255. mask: float32 (S, S) in [0, 1].
+    crop_bgr: float32 (S, S, 3) in the models' display space, 0..255; `colour` converts it back
+    to the frame's colour space (at crop size, before warping). mask: float32 (S, S) in [0, 1].
     frame_to_crop: (2, 3) matrix the crop was made with.
     """
+    if colour is not None:
+        crop_bgr = colour.from_display(crop_bgr / np.float32(255.0)) * np.float32(255.0)
     crop_to_frame = invert_affine(frame_to_crop)
     roi = crop_roi(frame.shape, mask.shape[0], crop_to_frame)
     if roi.empty:
@@ -83,10 +87,10 @@ def paste_into(frame: np.ndarray, crop_bgr: np.ndarray, mask: np.ndarray,
 
 
 def paste_back(frame: np.ndarray, crop_bgr: np.ndarray, mask: np.ndarray,
-               frame_to_crop: np.ndarray) -> np.ndarray:
+               frame_to_crop: np.ndarray, colour: DisplayConversion | None = None) -> np.ndarray:
     """Like paste_into, on a copy: the input frame is never modified."""
     out = frame.copy()
-    paste_into(out, crop_bgr, mask, frame_to_crop)
+    paste_into(out, crop_bgr, mask, frame_to_crop, colour)
     return out
 
 

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, cast
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from . import geometry
 from .config import Settings
 from .embedding_cache import EmbeddingCache, default_cache_dir, sha256_bytes
 from .errors import NoFaceError
+from .geometry import DisplayConversion
 from .io.images import decode_image, read_image_bytes
 from .masks import box_mask, combine_masks, landmark_hull_mask
 from .models.manifest import Family, Manifest, load_manifest
@@ -170,52 +171,74 @@ class Pipeline:
         return self._reference
 
     # -- frames -------------------------------------------------------------------------------
-    def detect(self, frame: np.ndarray) -> tuple[Face, ...]:
-        """All faces in a frame (any supported dtype; see types.py), best score first."""
-        return self.model("detector").stage.detect(geometry.to_display_uint8(frame))
+    # `colour` converts a plate's colour space to the models' display space and back (see
+    # geometry.DisplayConversion); None means the frame is already display-referred.
 
-    def embed_faces(self, frame: np.ndarray, faces: Sequence[Face]) -> tuple[Face, ...]:
+    def detect(self, frame: np.ndarray, colour: DisplayConversion | None = None
+               ) -> tuple[Face, ...]:
+        """All faces in a frame (any supported dtype; see types.py), best score first."""
+        picture = geometry.to_display_uint8(frame, colour)
+        return cast(tuple[Face, ...], self.model("detector").stage.detect(picture))
+
+    def embed_faces(self, frame: np.ndarray, faces: Sequence[Face],
+                    colour: DisplayConversion | None = None) -> tuple[Face, ...]:
         """Copies of `faces` carrying their embeddings (one batched recogniser run)."""
         if not faces:
             return ()
-        embedder = self.model("recogniser").stage
-        vectors = embedder.embed_many([embedder.crop(frame, face) for face in faces])
+        recogniser = self.model("recogniser")
+        crops = [geometry.warp_crop(frame, face.kps5, *recogniser.family.crop_spec(), colour)
+                 for face in faces]
+        vectors = recogniser.stage.embed_many(crops)
         return tuple(_with_embedding(face, vector) for face, vector in zip(faces, vectors))
 
-    def select(self, frame: np.ndarray, faces: Sequence[Face]) -> tuple[Face, ...]:
+    def select(self, frame: np.ndarray, faces: Sequence[Face],
+               colour: DisplayConversion | None = None) -> tuple[Face, ...]:
         """The faces the settings' selector picks for swapping."""
         if self.settings.selector != "reference":
             return select_faces(faces, self.settings.selector)
-        return select_faces(self.embed_faces(frame, faces), "reference",
+        return select_faces(self.embed_faces(frame, faces, colour), "reference",
                             self.reference_embedding(), self.settings.similarity)
 
-    def process_frame(self, frame: np.ndarray, identity: SourceIdentity) -> FrameResult:
-        """Swap the selected faces of `frame` to `identity`. The input frame is not modified."""
+    def process_frame(self, frame: np.ndarray, identity: SourceIdentity,
+                      colour: DisplayConversion | None = None) -> FrameResult:
+        """Detect, select and swap the faces of `frame` to `identity` (input left unmodified)."""
         clock = StageClock()
         with clock.measure("detect"):
-            faces = self.detect(frame)
+            faces = self.detect(frame, colour)
         with clock.measure("select"):
-            targets = self.select(frame, faces)
+            targets = self.select(frame, faces, colour)
+        return self.swap_faces(frame, identity, targets, colour, faces=faces, clock=clock)
+
+    def swap_faces(self, frame: np.ndarray, identity: SourceIdentity, targets: Sequence[Face],
+                   colour: DisplayConversion | None = None, faces: Sequence[Face] | None = None,
+                   clock: StageClock | None = None) -> FrameResult:
+        """Swap the given target faces (e.g. tracked, smoothed ones) without detecting again.
+
+        faces: every face seen in the frame, for the result record (default: the targets).
+        """
+        clock = clock if clock is not None else StageClock()
         out = frame.copy()
         matte = np.zeros(frame.shape[:2], np.float32) if targets else None
         latent = self._latent(identity)
         for face in targets:
-            self._swap_face(frame, out, face, latent, matte, clock)
+            self._swap_face(frame, out, face, latent, matte, clock, colour)
             if self.settings.enhancer:
                 with clock.measure("enhance"):
-                    self._enhance_face(out, face)
-        return FrameResult(out, faces, targets, matte, clock.snapshot())
+                    self._enhance_face(out, face, colour)
+        seen = tuple(faces) if faces is not None else tuple(targets)
+        return FrameResult(out, seen, tuple(targets), matte, clock.snapshot())
 
     def _swap_face(self, frame: np.ndarray, out: np.ndarray, face: Face, latent: np.ndarray,
-                   matte: np.ndarray | None, clock: StageClock) -> None:
+                   matte: np.ndarray | None, clock: StageClock,
+                   colour: DisplayConversion | None) -> None:
         swapper = self.model("swapper")
         with clock.measure("swap"):
-            crop = geometry.warp_crop(frame, face.kps5, *swapper.family.crop_spec())
+            crop = geometry.warp_crop(frame, face.kps5, *swapper.family.crop_spec(), colour)
             swapped = swapper.stage.swap(crop, latent)
         with clock.measure("paste"):
             mask = self._swap_mask(crop.size_px, geometry.transform_points(face.kps5,
                                                                            crop.frame_to_crop))
-            roi, roi_mask = paste_into(out, swapped, mask, crop.frame_to_crop)
+            roi, roi_mask = paste_into(out, swapped, mask, crop.frame_to_crop, colour)
             if matte is not None and not roi.empty:
                 rows, cols = roi.slices()
                 np.maximum(matte[rows, cols], roi_mask, out=matte[rows, cols])
@@ -233,12 +256,13 @@ class Pipeline:
                                                 self.settings.mask_padding)
         return self._box_masks[size_px]
 
-    def _enhance_face(self, out: np.ndarray, face: Face) -> None:
+    def _enhance_face(self, out: np.ndarray, face: Face,
+                      colour: DisplayConversion | None) -> None:
         enhancer = self.model("enhancer")
-        crop = geometry.warp_crop(out, face.kps5, *enhancer.family.crop_spec())
+        crop = geometry.warp_crop(out, face.kps5, *enhancer.family.crop_spec(), colour)
         restored = enhancer.stage.enhance(crop)
         mask = self._box_mask(crop.size_px) * np.float32(self.settings.enhancer_blend)
-        paste_into(out, restored, mask, crop.frame_to_crop)
+        paste_into(out, restored, mask, crop.frame_to_crop, colour)
 
     def _latent(self, identity: SourceIdentity) -> np.ndarray:
         key = np.ascontiguousarray(identity.embedding, dtype=np.float32).tobytes()

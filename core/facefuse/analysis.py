@@ -1,0 +1,132 @@
+"""Per-shot analysis (pass 1 of a render): detections with embeddings for every frame, cached.
+
+The cache key is the input's content hash plus everything that changes detections (detector and
+recogniser identities, detector size and threshold, colour space), so a re-render with another
+swapper, enhancer or mask skips analysis. Tracking, shot-level selection and smoothing are cheap
+and run on every render from the cached detections (see plan_targets).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .io.images import atomic_write_bytes
+from .types import Face
+
+log = logging.getLogger(__name__)
+
+Detections = Mapping[int, tuple[Face, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisKey:
+    """What decides a shot's detections."""
+
+    content_sha256: str
+    detector: str
+    recogniser: str
+    detector_size_px: int
+    detector_score: float
+    colorspace: str | None
+
+    @property
+    def digest(self) -> str:
+        text = "\n".join(str(v) for v in (self.content_sha256, self.detector, self.recogniser,
+                                          self.detector_size_px, self.detector_score,
+                                          self.colorspace))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class AnalysisCache:
+    """One .npz per analysis key under `directory`; writes are atomic, readers never see halves."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+
+    def path(self, key: AnalysisKey) -> Path:
+        return self.directory / f"{key.digest}.npz"
+
+    def load(self, key: AnalysisKey) -> dict[int, tuple[Face, ...]]:
+        """Cached detections per frame number (empty when nothing is cached or it is damaged)."""
+        path = self.path(key)
+        if not path.is_file():
+            return {}
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                return unpack_detections({name: data[name] for name in data.files})
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("ignoring a damaged analysis cache %s: %s", path.name, exc)
+            return {}
+
+    def save(self, key: AnalysisKey, detections: Detections) -> None:
+        buffer = io.BytesIO()
+        np.savez(buffer, **pack_detections(detections))
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(self.path(key), buffer.getvalue())
+        except OSError as exc:  # a read-only cache only costs time on the next render
+            log.warning("cannot write the analysis cache in %s: %s", self.directory, exc)
+
+
+def pack_detections(detections: Detections) -> dict[str, np.ndarray]:
+    """Flatten {frame: faces} into arrays: frames, counts, boxes, kps, scores, embeddings."""
+    frames = sorted(detections)
+    faces = [face for n in frames for face in detections[n]]
+    dim = next((f.embedding.shape[0] for f in faces if f.embedding is not None), 0)
+    embeddings = np.zeros((len(faces), dim), np.float32)
+    for row, face in enumerate(faces):
+        if face.embedding is not None and dim:
+            embeddings[row] = face.embedding
+    return {
+        "frames": np.asarray(frames, np.int64),
+        "counts": np.asarray([len(detections[n]) for n in frames], np.int64),
+        "boxes": np.asarray([f.bbox_xyxy for f in faces], np.float32).reshape(-1, 4),
+        "kps": np.asarray([f.kps5 for f in faces], np.float32).reshape(-1, 5, 2),
+        "scores": np.asarray([f.score for f in faces], np.float32),
+        "embeddings": embeddings,
+    }
+
+
+def unpack_detections(data: Mapping[str, np.ndarray]) -> dict[int, tuple[Face, ...]]:
+    """The inverse of pack_detections."""
+    result: dict[int, tuple[Face, ...]] = {}
+    row = 0
+    has_embeddings = data["embeddings"].shape[1] > 0
+    for frame, count in zip(data["frames"].tolist(), data["counts"].tolist()):
+        result[int(frame)] = tuple(
+            Face(data["boxes"][i].copy(), data["kps"][i].copy(), float(data["scores"][i]),
+                 data["embeddings"][i].copy() if has_embeddings else None)
+            for i in range(row, row + count))
+        row += count
+    return result
+
+
+FrameAnalyser = Callable[[np.ndarray], tuple[Face, ...]]
+"""Detect and embed the faces of one decoded frame."""
+
+
+def analyse_frames(frames: Iterable[tuple[int, np.ndarray | object]],
+                   analyse_frame: FrameAnalyser,
+                   cancelled: Callable[[], bool] = lambda: False,
+                   on_frame: Callable[[int], None] | None = None) -> dict[int, tuple[Face, ...]]:
+    """Detections for decoded frames; frames that failed to decode (not arrays) are left out."""
+    found: dict[int, tuple[Face, ...]] = {}
+    for number, frame in frames:
+        if cancelled():
+            break
+        if isinstance(frame, np.ndarray):
+            found[number] = analyse_frame(frame)
+        if on_frame is not None:
+            on_frame(number)
+    return found
+
+
+def missing_frames(wanted: Sequence[int], cached: Mapping[int, object]) -> tuple[int, ...]:
+    return tuple(n for n in wanted if n not in cached)

@@ -1,0 +1,62 @@
+"""Content hashes of shot inputs, remembered by (path, size, mtime) so a shot is hashed once.
+
+Per-shot analysis is cached under the input's content hash: renaming or copying a clip keeps
+its analysis, editing it invalidates it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from .io.images import atomic_write_bytes
+from .models.download import sha256_file
+
+log = logging.getLogger(__name__)
+
+
+class HashMemo:
+    """A JSON file mapping absolute paths to {size, mtime_ns, sha256}."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def _load(self) -> dict[str, dict[str, int | str]]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def sha256(self, file: Path) -> str:
+        """The file's sha256, hashed only when its size or mtime changed since last time."""
+        file = Path(file).resolve()
+        stat = file.stat()
+        records = self._load()
+        known = records.get(str(file))
+        if known and known.get("size") == stat.st_size and known.get("mtime_ns") == stat.st_mtime_ns:
+            return str(known["sha256"])
+        digest = sha256_file(file)
+        records[str(file)] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest}
+        self._save(records)
+        return digest
+
+    def _save(self, records: dict[str, dict[str, int | str]]) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(self.path, json.dumps(records).encode("utf-8"))
+        except OSError as exc:  # a read-only cache only costs speed
+            log.warning("cannot remember file hashes in %s: %s", self.path, exc)
+
+
+def content_sha256(files: Sequence[Path], memo: HashMemo) -> str:
+    """One sha256 over the contents of several files, in the given order."""
+    combined = hashlib.sha256()
+    for file in files:
+        combined.update(memo.sha256(file).encode("ascii"))
+        combined.update(os.fsencode(Path(file).suffix))
+    return combined.hexdigest()

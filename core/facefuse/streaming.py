@@ -1,0 +1,102 @@
+"""Read -> process -> write in three threads joined by bounded queues.
+
+Decoding and encoding overlap inference while at most 2 * depth items are in flight, so memory
+stays flat however long the shot is. The caller's process() runs on the calling thread (ONNX
+Runtime sessions stay on one thread); an exception in any stage stops the others and is raised.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+In = TypeVar("In")
+Out = TypeVar("Out")
+
+_END = object()
+_POLL_S = 0.1
+
+
+class _Stage:
+    """A worker thread that remembers the first exception it raised."""
+
+    def __init__(self, target: Callable[[], None], name: str) -> None:
+        self.error: BaseException | None = None
+        self._target = target
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self._target()
+        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread to re-raise
+            self.error = exc
+
+
+def _put(q: queue.Queue[object], item: object, alive: Callable[[], bool]) -> bool:
+    """Put as soon as there is room, unless alive() turns False first (then returns False)."""
+    while alive():
+        try:
+            q.put(item, timeout=_POLL_S)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
+def stream(source: Iterator[In], process: Callable[[In], Out], sink: Callable[[Out], None],
+           cancelled: Callable[[], bool] = lambda: False, depth: int = 4) -> bool:
+    """Run every source item through process() into sink(), in order.
+
+    Returns True when the source was exhausted, False when cancelled() stopped it early; items
+    already processed are still handed to sink() before returning.
+    """
+    inbox: queue.Queue[object] = queue.Queue(maxsize=depth)
+    outbox: queue.Queue[object] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            for item in source:
+                if not _put(inbox, item, lambda: not stop.is_set()):
+                    return
+        finally:
+            _put(inbox, _END, lambda: not stop.is_set())
+
+    def write() -> None:
+        while (item := outbox.get()) is not _END:
+            sink(item)  # type: ignore[arg-type]
+
+    reader, writer = _Stage(read, "facefuse-read"), _Stage(write, "facefuse-write")
+    reader.thread.start()
+    writer.thread.start()
+    writer_alive = writer.thread.is_alive
+    finished = False
+    try:
+        while True:
+            item = inbox.get()
+            if item is _END or cancelled() or not writer_alive():
+                finished = item is _END
+                break
+            if not _put(outbox, process(item), writer_alive):  # type: ignore[arg-type]
+                break
+    finally:
+        stop.set()
+        _drain(inbox)
+        _put(outbox, _END, writer_alive)
+        writer.thread.join()
+        reader.thread.join()
+    for stage in (reader, writer):
+        if stage.error is not None:
+            raise stage.error
+    return finished
+
+
+def _drain(q: queue.Queue[object]) -> None:
+    """Empty a queue so a producer blocked on it can notice the stop and leave."""
+    while True:
+        try:
+            q.get_nowait()
+        except queue.Empty:
+            return
