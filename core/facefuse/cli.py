@@ -52,12 +52,10 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
                         "(also FACEFUSE_OFFLINE=1)")
 
 
-def _swap_parser(commands: Any) -> None:
-    p = commands.add_parser("swap", help="replace faces in an image with a source identity")
+def engine_options(p: argparse.ArgumentParser) -> None:
+    """Options shared by swap and render: sources, models, selection, mask, runtime."""
     p.add_argument("-s", "--source", type=Path, action="append", required=True,
                    help="source face image (repeat to average several photos of one person)")
-    p.add_argument("-t", "--target", type=Path, required=True, help="image to change")
-    p.add_argument("-o", "--output", type=Path, required=True, help="image to write")
     p.add_argument("--detector", default=DEFAULTS.detector, help="manifest name or .onnx path")
     p.add_argument("--recogniser", default=DEFAULTS.recogniser)
     p.add_argument("--swapper", default=DEFAULTS.swapper)
@@ -77,8 +75,15 @@ def _swap_parser(commands: Any) -> None:
     p.add_argument("--providers", default="auto", help="auto, or a list such as cuda,cpu")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the "
                    "source embedding cache")
-    p.add_argument("--json", action="store_true", help="print one JSON summary line")
     _model_options(p)
+
+
+def _swap_parser(commands: Any) -> None:
+    p = commands.add_parser("swap", help="replace faces in an image with a source identity")
+    p.add_argument("-t", "--target", type=Path, required=True, help="image to change")
+    p.add_argument("-o", "--output", type=Path, required=True, help="image to write")
+    engine_options(p)
+    p.add_argument("--json", action="store_true", help="print one JSON summary line")
     p.set_defaults(handler=cmd_swap)
 
 
@@ -89,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _swap_parser(commands)
+    add_render_parser(commands)
     models = commands.add_parser("models", help="list, fetch or verify model files")
     models.add_argument("action", choices=("list", "fetch", "verify", "path"))
     models.add_argument("names", nargs="*", help="model names (default: the default set)")
@@ -268,6 +274,12 @@ def _configure_logging(verbosity: int) -> None:
     level = logging.WARNING - 10 * min(verbosity, 2)
     logging.basicConfig(level=level, format="facefuse: %(levelname)s: %(message)s",
                         stream=sys.stderr)
+
+
+def add_render_parser(commands: Any) -> None:
+    from .cli_render import render_parser
+
+    render_parser(commands)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Protocol
 
 import cv2
 import numpy as np
 
-from .types import AlignedCrop
+from .types import AlignedCrop, Face
 
 # 5-point templates normalised to the crop (multiply by the crop size in pixels).
 # Order: left eye, right eye, nose tip, left mouth corner, right mouth corner.
@@ -109,6 +110,25 @@ def to_display_uint8(frame: np.ndarray, colour: DisplayConversion | None = None)
     if bgr.dtype == np.uint8 and colour is None:
         return np.ascontiguousarray(bgr)
     return np.clip(model_pixels(bgr, colour) + 0.5, 0, 255).astype(np.uint8)
+
+
+def shrink_to_fit(image: np.ndarray, max_side_px: int) -> tuple[np.ndarray, float]:
+    """The image scaled down (area filter) so its long side is at most max_side_px; never up.
+
+    Returns (image, scale) with scale = new size / old size (1.0 when untouched).
+    """
+    height, width = image.shape[:2]
+    scale = min(1.0, max_side_px / max(height, width))
+    if scale >= 1.0:
+        return image, 1.0
+    size = (max(1, round(width * scale)), max(1, round(height * scale)))
+    return cv2.resize(image, size, interpolation=cv2.INTER_AREA), scale
+
+
+def scale_face(face: Face, factor: float) -> Face:
+    """A copy of face with box and landmarks multiplied by factor (pixel coordinates)."""
+    return replace(face, bbox_xyxy=(face.bbox_xyxy * factor).astype(np.float32),
+                   kps5=(face.kps5 * factor).astype(np.float32))
 
 
 def warp_crop(frame: np.ndarray, kps5: np.ndarray, template: str, size_px: int,

@@ -176,9 +176,17 @@ class Pipeline:
 
     def detect(self, frame: np.ndarray, colour: DisplayConversion | None = None
                ) -> tuple[Face, ...]:
-        """All faces in a frame (any supported dtype; see types.py), best score first."""
-        picture = geometry.to_display_uint8(frame, colour)
-        return cast(tuple[Face, ...], self.model("detector").stage.detect(picture))
+        """All faces in a frame (any supported dtype; see types.py), best score first.
+
+        Deep or colour-managed frames are shrunk to the detector's size before conversion, which
+        is all the detector sees anyway; the faces are scaled back to frame pixels.
+        """
+        detector = self.model("detector").stage
+        if frame.dtype == np.uint8 and colour is None:
+            return cast(tuple[Face, ...], detector.detect(frame))
+        small, scale = geometry.shrink_to_fit(frame[..., :3], max(detector.input_size))
+        faces = detector.detect(geometry.to_display_uint8(small, colour))
+        return tuple(geometry.scale_face(face, 1.0 / scale) for face in faces)
 
     def embed_faces(self, frame: np.ndarray, faces: Sequence[Face],
                     colour: DisplayConversion | None = None) -> tuple[Face, ...]:

@@ -15,8 +15,10 @@ renamed when complete; they cannot be chunked or resumed (render a sequence for 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from types import MappingProxyType
 
@@ -37,6 +39,7 @@ class RenderRequest:
     image-sequence patterns for the blend mask and the premultiplied RGBA face patch.
     colorspace: the input's OCIO colour space; None picks a default per format, "none" disables
     conversion. smoothing: landmark smoothing on/off; smoothing_min_cutoff / beta tune it.
+    rate: frames per second of a video written from an image sequence (default 24).
     """
 
     sources: tuple[Path, ...]
@@ -56,6 +59,7 @@ class RenderRequest:
     smoothing_beta: float | None = None
     start_number: int = 1
     conform_vfr: bool = False
+    rate: Fraction | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,3 +94,36 @@ class RenderSummary:
 
 ProgressCallback = Callable[[FrameReport], None]
 CancelCheck = Callable[[], bool]
+
+
+def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
+           cancel: CancelCheck | None = None) -> RenderSummary:
+    """Render a shot (see the module docstring); the CLI, Blender, Resolve and farms call this.
+
+    on_progress(FrameReport) is called from a worker thread once per finished or skipped frame.
+    cancel() is checked between frames; cancelling leaves only complete output frames (and no
+    video file). User errors raise FacefuseError subclasses before any output is written.
+    """
+    from .pipeline import Pipeline
+    from .render_job import RenderJob
+    from .shots import open_input
+
+    started = time.perf_counter()
+    shot = open_input(request.input, request.start_number, request.conform_vfr)
+    try:
+        job = RenderJob(request, shot)
+        with Pipeline(request.settings) as pipeline:
+            counts, finished = job.run(pipeline, on_progress or _ignore, cancel or _never)
+    finally:
+        shot.close()
+    return RenderSummary(frames=len(job.numbers), swapped=counts.swapped, no_face=counts.no_face,
+                         skipped=counts.skipped, failed=tuple(counts.failed),
+                         seconds=time.perf_counter() - started, cancelled=not finished)
+
+
+def _ignore(_report: FrameReport) -> None:
+    return None
+
+
+def _never() -> bool:
+    return False

@@ -1,0 +1,488 @@
+"""Plates (one frame of an image sequence) in and out through OpenImageIO, format kept.
+
+`read_plate` gives a frame in the engine convention (types.py) plus the `PlateFormat` it was
+stored in; `write_plate` writes a frame back in that format, so a 10-bit DPX plate comes out as
+10-bit DPX, a half EXR as half EXR, with alpha, compression, colour space and timecode kept.
+
+Pixel types. uint8 files -> uint8 frames. Integer files of 9..16 bits -> uint16 frames: OIIO
+scales 10- and 12-bit codes to the full 16-bit range by bit replication (10-bit code c reads as
+``c << 6 | c >> 4``, so 1023 -> 65535), and on writing it keeps the top bits (``v >> 6``),
+which truncates. `write_plate` therefore rounds to the nearest code itself and hands OIIO the
+replicated value, so a frame read from a 10-bit plate writes back bit-exact. half and float
+files (and any other type: int16, uint32, double) -> float32 frames.
+
+Alpha and colour values are kept exactly as stored, never (un)premultiplied: files are opened
+with ``oiio:UnassociatedAlpha`` so OIIO does not premultiply straight (PNG, TGA, unassociated
+TIFF) alpha on read, and the hint is passed on write so it does not divide by alpha either. A TIFF
+keeps its associated/unassociated tag through the carried ``oiio:UnassociatedAlpha`` attribute.
+EXR colour is premultiplied by that format's convention; converting EXR to PNG therefore stores
+premultiplied colour: un-premultiply first if the PNG must be straight.
+Only the first subimage (EXR part) and its R, G, B, A (or Y) channels are read.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import OpenImageIO as oiio
+
+from ..errors import InputError
+
+log = logging.getLogger(__name__)
+
+PIXEL_TYPES = ("uint8", "uint16", "half", "float")
+NATURAL_BITS = MappingProxyType({"uint8": 8, "uint16": 16, "half": 16, "float": 32})
+# The attributes worth carrying from a plate to its output, with their OIIO types.
+CARRIED_ATTRIBUTES = MappingProxyType({
+    "compression": "string",
+    "oiio:ColorSpace": "string",
+    "oiio:UnassociatedAlpha": "int",
+    "Orientation": "int",
+    "PixelAspectRatio": "float",
+    "smpte:TimeCode": "timecode",
+    "FramesPerSecond": "rational2i",
+    "dpx:FrameRate": "float",
+    "dpx:Transfer": "string",
+    "dpx:Colorimetric": "string",
+})
+# Kept when converting to another file format (the rest are specific to the format).
+PORTABLE_ATTRIBUTES = frozenset({"oiio:ColorSpace", "oiio:UnassociatedAlpha", "Orientation",
+                                 "PixelAspectRatio", "smpte:TimeCode", "FramesPerSecond"})
+# Formats that drop arbitrary string attributes: our metadata goes into one JSON attribute.
+METADATA_CARRIERS = MappingProxyType({"dpx": "dpx:UserData", "tiff": "ImageDescription",
+                                      "jpeg": "ImageDescription"})
+METADATA_PREFIX = "facefuse:"
+FLOAT_FORMATS = frozenset({"openexr", "tiff"})
+HIGH_BIT_FORMATS = frozenset({"png", "tiff", "dpx"})
+ALPHA_FREE_FORMATS = frozenset({"jpeg"})
+REC709_LUMA_BGR = (0.0722, 0.7152, 0.2126)
+
+
+@dataclass(frozen=True, slots=True)
+class PlateFormat:
+    """How a plate is stored on disk.
+
+    width, height: pixels of the data window. channels, channel_names: as stored (("R", "G",
+    "B", "A"), ("Y",), ...). pixel_type: "uint8" | "uint16" | "half" | "float".
+    bits_per_sample: significant bits (10 for 10-bit DPX, 16 for half, 32 for float).
+    file_format: OIIO's format name ("openexr", "dpx", "tiff", "png", "jpeg", ...).
+    attributes: read-only name -> value of the CARRIED_ATTRIBUTES found in the file.
+    origin: data window origin (x, y); display_window: (x, y, width, height) when it differs
+    from the data window (EXR overscan), else None.
+    """
+
+    width: int
+    height: int
+    channels: int
+    channel_names: tuple[str, ...]
+    pixel_type: str
+    bits_per_sample: int
+    file_format: str
+    attributes: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}),
+                                          hash=False)
+    origin: tuple[int, int] = (0, 0)
+    display_window: tuple[int, int, int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.pixel_type not in PIXEL_TYPES:
+            raise ValueError(f"pixel_type {self.pixel_type!r} is not one of {PIXEL_TYPES}")
+        if not isinstance(self.attributes, MappingProxyType):
+            object.__setattr__(self, "attributes", MappingProxyType(dict(self.attributes)))
+
+
+def read_plate(path: Path) -> tuple[np.ndarray, PlateFormat]:
+    """Read a plate: (frame (H, W, 3|4) BGR(A), its PlateFormat).
+
+    dtype uint8 (8-bit files), uint16 (9..16-bit integer files, scaled to 0..65535 as described
+    in the module docstring) or float32 (half, float and other types). Grey becomes BGR (grey
+    plus alpha BGRA). InputError for a missing, empty, unreadable or truncated file.
+    """
+    path = _check_input_file(Path(path))
+    image = _open(path)
+    try:
+        spec = image.spec()
+        fmt = _format_from_spec(spec, image.format_name())
+        pixels = image.read_image(format=_read_type(fmt.pixel_type))
+        error = image.geterror()
+    finally:
+        image.close()
+    if pixels is None or error:
+        raise InputError(f"{path} is damaged or truncated: {_one_line(error)}")
+    return _pixels_to_frame(pixels, spec), fmt
+
+
+def write_plate(path: Path, frame: np.ndarray, fmt: PlateFormat,
+                metadata: Mapping[str, str] = MappingProxyType({})) -> None:
+    """Write `frame` (H, W, 3|4) BGR(A) uint8/uint16/float32 to `path` in the format `fmt`.
+
+    Pixel type, bit depth and channel layout follow `fmt` (a grey `fmt` gets Rec.709 luma; a
+    4-channel `fmt` gets the frame's alpha, or opaque alpha if the frame has none); its
+    attributes are written too. If the path's extension names another file format than
+    `fmt.file_format`, the format is converted with `plate_format_for`. `metadata` keys are
+    stored as "facefuse:<key>" string attributes (read them back with `read_metadata`).
+    Atomic: written under a temporary name in the same folder, then renamed over `path`.
+    """
+    path = Path(path)
+    _check_output_path(path)
+    _check_frame(frame)
+    target = output_file_format(path)
+    if fmt.file_format != target:
+        log.debug("converting %s plate format to %s for %s", fmt.file_format, target, path)
+        fmt = plate_format_for(path, fmt, frame)
+    pixels = _frame_to_pixels(frame, fmt)
+    spec = _spec_for(fmt, pixels.shape[1], pixels.shape[0], _prefixed(metadata))
+    tmp = path.with_name(f".{path.stem}.{secrets.token_hex(4)}.tmp{path.suffix}")
+    try:
+        _write_file(tmp, spec, pixels)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def plate_format_for(path: Path, like: PlateFormat | None, frame: np.ndarray) -> PlateFormat:
+    """The format to write `frame` (H, W, 3|4) to `path` in, modelled on `like` when given.
+
+    Same file format as `like`: `like` as it is (only the size follows the frame). Otherwise
+    the pixel type is the closest the target holds, starting from `like`'s type (or the frame's
+    dtype): float/half -> EXR keeps half/float (half for a bare float32 frame), TIFF float,
+    PNG uint16, DPX 10-bit, JPEG and other formats uint8. uint16 (b bits) -> EXR half for
+    b <= 10 else float, PNG 16-bit, TIFF/DPX b bits (10, 12 or 16), JPEG uint8. uint8 -> EXR
+    half, everything else uint8. Grey stays grey; JPEG drops alpha. Only PORTABLE_ATTRIBUTES
+    are carried to another format; without `like` a TIFF with alpha is tagged straight
+    (unassociated), as the engine's frames are.
+    """
+    file_format = output_file_format(path)
+    height, width, frame_channels = frame.shape
+    if like is not None and like.file_format == file_format:
+        return replace(like, width=width, height=height)
+    pixel_type, bits = _pixel_type_for(file_format, like, frame.dtype)
+    has_alpha = frame_channels == 4 and file_format not in ALPHA_FREE_FORMATS
+    grey = like is not None and like.channels in (1, 2)
+    channels = (1 if grey else 3) + int(has_alpha)
+    return PlateFormat(width, height, channels, _default_names(channels), pixel_type, bits,
+                       file_format, _portable_attributes(like, file_format, has_alpha))
+
+
+def read_metadata(path: Path) -> dict[str, str]:
+    """Our metadata written by `write_plate`: key (without "facefuse:") -> value."""
+    path = _check_input_file(Path(path))
+    image = _open(path)
+    try:
+        spec = image.spec()
+        found = {p.name: p.value for p in spec.extra_attribs}
+    finally:
+        image.close()
+    ours = {k: str(v) for k, v in found.items() if k.startswith(METADATA_PREFIX)}
+    for carrier in set(METADATA_CARRIERS.values()) & found.keys():
+        ours.update(_decode_carrier(found[carrier]))
+    return {k[len(METADATA_PREFIX):]: v for k, v in sorted(ours.items())}
+
+
+def is_complete(path: Path) -> bool:
+    """Whether `path` is a non-empty file OIIO opens and whose pixels all read without error."""
+    path = Path(path)
+    try:
+        if not path.is_file() or path.stat().st_size == 0:
+            return False
+    except OSError:
+        return False
+    image = oiio.ImageInput.open(str(path))
+    if image is None:
+        oiio.geterror()
+        return False
+    try:
+        pixels = image.read_image(format=image.spec().format)
+        error = image.geterror()
+    finally:
+        image.close()
+    return pixels is not None and not error
+
+
+def output_file_format(path: Path) -> str:
+    """OIIO's format name for writing `path` ("openexr", "dpx", ...); InputError if none."""
+    writer = oiio.ImageOutput.create(str(path))
+    if writer is None:
+        oiio.geterror()
+        kind = Path(path).suffix or "files without an extension"
+        raise InputError(f"{path}: cannot write {kind}; use .exr, .dpx, .tif, .png or .jpg")
+    return str(writer.format_name())
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+def _check_input_file(path: Path) -> Path:
+    if not path.exists():
+        raise InputError(f"{path} does not exist")
+    if path.is_dir():
+        raise InputError(f"{path} is a folder, not an image")
+    if path.stat().st_size == 0:
+        raise InputError(f"{path} is empty (0 bytes)")
+    return path
+
+
+def _open(path: Path) -> Any:
+    config = oiio.ImageSpec()
+    config.attribute("oiio:UnassociatedAlpha", 1)
+    image = oiio.ImageInput.open(str(path), config)
+    if image is None:
+        raise InputError(f"{path} is not an image facefuse can read: {_one_line(oiio.geterror())}")
+    return image
+
+
+def _one_line(message: str, limit: int = 200) -> str:
+    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
+    text = lines[0] if lines else "unknown error"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _format_from_spec(spec: Any, file_format: str) -> PlateFormat:
+    stored = str(spec.format)
+    pixel_type = stored if stored in PIXEL_TYPES else "float"
+    bits = spec.get_int_attribute("oiio:BitsPerSample", 0) or NATURAL_BITS[pixel_type]
+    attributes = {name: _plain(spec.getattribute(name)) for name in CARRIED_ATTRIBUTES
+                  if spec.getattribute(name) is not None}
+    data_window = (spec.x, spec.y, spec.width, spec.height)
+    display = (spec.full_x, spec.full_y, spec.full_width, spec.full_height)
+    return PlateFormat(spec.width, spec.height, spec.nchannels, tuple(spec.channelnames),
+                       pixel_type, bits, file_format, MappingProxyType(attributes),
+                       (spec.x, spec.y), None if display == data_window else display)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (tuple, list, np.ndarray)):
+        return tuple(v.item() if isinstance(v, np.generic) else v for v in value)
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _read_type(pixel_type: str) -> str:
+    return pixel_type if pixel_type in ("uint8", "uint16") else "float"
+
+
+def _pixels_to_frame(pixels: np.ndarray, spec: Any) -> np.ndarray:
+    """OIIO's (H, W, C) pixels -> BGR(A) frame (a new contiguous array)."""
+    if pixels.ndim == 2:
+        pixels = pixels[..., np.newaxis]
+    order = _bgr_order(tuple(spec.channelnames), spec.alpha_channel)
+    return np.ascontiguousarray(pixels[..., list(order)])
+
+
+def _bgr_order(names: tuple[str, ...], alpha: int) -> tuple[int, ...]:
+    """Channel indices that make B, G, R (and A when the plate has alpha)."""
+    short = [name.rsplit(".", 1)[-1].upper() for name in names]
+    if alpha < 0 and "A" in short:
+        alpha = short.index("A")
+    tail = (alpha,) if alpha >= 0 else ()
+    if {"R", "G", "B"} <= set(short):
+        return (short.index("B"), short.index("G"), short.index("R")) + tail
+    if len(names) >= 3:
+        return (2, 1, 0) + (tail if alpha > 2 else ())
+    return (0, 0, 0) + (tail if alpha > 0 else ())
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+def _check_output_path(path: Path) -> None:
+    if not path.parent.is_dir():
+        raise InputError(f"the output folder {path.parent} does not exist")
+    if path.is_dir():
+        raise InputError(f"{path} is a folder, not a file name")
+
+
+def _check_frame(frame: np.ndarray) -> None:
+    if frame.ndim != 3 or frame.shape[2] not in (3, 4):
+        raise ValueError(f"a frame is (H, W, 3|4); got shape {frame.shape}")
+    if frame.dtype not in (np.uint8, np.uint16, np.float32):
+        raise ValueError(f"a frame is uint8, uint16 or float32; got {frame.dtype}")
+
+
+def _frame_to_pixels(frame: np.ndarray, fmt: PlateFormat) -> np.ndarray:
+    """BGR(A) frame -> OIIO's RGB(A) or Y(A) pixels in fmt's type (float32 for half/float)."""
+    grey, alpha = _layout(fmt)
+    if fmt.channels > 4:
+        log.warning("only R, G, B and A are written; the %s plate had %d channels",
+                    fmt.file_format, fmt.channels)
+    if grey:
+        pixels = _luma(frame)
+    else:  # one copy that reorders the channels
+        pixels = frame[..., [2, 1, 0, 3] if alpha and frame.shape[2] == 4 else [2, 1, 0]]
+    if alpha and pixels.shape[2] in (1, 3):
+        pixels = np.concatenate([pixels, frame[..., 3:] if frame.shape[2] == 4
+                                 else _opaque(frame)], axis=2)
+    return np.ascontiguousarray(_convert(pixels, fmt.pixel_type, fmt.bits_per_sample))
+
+
+def _luma(frame: np.ndarray) -> np.ndarray:
+    """Rec.709 luma (H, W, 1) of a BGR(A) frame, in the frame's dtype."""
+    luma = np.tensordot(_as_unit_float(frame[..., :3]), REC709_LUMA_BGR, axes=([2], [0]))
+    return _from_unit_float(luma[..., np.newaxis].astype(np.float32), frame.dtype)
+
+
+def _opaque(frame: np.ndarray) -> np.ndarray:
+    top = 1.0 if frame.dtype == np.float32 else np.iinfo(frame.dtype).max
+    return np.full(frame.shape[:2] + (1,), top, dtype=frame.dtype)
+
+
+def _as_unit_float(pixels: np.ndarray) -> np.ndarray:
+    if pixels.dtype == np.float32:
+        return pixels
+    return pixels.astype(np.float32) / float(np.iinfo(pixels.dtype).max)
+
+
+def _from_unit_float(pixels: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    if dtype == np.float32:
+        return pixels
+    top = np.iinfo(dtype).max
+    return np.rint(np.clip(pixels, 0.0, 1.0) * top).astype(dtype)
+
+
+def _convert(pixels: np.ndarray, pixel_type: str, bits: int) -> np.ndarray:
+    """Pixels to the array OIIO gets: uint8, uint16 (bit-replicated codes) or float32."""
+    if pixel_type in ("half", "float"):
+        return _as_unit_float(pixels)
+    if pixels.dtype == np.dtype(pixel_type) and bits == NATURAL_BITS[pixel_type]:
+        return pixels
+    top = (1 << bits) - 1
+    if pixels.dtype == np.uint16:  # integer rounding to the nearest code: exact and faster
+        codes = (pixels.astype(np.uint32) * top + 32767) // 65535
+    else:
+        codes = np.rint(np.clip(_as_unit_float(pixels), 0.0, 1.0) * top).astype(np.uint32)
+    if pixel_type == "uint8":
+        return codes.astype(np.uint8)
+    return _replicate(codes, bits).astype(np.uint16)
+
+
+def _replicate(codes: np.ndarray, bits: int) -> np.ndarray:
+    """`bits`-bit codes -> 16-bit values the way OIIO reads them (10-bit c -> c<<6 | c>>4)."""
+    value = codes << (16 - bits)
+    shift = 16 - bits
+    while shift > 0:
+        value |= codes >> (bits - shift) if bits > shift else codes << (shift - bits)
+        shift -= bits
+    return value
+
+
+def _spec_for(fmt: PlateFormat, width: int, height: int, metadata: Mapping[str, str]) -> Any:
+    grey, alpha = _layout(fmt)
+    count = (1 if grey else 3) + int(alpha)
+    names = _default_names(count)
+    short = tuple(name.rsplit(".", 1)[-1].upper() for name in fmt.channel_names)
+    spec = oiio.ImageSpec(width, height, count, fmt.pixel_type)
+    spec.channelnames = fmt.channel_names if short == names else names
+    spec.alpha_channel = count - 1 if alpha else -1
+    spec.x, spec.y = fmt.origin
+    if fmt.display_window is not None:
+        spec.full_x, spec.full_y, spec.full_width, spec.full_height = fmt.display_window
+    if fmt.bits_per_sample != NATURAL_BITS[fmt.pixel_type]:
+        spec.attribute("oiio:BitsPerSample", fmt.bits_per_sample)
+    for name, value in fmt.attributes.items():
+        _set_attribute(spec, name, value)
+    if fmt.file_format != "tiff":  # values as they are; in TIFF the attribute picks the tag
+        spec.attribute("oiio:UnassociatedAlpha", 1)
+    for name, value in metadata.items():
+        spec.attribute(name, value)
+    if metadata and fmt.file_format in METADATA_CARRIERS:
+        _set_carrier(spec, METADATA_CARRIERS[fmt.file_format], metadata)
+    return spec
+
+
+def _layout(fmt: PlateFormat) -> tuple[bool, bool]:
+    """(grey, alpha) of what `write_plate` writes for `fmt`: at most Y/RGB plus A."""
+    if fmt.channels <= 4:
+        return fmt.channels in (1, 2), fmt.channels in (2, 4)
+    return False, any(name.rsplit(".", 1)[-1].upper() == "A" for name in fmt.channel_names)
+
+
+def _default_names(channels: int) -> tuple[str, ...]:
+    return {1: ("Y",), 2: ("Y", "A"), 3: ("R", "G", "B")}.get(channels, ("R", "G", "B", "A"))
+
+
+def _set_attribute(spec: Any, name: str, value: Any) -> None:
+    kind = CARRIED_ATTRIBUTES.get(name)
+    if kind is None or kind in ("string", "int", "float"):
+        spec.attribute(name, value)
+    else:
+        spec.attribute(name, oiio.TypeDesc(kind), tuple(value))
+
+
+def _prefixed(metadata: Mapping[str, str]) -> dict[str, str]:
+    return {(k if k.startswith(METADATA_PREFIX) else METADATA_PREFIX + k): str(v)
+            for k, v in metadata.items()}
+
+
+def _set_carrier(spec: Any, name: str, metadata: Mapping[str, str]) -> None:
+    blob = json.dumps(dict(metadata), sort_keys=True)
+    if name == "dpx:UserData":
+        data = np.frombuffer(blob.encode("utf-8"), dtype=np.uint8)
+        spec.attribute(name, oiio.TypeDesc(f"uint8[{data.size}]"), data)
+    else:
+        spec.attribute(name, blob)
+
+
+def _decode_carrier(value: Any) -> dict[str, str]:
+    """The facefuse:* entries of a JSON carrier attribute, {} if it holds something else."""
+    if isinstance(value, (np.ndarray, tuple, list)):
+        value = bytes(np.asarray(value, dtype=np.uint8)).rstrip(b"\0").decode("utf-8", "replace")
+    try:
+        found = json.loads(value)
+    except (TypeError, ValueError):
+        return {}
+    if not isinstance(found, dict):
+        return {}
+    return {k: str(v) for k, v in found.items() if str(k).startswith(METADATA_PREFIX)}
+
+
+def _write_file(path: Path, spec: Any, pixels: np.ndarray) -> None:
+    writer = oiio.ImageOutput.create(str(path))
+    if writer is None or not writer.open(str(path), spec):
+        error = writer.geterror() if writer is not None else oiio.geterror()
+        raise InputError(f"cannot write {path}: {_one_line(error)}")
+    ok = writer.write_image(pixels)
+    error = writer.geterror()
+    ok = writer.close() and ok
+    if not ok or error:
+        raise InputError(f"cannot write {path}: {_one_line(error or writer.geterror())}")
+    with open(path, "rb") as written:
+        os.fsync(written.fileno())
+
+
+# --- converting --------------------------------------------------------------------------------
+
+def _pixel_type_for(file_format: str, like: PlateFormat | None,
+                    dtype: np.dtype) -> tuple[str, int]:
+    """(pixel_type, bits) for a new file of `file_format` (rules in plate_format_for)."""
+    if like is not None:
+        source, bits = like.pixel_type, like.bits_per_sample
+    else:
+        source = {"uint8": "uint8", "uint16": "uint16"}.get(np.dtype(dtype).name, "float")
+        bits = NATURAL_BITS[source]
+    if file_format == "openexr":
+        if source in ("half", "float"):
+            return ("half", 16) if like is None else (source, NATURAL_BITS[source])
+        return ("half", 16) if bits <= 10 else ("float", 32)
+    if source in ("half", "float"):
+        if file_format in FLOAT_FORMATS:
+            return "float", 32
+        return {"png": ("uint16", 16), "dpx": ("uint16", 10)}.get(file_format, ("uint8", 8))
+    if source == "uint16" and file_format in HIGH_BIT_FORMATS:
+        keeps_bits = file_format != "png" and bits in (10, 12, 16)
+        return "uint16", bits if keeps_bits else 16
+    return "uint8", 8
+
+
+def _portable_attributes(like: PlateFormat | None, file_format: str,
+                         has_alpha: bool) -> MappingProxyType[str, Any]:
+    if like is None:
+        straight = has_alpha and file_format == "tiff"
+        return MappingProxyType({"oiio:UnassociatedAlpha": 1} if straight else {})
+    return MappingProxyType({k: v for k, v in like.attributes.items()
+                             if k in PORTABLE_ATTRIBUTES})

@@ -1,0 +1,182 @@
+"""The One Euro filter, zero-phase landmark smoothing, the jitter and lag measures, and tracks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from facefuse.errors import InputError
+from facefuse.smoothing import (
+    MAX_BRIDGED_FRAMES,
+    OneEuroParams,
+    face_scale_px,
+    lag_frames,
+    landmark_jitter_px,
+    landmark_spread_px,
+    one_euro,
+    smooth_landmarks,
+    smooth_tracks,
+)
+from facefuse.tracking import Track
+from facefuse.types import Face
+
+RATE_HZ = 30.0
+# A frontal face of about 16 px face scale (a 30 px interocular distance), away from the origin.
+FACE = np.array([[-15, -10], [15, -10], [0, 3], [-12, 15], [12, 15]], np.float64) + 200.0
+
+
+def _still(noise_px: float, frames: int = 90, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return FACE[None] + rng.normal(0.0, noise_px, (frames, 5, 2))
+
+
+def _ramp(px_per_frame: float, frames: int = 60) -> np.ndarray:
+    steps = np.arange(frames, dtype=np.float64)[:, None, None]
+    return FACE[None] + steps * np.array([px_per_frame, 0.5 * px_per_frame])
+
+
+def test_constant_signal_is_returned_unchanged():
+    series = np.full((40, 3), 7.25)
+    np.testing.assert_allclose(one_euro(series, RATE_HZ, OneEuroParams()), series, atol=1e-12)
+    kps = np.repeat(FACE[None], 20, axis=0)
+    np.testing.assert_allclose(smooth_landmarks(kps, range(20), RATE_HZ), kps, atol=1e-4)
+
+
+def test_step_converges_without_overshoot():
+    series = np.r_[np.zeros(10), np.full(50, 10.0)]
+    out = one_euro(series, RATE_HZ, OneEuroParams(min_cutoff=1.0, beta=0.5))
+    assert out[9] == 0.0 and 0.0 < out[10] < 10.0
+    assert np.all(np.diff(out) >= 0) and out.max() <= 10.0
+    assert out[-1] == pytest.approx(10.0, abs=1e-3)
+
+
+def test_first_sample_is_kept_and_dtype_follows_input():
+    series = np.arange(12, dtype=np.float32).reshape(6, 2)
+    out = one_euro(series, RATE_HZ, OneEuroParams())
+    assert out.dtype == np.float32 and out.shape == series.shape
+    np.testing.assert_array_equal(out[0], series[0])
+    assert one_euro(np.arange(5), RATE_HZ, OneEuroParams()).dtype == np.float64
+
+
+@pytest.mark.parametrize("zero_phase", [False, True])
+def test_noisy_still_point_loses_most_of_its_jitter(zero_phase):
+    raw = _still(noise_px=0.3)
+    smoothed = smooth_landmarks(raw, range(len(raw)), RATE_HZ, zero_phase=zero_phase)
+    assert landmark_jitter_px(raw) / landmark_jitter_px(smoothed) > 4.0
+
+
+def test_zero_phase_has_no_lag_on_a_ramp_and_causal_lags():
+    raw = _ramp(0.5)
+    causal = smooth_landmarks(raw, range(len(raw)), RATE_HZ, zero_phase=False)
+    zero_phase = smooth_landmarks(raw, range(len(raw)), RATE_HZ, zero_phase=True)
+    assert lag_frames(raw, causal) > 0.5
+    assert abs(lag_frames(raw, zero_phase)) < 0.5
+    assert abs(lag_frames(raw, zero_phase)) < 0.05  # measured 0.00; the ramp is exact
+
+
+def test_lag_estimator_reads_known_shifts():
+    t = np.arange(120, dtype=np.float64)
+    raw = np.stack([40 * np.sin(2 * np.pi * t / 60), 10 * np.cos(2 * np.pi * t / 45)], axis=1)
+    late = np.stack([40 * np.sin(2 * np.pi * (t - 2) / 60),
+                     10 * np.cos(2 * np.pi * (t - 2) / 45)], axis=1)
+    assert lag_frames(raw, late) == pytest.approx(2.0, abs=0.05)
+    assert lag_frames(late, raw) == pytest.approx(-2.0, abs=0.05)
+    assert lag_frames(raw, raw) == 0.0
+    assert lag_frames(np.zeros((10, 2)), np.ones((10, 2))) == 0.0  # no motion
+
+
+def test_jitter_is_mean_absolute_second_difference():
+    kps = np.zeros((4, 5, 2))
+    kps[2] = 1.0  # second differences 1, -2 on every coordinate
+    assert landmark_jitter_px(kps) == pytest.approx(1.5)
+    assert landmark_jitter_px(kps[:2]) == 0.0
+    assert landmark_jitter_px(_ramp(3.0)) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_single_frame_is_returned_as_is():
+    kps = FACE[None].astype(np.float32)
+    out = smooth_landmarks(kps, [17], RATE_HZ)
+    np.testing.assert_array_equal(out, kps)
+    assert out is not kps
+
+
+def test_long_gap_restarts_the_filter_short_gap_is_bridged():
+    raw = _still(0.5, frames=20)
+    raw[10:] += 100.0  # the face is somewhere else after the gap
+    gap = MAX_BRIDGED_FRAMES + 1
+    frames = [*range(10), *range(10 + gap, 20 + gap)]
+    causal = smooth_landmarks(raw, frames, RATE_HZ, zero_phase=False)
+    np.testing.assert_allclose(causal[10], raw[10], atol=1e-4)  # restarted: first sample kept
+    both = smooth_landmarks(raw, frames, RATE_HZ)
+    np.testing.assert_allclose(both[:10], smooth_landmarks(raw[:10], range(10), RATE_HZ),
+                               atol=1e-5)
+    np.testing.assert_allclose(both[10:], smooth_landmarks(raw[10:], range(10), RATE_HZ),
+                               atol=1e-5)
+    bridged = [*range(10), *range(10 + gap - 1, 20 + gap - 1)]
+    assert np.abs(smooth_landmarks(raw, bridged, RATE_HZ, zero_phase=False)[10] - raw[10]
+                  ).max() > 1.0
+
+
+def test_bridged_gap_keeps_time_consistent():
+    frames = np.r_[np.arange(10), np.arange(12, 22)]  # two frames missing
+    raw = FACE[None] + frames[:, None, None] * np.array([0.5, 0.25])
+    smoothed = smooth_landmarks(raw, frames, RATE_HZ)
+    assert abs(lag_frames(raw, smoothed)) < 0.05
+    # Across the gap the filter steps 3 frames' time: the ramp stays a ramp there (measured
+    # 0.02 px; stepping as if no frame were missing gives 0.17 px). The ends of a zero-phase run
+    # keep half the causal lag (0.2 px here), as any forward/backward average does.
+    assert np.abs(smoothed[8:12] - raw[8:12]).max() < 0.05
+    assert np.abs(smoothed - raw).max() < 0.3
+
+
+def test_scale_free_beta_gives_the_same_result_at_any_resolution():
+    raw = _still(0.4, frames=40) + _ramp(0.7, frames=40) - FACE[None]
+    small = smooth_landmarks(raw, range(40), RATE_HZ)
+    large = smooth_landmarks(raw * 4.0, range(40), RATE_HZ)
+    np.testing.assert_allclose(large, small * 4.0, rtol=1e-5, atol=1e-3)
+    assert face_scale_px(raw * 4.0) == pytest.approx(4.0 * face_scale_px(raw))
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(InputError):
+        OneEuroParams(min_cutoff=0.0)
+    with pytest.raises(InputError):
+        OneEuroParams(beta=-1.0)
+    with pytest.raises(InputError):
+        one_euro(np.zeros(3), 0.0, OneEuroParams())
+    with pytest.raises(ValueError):
+        smooth_landmarks(np.zeros((3, 5, 2)), [0, 2, 1], RATE_HZ)
+    with pytest.raises(ValueError):
+        smooth_landmarks(np.zeros((3, 5, 2)), [0, 1], RATE_HZ)
+
+
+def _track(kps: np.ndarray, frames: list[int]) -> Track:
+    faces = []
+    for points in kps.astype(np.float32):
+        box = np.r_[points.min(axis=0) - 10, points.max(axis=0) + 10].astype(np.float32)
+        faces.append(Face(box, points, 0.9, np.ones(4, np.float32) / 2))
+    return Track(3, tuple(frames), tuple(faces))
+
+
+def test_smooth_tracks_moves_landmarks_and_boxes_together():
+    raw = _still(0.5, frames=30)
+    track = _track(raw, list(range(30)))
+    before = [face.kps5.copy() for face in track.faces]
+    (smoothed,) = smooth_tracks([track], RATE_HZ)
+    assert smoothed.track_id == 3 and smoothed.frames == track.frames
+    for old, new, kept in zip(track.faces, smoothed.faces, before):
+        np.testing.assert_array_equal(old.kps5, kept)  # the input faces are untouched
+        assert new.score == old.score and new.embedding is old.embedding
+        assert new.kps5.dtype == new.bbox_xyxy.dtype == np.float32
+        shift = new.kps5.mean(axis=0) - old.kps5.mean(axis=0)
+        old_centre = old.bbox_xyxy.reshape(2, 2).mean(axis=0)
+        new_centre = new.bbox_xyxy.reshape(2, 2).mean(axis=0)
+        scale = (new.bbox_xyxy[2] - new.bbox_xyxy[0]) / (old.bbox_xyxy[2] - old.bbox_xyxy[0])
+        assert scale == pytest.approx(landmark_spread_px(new.kps5) / landmark_spread_px(old.kps5),
+                                      rel=1e-4)
+        expected = new.kps5.mean(axis=0) + (old_centre - old.kps5.mean(axis=0)) * scale
+        np.testing.assert_allclose(new_centre, expected, atol=1e-3)
+        assert np.abs(shift).max() < 2.0
+    np.testing.assert_allclose(smoothed.kps_series(), smooth_landmarks(raw, range(30), RATE_HZ),
+                               atol=1e-5)
+    assert smooth_tracks([], RATE_HZ) == ()
