@@ -171,7 +171,8 @@ def _video_settings(path: Path, request: RenderRequest, shot: ShotInput, numbers
         source = shot.info
         offset = numbers[0] - source.start_number
         info = dataclasses.replace(source, width=width, height=height,
-                                   timecode=shift_timecode(source.timecode, source.rate, offset))
+                                   timecode=video.offset_timecode(source.timecode, source.rate,
+                                                                   offset))
         if not source.audio_streams:
             return info, {}
         start = source.start_time_s + float(offset / source.rate)
@@ -183,19 +184,6 @@ def _video_settings(path: Path, request: RenderRequest, shot: ShotInput, numbers
                            has_alpha=frame.shape[2] == 4, timecode=None, audio_streams=0,
                            duration_s=float(len(numbers) / rate), variable_frame_rate=False)
     return info, {}
-
-
-def shift_timecode(timecode: str | None, rate: Fraction, frames: int) -> str | None:
-    """A non-drop-frame timecode moved by `frames`; drop-frame codes are kept as they are."""
-    if timecode is None or frames == 0 or ";" in timecode:
-        return timecode
-    fps = round(rate)
-    hours, minutes, seconds, frame = (int(part) for part in timecode.replace(".", ":").split(":"))
-    total = (((hours * 60 + minutes) * 60 + seconds) * fps + frame + frames) % (24 * 3600 * fps)
-    seconds_total, frame = divmod(total, fps)
-    minutes_total, seconds = divmod(seconds_total, 60)
-    hours, minutes = divmod(minutes_total, 60)
-    return f"{hours:02d}:{minutes:02d}:{seconds:02d}:{frame:02d}"
 
 
 def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int]) -> FrameWriter:

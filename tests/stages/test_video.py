@@ -23,6 +23,7 @@ from facefuse.io.video import (
     VideoSink,
     VideoSource,
     is_video_path,
+    offset_timecode,
 )
 from tests import media_factory
 from tests.media_factory import make_marked_clip, make_vfr_clip, read_marker
@@ -184,6 +185,15 @@ def test_random_access_equals_sequential_decode(testdata: Path) -> None:
             for number, frame in source.read(numbers):
                 assert isinstance(frame, np.ndarray)
                 np.testing.assert_array_equal(frame, sequential[number - 1], f"frame {number}")
+
+
+def test_a_new_read_takes_over_the_file(clips: dict[str, Clip]) -> None:
+    with VideoSource(clips["h264"].path) as source:
+        first = source.read(range(1, 61))
+        assert read_marker(next(first)[1]) == 0  # type: ignore[arg-type]
+        assert markers(source, [40]) == [(40, 39)]
+        with pytest.raises(RuntimeError, match="another read"):
+            next(first)
 
 
 def test_frame_numbers_are_checked(clips: dict[str, Clip]) -> None:
@@ -441,6 +451,20 @@ def test_variable_frame_rate_is_refused_then_conformed(tmp_path: Path) -> None:
                 for k in range(slots)]
     assert got == expected
     assert len(set(got)) == len(times_ms)  # every source frame is shown, none skipped
+
+
+@pytest.mark.parametrize(("start", "rate", "frames", "expected"), [
+    ("01:00:00:00", Fraction(24), 48, "01:00:02:00"),
+    ("23:59:59:23", Fraction(24), 1, "00:00:00:00"),
+    ("00:59:59:24", Fraction(25), 1, "01:00:00:00"),
+    ("00:00:59;29", Fraction(30000, 1001), 1, "00:01:00;02"),  # drop frame: ;00 ;01 skipped
+    ("00:09:59;29", Fraction(30000, 1001), 1, "00:10:00;00"),  # ... except every tenth minute
+    ("00:00:00;00", Fraction(30000, 1001), 19999, "00:11:07;09"),
+    ("00:00:59;59", Fraction(60000, 1001), 1, "00:01:00;04"),
+    ("00:00:59:29", Fraction(30000, 1001), 1, "00:01:00:00"),  # non-drop 29.97
+])
+def test_offset_timecode(start: str, rate: Fraction, frames: int, expected: str) -> None:
+    assert offset_timecode(start, rate, frames) == expected
 
 
 def test_is_video_path() -> None:

@@ -157,10 +157,12 @@ def _build_index(rows: list[tuple[int, int | None, bool, int]], time_base: Fract
 
 def _fits_grid(pts: tuple[int, ...], time_base: Fraction, rate: Fraction) -> bool:
     """True when every pts lies on the constant grid of ``rate`` from the first frame, allowing
-    rounding of an eighth of a frame plus one tick (ms time bases, ms-rounded muxers)."""
+    rounding of an eighth of a frame plus one tick (ms time bases, ms-rounded muxers). Integer
+    arithmetic: the frame step is n/d ticks."""
     step = 1 / (rate * time_base)
-    tolerance = step / 8 + 1
-    return all(abs(p - pts[0] - i * step) <= tolerance for i, p in enumerate(pts))
+    n, d = step.numerator, step.denominator
+    tolerance = n + 8 * d  # (step / 8 + 1) * 8d
+    return all(abs((p - pts[0]) * 8 * d - i * 8 * n) <= tolerance for i, p in enumerate(pts))
 
 
 def _constant_rate(index: _Index, candidates: Iterable[Fraction | None]) -> Fraction | None:
@@ -197,11 +199,12 @@ def _conform_slots(index: _Index, rate: Fraction) -> tuple[int, ...]:
     """Source position for each slot of the constant ``rate`` grid: the last frame that starts
     before the middle of the slot (nearest-earlier, as FFmpeg's fps filter with round=near)."""
     step = 1 / (rate * index.time_base)
+    n, d = step.numerator, step.denominator
     count = max(1, round((index.end_pts - index.pts[0]) / step))
     slots, j = [], 0
-    for k in range(count):
-        limit = index.pts[0] + (k + Fraction(1, 2)) * step
-        while j + 1 < len(index.pts) and index.pts[j + 1] <= limit:
+    for k in range(count):  # frame j+1 starts before the slot middle: 2d(pts - p0) <= (2k+1)n
+        while (j + 1 < len(index.pts)
+               and 2 * d * (index.pts[j + 1] - index.pts[0]) <= (2 * k + 1) * n):
             j += 1
         slots.append(j)
     return tuple(slots)
@@ -210,6 +213,26 @@ def _conform_slots(index: _Index, rate: Fraction) -> tuple[int, ...]:
 def format_rate(rate: Fraction) -> str:
     """A rate for messages: '24', '29.97', '23.976'."""
     return f"{float(rate):.3f}".rstrip("0").rstrip(".")
+
+
+def offset_timecode(timecode: str, rate: Fraction, frames: int) -> str:
+    """``timecode`` moved on by ``frames`` frames at ``rate`` (wrapping at 24 h). Drop-frame
+    timecodes (';' or '.' before the frames, 29.97 or 59.94) skip frame numbers as SMPTE 12M
+    says. For the sink's timecode when a range of the source is written."""
+    if not _TIMECODE.match(timecode):
+        raise ValueError(f"{timecode!r} is not a HH:MM:SS:FF timecode")
+    fps = round(rate)
+    drop = 2 * (fps // 30) if timecode[8] in ";." and rate.denominator == 1001 else 0
+    hh, mm, ss, ff = (int(part) for part in re.split(r"[:;.]", timecode))
+    minutes = 60 * hh + mm
+    count = (60 * minutes + ss) * fps + ff - drop * (minutes - minutes // 10) + frames
+    count %= 24 * 3600 * fps - drop * 24 * 6 * 9
+    if drop:
+        tens, rest = divmod(count, 600 * fps - 9 * drop)
+        count += 9 * drop * tens + (drop * ((rest - drop) // (60 * fps - drop)) if rest > drop else 0)
+    ff, seconds = count % fps, count // fps
+    return (f"{seconds // 3600 % 24:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+            f"{timecode[8]}{ff:02d}")
 
 
 def _find_timecode(container: Any, stream: Any) -> str | None:
@@ -259,6 +282,7 @@ class VideoSource:
         self._position = MappingProxyType({p: i for i, p in enumerate(self._index.pts)})
         rate, self._slots = self._choose_rate(conform_vfr)
         self._info = self._describe(rate, start_number)
+        self._reader: _Decoder | None = None
         fmt, bits, alpha = self._info.pixel_format, self._info.bit_depth, self._info.has_alpha
         self._array_format = ("bgra" if alpha else "bgr24") if bits <= 8 else (
             "bgra64le" if alpha else "bgr48le")
@@ -313,17 +337,22 @@ class VideoSource:
         if outside:
             raise InputError(f"frame {outside[0]} is outside {self._path.name} "
                              f"(frames {first}-{last})")
-        return self._deliver(wanted)
+        self._reader = _Decoder(self._container, self._stream, self._index, self._position)
+        return self._deliver(wanted, self._reader)
 
     def _source_position(self, number: int) -> int:
         slot = number - self._info.start_number
         return self._slots[slot] if self._slots is not None else slot
 
-    def _deliver(self, wanted: list[int]) -> Iterator[tuple[int, np.ndarray | DecodeFailure]]:
-        decoder = _Decoder(self._container, self._stream, self._index, self._position)
+    def _deliver(self, wanted: list[int],
+                 decoder: _Decoder) -> Iterator[tuple[int, np.ndarray | DecodeFailure]]:
+        """One read's frames. A later read() takes over the file, so this one then stops."""
         held: tuple[int, Any] | None = None  # the last decoded (position, VideoFrame)
         array: tuple[int, np.ndarray] | None = None  # the last converted (position, array)
         for number in wanted:
+            if self._reader is not decoder:
+                raise RuntimeError("another read() started on this VideoSource; "
+                                   "finish one read before starting the next")
             pos = self._source_position(number)
             if held is None or held[0] < pos:
                 held = decoder.frame_at(pos)
@@ -508,8 +537,8 @@ def _as_writable(frame: np.ndarray, deep: bool) -> tuple[np.ndarray, str]:
 class VideoSink:
     """Writes engine frames to a .mov, .mp4 or .mkv file (see the module docstring).
 
-    ``info_like`` gives the rate, size and timecode (usually the source's VideoInfo, with a
-    ``dataclasses.replace``d timecode when a range is written). ``codec`` is one of VIDEO_CODECS;
+    ``info_like`` gives the rate, size and timecode (usually the source's VideoInfo; when a range
+    is written, replace its timecode with ``offset_timecode(tc, rate, first - start_number)``). ``codec`` is one of VIDEO_CODECS;
     ``quality`` is the CRF for h264/h265 (defaults 16/18) or the JPEG q-scale for mjpeg (2-31,
     default 3), ignored by ProRes and DNxHR, whose profile fixes the quality. ``audio_from``: copy
     that file's audio streams packet for packet; with ``audio_start_s``/``audio_duration_s``
@@ -535,7 +564,7 @@ class VideoSink:
             self._cleanup()
             raise
         self._stream: Any = None
-        self._pix_fmt = self._spec.pix_fmt
+        self._pix_fmt, self._deep = self._spec.pix_fmt, False
         self._count, self._done = 0, False
 
     def _make_temp(self) -> Path:
@@ -571,7 +600,7 @@ class VideoSink:
                              f"{self._info.width}x{self._info.height}")
         if self._stream is None:
             self._open_streams(frame)
-        array, packed = _as_writable(frame, deep=self._pix_fmt.endswith("10le"))
+        array, packed = _as_writable(frame, deep=self._deep)
         picture = av.VideoFrame.from_ndarray(array, format=packed)
         jpeg = self._spec.jpeg_range
         picture = picture.reformat(format=self._pix_fmt,
@@ -590,6 +619,7 @@ class VideoSink:
             self._pix_fmt = spec.pix_fmt_alpha
         elif frame.dtype != np.uint8 and spec.pix_fmt_deep:
             self._pix_fmt = spec.pix_fmt_deep
+        self._deep = max(c.bits for c in av.VideoFormat(self._pix_fmt).components) > 8
         options = dict(spec.options)
         if spec.encoder in ("libx264", "libx265"):
             options["preset"] = self._preset

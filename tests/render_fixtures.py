@@ -1,0 +1,247 @@
+"""Shared fixtures and helpers for `facefuse render` tests (tests/stages/test_render*.py).
+
+Media with a real face: every generated frame is media_factory.marked_frame(i) (its index burned in
+as a binary marker at the top-left) with a photo of a face (testdata obama.jpg, cropped round the
+face and shrunk) pasted at FACE_XY, far from the marker, so the real YuNet detector finds it.
+Clips are written with PyAV directly and plates with OpenImageIO directly, never with the code
+under test; reference frames are decoded the same independent way.
+
+Models: `render_models` is a session-scoped folder holding the contract models (identity and colour
+swappers, the 512-d contract recogniser) and a copy of YuNet under its manifest file name, so the
+detector is located by manifest name and carries its sha256 into provenance.
+
+Use `render_settings` / `render_request` to build an offline, CPU-only RenderRequest. Test modules
+import the fixtures they use: `from tests.render_fixtures import render_models  # noqa: F401`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from fractions import Fraction
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import av
+import cv2
+import numpy as np
+import OpenImageIO as oiio
+import pytest
+
+from facefuse.config import Settings
+from facefuse.render import FrameReport, RenderRequest, RenderSummary, render
+from tests import contract_models, media_factory
+from tests.media_factory import marked_frame
+
+YUNET_FILE = "face_detection_yunet_2023mar.onnx"
+YUNET_NAME = "yunet_2023mar"  # its manifest name
+YUNET_SHA256 = "8f2383e4dd3cfbb4553ea8718107fc0423210dc964f9f4280604804ed2552fa4"
+SIZE = (320, 240)  # (width, height) of the generated media
+FACE_SIZE = (96, 120)  # (width, height) of the pasted face photo: the face is ~60 px wide
+FACE_XY = (190, 80)  # top-left corner of the pasted photo (the marker ends at x=200, y=24)
+_OBAMA_FACE_BOX = (290, 20, 690, 520)  # x0, y0, x1, y1 of the face area in obama.jpg
+
+
+# --- models and settings ---------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def render_models(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Path:
+    """A folder with the contract models and YuNet under its manifest file name (built once)."""
+    root = tmp_path_factory.mktemp("render-models")
+    contract_models.identity_swapper(root / "identity_swapper.onnx")
+    contract_models.colour_swapper(root / "colour_swapper.onnx")
+    contract_models.contract_recogniser(root / "recogniser_512.onnx", dim=512)
+    shutil.copy2(testdata / "models" / YUNET_FILE, root / YUNET_FILE)
+    return root
+
+
+@pytest.fixture(scope="session")
+def render_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One embeddings cache for the session: the analysis cache sits beside it (../analysis), so
+    a shot analysed by one test is not detected again by the next one (detection is the slow
+    part on a CPU). Tests of the analysis cache itself should use their own folder."""
+    return tmp_path_factory.mktemp("render-cache") / "embeddings"
+
+
+def render_settings(models: Path, cache_dir: Path, swapper: str = "identity",
+                    **changes: Any) -> Settings:
+    """Real YuNet (by manifest name, from `models`), contract recogniser and the identity or
+    colour contract swapper; offline, CPU only, models and caches in the given folders."""
+    settings = Settings(
+        detector=YUNET_NAME, recogniser=str(models / "recogniser_512.onnx"),
+        swapper=str(models / f"{swapper}_swapper.onnx"), providers=("CPUExecutionProvider",),
+        models_dir=models, cache_dir=cache_dir, offline=True)
+    return replace(settings, **changes) if changes else settings
+
+
+def render_request(models: Path, cache_dir: Path, source: Path, input: str | Path,
+                   output: str | Path, swapper: str = "identity",
+                   settings: Mapping[str, Any] | None = None, **fields: Any) -> RenderRequest:
+    """A RenderRequest for one source photo; `settings` changes Settings fields, `fields` the
+    request's own (frames, matte, patch, overwrite, ...)."""
+    return RenderRequest(sources=(Path(source),), input=str(input), output=str(output),
+                         settings=render_settings(models, cache_dir, swapper, **(settings or {})),
+                         **fields)
+
+
+def run_render(request: RenderRequest) -> tuple[RenderSummary, list[FrameReport]]:
+    """render() with the progress reports collected (the callback runs on a worker thread;
+    the list is complete once render() returns)."""
+    reports: list[FrameReport] = []
+    summary = render(request, reports.append)
+    return summary, reports
+
+
+def cli_args(models: Path, source: Path, input: str | Path, output: str | Path,
+             *extra: str, swapper: str = "identity") -> list[str]:
+    """`facefuse render ...` arguments matching render_settings (cache: $FACEFUSE_CACHE)."""
+    return ["render", "-i", str(input), "-o", str(output), "-s", str(source),
+            "--detector", YUNET_NAME, "--recogniser", str(models / "recogniser_512.onnx"),
+            "--swapper", str(models / f"{swapper}_swapper.onnx"), "--providers", "cpu",
+            "--models-dir", str(models), "--offline", *extra]
+
+
+# --- pictures ----------------------------------------------------------------------------------
+
+@lru_cache(maxsize=4)
+def face_photo(testdata: Path, size: tuple[int, int] = FACE_SIZE) -> np.ndarray:
+    """obama.jpg cut round the face and shrunk to `size` (width, height): BGR uint8."""
+    photo = cv2.imread(str(testdata / "media" / "obama.jpg"), cv2.IMREAD_COLOR)
+    x0, y0, x1, y1 = _OBAMA_FACE_BOX
+    face = cv2.resize(photo[y0:y1, x0:x1], size, interpolation=cv2.INTER_AREA)
+    face.setflags(write=False)
+    return face
+
+
+def face_frame(index: int, face: np.ndarray | None, size: tuple[int, int] = SIZE,
+               alpha: bool = False) -> np.ndarray:
+    """marked_frame(index) with `face` pasted at FACE_XY (None: no face). BGR(A) uint8."""
+    frame = marked_frame(index, size, alpha)
+    if face is not None:
+        x, y = FACE_XY
+        h, w = face.shape[:2]
+        frame[y:y + h, x:x + w, :3] = face
+    return frame
+
+
+def make_face_clip(path: Path, face: np.ndarray, frames: int = 12,
+                   rate: Fraction = Fraction(24), codec: str = "h264",
+                   timecode: str | None = "01:00:00:00", audio: str | None = "aac",
+                   without_face: Iterable[int] = (), size: tuple[int, int] = SIZE,
+                   gop: int = 6) -> Path:
+    """A clip whose frame i (0-based) is face_frame(i), without the face for `without_face`.
+    codec as media_factory (h264 with B-frames, mjpeg, prores_422, prores_4444, ffv1); audio: a
+    tone as long as the video (codec name, e.g. "aac" or "pcm_s16le") or None."""
+    path = Path(path)
+    missing = set(without_face)
+    alpha = codec == "prores_4444"
+    packed = "bgra" if alpha else "bgr24"
+    with av.open(str(path), "w") as container:
+        stream = media_factory._video_stream(container, codec, Fraction(rate), size, gop, None)
+        if timecode:
+            stream.metadata["timecode"] = timecode
+        tone = media_factory._add_audio(container, audio, frames / rate) if audio else None
+        for i in range(frames):
+            picture = av.VideoFrame.from_ndarray(
+                face_frame(i, None if i in missing else face, size, alpha), format=packed)
+            picture = picture.reformat(format=stream.pix_fmt, dst_colorspace="itu709",
+                                       dst_color_range=2 if stream.pix_fmt.startswith("yuvj")
+                                       else 1)
+            picture.pts = i
+            container.mux(stream.encode(picture))
+        container.mux(stream.encode(None))
+        if tone is not None:
+            media_factory._encode_tone(container, tone, float(frames / Fraction(rate)))
+    return path
+
+
+def decode_video(path: Path, fmt: str = "bgr24") -> list[np.ndarray]:
+    """Every picture of the first video stream in presentation order (PyAV, like VideoSource)."""
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        frames = sorted(((f.pts, f.to_ndarray(format=fmt)) for f in container.decode(stream)),
+                        key=lambda item: item[0])
+    return [np.ascontiguousarray(array) for _, array in frames]
+
+
+# --- plates through OpenImageIO directly --------------------------------------------------------
+
+def write_plate_oiio(path: Path, pixels_rgb: np.ndarray, pixel_type: str, bits: int = 0,
+                     attributes: Mapping[str, Any] | None = None) -> Path:
+    """Write RGB(A) `pixels_rgb` (H, W, C) to `path` with OIIO as `pixel_type` ("half",
+    "float", "uint16", "uint8"). `bits` < 16 for uint16 writes that many bits (10-bit DPX): the
+    values must then be bit-replicated codes (see codes_to_uint16), which OIIO stores exactly."""
+    height, width, channels = pixels_rgb.shape
+    spec = oiio.ImageSpec(width, height, channels, pixel_type)
+    spec.channelnames = ("R", "G", "B", "A")[:channels]
+    if channels == 4:
+        spec.alpha_channel = 3
+    if bits:
+        spec.attribute("oiio:BitsPerSample", bits)
+    for name, value in (attributes or {}).items():
+        spec.attribute(name, value)
+    out = oiio.ImageOutput.create(str(path))
+    assert out is not None, oiio.geterror()
+    assert out.open(str(path), spec), out.geterror()
+    assert out.write_image(np.ascontiguousarray(pixels_rgb)), out.geterror()
+    assert out.close()
+    return path
+
+
+def read_plate_oiio(path: Path) -> tuple[np.ndarray, Any]:
+    """(pixels as stored, RGB(A) order: float32 for half/float, else the integer type; spec)."""
+    image = oiio.ImageInput.open(str(path))
+    assert image is not None, oiio.geterror()
+    try:
+        spec = image.spec()
+        stored = str(spec.format)
+        pixels = image.read_image(format="float" if stored in ("half", "float") else stored)
+        assert pixels is not None, image.geterror()
+    finally:
+        image.close()
+    if pixels.ndim == 2:
+        pixels = pixels[..., None]
+    return pixels, spec
+
+
+def plate_attributes(path: Path) -> dict[str, Any]:
+    """Every extra attribute of an image file, by name (OIIO)."""
+    _, spec = read_plate_oiio(path)
+    return {p.name: p.value for p in spec.extra_attribs}
+
+
+def codes_to_uint16(codes: np.ndarray, bits: int) -> np.ndarray:
+    """`bits`-bit codes as the uint16 values OIIO reads them as (10-bit c -> c<<6 | c>>4)."""
+    codes = codes.astype(np.uint32)
+    value, shift = codes << (16 - bits), 16 - bits
+    while shift > 0:
+        value |= codes >> (bits - shift) if bits > shift else codes << (shift - bits)
+        shift -= bits
+    return value.astype(np.uint16)
+
+
+def srgb_to_linear(encoded: np.ndarray) -> np.ndarray:
+    """The sRGB transfer curve decoded (IEC 61966-2-1), float64."""
+    c = np.asarray(encoded, np.float64)
+    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+
+
+def linear_to_srgb(linear: np.ndarray) -> np.ndarray:
+    c = np.asarray(linear, np.float64)
+    return np.where(c <= 0.0031308, c * 12.92, 1.055 * np.abs(c) ** (1 / 2.4) - 0.055)
+
+
+def sequence_files(folder: Path, prefix: str) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.name.startswith(prefix))
+
+
+def stray_files(folder: Path) -> list[str]:
+    """Temporary files (ours are hidden: .name.xxxx.tmp.ext) left in a folder."""
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith(".") or ".tmp" in p.name)
+
+
+def matching_numbers(files: Sequence[Path]) -> list[int]:
+    """The frame numbers of name.NNNN.ext files."""
+    return [int(p.name.split(".")[-2]) for p in files]
