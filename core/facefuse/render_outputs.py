@@ -170,9 +170,9 @@ def _video_settings(path: Path, request: RenderRequest, shot: ShotInput, numbers
     if isinstance(shot, VideoInput):
         source = shot.info
         offset = numbers[0] - source.start_number
-        info = dataclasses.replace(source, width=width, height=height,
-                                   timecode=video.offset_timecode(source.timecode, source.rate,
-                                                                   offset))
+        timecode = (video.offset_timecode(source.timecode, source.rate, offset)
+                    if source.timecode else None)
+        info = dataclasses.replace(source, width=width, height=height, timecode=timecode)
         if not source.audio_streams:
             return info, {}
         start = source.start_time_s + float(offset / source.rate)
