@@ -21,6 +21,7 @@ from .errors import InputError
 from .geometry import DisplayConversion
 from .io import sequences, video
 from .io.video import DecodeFailure
+from .locking import FileLock
 from .render import CancelCheck, FrameReport, ProgressCallback, RenderRequest
 from .render_outputs import Counts, FrameWriter, Processed, open_writer
 from .shots import SequenceInput, ShotInput
@@ -31,6 +32,7 @@ from .types import Face, SourceIdentity
 log = logging.getLogger(__name__)
 
 ROLES = ("detector", "recogniser", "swapper", "enhancer")
+ANALYSIS_LOCK_STALE_S = 120.0
 
 
 def select_numbers(available: Sequence[int], frames: tuple[int, int] | None,
@@ -136,19 +138,27 @@ class RenderJob:
                           pipeline.model_identity("recogniser"), settings.detector_size_px,
                           settings.detector_score, colour_name)
         cache = AnalysisCache(cache_dir)
-        detections = cache.load(key)
-        missing = missing_frames(self.analysis_numbers, detections)
-        if missing:
-            log.info("analysing %d frames (detection, tracking)", len(missing))
-
-            def analyse(frame: np.ndarray) -> tuple[Face, ...]:
-                return pipeline.embed_faces(frame, pipeline.detect(frame, colour), colour)
-
-            found = analyse_frames(self.shot.read(missing), analyse, cancelled)
-            detections = {**detections, **found}
-            if not cancelled():
-                cache.save(key, detections)
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        # Chunks of one shot started together wait here for the first one's analysis.
+        with FileLock(cache.path(key).with_suffix(".lock"), ANALYSIS_LOCK_STALE_S) as lock:
+            detections = cache.load(key)
+            missing = missing_frames(self.analysis_numbers, detections)
+            if missing:
+                detections = {**detections, **self._analyse(pipeline, colour, missing, cancelled,
+                                                            lock)}
+                if not cancelled():
+                    cache.save(key, detections)
         return {n: detections.get(n, ()) for n in self.analysis_numbers}
+
+    def _analyse(self, pipeline: Any, colour: DisplayConversion | None, missing: Sequence[int],
+                 cancelled: CancelCheck, lock: FileLock) -> dict[int, tuple[Face, ...]]:
+        log.info("analysing %d frames (detection, tracking)", len(missing))
+
+        def analyse(frame: np.ndarray) -> tuple[Face, ...]:
+            lock.refresh()
+            return tuple(pipeline.embed_faces(frame, pipeline.detect(frame, colour), colour))
+
+        return analyse_frames(self.shot.read(missing), analyse, cancelled)
 
     # -- pass 2 -----------------------------------------------------------------------------
     def _pass_two(self, pipeline: Any, identity: SourceIdentity,

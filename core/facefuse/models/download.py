@@ -24,11 +24,11 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from types import TracebackType
-from typing import IO, Any, Self
+from typing import IO, Any
 
 from .. import __version__
 from ..errors import ChecksumError, DownloadError, ModelError, ModelMissingError
+from ..locking import FileLock
 
 log = logging.getLogger(__name__)
 
@@ -55,64 +55,6 @@ class RetryPolicy:
 
 class _Retryable(Exception):
     """A transfer failed in a way that another attempt may fix."""
-
-
-# ---- the lock -------------------------------------------------------------------------------
-
-class FileLock:
-    """An exclusive lock file (O_EXCL); a lock not refreshed for stale_s seconds is broken.
-
-    Use as a context manager; call `refresh` while working so waiting processes see it is alive.
-    """
-
-    def __init__(self, path: Path, stale_s: float, poll_s: float = 0.1) -> None:
-        self.path = path
-        self._stale_s = stale_s
-        self._poll_s = poll_s
-        self._refreshed = 0.0
-
-    def __enter__(self) -> Self:
-        waited = False
-        while not self._try_create():
-            if not waited:
-                log.info("waiting for another process to finish writing %s", self.path.stem)
-                waited = True
-            self._break_if_stale()
-            time.sleep(self._poll_s)
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.path.unlink(missing_ok=True)
-
-    def refresh(self) -> None:
-        """Touch the lock so waiting processes see it is alive (at most every stale_s / 4)."""
-        now = time.monotonic()
-        if now - self._refreshed >= self._stale_s / 4:
-            self._refreshed = now
-            try:
-                os.utime(self.path)
-            except OSError:
-                log.debug("could not refresh the lock %s", self.path)
-
-    def _try_create(self) -> bool:
-        try:
-            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            return False
-        with os.fdopen(fd, "w") as handle:
-            handle.write(f"{os.getpid()}\n")
-        self._refreshed = time.monotonic()
-        return True
-
-    def _break_if_stale(self) -> None:
-        try:
-            age = time.time() - self.path.stat().st_mtime
-        except FileNotFoundError:
-            return
-        if age > self._stale_s:
-            log.warning("removing the stale lock %s (untouched for %.0f s)", self.path, age)
-            self.path.unlink(missing_ok=True)
 
 
 # ---- downloads ------------------------------------------------------------------------------
