@@ -11,7 +11,9 @@ swappers, the 512-d contract recogniser) and a copy of YuNet under its manifest 
 detector is located by manifest name and carries its sha256 into provenance.
 
 Use `render_settings` / `render_request` to build an offline, CPU-only RenderRequest. Test modules
-import the fixtures they use: `from tests.render_fixtures import render_models  # noqa: F401`.
+import the fixtures they use under their *_fixture names, which register them as `render_models`
+and `render_cache` without shadowing the parameters (ruff F811):
+`from tests.render_fixtures import render_cache_fixture, render_models_fixture  # noqa: F401`.
 """
 
 from __future__ import annotations
@@ -46,8 +48,8 @@ _OBAMA_FACE_BOX = (290, 20, 690, 520)  # x0, y0, x1, y1 of the face area in obam
 
 # --- models and settings ---------------------------------------------------------------------
 
-@pytest.fixture(scope="session")
-def render_models(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Path:
+@pytest.fixture(scope="session", name="render_models")
+def render_models_fixture(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Path:
     """A folder with the contract models and YuNet under its manifest file name (built once)."""
     root = tmp_path_factory.mktemp("render-models")
     contract_models.identity_swapper(root / "identity_swapper.onnx")
@@ -57,12 +59,16 @@ def render_models(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> P
     return root
 
 
-@pytest.fixture(scope="session")
-def render_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture(scope="session", name="render_cache")
+def render_cache_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One embeddings cache for the session: the analysis cache sits beside it (../analysis), so
     a shot analysed by one test is not detected again by the next one (detection is the slow
     part on a CPU). Tests of the analysis cache itself should use their own folder."""
     return tmp_path_factory.mktemp("render-cache") / "embeddings"
+
+
+render_models = render_models_fixture  # the same fixtures under their own names, for imports
+render_cache = render_cache_fixture
 
 
 def render_settings(models: Path, cache_dir: Path, swapper: str = "identity",
@@ -191,8 +197,11 @@ def write_plate_oiio(path: Path, pixels_rgb: np.ndarray, pixel_type: str, bits: 
 
 
 def read_plate_oiio(path: Path) -> tuple[np.ndarray, Any]:
-    """(pixels as stored, RGB(A) order: float32 for half/float, else the integer type; spec)."""
-    image = oiio.ImageInput.open(str(path))
+    """(pixels as stored, RGB(A) order: float32 for half/float, else the integer type; spec).
+    Straight-alpha files (PNG) are read as stored, not premultiplied."""
+    config = oiio.ImageSpec()
+    config.attribute("oiio:UnassociatedAlpha", 1)
+    image = oiio.ImageInput.open(str(path), config)
     assert image is not None, oiio.geterror()
     try:
         spec = image.spec()

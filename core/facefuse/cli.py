@@ -29,8 +29,8 @@ DEFAULTS = Settings()
 class DownloadProgress:
     """Model download progress on stderr: a live line on a terminal, every 10% otherwise."""
 
-    def __init__(self, stream: TextIO = sys.stderr) -> None:
-        self._stream = stream
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream if stream is not None else sys.stderr
         self._last: dict[str, int] = {}
 
     def __call__(self, name: str, done: int, total: int | None) -> None:

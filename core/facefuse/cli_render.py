@@ -65,9 +65,10 @@ def request_from_args(args: argparse.Namespace) -> RenderRequest:
 class Progress:
     """A bar on a terminal, one JSON line per frame with --progress json, or nothing."""
 
-    def __init__(self, mode: str, total: int | None = None, stream: TextIO = sys.stderr) -> None:
-        self.mode = ("bar" if stream.isatty() else "none") if mode == "auto" else mode
-        self.stream, self.done, self.total = stream, 0, total
+    def __init__(self, mode: str, stream: TextIO | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.mode = ("bar" if self.stream.isatty() else "none") if mode == "auto" else mode
+        self.done = 0
 
     def __call__(self, report: FrameReport) -> None:
         self.done += 1

@@ -16,6 +16,7 @@ import numpy as np
 
 from . import geometry
 from .config import Settings
+from .content_hash import HashMemo
 from .embedding_cache import EmbeddingCache, default_cache_dir, sha256_bytes
 from .errors import NoFaceError
 from .geometry import DisplayConversion
@@ -64,6 +65,7 @@ class Pipeline:
         self.providers = resolve_providers(settings.providers)
         self.sessions = SessionPool(self.providers, cache_dir=self.models_dir)
         self.embedding_cache = EmbeddingCache(default_cache_dir(settings.cache_dir))
+        self._hashes = HashMemo(self.embedding_cache.directory.parent / "model-hashes.json")
         self._located: dict[str, LocatedModel] = {}
         self._loaded: dict[str, LoadedModel] = {}
         self._latents: dict[bytes, np.ndarray] = {}
@@ -115,21 +117,23 @@ class Pipeline:
             return cls(session, family, fidelity=s.codeformer_fidelity)
         return cls(session, family)
 
-    def model_identity(self, role: str) -> str:
-        """A content identity of the role's model: manifest sha256, else path + size + mtime."""
+    def model_sha256(self, role: str) -> str:
+        """The sha256 of the role's model file: from the manifest, or hashed once (remembered by
+        size and mtime) for a user's own file."""
         located = self.locate(role)
         if located.entry is not None:
-            return f"{located.entry.name}:{located.entry.sha256}"
-        stat = located.path.stat()
-        return f"{located.path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+            return located.entry.sha256
+        return self._hashes.sha256(located.path)
+
+    def model_identity(self, role: str) -> str:
+        """A content identity of the role's model: its label and sha256."""
+        return f"{self.locate(role).label}:{self.model_sha256(role)}"
 
     def models_used(self) -> dict[str, dict[str, str]]:
-        """Role -> {label, path, sha256 (manifest models only)} for the models loaded so far."""
-        used = {}
-        for role, located in self._located.items():
-            sha = located.entry.sha256 if located.entry is not None else ""
-            used[role] = {"model": located.label, "path": str(located.path), "sha256": sha}
-        return used
+        """Role -> {model, path, sha256} for the models located so far."""
+        return {role: {"model": located.label, "path": str(located.path),
+                       "sha256": self.model_sha256(role)}
+                for role, located in self._located.items()}
 
     # -- identities ---------------------------------------------------------------------------
     def source_identity(self, paths: Sequence[Path]) -> SourceIdentity:

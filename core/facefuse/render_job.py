@@ -62,15 +62,17 @@ class RenderJob:
                                                shot.label)
         self.numbers = (sequences.chunk_of(self.analysis_numbers, *request.chunk)
                         if request.chunk else self.analysis_numbers)
-        self.writer: FrameWriter = open_writer(request, shot, self.numbers)
+        self.colour, self.colour_name = self._colour()
+        self.writer: FrameWriter = open_writer(request, shot, self.numbers, self.colour)
 
     # -- the run ----------------------------------------------------------------------------
     def run(self, pipeline: Any, report: ProgressCallback,
             cancelled: CancelCheck) -> tuple[Counts, bool]:
         counts = Counts()
         identity = pipeline.source_identity(self.request.sources)
-        colour, colour_name = self._colour()
-        fingerprint = self._fingerprint(pipeline, identity, colour_name)
+        colour, colour_name = self.colour, self.colour_name
+        content = self.shot.content_sha256(HashMemo(self._cache_dir(pipeline) / "hashes.json"))
+        fingerprint = self._fingerprint(pipeline, identity, colour_name, content)
         metadata = provenance.provenance(self.request.settings, pipeline.models_used(), identity,
                                          fingerprint, self.shot.label)
         todo = self._todo(fingerprint, counts, report)
@@ -105,12 +107,13 @@ class RenderJob:
             beta=defaults.beta if self.request.smoothing_beta is None else
             self.request.smoothing_beta, d_cutoff=defaults.d_cutoff)
 
-    def _fingerprint(self, pipeline: Any, identity: SourceIdentity,
-                     colour_name: str | None) -> str:
+    def _fingerprint(self, pipeline: Any, identity: SourceIdentity, colour_name: str | None,
+                     content_sha256: str) -> str:
         roles = [r for r in ROLES if r != "enhancer" or self.request.settings.enhancer]
         models = {role: pipeline.model_identity(role) for role in roles}
         extra = {"smoothing": repr(self._smoothing()), "frames": self.request.frames,
-                 "start_number": self.request.start_number}
+                 "start_number": self.request.start_number, "input": content_sha256,
+                 "conform_vfr": self.request.conform_vfr}
         return provenance.fingerprint(self.request.settings, models, identity, colour_name,
                                       extra)
 
@@ -128,10 +131,14 @@ class RenderJob:
                      counts.skipped)
         return tuple(todo)
 
+    @staticmethod
+    def _cache_dir(pipeline: Any) -> Path:
+        return default_cache_dir(pipeline.settings.cache_dir).parent / "analysis"
+
     # -- pass 1 -----------------------------------------------------------------------------
     def _analysis(self, pipeline: Any, colour: DisplayConversion | None,
                   colour_name: str | None, cancelled: CancelCheck) -> dict[int, tuple[Face, ...]]:
-        cache_dir = default_cache_dir(pipeline.settings.cache_dir).parent / "analysis"
+        cache_dir = self._cache_dir(pipeline)
         settings = self.request.settings
         key = AnalysisKey(self.shot.content_sha256(HashMemo(cache_dir / "hashes.json")),
                           pipeline.model_identity("detector"),

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .errors import InputError
-from .geometry import to_model_range
+from .geometry import DisplayConversion, to_model_range
 from .io import sequences, video
 from .render import FrameReport, ProgressCallback, RenderRequest
 from .shots import SequenceInput, SequenceOutput, ShotInput, VideoInput
@@ -128,9 +128,10 @@ class VideoWriter:
     run still ends with an error)."""
 
     def __init__(self, path: Path, request: RenderRequest, shot: ShotInput,
-                 numbers: Sequence[int], extras: _Extras) -> None:
+                 numbers: Sequence[int], extras: _Extras,
+                 colour: DisplayConversion | None = None) -> None:
         self.path, self.request, self.shot, self.numbers = path, request, shot, numbers
-        self.extras = extras
+        self.extras, self.colour = extras, colour
         self.sink: video.VideoSink | None = None
         self.last: np.ndarray | None = None
 
@@ -143,11 +144,18 @@ class VideoWriter:
         if frame is not None:
             if self.sink is None:
                 self.sink = self._open(frame, metadata)
-            self.sink.write(frame)
+            self.sink.write(self._display(frame))
             self.last = frame
         if item.frame is not None:
             self.extras.write(item, item.frame, metadata)
         counts.record(item, report)
+
+    def _display(self, frame: np.ndarray) -> np.ndarray:
+        """The frame as the video shows it: display-encoded when the plate is scene-referred."""
+        if self.colour is None:
+            return frame
+        colour = self.colour.to_display(to_model_range(frame[..., :3]) / np.float32(255.0))
+        return np.dstack([colour, frame[..., 3:]]) if frame.shape[2] == 4 else colour
 
     def finish(self, complete: bool) -> None:
         if self.sink is None:
@@ -186,8 +194,12 @@ def _video_settings(path: Path, request: RenderRequest, shot: ShotInput, numbers
     return info, {}
 
 
-def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int]) -> FrameWriter:
-    """Check the outputs up front (InputError on any problem) and return the writer."""
+def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
+                colour: DisplayConversion | None = None) -> FrameWriter:
+    """Check the outputs up front (InputError on any problem) and return the writer.
+
+    colour: the input's conversion to display space; video outputs are display-referred, so a
+    scene-linear plate is converted before encoding (image sequences keep the plate's space)."""
     extras = _Extras(request.matte, request.patch)
     if sequences.is_frame_pattern(request.output):
         like = shot.format if isinstance(shot, SequenceInput) else None
@@ -201,7 +213,7 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int])
         raise InputError(f"{path} needs a frame token for an image sequence (name.####.exr) or a "
                          "video extension (.mov, .mp4, .mkv)")
     _check_video_output(path, request, shot)
-    return VideoWriter(path, request, shot, numbers, extras)
+    return VideoWriter(path, request, shot, numbers, extras, colour)
 
 
 def _overlaps(writer: SequenceWriter, shot: SequenceInput, numbers: Sequence[int]) -> bool:
