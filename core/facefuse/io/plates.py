@@ -9,7 +9,8 @@ scales 10- and 12-bit codes to the full 16-bit range by bit replication (10-bit 
 ``c << 6 | c >> 4``, so 1023 -> 65535), and on writing it keeps the top bits (``v >> 6``),
 which truncates. `write_plate` therefore rounds to the nearest code itself and hands OIIO the
 replicated value, so a frame read from a 10-bit plate writes back bit-exact. half and float
-files (and any other type: int16, uint32, double) -> float32 frames.
+files (and any other type: int16, uint32, double) -> float32 frames. The conversions live in
+plate_pixels.py.
 
 Alpha and colour values are kept exactly as stored, never (un)premultiplied: files are opened
 with ``oiio:UnassociatedAlpha`` so OIIO does not premultiply straight (PNG, TGA, unassociated
@@ -36,11 +37,17 @@ import numpy as np
 import OpenImageIO as oiio
 
 from ..errors import InputError
+from .plate_pixels import (
+    NATURAL_BITS,
+    PIXEL_TYPES,
+    REC709_LUMA_BGR,  # noqa: F401  (re-exported: part of this module's public API)
+    frame_to_pixels,
+    pixels_to_frame,
+    read_type,
+)
 
 log = logging.getLogger(__name__)
 
-PIXEL_TYPES = ("uint8", "uint16", "half", "float")
-NATURAL_BITS = MappingProxyType({"uint8": 8, "uint16": 16, "half": 16, "float": 32})
 # The attributes worth carrying from a plate to its output, with their OIIO types.
 CARRIED_ATTRIBUTES = MappingProxyType({
     "compression": "string",
@@ -64,7 +71,6 @@ METADATA_PREFIX = "facefuse:"
 FLOAT_FORMATS = frozenset({"openexr", "tiff"})
 HIGH_BIT_FORMATS = frozenset({"png", "tiff", "dpx"})
 ALPHA_FREE_FORMATS = frozenset({"jpeg"})
-REC709_LUMA_BGR = (0.0722, 0.7152, 0.2126)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,13 +117,13 @@ def read_plate(path: Path) -> tuple[np.ndarray, PlateFormat]:
     try:
         spec = image.spec()
         fmt = _format_from_spec(spec, image.format_name())
-        pixels = image.read_image(format=_read_type(fmt.pixel_type))
+        pixels = image.read_image(format=read_type(fmt.pixel_type))
         error = image.geterror()
     finally:
         image.close()
     if pixels is None or error:
         raise InputError(f"{path} is damaged or truncated: {_one_line(error)}")
-    return _pixels_to_frame(pixels, spec), fmt
+    return pixels_to_frame(pixels, tuple(spec.channelnames), spec.alpha_channel), fmt
 
 
 def write_plate(path: Path, frame: np.ndarray, fmt: PlateFormat,
@@ -264,31 +270,6 @@ def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _read_type(pixel_type: str) -> str:
-    return pixel_type if pixel_type in ("uint8", "uint16") else "float"
-
-
-def _pixels_to_frame(pixels: np.ndarray, spec: Any) -> np.ndarray:
-    """OIIO's (H, W, C) pixels -> BGR(A) frame (a new contiguous array)."""
-    if pixels.ndim == 2:
-        pixels = pixels[..., np.newaxis]
-    order = _bgr_order(tuple(spec.channelnames), spec.alpha_channel)
-    return np.ascontiguousarray(pixels[..., list(order)])
-
-
-def _bgr_order(names: tuple[str, ...], alpha: int) -> tuple[int, ...]:
-    """Channel indices that make B, G, R (and A when the plate has alpha)."""
-    short = [name.rsplit(".", 1)[-1].upper() for name in names]
-    if alpha < 0 and "A" in short:
-        alpha = short.index("A")
-    tail = (alpha,) if alpha >= 0 else ()
-    if {"R", "G", "B"} <= set(short):
-        return (short.index("B"), short.index("G"), short.index("R")) + tail
-    if len(names) >= 3:
-        return (2, 1, 0) + (tail if alpha > 2 else ())
-    return (0, 0, 0) + (tail if alpha > 0 else ())
-
-
 # --- writing -----------------------------------------------------------------------------------
 
 def _check_output_path(path: Path) -> None:
@@ -311,64 +292,7 @@ def _frame_to_pixels(frame: np.ndarray, fmt: PlateFormat) -> np.ndarray:
     if fmt.channels > 4:
         log.warning("only R, G, B and A are written; the %s plate had %d channels",
                     fmt.file_format, fmt.channels)
-    if grey:
-        pixels = _luma(frame)
-    else:  # one copy that reorders the channels
-        pixels = frame[..., [2, 1, 0, 3] if alpha and frame.shape[2] == 4 else [2, 1, 0]]
-    if alpha and pixels.shape[2] in (1, 3):
-        pixels = np.concatenate([pixels, frame[..., 3:] if frame.shape[2] == 4
-                                 else _opaque(frame)], axis=2)
-    return np.ascontiguousarray(_convert(pixels, fmt.pixel_type, fmt.bits_per_sample))
-
-
-def _luma(frame: np.ndarray) -> np.ndarray:
-    """Rec.709 luma (H, W, 1) of a BGR(A) frame, in the frame's dtype."""
-    luma = np.tensordot(_as_unit_float(frame[..., :3]), REC709_LUMA_BGR, axes=([2], [0]))
-    return _from_unit_float(luma[..., np.newaxis].astype(np.float32), frame.dtype)
-
-
-def _opaque(frame: np.ndarray) -> np.ndarray:
-    top = 1.0 if frame.dtype == np.float32 else np.iinfo(frame.dtype).max
-    return np.full(frame.shape[:2] + (1,), top, dtype=frame.dtype)
-
-
-def _as_unit_float(pixels: np.ndarray) -> np.ndarray:
-    if pixels.dtype == np.float32:
-        return pixels
-    return pixels.astype(np.float32) / float(np.iinfo(pixels.dtype).max)
-
-
-def _from_unit_float(pixels: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    if dtype == np.float32:
-        return pixels
-    top = np.iinfo(dtype).max
-    return np.rint(np.clip(pixels, 0.0, 1.0) * top).astype(dtype)
-
-
-def _convert(pixels: np.ndarray, pixel_type: str, bits: int) -> np.ndarray:
-    """Pixels to the array OIIO gets: uint8, uint16 (bit-replicated codes) or float32."""
-    if pixel_type in ("half", "float"):
-        return _as_unit_float(pixels)
-    if pixels.dtype == np.dtype(pixel_type) and bits == NATURAL_BITS[pixel_type]:
-        return pixels
-    top = (1 << bits) - 1
-    if pixels.dtype == np.uint16:  # integer rounding to the nearest code: exact and faster
-        codes = (pixels.astype(np.uint32) * top + 32767) // 65535
-    else:
-        codes = np.rint(np.clip(_as_unit_float(pixels), 0.0, 1.0) * top).astype(np.uint32)
-    if pixel_type == "uint8":
-        return codes.astype(np.uint8)
-    return _replicate(codes, bits).astype(np.uint16)
-
-
-def _replicate(codes: np.ndarray, bits: int) -> np.ndarray:
-    """`bits`-bit codes -> 16-bit values the way OIIO reads them (10-bit c -> c<<6 | c>>4)."""
-    value = codes << (16 - bits)
-    shift = 16 - bits
-    while shift > 0:
-        value |= codes >> (bits - shift) if bits > shift else codes << (shift - bits)
-        shift -= bits
-    return value
+    return frame_to_pixels(frame, grey, alpha, fmt.pixel_type, fmt.bits_per_sample)
 
 
 def _spec_for(fmt: PlateFormat, width: int, height: int, metadata: Mapping[str, str]) -> Any:

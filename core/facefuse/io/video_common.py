@@ -1,0 +1,59 @@
+"""What video reading and writing share: the file extensions and codec names facefuse knows, rate
+and timecode helpers, and opening a media file for reading (see video_read and video_write)."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import av
+
+from ..errors import InputError
+
+VIDEO_EXTENSIONS = frozenset({".mov", ".mp4", ".mkv", ".avi", ".mxf", ".webm", ".m4v"})
+VIDEO_CODECS = ("h264", "h265", "prores_422", "prores_4444", "dnxhr_hq", "dnxhr_444", "mjpeg")
+TIMECODE_PATTERN = re.compile(r"^\d{2}:\d{2}:\d{2}[:;.]\d{2,3}$")
+
+
+def is_video_path(path: Path | str) -> bool:
+    """True when the file name ends in an extension facefuse treats as a video container."""
+    return Path(path).suffix.lower() in VIDEO_EXTENSIONS
+
+
+def open_input(path: Path, what: str = "video") -> Any:
+    """av.open for reading, with InputError for a missing, unreadable or non-media file."""
+    if not path.exists():
+        raise InputError(f"{path} does not exist")
+    if not path.is_file():
+        raise InputError(f"{path} is not a file")
+    try:
+        return av.open(str(path), "r")
+    except (av.FFmpegError, OSError) as exc:
+        raise InputError(f"{path} is not a {what} file facefuse can read ({exc})") from exc
+
+
+def format_rate(rate: Fraction) -> str:
+    """A rate for messages: '24', '29.97', '23.976'."""
+    return f"{float(rate):.3f}".rstrip("0").rstrip(".")
+
+
+def offset_timecode(timecode: str, rate: Fraction, frames: int) -> str:
+    """``timecode`` moved on by ``frames`` frames at ``rate`` (wrapping at 24 h). Drop-frame
+    timecodes (';' or '.' before the frames, 29.97 or 59.94) skip frame numbers as SMPTE 12M
+    says. For the sink's timecode when a range of the source is written."""
+    if not TIMECODE_PATTERN.match(timecode):
+        raise ValueError(f"{timecode!r} is not a HH:MM:SS:FF timecode")
+    fps = round(rate)
+    drop = 2 * (fps // 30) if timecode[8] in ";." and rate.denominator == 1001 else 0
+    hh, mm, ss, ff = (int(part) for part in re.split(r"[:;.]", timecode))
+    minutes = 60 * hh + mm
+    count = (60 * minutes + ss) * fps + ff - drop * (minutes - minutes // 10) + frames
+    count %= 24 * 3600 * fps - drop * 24 * 6 * 9
+    if drop:
+        tens, rest = divmod(count, 600 * fps - 9 * drop)
+        count += 9 * drop * tens + (drop * ((rest - drop) // (60 * fps - drop)) if rest > drop else 0)
+    ff, seconds = count % fps, count // fps
+    return (f"{seconds // 3600 % 24:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+            f"{timecode[8]}{ff:02d}")

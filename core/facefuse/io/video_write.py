@@ -1,0 +1,355 @@
+"""Writing video files with PyAV: engine frames in, a faithful .mov, .mp4 or .mkv out.
+
+``VideoSink`` encodes engine frames with the source's exact rate (a Fraction) and
+timecode, stores provenance as container metadata, and copies audio packet for packet (no
+re-encode). The file is written under a temporary name in the same folder and renamed on a
+successful ``close()``, so a failed render never leaves half a video under the final name.
+
+What survives where (PyAV 18 / FFmpeg 8 muxers and demuxers):
+    .mov/.mp4  timecode: a tmcd track, read back as the video stream's ``timecode``;
+               metadata: every key as given (written as ``mdta`` tags, movflags=use_metadata_tags).
+    .mkv       timecode: a ``TIMECODE`` stream tag; metadata: every key, but matroska upper-cases
+               keys (``facefuse_version`` reads back as ``FACEFUSE_VERSION``; ``title`` stays).
+Colour: output is tagged and converted as BT.709 limited range (mjpeg: BT.601 full range, as JPEG
+defines).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType, TracebackType
+from typing import Any, Self
+
+import av
+import numpy as np
+
+from ..errors import InputError
+from .video_common import TIMECODE_PATTERN, VIDEO_CODECS, open_input
+from .video_read import VideoInfo
+
+logger = logging.getLogger(__name__)
+
+_CONTAINER_FORMATS = MappingProxyType({".mov": "mov", ".mp4": "mp4", ".mkv": "matroska"})
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+_BT709, _BT601, _RANGE_MPEG, _RANGE_JPEG = 1, 6, 1, 2  # AVColorSpace / AVColorRange values
+
+
+@dataclass(frozen=True, slots=True)
+class _CodecSpec:
+    """How one VIDEO_CODECS name is encoded."""
+
+    encoder: str
+    pix_fmt: str
+    containers: frozenset[str]
+    pix_fmt_alpha: str | None = None
+    pix_fmt_deep: str | None = None
+    options: tuple[tuple[str, str], ...] = ()
+    quality_option: str | None = None
+    default_quality: int = 0
+    jpeg_range: bool = False
+
+
+_ALL = frozenset(_CONTAINER_FORMATS)
+_CODECS: Mapping[str, _CodecSpec] = MappingProxyType({
+    "h264": _CodecSpec("libx264", "yuv420p", _ALL, quality_option="crf", default_quality=16),
+    "h265": _CodecSpec("libx265", "yuv420p", _ALL, pix_fmt_deep="yuv420p10le",
+                       options=(("x265-params", "log-level=error"),),
+                       quality_option="crf", default_quality=18),
+    "prores_422": _CodecSpec("prores_ks", "yuv422p10le", frozenset({".mov", ".mkv"}),
+                             options=(("profile", "3"),)),
+    "prores_4444": _CodecSpec("prores_ks", "yuv444p10le", frozenset({".mov", ".mkv"}),
+                              pix_fmt_alpha="yuva444p10le", options=(("profile", "4"),)),
+    "dnxhr_hq": _CodecSpec("dnxhd", "yuv422p", frozenset({".mov"}),
+                           options=(("profile", "dnxhr_hq"),)),
+    "dnxhr_444": _CodecSpec("dnxhd", "yuv444p10le", frozenset({".mov"}),
+                            options=(("profile", "dnxhr_444"),)),
+    "mjpeg": _CodecSpec("mjpeg", "yuvj444p", _ALL, quality_option="q", default_quality=3,
+                        jpeg_range=True),
+})
+
+
+def _check_output(path: Path, codec: str, width: int, height: int) -> _CodecSpec:
+    """InputError unless ``codec`` can be written to ``path`` at this size."""
+    suffix = path.suffix.lower()
+    if codec not in _CODECS:
+        raise InputError(f"unknown video codec {codec!r}; choose one of {', '.join(VIDEO_CODECS)}")
+    if suffix not in _CONTAINER_FORMATS:
+        raise InputError(f"{path}: cannot write {suffix or 'files without an extension'} videos; "
+                         f"use one of {', '.join(sorted(_CONTAINER_FORMATS))}")
+    spec = _CODECS[codec]
+    if suffix not in spec.containers:
+        raise InputError(f"{codec} cannot be stored in {suffix}; "
+                         f"use {' or '.join(sorted(spec.containers))}")
+    if spec.pix_fmt.startswith("yuv420") and (width % 2 or height % 2):
+        raise InputError(f"{codec} needs an even width and height, and the frames are "
+                         f"{width}x{height}; choose prores_422, prores_4444 or mjpeg")
+    if spec.encoder == "dnxhd" and (width < 256 or height < 120):
+        raise InputError(f"{codec} needs frames of at least 256x120, and these are "
+                         f"{width}x{height}; choose prores_422 or prores_4444")
+    if not path.parent.is_dir():
+        raise InputError(f"the output folder {path.parent} does not exist")
+    if path.is_dir():
+        raise InputError(f"{path} is a folder, not a file name")
+    return spec
+
+
+def _as_writable(frame: np.ndarray, deep: bool) -> tuple[np.ndarray, str]:
+    """An engine frame as (C-contiguous array, PyAV packed format): uint8 for 8-bit codecs,
+    uint16 (little-endian) for deeper ones; float32 (1.0 = white) is scaled and rounded."""
+    if frame.ndim != 3 or frame.shape[2] not in (3, 4):
+        raise ValueError(f"a frame must be (H, W, 3|4), got {frame.shape}")
+    if frame.dtype == np.float32:
+        scale = 65535.0 if deep else 255.0
+        frame = np.clip(np.rint(frame * scale), 0, scale).astype(np.uint16 if deep else np.uint8)
+    elif frame.dtype == np.uint16 and not deep:
+        frame = np.rint(frame / 257.0).astype(np.uint8)
+    elif frame.dtype not in (np.uint8, np.uint16):
+        raise ValueError(f"frames must be uint8, uint16 or float32, got {frame.dtype}")
+    alpha = frame.shape[2] == 4
+    if frame.dtype == np.uint8:
+        return np.ascontiguousarray(frame), "bgra" if alpha else "bgr24"
+    return np.ascontiguousarray(frame, dtype="<u2"), "bgra64le" if alpha else "bgr48le"
+
+
+class VideoSink:
+    """Writes engine frames to a .mov, .mp4 or .mkv file (see the module docstring).
+
+    ``info_like`` gives the rate, size and timecode (usually the source's VideoInfo; when a range
+    is written, replace its timecode with ``offset_timecode(tc, rate, first - start_number)``). ``codec`` is one of VIDEO_CODECS;
+    ``quality`` is the CRF for h264/h265 (defaults 16/18) or the JPEG q-scale for mjpeg (2-31,
+    default 3), ignored by ProRes and DNxHR, whose profile fixes the quality. ``audio_from``: copy
+    that file's audio streams packet for packet; with ``audio_start_s``/``audio_duration_s``
+    (seconds on that file's timeline) only the packets overlapping that span are copied, shifted
+    to start at 0 (exact to within half an audio packet, about 10 ms for AAC)."""
+
+    def __init__(self, path: Path | str, info_like: VideoInfo, codec: str = "h264",
+                 audio_from: Path | None = None, metadata: Mapping[str, str] = _EMPTY,
+                 quality: int | None = None, preset: str = "medium",
+                 audio_start_s: float = 0.0, audio_duration_s: float | None = None) -> None:
+        self._path = Path(path)
+        self._spec = _check_output(self._path, codec, info_like.width, info_like.height)
+        self._info, self._codec, self._preset = info_like, codec, preset
+        self._quality = self._spec.default_quality if quality is None else quality
+        self._audio = (_AudioCopy(Path(audio_from), audio_start_s, audio_duration_s)
+                       if audio_from is not None else None)
+        try:
+            self._tmp = self._make_temp()
+            self._container = self._open_output(metadata)
+            if self._audio is not None:
+                self._audio.check_fits(self._container, self._path.suffix)
+        except BaseException:
+            self._cleanup()
+            raise
+        self._stream: Any = None
+        self._pix_fmt, self._deep = self._spec.pix_fmt, False
+        self._count, self._done = 0, False
+
+    def _make_temp(self) -> Path:
+        fd, name = tempfile.mkstemp(prefix=f".{self._path.stem}.", suffix=f".tmp{self._path.suffix}",
+                                    dir=self._path.parent)
+        os.close(fd)
+        return Path(name)
+
+    def _open_output(self, metadata: Mapping[str, str]) -> Any:
+        suffix = self._path.suffix.lower()
+        options = {"movflags": "use_metadata_tags"} if suffix in (".mov", ".mp4") else {}
+        try:
+            container = av.open(str(self._tmp), "w", format=_CONTAINER_FORMATS[suffix],
+                                options=options)
+        except (av.FFmpegError, OSError) as exc:
+            self._tmp.unlink(missing_ok=True)
+            raise InputError(f"cannot write {self._path} ({exc})") from exc
+        for key, value in metadata.items():
+            container.metadata[key] = str(value)
+        return container
+
+    @property
+    def frames_written(self) -> int:
+        return self._count
+
+    def write(self, frame: np.ndarray) -> None:
+        """Append one engine frame ((H, W, 3|4) BGR(A), uint8/uint16/float32, the sink's size).
+        Alpha is kept by prores_4444 and dropped by the other codecs."""
+        if self._done:
+            raise ValueError("write() after close() or abort()")
+        if frame.shape[:2] != (self._info.height, self._info.width):
+            raise ValueError(f"frame is {frame.shape[1]}x{frame.shape[0]}, the video is "
+                             f"{self._info.width}x{self._info.height}")
+        if self._stream is None:
+            self._open_streams(frame)
+        array, packed = _as_writable(frame, deep=self._deep)
+        picture = av.VideoFrame.from_ndarray(array, format=packed)
+        jpeg = self._spec.jpeg_range
+        picture = picture.reformat(format=self._pix_fmt,
+                                   dst_colorspace="itu601" if jpeg else "itu709",
+                                   dst_color_range=_RANGE_JPEG if jpeg else _RANGE_MPEG)
+        picture.pts = self._count
+        self._count += 1
+        self._container.mux(self._stream.encode(picture))
+        if self._audio is not None:
+            self._audio.copy_until(self._container, float(self._count / self._info.rate))
+
+    def _open_streams(self, frame: np.ndarray) -> None:
+        """Create the video stream (format chosen from the first frame) and the audio copies."""
+        spec = self._spec
+        if frame.shape[2] == 4 and spec.pix_fmt_alpha:
+            self._pix_fmt = spec.pix_fmt_alpha
+        elif frame.dtype != np.uint8 and spec.pix_fmt_deep:
+            self._pix_fmt = spec.pix_fmt_deep
+        self._deep = max(c.bits for c in av.VideoFormat(self._pix_fmt).components) > 8
+        options = dict(spec.options)
+        if spec.encoder in ("libx264", "libx265"):
+            options["preset"] = self._preset
+        if spec.quality_option == "crf":
+            options["crf"] = str(self._quality)
+        stream = self._container.add_stream(spec.encoder, rate=self._info.rate, options=options)
+        stream.width, stream.height = self._info.width, self._info.height
+        stream.pix_fmt, stream.thread_type = self._pix_fmt, "AUTO"
+        self._tag_colour(stream.codec_context)
+        if spec.quality_option == "q":
+            self._fix_qscale(stream.codec_context)
+        if spec.encoder == "libx265" and self._path.suffix.lower() != ".mkv":
+            stream.codec_context.codec_tag = "hvc1"  # what Apple players expect
+        if self._info.timecode and TIMECODE_PATTERN.match(self._info.timecode):
+            stream.metadata["timecode"] = self._info.timecode
+        elif self._info.timecode:
+            logger.warning("timecode %r is not HH:MM:SS:FF; not written", self._info.timecode)
+        self._stream = stream
+        if self._audio is not None:
+            self._audio.add_streams(self._container)
+
+    def _tag_colour(self, cc: Any) -> None:
+        jpeg = self._spec.jpeg_range
+        cc.colorspace = _BT601 if jpeg else _BT709
+        cc.color_range = _RANGE_JPEG if jpeg else _RANGE_MPEG
+        if not jpeg:
+            cc.color_primaries, cc.color_trc = _BT709, _BT709
+
+    def _fix_qscale(self, cc: Any) -> None:
+        """A constant JPEG q-scale: the flag alone is not enough, the range must be pinned too."""
+        cc.qscale = True
+        cc.global_quality = 118 * self._quality  # FF_QP2LAMBDA
+        cc.qmin = cc.qmax = self._quality
+
+    def close(self) -> None:
+        """Finish the file and move it onto the final name. InputError when no frame was written
+        (the temporary file is removed)."""
+        if self._done:
+            return
+        try:
+            if self._count == 0:
+                raise InputError(f"no frames were written, so {self._path} was not created")
+            self._container.mux(self._stream.encode(None))
+            if self._audio is not None:
+                self._audio.copy_until(self._container, None)
+                self._audio.close()
+            self._container.close()
+            os.replace(self._tmp, self._path)
+            self._done = True
+            logger.info("wrote %s (%d frames, %s)", self._path, self._count, self._codec)
+        except BaseException:
+            self.abort()
+            raise
+
+    def abort(self) -> None:
+        """Stop writing and delete the temporary file; the final path is left untouched."""
+        if not self._done:
+            self._done = True
+            self._cleanup()
+
+    def _cleanup(self) -> None:
+        closers = [getattr(self, "_container", None), self._audio]
+        for closer in (c for c in closers if c is not None):
+            try:
+                closer.close()
+            except (av.FFmpegError, OSError) as exc:
+                logger.debug("ignored while aborting %s: %s", self._path, exc)
+        tmp = getattr(self, "_tmp", None)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+class _AudioCopy:
+    """Copies the audio streams of one file packet for packet into an output container."""
+
+    def __init__(self, path: Path, start_s: float, duration_s: float | None) -> None:
+        self._path = path
+        self._container = open_input(path, "media")
+        self._streams = list(self._container.streams.audio)
+        self._packets: Iterator[Any] = (self._container.demux(*self._streams)
+                                        if self._streams else iter(()))
+        self._start_s, self._end_s = start_s, (None if duration_s is None else start_s + duration_s)
+        self._out: dict[int, Any] = {}
+        self._drop_priming = False
+        self._held: Any = None
+
+    def check_fits(self, container: Any, suffix: str) -> None:
+        """InputError when the output container cannot hold one of the audio codecs. Matroska
+        cannot start below zero: there the priming packet (negative time, flagged discard, as
+        AAC in mp4 has) is left out rather than shifting every stream later."""
+        self._drop_priming = suffix.lower() == ".mkv"
+        for stream in self._streams:
+            name = stream.codec_context.name
+            if name not in container.supported_codecs:
+                raise InputError(f"the {name} audio of {self._path.name} cannot be stored in "
+                                 f"{suffix}; write .mov or .mkv instead")
+
+    def add_streams(self, container: Any) -> None:
+        for stream in self._streams:
+            self._out[stream.index] = container.add_stream_from_template(stream)
+
+    def copy_until(self, container: Any, until_s: float | None) -> None:
+        """Mux the packets that start before ``until_s`` seconds (None: all the rest)."""
+        while True:
+            packet = self._held if self._held is not None else self._next_packet()
+            self._held = None
+            if packet is None:
+                return
+            start = float(packet.pts * packet.time_base)
+            if until_s is not None and start - self._start_s > until_s:
+                self._held = packet
+                return
+            if self._keep(packet, start):
+                self._mux(container, packet)
+
+    def _next_packet(self) -> Any:
+        try:
+            while (packet := next(self._packets, None)) is not None:
+                if packet.size and packet.pts is not None:
+                    return packet
+        except av.FFmpegError as exc:
+            logger.warning("%s: audio copy stopped early (%s)", self._path, exc)
+        return None
+
+    def _keep(self, packet: Any, start: float) -> bool:
+        if self._drop_priming and packet.is_discard and start < 0:
+            return False
+        half = float((packet.duration or 0) * packet.time_base) / 2
+        after_start = self._start_s <= 0 or start + half >= self._start_s  # 0: keep priming too
+        return after_start and (self._end_s is None or start < self._end_s)
+
+    def _mux(self, container: Any, packet: Any) -> None:
+        if self._start_s:
+            shift = round(self._start_s / packet.time_base)
+            packet.pts = max(0, packet.pts - shift)
+            packet.dts = packet.pts
+        packet.stream = self._out[packet.stream.index]
+        container.mux(packet)
+
+    def close(self) -> None:
+        self._container.close()
