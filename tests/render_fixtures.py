@@ -164,12 +164,19 @@ def make_face_clip(path: Path, face: np.ndarray, frames: int = 12,
 
 
 def decode_video(path: Path, fmt: str = "bgr24") -> list[np.ndarray]:
-    """Every picture of the first video stream in presentation order (PyAV, like VideoSource)."""
+    """Every picture of the first video stream in presentation order (PyAV, like VideoSource:
+    8-bit 4:2:0/4:2:2 pictures go through 4:4:4, which converts levels exactly)."""
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
-        frames = sorted(((f.pts, f.to_ndarray(format=fmt)) for f in container.decode(stream)),
-                        key=lambda item: item[0])
+        frames = sorted(((f.pts, _through_444(f).to_ndarray(format=fmt))
+                         for f in container.decode(stream)), key=lambda item: item[0])
     return [np.ascontiguousarray(array) for _, array in frames]
+
+
+def _through_444(frame: Any) -> Any:
+    target = {"yuv420p": "yuv444p", "yuv422p": "yuv444p", "yuvj420p": "yuvj444p",
+              "yuvj422p": "yuvj444p"}.get(frame.format.name)
+    return frame.reformat(format=target) if target else frame
 
 
 # --- plates through OpenImageIO directly --------------------------------------------------------

@@ -409,9 +409,6 @@ def test_sequence_to_video_takes_the_rate_and_keeps_the_order(
     assert [read_marker(f) for f in decode_video(out)] == list(range(6))
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: a scene-linear float plate written to a "
-                   "video goes in as linear light (dark), though the video is tagged BT.709: "
-                   "VideoWriter never converts to the display space")
 def test_linear_exr_to_video_is_written_display_encoded(
         media: Media, render_models: Path, render_cache: Path, tmp_path: Path) -> None:
     plates = tmp_path / "plates"
@@ -455,8 +452,6 @@ def _grey_bands(width_per_band: int = 80, height: int = 64) -> np.ndarray:
                                                 (height, bands.size, 3)))
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: VideoSink converts 8-bit BGR straight to "
-                   "yuv420p, a swscale path that truncates: every grey comes out 1 code low")
 def test_h264_output_encodes_8bit_greys_to_the_right_limited_range_codes(
         media: Media, render_models: Path, render_cache: Path, tmp_path: Path) -> None:
     """Flat grey bands (no face, so passed through) written as h264 (BT.709, limited range):
@@ -478,8 +473,6 @@ def test_h264_output_encodes_8bit_greys_to_the_right_limited_range_codes(
     assert got == [round(16 + 219 * v / 255) for v in GREYS]
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: VideoSource decodes 8-bit 4:2:0 with "
-                   "to_ndarray('bgr24'), a swscale path that truncates: greys come out 1 low")
 def test_8bit_h264_input_decodes_to_the_right_greys(
         media: Media, render_models: Path, render_cache: Path, tmp_path: Path) -> None:
     """A lossless h264 clip with known luma codes (BT.709, limited range, neutral chroma):
@@ -730,9 +723,6 @@ def test_resume_skips_finished_frames_and_rerenders_on_changes(
     assert run_render(moved)[0].skipped == 5
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: the resume fingerprint leaves out the "
-                   "input, so another shot rendered to the same output pattern is skipped and "
-                   "the old shot's frames stay")
 def test_resume_does_not_keep_frames_rendered_from_another_input(
         media: Media, render_models: Path, render_cache: Path, tmp_path: Path) -> None:
     shot_a, shot_b, out = tmp_path / "a", tmp_path / "b", tmp_path / "out"
@@ -749,8 +739,6 @@ def test_resume_does_not_keep_frames_rendered_from_another_input(
     assert [read_marker(read_bgr(out / f"o.{n}.png")) for n in (1, 2, 3)] == [101, 102, 103]
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: the resume fingerprint leaves out the "
-                   "input content, so a frame whose plate was replaced is skipped (stale)")
 def test_resume_rerenders_frames_whose_plate_changed(
         media: Media, render_models: Path, render_cache: Path, tmp_path: Path) -> None:
     plates, out = tmp_path / "plates", tmp_path / "out"
@@ -857,9 +845,6 @@ def test_truncated_mp4_is_refused(bad, media: Media, tmp_path: Path, out_dir: Pa
     assert list(out_dir.iterdir()) == []
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: a truncated .mkv renders only the frames "
-                   "before the cut and exits 0, or is called variable-frame-rate (VideoSource "
-                   "never compares the indexed frames with the container's declared duration)")
 @pytest.mark.parametrize("codec, keep", [("mjpeg", 0.5), ("h264", 0.9)],
                          ids=["mjpeg-half", "h264-90pc"])
 def test_truncated_mkv_is_refused_or_its_missing_frames_fail(
@@ -988,9 +973,6 @@ def test_unknown_colorspace_and_missing_output_folder(bad, media: Media, tmp_pat
     assert not (tmp_path / "nowhere").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: cli_render.Progress binds sys.stderr as a "
-                   "default argument at import time, so a host or test that swaps sys.stderr "
-                   "later gets output on the old stream, or 'I/O operation on closed file'")
 def test_progress_bar_writes_to_the_current_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 

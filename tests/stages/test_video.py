@@ -178,7 +178,9 @@ def test_repeated_numbers_give_the_same_frame(clips: dict[str, Clip]) -> None:
 def test_random_access_equals_sequential_decode(testdata: Path) -> None:
     path = testdata / "media" / "asl_yes.mp4"
     with av.open(str(path)) as container:
-        sequential = [f.to_ndarray(format="bgr24") for f in container.decode(video=0)]
+        # the reader converts 4:2:0 through 4:4:4 (exact levels); the reference does the same
+        sequential = [f.reformat(format="yuv444p").to_ndarray(format="bgr24")
+                      for f in container.decode(video=0)]
     assert len(sequential) == 65
     with VideoSource(path) as source:
         for numbers in ([33], [1], [65], [20, 21, 22], [2, 40, 41, 64]):
@@ -408,15 +410,12 @@ def test_truncated_clips_give_input_error_or_decode_failures(clips: dict[str, Cl
     stub.write_bytes(data[:600])
     with pytest.raises(InputError):
         VideoSource(stub)
-    # mkv cut mid-stream: the frames before the cut are right, and nothing raises
+    # mkv cut mid-stream: the header still promises the whole clip, so it is refused by name
+    # rather than rendered short without a word
     cut_mkv = tmp_path / "cut.mkv"
     cut_mkv.write_bytes(data[: len(data) * 6 // 10])
-    with VideoSource(cut_mkv) as source:
-        count = source.info.frame_count
-        results = list(source.read(range(1, count + 1)))
-    assert 5 < count < 24
-    good = [(n, read_marker(f)) for n, f in results if isinstance(f, np.ndarray)]
-    assert len(good) >= count - 1 and all(m == n - 1 for n, m in good)
+    with pytest.raises(InputError, match="looks truncated"):
+        VideoSource(cut_mkv)
 
 
 def test_a_damaged_frame_is_reported_and_reading_goes_on(clips: dict[str, Clip],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import av
@@ -57,3 +58,11 @@ def offset_timecode(timecode: str, rate: Fraction, frames: int) -> str:
     ff, seconds = count % fps, count // fps
     return (f"{seconds // 3600 % 24:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
             f"{timecode[8]}{ff:02d}")
+
+
+# 8-bit chroma-subsampled pixel formats and the 4:4:4 format to convert through (both ways:
+# swscale's direct RGB <-> 4:2:0 conversions truncate where the two-step ones round).
+SUBSAMPLED_8BIT = MappingProxyType({
+    "yuv420p": "yuv444p", "yuv422p": "yuv444p", "nv12": "yuv444p",
+    "yuvj420p": "yuvj444p", "yuvj422p": "yuvj444p",
+})

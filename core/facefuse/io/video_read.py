@@ -27,7 +27,7 @@ import av
 import numpy as np
 
 from ..errors import InputError
-from .video_common import format_rate, open_input
+from .video_common import SUBSAMPLED_8BIT, format_rate, open_input
 
 logger = logging.getLogger(__name__)
 
@@ -218,6 +218,7 @@ class VideoSource:
         rows = _scan_packets(container, self._stream, path)
         self._index = _build_index(rows, Fraction(self._stream.time_base))
         self._position = MappingProxyType({p: i for i, p in enumerate(self._index.pts)})
+        self._refuse_if_truncated()
         rate, self._slots = self._choose_rate(conform_vfr)
         self._info = self._describe(rate, start_number)
         self._reader: _Decoder | None = None
@@ -226,6 +227,28 @@ class VideoSource:
             "bgra64le" if alpha else "bgr48le")
         logger.debug("%s: %d frames at %s fps, %s (%s)", path, self._info.frame_count,
                      format_rate(rate), fmt, self._array_format)
+
+    def _declared_duration_s(self) -> float | None:
+        """How long the header says the video stream (else the container) lasts."""
+        stream = self._stream
+        if stream.duration:
+            return float(stream.duration * Fraction(stream.time_base))
+        if self._container.duration:
+            return self._container.duration / 1_000_000
+        return None
+
+    def _refuse_if_truncated(self) -> None:
+        """InputError when the header promises clearly more than the packets hold (a cut file:
+        the missing tail would otherwise vanish silently or look like a variable frame rate)."""
+        declared = self._declared_duration_s()
+        pts, time_base = self._index.pts, self._index.time_base
+        if declared is None or len(pts) < 2:
+            return
+        step = float((pts[-1] - pts[0]) * time_base) / (len(pts) - 1)
+        found = float((pts[-1] - pts[0]) * time_base) + step
+        if declared - found > 1.5 * step:
+            raise InputError(f"{self._path} looks truncated: its header says {declared:.2f} s "
+                             f"but only {len(pts)} frames ({found:.2f} s) are in the file")
 
     def _choose_rate(self, conform_vfr: bool) -> tuple[Fraction, tuple[int, ...] | None]:
         """The exact constant rate, or for a conformed VFR source the grid rate and slot map."""
@@ -302,7 +325,12 @@ class VideoSource:
             yield number, array[1]
 
     def _to_array(self, frame: Any) -> np.ndarray:
-        """A decoded VideoFrame as an engine frame (BGR(A), uint8 or uint16, C-contiguous)."""
+        """A decoded VideoFrame as an engine frame (BGR(A), uint8 or uint16, C-contiguous).
+
+        8-bit subsampled pictures are upsampled to 4:4:4 first: swscale's direct 4:2:0 -> BGR
+        path rounds some levels down by one, the two-step path is exact."""
+        if frame.format.name in SUBSAMPLED_8BIT:
+            frame = frame.reformat(format=SUBSAMPLED_8BIT[frame.format.name])
         return np.ascontiguousarray(frame.to_ndarray(format=self._array_format))
 
     def close(self) -> None:

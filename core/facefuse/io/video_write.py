@@ -29,7 +29,7 @@ import av
 import numpy as np
 
 from ..errors import InputError
-from .video_common import TIMECODE_PATTERN, VIDEO_CODECS, open_input
+from .video_common import SUBSAMPLED_8BIT, TIMECODE_PATTERN, VIDEO_CODECS, open_input
 from .video_read import VideoInfo
 
 logger = logging.getLogger(__name__)
@@ -185,9 +185,12 @@ class VideoSink:
         array, packed = _as_writable(frame, deep=self._deep)
         picture = av.VideoFrame.from_ndarray(array, format=packed)
         jpeg = self._spec.jpeg_range
-        picture = picture.reformat(format=self._pix_fmt,
+        # 8-bit subsampled targets go through 4:4:4 (the direct path truncates levels).
+        picture = picture.reformat(format=SUBSAMPLED_8BIT.get(self._pix_fmt, self._pix_fmt),
                                    dst_colorspace="itu601" if jpeg else "itu709",
                                    dst_color_range=_RANGE_JPEG if jpeg else _RANGE_MPEG)
+        if picture.format.name != self._pix_fmt:
+            picture = picture.reformat(format=self._pix_fmt)
         picture.pts = self._count
         self._count += 1
         self._container.mux(self._stream.encode(picture))
