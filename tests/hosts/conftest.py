@@ -1,0 +1,170 @@
+"""Host fixtures: an isolated Blender user folder, skipping bpy tests cleanly, the built extension.
+
+bpy reads its user folders when it is first imported, so this module points Blender at a fresh
+temporary folder as soon as pytest loads it, before any test module can import bpy. Tests that
+need bpy live in files named ``test_blender*.py``: when bpy cannot run here (not installed, wrong
+Python, or numpy 2 where bpy 5.0.1 needs Blender's numpy 1.26) those files are reported as skipped
+with the reason instead of failing to import.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+import urllib.request
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BUILD_SCRIPT = REPO_ROOT / "packaging" / "blender" / "build.py"
+BPY_TEST_PREFIX = "test_blender"
+
+
+@dataclass(frozen=True, slots=True)
+class BlenderUserDirs:
+    """Where this test session's Blender keeps its preferences, scripts and extensions."""
+
+    root: Path
+    config: Path
+    scripts: Path
+    datafiles: Path
+    extensions: Path
+
+    @property
+    def site_packages(self) -> Path:
+        """The one site-packages all extensions' wheels are unpacked into."""
+        py = f"python{sys.version_info.major}.{sys.version_info.minor}"
+        return self.extensions / ".local" / "lib" / py / "site-packages"
+
+
+def _isolate_blender_user_dirs() -> BlenderUserDirs:
+    """Point every BLENDER_USER_* folder bpy 5.0.1 reads at a new temporary folder."""
+    root = Path(tempfile.mkdtemp(prefix="facefuse-blender-user-"))
+    dirs = BlenderUserDirs(root, root / "config", root / "scripts", root / "datafiles",
+                           root / "extensions")
+    # BLENDER_USER_RESOURCES alone moves all four; the others guard against a caller's own values.
+    os.environ["BLENDER_USER_RESOURCES"] = str(root)
+    os.environ["BLENDER_USER_CONFIG"] = str(dirs.config)
+    os.environ["BLENDER_USER_SCRIPTS"] = str(dirs.scripts)
+    os.environ["BLENDER_USER_DATAFILES"] = str(dirs.datafiles)
+    os.environ["BLENDER_USER_EXTENSIONS"] = str(dirs.extensions)
+    return dirs
+
+
+_USER_DIRS = _isolate_blender_user_dirs()
+
+
+def pytest_unconfigure() -> None:
+    shutil.rmtree(_USER_DIRS.root, ignore_errors=True)
+
+
+@cache
+def bpy_unavailable_reason() -> str | None:
+    """None when bpy imports and can run here; otherwise why not (imports bpy on first call)."""
+    try:
+        import numpy
+    except ImportError:
+        return "numpy is not installed (bpy needs numpy 1.26)"
+    if int(numpy.__version__.split(".")[0]) >= 2:
+        return (f"bpy 5.0.1 is built for numpy 1.x (Blender 4.2-5.0 ship numpy 1.26), found numpy "
+                f"{numpy.__version__}; use a Python 3.11 environment with numpy<2")
+    if importlib.util.find_spec("bpy") is None:
+        return ("bpy is not installed (pip install -e '.[test]' on CPython 3.11 x86_64 installs "
+                "bpy==5.0.1)")
+    try:
+        import bpy  # noqa: F401
+    except Exception as exc:  # noqa: BLE001 - any failure to start Blender: cannot test here
+        return f"bpy failed to import: {type(exc).__name__}: {exc}"
+    return None
+
+
+class _SkippedBpyModule(pytest.Module):
+    """A bpy test file collected where bpy cannot run: reported as skipped, never imported."""
+
+    def collect(self) -> list[pytest.Item | pytest.Collector]:
+        pytest.skip(f"{self.path.name}: {bpy_unavailable_reason() or 'bpy unavailable'}")
+
+
+def pytest_pycollect_makemodule(module_path: Path,
+                                parent: pytest.Collector) -> pytest.Module | None:
+    if module_path.name.startswith(BPY_TEST_PREFIX) and bpy_unavailable_reason():
+        return _SkippedBpyModule.from_parent(parent, path=module_path)
+    return None
+
+
+@pytest.fixture(scope="session")
+def blender_user_dirs() -> BlenderUserDirs:
+    """This session's Blender user folders (bpy can only read them once, so one per session).
+
+    Fails loudly if bpy was imported before this conftest set them, i.e. if bpy is using the
+    developer's real Blender configuration.
+    """
+    if reason := bpy_unavailable_reason():
+        pytest.skip(reason)
+    import bpy
+
+    actual = Path(bpy.utils.user_resource("EXTENSIONS"))
+    if actual != _USER_DIRS.extensions:
+        pytest.fail(f"bpy uses {actual}, not the isolated {_USER_DIRS.extensions}: bpy was "
+                    "imported before tests/hosts/conftest.py set BLENDER_USER_*")
+    return _USER_DIRS
+
+
+def load_build_module() -> ModuleType:
+    """packaging/blender/build.py as a module (packaging/ is not a Python package)."""
+    spec = importlib.util.spec_from_file_location("facefuse_blender_build", BUILD_SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses and pickling look modules up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def blender_build() -> ModuleType:
+    """The extension build script's functions (build_extension, find_blender_ext, zip_wheels...)."""
+    return load_build_module()
+
+
+def _index_reachable(timeout_s: float = 10.0) -> bool:
+    url = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple").rstrip("/") + "/pip/"
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def blender_extension_zip(blender_build: ModuleType,
+                          tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The linux-x64 extension zip, built once per session from addon/blender and this repo.
+
+    Wheels come from a persistent cache ($FACEFUSE_WHEEL_CACHE, else the user cache folder's
+    facefuse/blender-wheels), so only the first run on a machine downloads (~150 MB from PyPI);
+    later runs build offline in about ten seconds.
+    """
+    addon_dir = REPO_ROOT / "addon" / "blender"
+    if not (addon_dir / "blender_manifest.toml").is_file():
+        pytest.skip(f"no extension source: {addon_dir / 'blender_manifest.toml'} is missing")
+    if importlib.util.find_spec("bpy") is None:
+        pytest.skip("bpy is not installed: its blender_ext.py builds and validates the zip")
+    out_dir = tmp_path_factory.mktemp("blender-extension")
+    wheel_cache = blender_build.default_wheel_cache()
+    build = blender_build.build_extension
+    try:
+        zips = build(REPO_ROOT, out_dir, ["linux-x64"], wheel_cache, index="offline")
+    except blender_build.BuildError:
+        if not _index_reachable():
+            pytest.skip(f"PyPI cannot be reached and the wheel cache {wheel_cache} lacks the "
+                        "wheels (set FACEFUSE_WHEEL_CACHE to a filled cache, or go online once)")
+        zips = build(REPO_ROOT, out_dir, ["linux-x64"], wheel_cache, index="cache-first")
+    assert len(zips) == 1, zips
+    return zips[0]
