@@ -83,7 +83,8 @@ class Progress:
 
 
 def summary_record(summary: RenderSummary) -> dict[str, Any]:
-    return {"summary": {"frames": summary.frames, "swapped": summary.swapped,
+    return {"summary": {"frames": summary.frames, "done": summary.done,
+                        "swapped": summary.swapped,
                         "no_face": summary.no_face, "skipped": summary.skipped,
                         "failed": [{"frame": n, "error": e} for n, e in summary.failed],
                         "seconds": round(summary.seconds, 3), "fps": round(summary.fps, 3),

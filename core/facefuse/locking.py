@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -16,21 +17,30 @@ from typing import Self
 log = logging.getLogger(__name__)
 
 
+class LockWaitCancelled(Exception):
+    """The wait for a lock was given up because the caller was cancelled."""
+
+
 class FileLock:
     """An exclusive lock file (O_EXCL); a lock not refreshed for stale_s seconds is broken.
 
     Use as a context manager; call `refresh` while working so waiting processes see it is alive.
+    `cancelled`, polled while waiting, makes entering raise LockWaitCancelled.
     """
 
-    def __init__(self, path: Path, stale_s: float, poll_s: float = 0.1) -> None:
+    def __init__(self, path: Path, stale_s: float, poll_s: float = 0.1,
+                 cancelled: Callable[[], bool] | None = None) -> None:
         self.path = path
         self._stale_s = stale_s
         self._poll_s = poll_s
+        self._cancelled = cancelled
         self._refreshed = 0.0
 
     def __enter__(self) -> Self:
         waited = False
         while not self._try_create():
+            if self._cancelled is not None and self._cancelled():
+                raise LockWaitCancelled(f"stopped waiting for {self.path}")
             if not waited:
                 log.info("waiting for another process to finish writing %s", self.path.stem)
                 waited = True

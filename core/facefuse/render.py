@@ -100,7 +100,8 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
            cancel: CancelCheck | None = None) -> RenderSummary:
     """Render a shot (see the module docstring); the CLI, Blender, Resolve and farms call this.
 
-    on_progress(FrameReport) is called from a worker thread once per finished or skipped frame.
+    on_progress(FrameReport) is called once per frame: from the calling thread for frames skipped
+    as already done, from the writer thread for rendered ones.
     cancel() is checked between frames; cancelling leaves only complete output frames (and no
     video file). User errors raise FacefuseError subclasses before any output is written.
     """
@@ -114,11 +115,13 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
         job = RenderJob(request, shot)
         with Pipeline(request.settings) as pipeline:
             counts, finished = job.run(pipeline, on_progress or _ignore, cancel or _never)
+        stopped_by_failure = request.fail_fast and bool(counts.failed)
     finally:
         shot.close()
     return RenderSummary(frames=len(job.numbers), swapped=counts.swapped, no_face=counts.no_face,
                          skipped=counts.skipped, failed=tuple(counts.failed),
-                         seconds=time.perf_counter() - started, cancelled=not finished)
+                         seconds=time.perf_counter() - started,
+                         cancelled=not finished and not stopped_by_failure)
 
 
 def _ignore(_report: FrameReport) -> None:

@@ -21,7 +21,7 @@ from .errors import InputError
 from .geometry import DisplayConversion
 from .io import sequences, video
 from .io.video import DecodeFailure
-from .locking import FileLock
+from .locking import FileLock, LockWaitCancelled
 from .render import CancelCheck, FrameReport, ProgressCallback, RenderRequest
 from .render_outputs import Counts, FrameWriter, Processed, open_writer
 from .shots import SequenceInput, ShotInput
@@ -111,7 +111,8 @@ class RenderJob:
                      content_sha256: str) -> str:
         roles = [r for r in ROLES if r != "enhancer" or self.request.settings.enhancer]
         models = {role: pipeline.model_identity(role) for role in roles}
-        extra = {"smoothing": repr(self._smoothing()), "frames": self.request.frames,
+        rendered_range = (self.analysis_numbers[0], self.analysis_numbers[-1])
+        extra = {"smoothing": repr(self._smoothing()), "frames": rendered_range,
                  "start_number": self.request.start_number, "input": content_sha256,
                  "conform_vfr": self.request.conform_vfr}
         return provenance.fingerprint(self.request.settings, models, identity, colour_name,
@@ -147,14 +148,19 @@ class RenderJob:
         cache = AnalysisCache(cache_dir)
         cache_dir.mkdir(parents=True, exist_ok=True)
         # Chunks of one shot started together wait here for the first one's analysis.
-        with FileLock(cache.path(key).with_suffix(".lock"), ANALYSIS_LOCK_STALE_S) as lock:
-            detections = cache.load(key)
-            missing = missing_frames(self.analysis_numbers, detections)
-            if missing:
-                detections = {**detections, **self._analyse(pipeline, colour, missing, cancelled,
-                                                            lock)}
-                if not cancelled():
-                    cache.save(key, detections)
+        lock = FileLock(cache.path(key).with_suffix(".lock"), ANALYSIS_LOCK_STALE_S,
+                        cancelled=cancelled)
+        try:
+            with lock:
+                detections = cache.load(key)
+                missing = missing_frames(self.analysis_numbers, detections)
+                if missing:
+                    detections = {**detections,
+                                  **self._analyse(pipeline, colour, missing, cancelled, lock)}
+                    if not cancelled():
+                        cache.save(key, detections)
+        except LockWaitCancelled:
+            return {}
         return {n: detections.get(n, ()) for n in self.analysis_numbers}
 
     def _analyse(self, pipeline: Any, colour: DisplayConversion | None, missing: Sequence[int],

@@ -124,8 +124,9 @@ class SequenceWriter:
 class VideoWriter:
     """Video output, written in one pass over the frames to a temporary file renamed at the end.
 
-    A frame that failed to decode is replaced by the previous frame so timing is kept (and the
-    run still ends with an error)."""
+    A frame that failed to decode is replaced by the previous frame (leading failures by the
+    first good frame) so picture, audio and timecode stay in step; the run still ends with an
+    error."""
 
     def __init__(self, path: Path, request: RenderRequest, shot: ShotInput,
                  numbers: Sequence[int], extras: _Extras,
@@ -134,6 +135,7 @@ class VideoWriter:
         self.extras, self.colour = extras, colour
         self.sink: video.VideoSink | None = None
         self.last: np.ndarray | None = None
+        self.leading_failures = 0
 
     def finished(self, number: int, fingerprint: str) -> bool:
         return False
@@ -141,10 +143,14 @@ class VideoWriter:
     def write(self, item: Processed, metadata: Mapping[str, str], counts: Counts,
               report: ProgressCallback) -> None:
         frame = item.frame if item.frame is not None else self.last
-        if frame is not None:
+        if frame is None:  # nothing to stand in yet: the first good frame will, once per failure
+            self.leading_failures += 1
+        else:
             if self.sink is None:
                 self.sink = self._open(frame, metadata)
-            self.sink.write(self._display(frame))
+            for _ in range(1 + self.leading_failures):
+                self.sink.write(self._display(frame))
+            self.leading_failures = 0
             self.last = frame
         if item.frame is not None:
             self.extras.write(item, item.frame, metadata)
