@@ -56,7 +56,7 @@ CARRIED_ATTRIBUTES = MappingProxyType({
     "Orientation": "int",
     "PixelAspectRatio": "float",
     "smpte:TimeCode": "timecode",
-    "FramesPerSecond": "rational2i",
+    "FramesPerSecond": "rational",  # "rational2i" is not parsed by OIIO 3.0
     "dpx:FrameRate": "float",
     "dpx:Transfer": "string",
     "dpx:Colorimetric": "string",
@@ -255,8 +255,9 @@ def _format_from_spec(spec: Any, file_format: str) -> PlateFormat:
     stored = str(spec.format)
     pixel_type = stored if stored in PIXEL_TYPES else "float"
     bits = spec.get_int_attribute("oiio:BitsPerSample", 0) or NATURAL_BITS[pixel_type]
-    attributes = {name: _plain(spec.getattribute(name)) for name in CARRIED_ATTRIBUTES
-                  if spec.getattribute(name) is not None}
+    # extra_attribs, not getattribute(): OIIO 3.0's binding returns None for rational values
+    attributes = {attr.name: _plain(attr.value) for attr in spec.extra_attribs
+                  if attr.name in CARRIED_ATTRIBUTES and attr.value is not None}
     data_window = (spec.x, spec.y, spec.width, spec.height)
     display = (spec.full_x, spec.full_y, spec.full_width, spec.full_height)
     return PlateFormat(spec.width, spec.height, spec.nchannels, tuple(spec.channelnames),

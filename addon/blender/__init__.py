@@ -1,0 +1,30 @@
+"""facefuse for Blender's Video Sequencer: the "Face Swap" sidebar tab. Registration only.
+
+Modules: properties.py (settings on each strip) · convert.py (strip -> RenderRequest) ·
+result.py (frames -> image strip) · jobs.py (worker threads + timer drain) · tasks.py (the jobs)
+· operators.py · panels.py · headless.py (farm and scripts).
+"""
+
+from __future__ import annotations
+
+from . import jobs, operators, panels, properties
+
+_MODULES = (properties, jobs, operators, panels)
+
+
+def register() -> None:
+    """Register every module in order; on a failure undo the ones done, then raise."""
+    done = []
+    try:
+        for module in _MODULES:
+            module.register()
+            done.append(module)
+    except BaseException:
+        for module in reversed(done):
+            module.unregister()
+        raise
+
+
+def unregister() -> None:
+    for module in reversed(_MODULES):
+        module.unregister()

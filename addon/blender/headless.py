@@ -1,0 +1,189 @@
+"""Swap strips without a UI: on a render farm, or from a script with bpy as a module.
+
+    blender -b shot.blend --python-expr "from bl_ext.user_default.facefuse import headless; \
+headless.main()" -- [--strip NAME] [--frames A-B] [--chunk N/M] [--add-strips]
+
+    python -c "import bpy; from bl_ext.user_default.facefuse import headless; \
+raise SystemExit(headless.main(['shot.blend', '--chunk', '2/3']))"
+
+Which strips: --strip NAME, else every strip marked "Swap on Farm" (strip.facefuse.farm) in
+every scene (--scene limits both). Each strip becomes the same RenderRequest the Swap Strip
+button builds (convert.plan_swap), so a farm render, a render in Blender and `facefuse render`
+resume each other: frames already rendered with the same settings are skipped.
+--chunk N/M renders the Nth of M near-equal slices of each strip's trimmed range; every chunk
+makes the same shot-level decisions (tracking, smoothing). --frames A-B (timeline frames) narrows
+the range itself, which changes those decisions at the range's edges: for farm chunks prefer
+--chunk alone. --add-strips adds the result strips of complete strips and saves the .blend
+(one machine only: parallel chunks must not all save the file).
+
+Exit codes as `facefuse render`: 0 done, 2 bad input or usage, 3 no face in a source, 4 model
+missing or invalid, 5 some frames failed, 143 stopped by SIGTERM. main() returns the code; run
+with argv None (from Blender's command line) a failure also exits Blender with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import bpy
+
+from facefuse.errors import FacefuseError
+from facefuse.io.sequences import parse_chunk, parse_frame_range
+
+from . import convert, result
+from .convert import StripError
+
+EXIT_OK, EXIT_INPUT, EXIT_FRAMES_FAILED, EXIT_SIGTERM = 0, 2, 5, 143
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the swaps the arguments ask for; the exit code (see the module docstring)."""
+    from_command_line = argv is None
+    if argv is None:
+        argv = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else []
+    try:
+        code = _run(_parser().parse_args(list(argv)))
+    except SystemExit as exc:  # argparse: --help or a usage error
+        code = exc.code if isinstance(exc.code, int) else EXIT_INPUT
+    if from_command_line and code != EXIT_OK:
+        raise SystemExit(code)
+    return code
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="facefuse-blender", description=__doc__.split("\n")[0])
+    parser.add_argument("blend", nargs="?", help="the .blend to open (default: the open file)")
+    parser.add_argument("--scene", help="only this scene")
+    parser.add_argument("--strip", help="only this strip (default: strips marked Swap on Farm)")
+    parser.add_argument("--frames", type=_frames, help="timeline frames A-B (inclusive)")
+    parser.add_argument("--chunk", type=_chunk, help="the Nth of M slices of each range: N/M")
+    parser.add_argument("--add-strips", action="store_true",
+                        help="add the result strips of complete strips and save the .blend")
+    return parser
+
+
+def _frames(text: str) -> tuple[int, int]:
+    try:
+        return parse_frame_range(text)
+    except FacefuseError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _chunk(text: str) -> tuple[int, int]:
+    try:
+        return parse_chunk(text)
+    except FacefuseError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        if args.blend:
+            _open(Path(args.blend))
+        ensure_registered()
+        targets = list(_targets(args.scene, args.strip))
+    except StripError as exc:
+        _say(f"error: {exc}")
+        return EXIT_INPUT
+    codes = [_swap(scene, strip, args) for scene, strip in targets]
+    if args.add_strips and bpy.data.filepath:
+        bpy.ops.wm.save_mainfile()
+    return next((code for code in codes if code != EXIT_OK), EXIT_OK)
+
+
+def ensure_registered() -> None:
+    """Register the add-on when this process has not (bpy as a module, add-on not enabled)."""
+    if not hasattr(convert.strip_type(), "facefuse"):
+        from . import register
+
+        register()
+
+
+def _open(path: Path) -> None:
+    if not path.is_file():
+        raise StripError(f"{path} does not exist")
+    bpy.ops.wm.open_mainfile(filepath=str(path.resolve()))
+
+
+def _targets(scene_name: str | None, strip_name: str | None) -> Iterator[tuple[Any, Any]]:
+    found = False
+    for scene in bpy.data.scenes:
+        if scene_name and scene.name != scene_name or scene.sequence_editor is None:
+            continue
+        for strip in convert.all_strips(scene.sequence_editor):
+            if strip.name == strip_name if strip_name else strip.facefuse.farm:
+                found = True
+                yield scene, strip
+    if not found:
+        where = f"scene '{scene_name}' of " if scene_name else ""
+        wanted = f"no strip named '{strip_name}'" if strip_name else \
+            "no strip marked Swap on Farm"
+        raise StripError(f"{wanted} in {where}{bpy.data.filepath or 'this file'}")
+
+
+def _swap(scene: Any, strip: Any, args: argparse.Namespace) -> int:
+    from facefuse.render import render
+
+    label = f"{scene.name}/{strip.name}"
+    if not args.strip and not convert.overlaps(strip, args.frames):
+        _say(f"{label}: outside frames {args.frames[0]}-{args.frames[1]}, skipped")
+        return EXIT_OK
+    try:
+        plan = convert.plan_swap(scene, strip, frames=args.frames, chunk=args.chunk)
+        total = len(plan.todo())
+        _say(f"{label}: {total} frame(s) -> {plan.output_dir}")
+        with _sigterm() as stopped:
+            summary = render(plan.request, on_progress=_progress(label, total),
+                             cancel=stopped.is_set)
+    except StripError as exc:
+        _say(f"{label}: error: {exc}")
+        return EXIT_INPUT
+    except FacefuseError as exc:
+        _say(f"{label}: error: {exc}")
+        return exc.exit_code
+    _say(f"{label}: {summary.swapped} swapped, {summary.no_face} without a face, "
+         f"{summary.skipped} already done, {len(summary.failed)} failed "
+         f"in {summary.seconds:.1f} s")
+    if summary.cancelled:
+        return EXIT_SIGTERM
+    if summary.failed:
+        return EXIT_FRAMES_FAILED
+    if args.add_strips and not plan.missing_outputs():
+        _say(f"{label}: result strip '{result.add_result_strip(plan).name}'")
+    return EXIT_OK
+
+
+def _progress(label: str, total: int) -> Any:
+    count = [0]
+
+    def report(frame_report: Any) -> None:  # runs on the engine's writer thread
+        count[0] += 1
+        _say(f"{label}: frame {frame_report.frame} {frame_report.status} "
+             f"({count[0]}/{total})")
+    return report
+
+
+@contextmanager
+def _sigterm() -> Iterator[threading.Event]:
+    """An event set by SIGTERM while the block runs (main thread only; elsewhere never set)."""
+    stopped = threading.Event()
+    try:
+        previous = signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    except ValueError:  # not the main thread
+        yield stopped
+        return
+    try:
+        yield stopped
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _say(text: str) -> None:
+    print(f"facefuse: {text}", flush=True)

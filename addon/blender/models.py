@@ -1,0 +1,63 @@
+"""Which models a strip's settings need that are not on this computer, and how to get them.
+
+Only file checks: nothing is loaded, hashed or downloaded here (the engine does that on a
+worker thread). Manifest names are looked up in facefuse's model manifest.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from facefuse.config import Settings
+
+ROLES = ("detector", "recogniser", "swapper", "enhancer")
+LOOK_ROLES = ("detector",)
+
+
+@lru_cache(maxsize=1)
+def _manifest() -> Any:
+    from facefuse.models.manifest import load_manifest
+
+    return load_manifest()
+
+
+def absent_models(settings: Settings, roles: tuple[str, ...] = ROLES) -> list[tuple[str, str]]:
+    """(role, model name) of the manifest models chosen for `roles` that are not on disk."""
+    from facefuse.models.store import ModelStore, default_models_dir
+
+    store = ModelStore(_manifest(), default_models_dir(settings.models_dir), offline=True)
+    absent = []
+    for role in roles:
+        name = getattr(settings, role)
+        if name and not _is_path(name) and name in store.manifest.models \
+                and not store.path_for(name).is_file():
+            absent.append((role, name))
+    return absent
+
+
+def missing_models(settings: Settings, roles: tuple[str, ...] = ROLES) -> list[str]:
+    """One line per model of `roles` that is not on disk and cannot be downloaded now, saying
+    how to get it (names the manifest does not know, files that do not exist)."""
+    lines = []
+    for role in roles:
+        name = getattr(settings, role)
+        if not name:
+            continue
+        if _is_path(name):
+            if not Path(name).is_file():
+                lines.append(f"The {role} model file {name} does not exist")
+        elif name not in _manifest().models:
+            known = ", ".join(m.name for m in _manifest().models_for_role(role))
+            lines.append(f"The {role} model '{name}' is unknown; known: {known}")
+    if settings.offline:
+        lines += [f"The {role} model {name} is missing: run `facefuse models fetch {name}`, or "
+                  "allow Online Access (Preferences > System) to download it"
+                  for role, name in absent_models(settings, roles)]
+    return lines
+
+
+def _is_path(name: str) -> bool:
+    return name.endswith(".onnx") or "/" in name or os.sep in name

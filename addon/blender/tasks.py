@@ -1,0 +1,218 @@
+"""The add-on's jobs: swap a strip, preview a frame, check sources, look at and pick faces.
+
+Each builder reads bpy data on the main thread and returns a jobs.Job whose work calls the
+engine (facefuse.render, facefuse.previews) with plain values only; its on_done writes the
+outcome back into bpy data, again on the main thread, and says what happened.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import bpy
+
+from facefuse.errors import FacefuseError
+
+from . import convert, models, result
+from .convert import StripError, SwapPlan
+from .jobs import LOOK, RENDER, Job, Message, Report, runner
+
+PREVIEW_IMAGE = "facefuse preview"
+FACES_IMAGE = "facefuse faces"
+REFERENCE_FOLDER = "reference"
+
+
+# -- swap ----------------------------------------------------------------------------------------
+
+def swap_job(plan: SwapPlan) -> Job:
+    """Render the plan; when it is complete, put the result strip above the source."""
+    def work(report: Report, cancelled: Any) -> Any:
+        from facefuse.render import render
+
+        return render(plan.request, on_progress=report, cancel=cancelled)
+
+    def on_progress(job: Job, report: Any) -> None:
+        job.done += 1
+        job.status = f"frame {report.frame} {report.status.replace('_', ' ')}"
+
+    def on_done(_job: Job, summary: Any) -> Message:
+        return swap_outcome(plan, summary)
+
+    return Job(RENDER, f"Face swap of '{plan.strip}'", work, on_done, on_progress,
+               total=len(plan.todo()), status="analysing the shot")
+
+
+def swap_outcome(plan: SwapPlan, summary: Any) -> Message:
+    """What a finished render means for the user (and the result strip when it is complete)."""
+    kept = f"finished frames are kept in {plan.output_dir}"
+    if summary.cancelled:
+        return Message('WARNING', f"Face swap of '{plan.strip}' cancelled after {summary.done} "
+                                  f"frame(s); {kept}: Swap Strip resumes")
+    if summary.failed:
+        shown = "; ".join(f"frame {n}: {why}" for n, why in summary.failed[:3])
+        return Message('ERROR', f"{len(summary.failed)} frame(s) of '{plan.strip}' failed "
+                                f"({shown}); {kept}")
+    counts = f"{summary.swapped} swapped, {summary.no_face} without a face, " \
+             f"{summary.skipped} already done"
+    strip = result.add_result_strip(plan)
+    return Message('INFO', f"Face swap of '{plan.strip}' done ({counts}) in "
+                           f"{summary.seconds:.1f} s: strip '{strip.name}' on channel "
+                           f"{strip.channel}")
+
+
+# -- looks ---------------------------------------------------------------------------------------
+
+def preview_job(plan: SwapPlan, frame: int) -> Job:
+    """Swap the frame under the playhead and show it as the image 'facefuse preview'."""
+    number = plan.number_at(frame)
+
+    def work(_report: Report, _cancelled: Any) -> Path:
+        from facefuse import previews
+
+        pipeline = runner().pipeline(plan.request.settings)
+        return previews.preview_frame(plan.request, number, pipeline=pipeline)
+
+    def on_done(_job: Job, path: Path) -> Message:
+        image = show_image(path, PREVIEW_IMAGE)
+        return Message('INFO', f"Preview of frame {frame} in image '{image.name}'")
+
+    return Job(LOOK, f"Preview of frame {frame}", work, on_done, status="swapping one frame")
+
+
+def faces_job(plan: SwapPlan, frame: int) -> Job:
+    """Outline and number the faces under the playhead (image 'facefuse faces')."""
+    number = plan.number_at(frame)
+
+    def work(_report: Report, _cancelled: Any) -> tuple[Path, int]:
+        from facefuse import previews
+
+        pipeline = runner().pipeline(plan.request.settings)
+        return previews.faces_overlay(plan.request, number, pipeline=pipeline)
+
+    def on_done(_job: Job, outcome: tuple[Path, int]) -> Message:
+        path, count = outcome
+        _, strip = result.find_strip(plan)
+        strip.facefuse.reference_faces = count
+        image = show_image(path, FACES_IMAGE)
+        if count == 0:
+            return Message('WARNING', f"No face under the playhead (frame {frame})")
+        return Message('INFO', f"{count} face(s) under the playhead, numbered from the left in "
+                               f"image '{image.name}': choose one and press Use Face")
+
+    return Job(LOOK, "Finding faces under the playhead", work, on_done, status="detecting")
+
+
+def reference_job(plan: SwapPlan, frame: int, index: int) -> Job:
+    """Save face `index` under the playhead as the strip's reference face."""
+    number = plan.number_at(frame)
+    folder = plan.output_dir / REFERENCE_FOLDER
+
+    def work(_report: Report, _cancelled: Any) -> Path:
+        from facefuse import previews
+
+        pipeline = runner().pipeline(plan.request.settings)
+        return previews.reference_face(plan.request, number, index, folder, pipeline=pipeline)
+
+    def on_done(_job: Job, path: Path) -> Message:
+        _, strip = result.find_strip(plan)
+        strip.facefuse.reference_image = blend_path(path)
+        strip.facefuse.selector = 'reference'
+        return Message('INFO', f"Face {index} of frame {frame} is the reference: {path.name}")
+
+    return Job(LOOK, "Saving the reference face", work, on_done, status="cropping")
+
+
+def sources_job(scene: Any, strip: Any) -> Job:
+    """Detect the faces of every source image, make thumbnails, store counts on the strip."""
+    convert.require_swappable(strip)
+    settings = convert.engine_settings(strip.facefuse)
+    missing = models.missing_models(settings, models.LOOK_ROLES)
+    if missing:
+        raise StripError("; ".join(missing))
+    items = [(item.filepath, Path(bpy.path.abspath(item.filepath)))
+             for item in strip.facefuse.sources if item.filepath.strip()]
+    names = (scene.name, strip.name)
+
+    def work(_report: Report, _cancelled: Any) -> list[tuple[str, str, int, str]]:
+        from facefuse import previews
+
+        pipeline = runner().pipeline(settings)
+        checked = []
+        for text, path in items:
+            try:
+                thumb, count = previews.source_preview(path, settings, pipeline=pipeline)
+                checked.append((text, str(thumb), count, ""))
+            except FacefuseError as exc:
+                checked.append((text, "", 0, str(exc)))
+        return checked
+
+    def on_done(_job: Job, checked: list[tuple[str, str, int, str]]) -> Message:
+        _, target = result.strip_named(*names)
+        problems = []
+        for text, thumb, count, error in checked:
+            for item in target.facefuse.sources:
+                if item.filepath == text:
+                    item.checked_path, item.thumbnail, item.faces = text, thumb, count
+            if error or count == 0:
+                problems.append(error or f"{Path(text).name}: no face found; use a photo where "
+                                         "the face is clearly visible")
+        if problems:
+            return Message('WARNING', "; ".join(problems))
+        return Message('INFO', f"{len(checked)} source image(s) checked: a face in each")
+
+    return Job(LOOK, "Checking source images", work, on_done, status="detecting faces")
+
+
+def fetch_job(settings: Any) -> Job:
+    """Download the chosen manifest models that are not on disk (needs online access)."""
+    absent = models.absent_models(settings)
+
+    def work(report: Report, _cancelled: Any) -> list[str]:
+        from facefuse.models.manifest import load_manifest
+        from facefuse.models.store import ModelStore, default_models_dir
+
+        store = ModelStore(load_manifest(), default_models_dir(settings.models_dir),
+                           offline=False, on_progress=lambda *p: report(p))
+        return [str(store.fetch(name)) for _, name in absent]
+
+    def on_progress(job: Job, item: tuple[str, int, int | None]) -> None:
+        name, done, total = item
+        job.done, job.total, job.status = done, total or 0, f"downloading {name}"
+
+    def on_done(_job: Job, paths: list[str]) -> Message:
+        return Message('INFO', f"{len(paths)} model(s) downloaded")
+
+    return Job(LOOK, "Downloading models", work, on_done, on_progress, status="connecting")
+
+
+# -- bpy helpers (main thread) -------------------------------------------------------------------
+
+def show_image(path: Path, name: str) -> Any:
+    """Load `path` as image `name` (reloading it if it exists) and show it in Image Editors."""
+    image = bpy.data.images.get(name)
+    if image is None:
+        image = bpy.data.images.load(str(path), check_existing=False)
+        image.name = name
+    else:
+        image.filepath = str(path)
+        image.reload()
+    wm = getattr(bpy.context, "window_manager", None)
+    for window in getattr(wm, "windows", ()):
+        for area in window.screen.areas:
+            if area.type == 'IMAGE_EDITOR':
+                area.spaces.active.image = image
+    return image
+
+
+def blend_path(path: Path) -> str:
+    """`path` relative to the .blend (//...) when the file is saved and prefers relative paths."""
+    prefs = getattr(bpy.context, "preferences", None)
+    relative = prefs is None or prefs.filepaths.use_relative_paths
+    if bpy.data.filepath and relative:
+        try:
+            return bpy.path.relpath(str(path))
+        except ValueError:  # another drive (Windows)
+            pass
+    return str(path)
+
