@@ -21,13 +21,17 @@ PREFIX = "facefuse:"
 # Settings fields that do not change pixels and stay out of the fingerprint.
 NOT_PIXEL_SETTINGS = frozenset({"providers", "models_dir", "cache_dir", "offline",
                                 "use_embedding_cache"})
+# Settings named by path: the fingerprint takes their contents' sha256 instead, so farm
+# machines that mount the same files at other paths still recognise finished frames.
+BY_CONTENT_SETTINGS = frozenset({"detector", "recogniser", "swapper", "enhancer",
+                                 "reference_images"})
 
 
-def settings_record(settings: Settings) -> dict[str, Any]:
-    """The pixel-relevant settings as JSON-ready data."""
+def settings_record(settings: Settings, portable: bool = False) -> dict[str, Any]:
+    """The pixel-relevant settings as JSON-ready data (portable: without file paths)."""
     record = {}
     for field in dataclasses.fields(settings):
-        if field.name in NOT_PIXEL_SETTINGS:
+        if field.name in NOT_PIXEL_SETTINGS or (portable and field.name in BY_CONTENT_SETTINGS):
             continue
         value = getattr(settings, field.name)
         record[field.name] = _jsonable(value)
@@ -44,8 +48,12 @@ def _jsonable(value: Any) -> Any:
 
 def fingerprint(settings: Settings, model_ids: Mapping[str, str], identity: SourceIdentity,
                 colorspace: str | None, extra: Mapping[str, Any] | None = None) -> str:
-    """sha256 over everything that decides an output frame's pixels."""
-    payload = {"settings": settings_record(settings), "models": dict(sorted(model_ids.items())),
+    """sha256 over everything that decides an output frame's pixels.
+
+    model_ids: role -> the model file's sha256; extra: anything else that matters, by content
+    (e.g. the input's and the reference images' sha256)."""
+    payload = {"settings": settings_record(settings, portable=True),
+               "models": dict(sorted(model_ids.items())),
                "identity": identity.digest, "colorspace": colorspace, "extra": dict(extra or {})}
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

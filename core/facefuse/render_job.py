@@ -110,10 +110,13 @@ class RenderJob:
     def _fingerprint(self, pipeline: Any, identity: SourceIdentity, colour_name: str | None,
                      content_sha256: str) -> str:
         roles = [r for r in ROLES if r != "enhancer" or self.request.settings.enhancer]
-        models = {role: pipeline.model_identity(role) for role in roles}
+        models = {role: pipeline.model_sha256(role) for role in roles}
+        memo = HashMemo(self._cache_dir(pipeline) / "hashes.json")
+        references = [memo.sha256(Path(p)) for p in self.request.settings.reference_images]
         rendered_range = (self.analysis_numbers[0], self.analysis_numbers[-1])
         extra = {"smoothing": repr(self._smoothing()), "frames": rendered_range,
                  "start_number": self.request.start_number, "input": content_sha256,
+                 "reference": references, "enhancer": bool(self.request.settings.enhancer),
                  "conform_vfr": self.request.conform_vfr}
         return provenance.fingerprint(self.request.settings, models, identity, colour_name,
                                       extra)
