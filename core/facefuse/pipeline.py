@@ -6,6 +6,7 @@ settings live side by side in one process (nothing here is module-level state).
 
 from __future__ import annotations
 
+import io
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -20,7 +21,7 @@ from .content_hash import HashMemo
 from .embedding_cache import EmbeddingCache, default_cache_dir, sha256_bytes
 from .errors import NoFaceError
 from .geometry import DisplayConversion
-from .io.images import decode_image, read_image_bytes
+from .io.images import atomic_write_bytes, decode_image, read_image_bytes
 from .masks import box_mask, combine_masks, landmark_hull_mask
 from .models.manifest import Family, Manifest, load_manifest
 from .models.store import LocatedModel, ModelStore, default_models_dir, offline_from_env
@@ -112,10 +113,29 @@ class Pipeline:
         if role == "detector":  # YuNet's input size is fixed by the model
             return cls(session, family, score_threshold=s.detector_score)
         if role == "swapper":
-            return cls(session, family, read_emap(path), normalise_latent=s.normalise_latent)
+            return cls(session, family, self._emap(path), normalise_latent=s.normalise_latent)
         if family.class_name == "CodeFormerRestorer":
             return cls(session, family, fidelity=s.codeformer_fidelity)
         return cls(session, family)
+
+    def _emap(self, path: Path) -> np.ndarray:
+        """The swapper's emap, kept beside the models as .npy by the model's sha256: reading it
+        from the ONNX file parses the whole model (555 MB for inswapper_128) in every process."""
+        cached = self.models_dir / f"emap-{self.model_sha256('swapper')[:16]}.npy"
+        if cached.is_file():
+            try:
+                return np.load(cached, allow_pickle=False)
+            except (OSError, ValueError):
+                log.warning("ignoring the damaged emap cache %s", cached)
+        emap = read_emap(path)
+        buffer = io.BytesIO()
+        np.save(buffer, emap, allow_pickle=False)
+        try:
+            self.models_dir.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(cached, buffer.getvalue())
+        except OSError as exc:  # a read-only models folder only costs time
+            log.debug("cannot cache the emap in %s: %s", self.models_dir, exc)
+        return emap
 
     def model_sha256(self, role: str) -> str:
         """The sha256 of the role's model file: from the manifest, or hashed once (remembered by

@@ -177,3 +177,20 @@ def test_target_without_faces_passes_through(settings, testdata):
             [testdata / "media" / "obama.jpg"]))
     assert result.faces == () and result.matte is None
     np.testing.assert_array_equal(result.frame, blank)
+
+
+def test_the_swapper_emap_is_read_from_the_model_once(settings, testdata, monkeypatch):
+    target = read_image(testdata / "media" / "astronaut.png")
+    source = [testdata / "media" / "obama.jpg"]
+    with Pipeline(settings) as first:
+        expected = first.process_frame(target, first.source_identity(source)).frame
+    cached = list(settings.models_dir.glob("emap-*.npy"))
+    assert len(cached) == 1
+
+    def parse_again(_path):
+        raise AssertionError("the emap was read from the ONNX file again")
+
+    monkeypatch.setattr("facefuse.pipeline.read_emap", parse_again)
+    with Pipeline(settings) as second:
+        again = second.process_frame(target, second.source_identity(source)).frame
+    np.testing.assert_array_equal(again, expected)
