@@ -21,6 +21,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import bpy
@@ -36,7 +37,7 @@ DEFAULT_OUTPUT = "//facefuse/"
 SWAPPABLE = ('MOVIE', 'IMAGE')
 STAGE_FOLDER = "input"
 _NUMBERED = re.compile(r"^(?P<prefix>.*?)(?P<digits>\d+)(?P<suffix>\.[^.]+)$")
-_SEQUENCE_FORMATS = {".exr": "exr", ".dpx": "dpx", ".tif": "tif", ".tiff": "tif"}
+_SEQUENCE_FORMATS = MappingProxyType({".exr": "exr", ".dpx": "dpx", ".tif": "tif", ".tiff": "tif"})
 
 
 class StripError(Exception):
