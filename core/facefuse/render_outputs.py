@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections import deque
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -23,6 +25,7 @@ from .shots import SequenceInput, SequenceOutput, ShotInput, VideoInput
 log = logging.getLogger(__name__)
 
 DEFAULT_SEQUENCE_RATE = Fraction(24)
+WRITE_WORKERS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,11 +103,18 @@ class _Extras:
 
 
 class SequenceWriter:
-    """Image-sequence output: every frame written atomically, finished frames skipped on re-run."""
+    """Image-sequence output: every frame written atomically, finished frames skipped on re-run.
+
+    Encoding (EXR compression above all) is the slow part of plate output, so up to
+    WRITE_WORKERS frames are written at once; frames are still reported in order, and a frame
+    counts as done only once all its files are renamed into place."""
 
     def __init__(self, pattern: str, like: Any, extras: _Extras) -> None:
         self.main = SequenceOutput(pattern, like)
         self.extras = extras
+        self._pool = ThreadPoolExecutor(WRITE_WORKERS, thread_name_prefix="facefuse-encode")
+        self._pending: deque[tuple[Processed, Future[None] | None, Counts,
+                                   ProgressCallback]] = deque()
 
     def finished(self, number: int, fingerprint: str) -> bool:
         return self.main.finished(number, fingerprint) and self.extras.finished(number,
@@ -112,13 +122,30 @@ class SequenceWriter:
 
     def write(self, item: Processed, metadata: Mapping[str, str], counts: Counts,
               report: ProgressCallback) -> None:
-        if item.frame is not None:
-            self.main.write(item.number, item.frame, metadata)
-            self.extras.write(item, item.frame, metadata)
+        future = (self._pool.submit(self._write_files, item, metadata)
+                  if item.frame is not None else None)
+        self._pending.append((item, future, counts, report))
+        while len(self._pending) > WRITE_WORKERS:
+            self._settle_oldest()
+
+    def _write_files(self, item: Processed, metadata: Mapping[str, str]) -> None:
+        assert item.frame is not None
+        self.main.write(item.number, item.frame, metadata)
+        self.extras.write(item, item.frame, metadata)
+
+    def _settle_oldest(self) -> None:
+        item, future, counts, report = self._pending.popleft()
+        if future is not None:
+            future.result()  # re-raises a failed write
         counts.record(item, report)
 
     def finish(self, complete: bool) -> None:
-        return None
+        """Wait for the frames in flight (they complete even when cancelled)."""
+        try:
+            while self._pending:
+                self._settle_oldest()
+        finally:
+            self._pool.shutdown(wait=True)
 
 
 class VideoWriter:
