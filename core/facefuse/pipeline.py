@@ -33,6 +33,7 @@ from .stages import FAMILY_CLASSES
 from .stages.swap import read_emap
 from .timing import StageClock
 from .types import Face, FrameResult, SourceIdentity
+from .vectors import mean_direction
 
 log = logging.getLogger(__name__)
 
@@ -167,7 +168,7 @@ class Pipeline:
             digest = sha256_bytes(data)
             embeddings.append(self._image_embedding(data, digest, str(path)))
             digests.append(digest)
-        return SourceIdentity(_mean_direction(embeddings), tuple(digests))
+        return SourceIdentity(mean_direction(embeddings), tuple(digests))
 
     def _image_embedding(self, data: bytes, digest: str, label: str) -> np.ndarray:
         key = EmbeddingCache.key(digest, self.model_identity("detector"),
@@ -314,12 +315,6 @@ class Pipeline:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def _mean_direction(embeddings: Sequence[np.ndarray]) -> np.ndarray:
-    mean = np.mean(np.stack([np.asarray(e, np.float32) for e in embeddings]), axis=0)
-    norm = float(np.linalg.norm(mean))
-    return (mean / norm if norm > 0 else mean).astype(np.float32)
 
 
 def _with_embedding(face: Face, vector: np.ndarray) -> Face:

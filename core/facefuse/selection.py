@@ -8,19 +8,12 @@ import numpy as np
 
 from .errors import InputError
 from .types import Face
+from .vectors import cosine_similarity
 
 
 def largest_face(faces: Sequence[Face]) -> Face | None:
     """The face with the largest box area, or None when there is none."""
     return max(faces, key=lambda f: f.area_px, default=None)
-
-
-def cosine_similarity(a: np.ndarray, b: np.ndarray) -> float:
-    """Cosine similarity of two 1-D vectors (normalised here, so any scale works)."""
-    a = np.asarray(a, dtype=np.float64).ravel()
-    b = np.asarray(b, dtype=np.float64).ravel()
-    denom = float(np.linalg.norm(a) * np.linalg.norm(b))
-    return float(a @ b / denom) if denom > 0 else 0.0
 
 
 def select_faces(faces: Sequence[Face], mode: str, reference: np.ndarray | None = None,

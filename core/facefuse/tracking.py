@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import InputError
-from .selection import cosine_similarity
 from .types import Face
+from .vectors import cosine_similarity, l2_normalise
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +80,7 @@ class Track:
 
 def _unit(vector: np.ndarray) -> np.ndarray:
     """float64 (D,) scaled to unit length (a zero vector stays zero)."""
-    values = np.asarray(vector, dtype=np.float64).ravel()
-    norm = float(np.linalg.norm(values))
-    return values / norm if norm > 0 else values
+    return l2_normalise(np.ravel(vector), dtype=np.float64)
 
 
 def box_iou_matrix(boxes_a: np.ndarray, boxes_b: np.ndarray) -> np.ndarray:

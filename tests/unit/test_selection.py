@@ -2,8 +2,9 @@ import numpy as np
 import pytest
 
 from facefuse.errors import InputError
-from facefuse.selection import cosine_similarity, largest_face, select_faces
+from facefuse.selection import largest_face, select_faces
 from facefuse.types import Face
+from facefuse.vectors import cosine_similarity
 
 
 def _face(x, size, embedding=None):

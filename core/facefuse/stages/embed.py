@@ -16,29 +16,12 @@ import onnxruntime as ort
 from ..geometry import warp_crop
 from ..models.manifest import Family
 from ..types import AlignedCrop, Face
+from ..vectors import cosine_similarity, l2_normalise
 from .tensors import check_crop_size, crops_to_nchw, input_dtype
 
 log = logging.getLogger(__name__)
 
-def l2_normalise(v: np.ndarray, eps: float = 1e-12) -> np.ndarray:
-    """Scale vectors to unit length along the last axis; float32, same shape as v.
-
-    A zero vector stays zero (divided by eps, not by 0).
-    """
-    values = np.asarray(v, dtype=np.float32)
-    norms = np.linalg.norm(values.astype(np.float64), axis=-1, keepdims=True)
-    return (values / np.maximum(norms, eps)).astype(np.float32)
-
-
-def cosine_similarity(a: np.ndarray, b: np.ndarray) -> float:
-    """Cosine of the angle between two (D,) vectors, in [-1, 1]; neither needs to be normalised."""
-    a64 = np.asarray(a, dtype=np.float64).reshape(-1)
-    b64 = np.asarray(b, dtype=np.float64).reshape(-1)
-    if a64.shape != b64.shape:
-        raise ValueError(f"cannot compare embeddings of {a64.size} and {b64.size} values")
-    denom = max(float(np.linalg.norm(a64) * np.linalg.norm(b64)), 1e-12)
-    return float(np.dot(a64, b64) / denom)
-
+__all__ = ["ArcFaceEmbedder", "cosine_similarity", "l2_normalise"]
 
 class ArcFaceEmbedder:
     """One recogniser session and its family's numbers (template, size, colour, mean, std)."""

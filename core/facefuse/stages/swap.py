@@ -18,7 +18,7 @@ from onnx import numpy_helper
 from ..errors import ModelContractError
 from ..models.manifest import Family
 from ..types import AlignedCrop
-from .embed import l2_normalise
+from ..vectors import l2_normalise
 from .tensors import check_crop_size, crops_to_nchw, input_dtype, nchw_to_crop
 
 log = logging.getLogger(__name__)
