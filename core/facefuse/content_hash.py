@@ -20,35 +20,44 @@ log = logging.getLogger(__name__)
 
 
 class HashMemo:
-    """A JSON file mapping absolute paths to {size, mtime_ns, sha256}."""
+    """A JSON file mapping absolute paths to {size, mtime_ns, sha256}, read once per instance;
+    new hashes are written back by flush() (content_sha256 flushes once for a whole shot)."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self._records: dict[str, dict[str, int | str]] | None = None
+        self._dirty = False
 
-    def _load(self) -> dict[str, dict[str, int | str]]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+    def _loaded(self) -> dict[str, dict[str, int | str]]:
+        if self._records is None:
+            try:
+                data = json.loads(self.path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                data = {}
+            self._records = data if isinstance(data, dict) else {}
+        return self._records
 
     def sha256(self, file: Path) -> str:
         """The file's sha256, hashed only when its size or mtime changed since last time."""
         file = Path(file).resolve()
         stat = file.stat()
-        records = self._load()
+        records = self._loaded()
         known = records.get(str(file))
         if known and known.get("size") == stat.st_size and known.get("mtime_ns") == stat.st_mtime_ns:
             return str(known["sha256"])
         digest = sha256_file(file)
         records[str(file)] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest}
-        self._save(records)
+        self._dirty = True
         return digest
 
-    def _save(self, records: dict[str, dict[str, int | str]]) -> None:
+    def flush(self) -> None:
+        """Write new hashes back (atomically; the last writer of concurrent processes wins)."""
+        if not self._dirty or self._records is None:
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(self.path, json.dumps(records).encode("utf-8"))
+            atomic_write_bytes(self.path, json.dumps(self._records).encode("utf-8"))
+            self._dirty = False
         except OSError as exc:  # a read-only cache only costs speed
             log.warning("cannot remember file hashes in %s: %s", self.path, exc)
 
@@ -59,4 +68,5 @@ def content_sha256(files: Sequence[Path], memo: HashMemo) -> str:
     for file in files:
         combined.update(memo.sha256(file).encode("ascii"))
         combined.update(os.fsencode(Path(file).suffix))
+    memo.flush()
     return combined.hexdigest()

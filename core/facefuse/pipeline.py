@@ -144,7 +144,9 @@ class Pipeline:
         located = self.locate(role)
         if located.entry is not None:
             return located.entry.sha256
-        return self._hashes.sha256(located.path)
+        digest = self._hashes.sha256(located.path)
+        self._hashes.flush()
+        return digest
 
     def model_identity(self, role: str) -> str:
         """A content identity of the role's model: its label and sha256."""

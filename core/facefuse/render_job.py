@@ -71,14 +71,15 @@ class RenderJob:
         counts = Counts()
         identity = pipeline.source_identity(self.request.sources)
         colour, colour_name = self.colour, self.colour_name
-        content = self.shot.content_sha256(HashMemo(self._cache_dir(pipeline) / "hashes.json"))
-        fingerprint = self._fingerprint(pipeline, identity, colour_name, content)
+        memo = HashMemo(self._cache_dir(pipeline) / "hashes.json")
+        content = self.shot.content_sha256(memo)
+        fingerprint = self._fingerprint(pipeline, identity, colour_name, content, memo)
         metadata = provenance.provenance(self.request.settings, pipeline.models_used(), identity,
                                          fingerprint, self.shot.label)
         todo = self._todo(fingerprint, counts, report)
         if not todo:
             return counts, True
-        detections = self._analysis(pipeline, colour, colour_name, cancelled)
+        detections = self._analysis(pipeline, colour, colour_name, content, cancelled)
         targets = plan_targets(detections, self.request.settings.selector,
                                pipeline.reference_embedding(), self.request.settings.similarity,
                                float(self.shot.rate) if self.shot.rate else None,
@@ -108,11 +109,11 @@ class RenderJob:
             self.request.smoothing_beta, d_cutoff=defaults.d_cutoff)
 
     def _fingerprint(self, pipeline: Any, identity: SourceIdentity, colour_name: str | None,
-                     content_sha256: str) -> str:
+                     content_sha256: str, memo: HashMemo) -> str:
         roles = [r for r in ROLES if r != "enhancer" or self.request.settings.enhancer]
         models = {role: pipeline.model_sha256(role) for role in roles}
-        memo = HashMemo(self._cache_dir(pipeline) / "hashes.json")
         references = [memo.sha256(Path(p)) for p in self.request.settings.reference_images]
+        memo.flush()
         rendered_range = (self.analysis_numbers[0], self.analysis_numbers[-1])
         extra = {"smoothing": repr(self._smoothing()), "frames": rendered_range,
                  "start_number": self.request.start_number, "input": content_sha256,
@@ -141,10 +142,11 @@ class RenderJob:
 
     # -- pass 1 -----------------------------------------------------------------------------
     def _analysis(self, pipeline: Any, colour: DisplayConversion | None,
-                  colour_name: str | None, cancelled: CancelCheck) -> dict[int, tuple[Face, ...]]:
+                  colour_name: str | None, content_sha256: str,
+                  cancelled: CancelCheck) -> dict[int, tuple[Face, ...]]:
         cache_dir = self._cache_dir(pipeline)
         settings = self.request.settings
-        key = AnalysisKey(self.shot.content_sha256(HashMemo(cache_dir / "hashes.json")),
+        key = AnalysisKey(content_sha256,
                           pipeline.model_identity("detector"),
                           pipeline.model_identity("recogniser"), settings.detector_size_px,
                           settings.detector_score, colour_name)
