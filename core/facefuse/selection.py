@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import numpy as np
 
 from .errors import InputError
 from .types import Face
 from .vectors import cosine_similarity
+
+T = TypeVar("T")
 
 
 def largest_face(faces: Sequence[Face]) -> Face | None:
@@ -30,20 +33,22 @@ def select_faces(faces: Sequence[Face], mode: str, reference: np.ndarray | None 
     if mode == "many":
         return tuple(sorted(faces, key=lambda f: f.area_px, reverse=True))
     if mode == "reference":
-        return _similar_faces(faces, reference, threshold)
+        return most_similar(faces, lambda face: face.embedding, reference, threshold)
     raise InputError(f"unknown face selector {mode!r}; use one, many or reference")
 
 
-def _similar_faces(faces: Sequence[Face], reference: np.ndarray | None,
-                   threshold: float) -> tuple[Face, ...]:
+def most_similar(items: Sequence[T], embedding_of: Callable[[T], np.ndarray | None],
+                 reference: np.ndarray | None, threshold: float) -> tuple[T, ...]:
+    """The items (faces, tracks) whose embedding has cosine similarity >= threshold to
+    `reference`, most similar first (ties keep the given order). Every item needs an embedding."""
     if reference is None:
         raise InputError("the reference selector needs a reference face (--reference IMAGE)")
     scored = []
-    for face in faces:
-        if face.embedding is None:
-            raise ValueError("reference selection needs faces with embeddings")
-        similarity = cosine_similarity(face.embedding, reference)
+    for position, item in enumerate(items):
+        embedding = embedding_of(item)
+        if embedding is None:
+            raise ValueError("reference selection needs an embedding for every face")
+        similarity = cosine_similarity(embedding, reference)
         if similarity >= threshold:
-            scored.append((similarity, face))
-    scored.sort(key=lambda pair: pair[0], reverse=True)
-    return tuple(face for _, face in scored)
+            scored.append((-similarity, position, item))
+    return tuple(item for *_, item in sorted(scored, key=lambda entry: entry[:2]))

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import InputError
+from .selection import most_similar
 from .types import Face
-from .vectors import cosine_similarity, l2_normalise
+from .vectors import l2_normalise
 
 log = logging.getLogger(__name__)
 
@@ -312,20 +313,8 @@ def select_tracks(tracks: Sequence[Track], mode: str, reference: np.ndarray | No
     if mode == "many":
         return tuple(ranked)
     if mode == "reference":
-        return _similar_tracks(tracks, reference, threshold)
+        by_id = sorted(tracks, key=lambda t: t.track_id)
+        return most_similar(by_id, lambda track: track.mean_embedding, reference, threshold)
     raise InputError(f"unknown face selector {mode!r}; use one, many or reference")
 
 
-def _similar_tracks(tracks: Sequence[Track], reference: np.ndarray | None,
-                    threshold: float) -> tuple[Track, ...]:
-    if reference is None:
-        raise InputError("the reference selector needs a reference face (--reference IMAGE)")
-    scored = []
-    for track in tracks:
-        mean = track.mean_embedding
-        if mean is None:
-            raise ValueError(f"reference selection needs embeddings (track {track.track_id})")
-        similarity = cosine_similarity(mean, reference)
-        if similarity >= threshold:
-            scored.append((-similarity, track.track_id, track))
-    return tuple(track for *_, track in sorted(scored, key=lambda s: s[:2]))
