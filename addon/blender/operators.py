@@ -50,16 +50,21 @@ def _has_scene(context: Any) -> bool:
     return convert.sequencer_scene(context) is not None
 
 
-class FACEFUSE_OT_swap_strip(Operator):
+class _NeedsSequencer:
+    """Operators that act on the sequencer scene (the strip checks come in execute, with a
+    message, rather than greying the button out silently)."""
+
+    @classmethod
+    def poll(cls, context: Any) -> bool:
+        return _has_scene(context)
+
+
+class FACEFUSE_OT_swap_strip(_NeedsSequencer, Operator):
     """Swap faces in the active strip's trimmed range into an image strip on the channel above"""
 
     bl_idname = "facefuse.swap_strip"
     bl_label = "Swap Strip"
     bl_options = {'REGISTER'}
-
-    @classmethod
-    def poll(cls, context: Any) -> bool:
-        return _has_scene(context)
 
     def execute(self, context: Any) -> set[str]:
         def build() -> jobs.Job:
@@ -68,16 +73,12 @@ class FACEFUSE_OT_swap_strip(Operator):
         return _run(self, build, "Face swap started: progress in the status bar")
 
 
-class FACEFUSE_OT_preview_frame(Operator):
+class FACEFUSE_OT_preview_frame(_NeedsSequencer, Operator):
     """Swap the frame under the playhead and show it in the Image Editor ('facefuse preview')"""
 
     bl_idname = "facefuse.preview_frame"
     bl_label = "Preview Frame"
     bl_options = {'REGISTER'}
-
-    @classmethod
-    def poll(cls, context: Any) -> bool:
-        return _has_scene(context)
 
     def execute(self, context: Any) -> set[str]:
         def build() -> jobs.Job:
@@ -86,16 +87,12 @@ class FACEFUSE_OT_preview_frame(Operator):
         return _run(self, build, "Previewing the frame under the playhead")
 
 
-class FACEFUSE_OT_find_faces(Operator):
+class FACEFUSE_OT_find_faces(_NeedsSequencer, Operator):
     """Outline and number the faces under the playhead, to pick the reference face"""
 
     bl_idname = "facefuse.find_faces"
     bl_label = "Faces Under Playhead"
     bl_options = {'REGISTER'}
-
-    @classmethod
-    def poll(cls, context: Any) -> bool:
-        return _has_scene(context)
 
     def execute(self, context: Any) -> set[str]:
         def build() -> jobs.Job:
@@ -105,7 +102,7 @@ class FACEFUSE_OT_find_faces(Operator):
         return _run(self, build, "Finding the faces under the playhead")
 
 
-class FACEFUSE_OT_use_face(Operator):
+class FACEFUSE_OT_use_face(_NeedsSequencer, Operator):
     """Use the chosen face under the playhead as the reference: those faces get swapped"""
 
     bl_idname = "facefuse.use_face"
@@ -114,10 +111,6 @@ class FACEFUSE_OT_use_face(Operator):
 
     index: IntProperty(name="Face Number", default=-1, min=-1,
                        description="Face number from the left (-1: the strip's Face Number)")
-
-    @classmethod
-    def poll(cls, context: Any) -> bool:
-        return _has_scene(context)
 
     def execute(self, context: Any) -> set[str]:
         def build() -> jobs.Job:
@@ -128,7 +121,7 @@ class FACEFUSE_OT_use_face(Operator):
         return _run(self, build, "Saving the reference face")
 
 
-class FACEFUSE_OT_add_sources(Operator):
+class FACEFUSE_OT_add_sources(_NeedsSequencer, Operator):
     """Add photos of the face to put in (several photos of one person are averaged)"""
 
     bl_idname = "facefuse.add_sources"
@@ -141,10 +134,6 @@ class FACEFUSE_OT_add_sources(Operator):
     filter_glob: StringProperty(default=IMAGE_GLOB, options={'HIDDEN'})
     filter_image: bpy.props.BoolProperty(default=True, options={'HIDDEN', 'SKIP_SAVE'})
     filter_folder: bpy.props.BoolProperty(default=True, options={'HIDDEN', 'SKIP_SAVE'})
-
-    @classmethod
-    def poll(cls, context: Any) -> bool:
-        return _has_scene(context)
 
     def invoke(self, context: Any, _event: Any) -> set[str]:
         context.window_manager.fileselect_add(self)
@@ -185,16 +174,12 @@ class FACEFUSE_OT_add_sources(Operator):
         return [bpy.path.abspath(self.filepath)] if self.filepath else []
 
 
-class FACEFUSE_OT_remove_source(Operator):
+class FACEFUSE_OT_remove_source(_NeedsSequencer, Operator):
     """Remove the selected source image"""
 
     bl_idname = "facefuse.remove_source"
     bl_label = "Remove Source Image"
     bl_options = {'REGISTER', 'UNDO'}
-
-    @classmethod
-    def poll(cls, context: Any) -> bool:
-        return _has_scene(context)
 
     def execute(self, context: Any) -> set[str]:
         try:
@@ -211,16 +196,12 @@ class FACEFUSE_OT_remove_source(Operator):
         return {'FINISHED'}
 
 
-class FACEFUSE_OT_check_sources(Operator):
+class FACEFUSE_OT_check_sources(_NeedsSequencer, Operator):
     """Find the faces in the source images again and redraw their thumbnails"""
 
     bl_idname = "facefuse.check_sources"
     bl_label = "Check Source Images"
     bl_options = {'REGISTER'}
-
-    @classmethod
-    def poll(cls, context: Any) -> bool:
-        return _has_scene(context)
 
     def execute(self, context: Any) -> set[str]:
         def build() -> jobs.Job:

@@ -89,6 +89,16 @@ class FacefusePanel:
     bl_category = CATEGORY
 
 
+class StripPanel(FacefusePanel):
+    """A sub-panel of Face Swap shown while a movie or image strip is active."""
+
+    bl_parent_id = "SEQUENCER_PT_facefuse"
+
+    @classmethod
+    def poll(cls, context: Any) -> bool:
+        return swappable_strip(context) is not None
+
+
 class SEQUENCER_PT_facefuse(FacefusePanel, Panel):
     bl_label = "Face Swap"
 
@@ -114,13 +124,8 @@ class SEQUENCER_PT_facefuse(FacefusePanel, Panel):
         column.operator("facefuse.swap_strip", icon='RENDER_ANIMATION')
 
 
-class SEQUENCER_PT_facefuse_sources(FacefusePanel, Panel):
+class SEQUENCER_PT_facefuse_sources(StripPanel, Panel):
     bl_label = "Sources"
-    bl_parent_id = "SEQUENCER_PT_facefuse"
-
-    @classmethod
-    def poll(cls, context: Any) -> bool:
-        return swappable_strip(context) is not None
 
     def draw(self, context: Any) -> None:
         layout = self.layout
@@ -150,13 +155,8 @@ class SEQUENCER_PT_facefuse_sources(FacefusePanel, Panel):
             layout.operator("facefuse.check_sources", text="Check Faces", icon='VIEWZOOM')
 
 
-class SEQUENCER_PT_facefuse_target(FacefusePanel, Panel):
+class SEQUENCER_PT_facefuse_target(StripPanel, Panel):
     bl_label = "Target Face"
-    bl_parent_id = "SEQUENCER_PT_facefuse"
-
-    @classmethod
-    def poll(cls, context: Any) -> bool:
-        return swappable_strip(context) is not None
 
     def draw(self, context: Any) -> None:
         layout = self.layout
@@ -177,14 +177,9 @@ class SEQUENCER_PT_facefuse_target(FacefusePanel, Panel):
         layout.prop(props, "similarity", slider=True)
 
 
-class SEQUENCER_PT_facefuse_models(FacefusePanel, Panel):
+class SEQUENCER_PT_facefuse_models(StripPanel, Panel):
     bl_label = "Models"
-    bl_parent_id = "SEQUENCER_PT_facefuse"
     bl_options = {'DEFAULT_CLOSED'}
-
-    @classmethod
-    def poll(cls, context: Any) -> bool:
-        return swappable_strip(context) is not None
 
     def draw_header_preset(self, context: Any) -> None:
         if model_problems(context):
@@ -212,14 +207,9 @@ class SEQUENCER_PT_facefuse_models(FacefusePanel, Panel):
         layout.prop(props, "cache_dir")
 
 
-class SEQUENCER_PT_facefuse_output(FacefusePanel, Panel):
+class SEQUENCER_PT_facefuse_output(StripPanel, Panel):
     bl_label = "Mask and Output"
-    bl_parent_id = "SEQUENCER_PT_facefuse"
     bl_options = {'DEFAULT_CLOSED'}
-
-    @classmethod
-    def poll(cls, context: Any) -> bool:
-        return swappable_strip(context) is not None
 
     def draw(self, context: Any) -> None:
         layout = self.layout
