@@ -33,7 +33,8 @@ import OpenImageIO as oiio
 import pytest
 
 from facefuse.config import Settings
-from facefuse.render import FrameReport, RenderRequest, RenderSummary, render
+from facefuse.shot.render import render
+from facefuse.shot.request import FrameReport, RenderRequest, RenderSummary
 from tests import contract_models, media_factory
 from tests.media_factory import marked_frame
 

@@ -27,10 +27,11 @@ from typing import Any
 import bpy
 
 from facefuse.config import Settings
+from facefuse.hosting import models
+from facefuse.hosting.jobs import HostError
 from facefuse.io import sequences
-from facefuse.render import RenderRequest
-
-from . import models
+from facefuse.shot.frames import plan_frames
+from facefuse.shot.request import RenderRequest
 
 START_NUMBER = 1
 DEFAULT_OUTPUT = "//facefuse/"
@@ -40,7 +41,7 @@ _NUMBERED = re.compile(r"^(?P<prefix>.*?)(?P<digits>\d+)(?P<suffix>\.[^.]+)$")
 _SEQUENCE_FORMATS = MappingProxyType({".exr": "exr", ".dpx": "dpx", ".tif": "tif", ".tiff": "tif"})
 
 
-class StripError(Exception):
+class StripError(HostError):
     """The strip, its settings or the file system stop a swap; the message tells the user why."""
 
 
@@ -69,11 +70,11 @@ class SwapPlan:
                 if not (self.output_dir / self.output_name(n)).is_file()]
 
     def todo(self) -> tuple[int, ...]:
-        """The numbers this request renders (its frame range, then its chunk)."""
-        first, last = self.request.frames or (min(self.numbers), max(self.numbers))
-        chosen = tuple(n for n in sorted(set(self.numbers)) if first <= n <= last)
-        chunk = self.request.chunk
-        return sequences.chunk_of(chosen, *chunk) if chunk else chosen
+        """The numbers this request renders, as the engine decides them (its frame range,
+        then its chunk)."""
+        request = self.request
+        return plan_frames(sorted(set(self.numbers)), request.frames, request.chunk,
+                           self.strip).rendered
 
     def number_at(self, frame: int) -> int:
         """The engine number at timeline frame `frame`; StripError outside the trimmed range."""

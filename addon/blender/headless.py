@@ -16,8 +16,8 @@ the range itself, which changes those decisions at the range's edges: for farm c
 --chunk alone. --add-strips adds the result strips of complete strips and saves the .blend
 (one machine only: parallel chunks must not all save the file).
 
-Exit codes as `facefuse render`: 0 done, 2 bad input or usage, 3 no face in a source, 4 model
-missing or invalid, 5 some frames failed, 143 stopped by SIGTERM. main() returns the code; run
+Exit codes as `facefuse render` (facefuse.errors.ExitCode): 0 done, 2 bad input or usage, 3 no
+face in a source, 4 model missing or invalid, 5 some frames failed, 143 stopped by SIGTERM. main() returns the code; run
 with argv None (from Blender's command line) a failure also exits Blender with it.
 """
 
@@ -34,13 +34,11 @@ from typing import Any
 
 import bpy
 
-from facefuse.errors import FacefuseError
+from facefuse.errors import ExitCode, FacefuseError
 from facefuse.io.sequences import parse_chunk, parse_frame_range
 
 from . import convert, result
 from .convert import StripError
-
-EXIT_OK, EXIT_INPUT, EXIT_FRAMES_FAILED, EXIT_SIGTERM = 0, 2, 5, 143
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -51,8 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = _run(_parser().parse_args(list(argv)))
     except SystemExit as exc:  # argparse: --help or a usage error
-        code = exc.code if isinstance(exc.code, int) else EXIT_INPUT
-    if from_command_line and code != EXIT_OK:
+        code = exc.code if isinstance(exc.code, int) else ExitCode.USAGE
+    if from_command_line and code != ExitCode.OK:
         raise SystemExit(code)
     return code
 
@@ -91,11 +89,11 @@ def _run(args: argparse.Namespace) -> int:
         targets = list(_targets(args.scene, args.strip))
     except StripError as exc:
         _say(f"error: {exc}")
-        return EXIT_INPUT
+        return ExitCode.USAGE
     codes = [_swap(scene, strip, args) for scene, strip in targets]
     if args.add_strips and bpy.data.filepath:
         bpy.ops.wm.save_mainfile()
-    return next((code for code in codes if code != EXIT_OK), EXIT_OK)
+    return next((code for code in codes if code != ExitCode.OK), ExitCode.OK)
 
 
 def ensure_registered() -> None:
@@ -129,12 +127,12 @@ def _targets(scene_name: str | None, strip_name: str | None) -> Iterator[tuple[A
 
 
 def _swap(scene: Any, strip: Any, args: argparse.Namespace) -> int:
-    from facefuse.render import render
+    from facefuse.shot.render import render
 
     label = f"{scene.name}/{strip.name}"
     if not args.strip and not convert.overlaps(strip, args.frames):
         _say(f"{label}: outside frames {args.frames[0]}-{args.frames[1]}, skipped")
-        return EXIT_OK
+        return ExitCode.OK
     try:
         plan = convert.plan_swap(scene, strip, frames=args.frames, chunk=args.chunk)
         total = len(plan.todo())
@@ -144,7 +142,7 @@ def _swap(scene: Any, strip: Any, args: argparse.Namespace) -> int:
                              cancel=stopped.is_set)
     except StripError as exc:
         _say(f"{label}: error: {exc}")
-        return EXIT_INPUT
+        return ExitCode.USAGE
     except FacefuseError as exc:
         _say(f"{label}: error: {exc}")
         return exc.exit_code
@@ -152,12 +150,12 @@ def _swap(scene: Any, strip: Any, args: argparse.Namespace) -> int:
          f"{summary.skipped} already done, {len(summary.failed)} failed "
          f"in {summary.seconds:.1f} s")
     if summary.cancelled:
-        return EXIT_SIGTERM
+        return ExitCode.TERMINATED
     if summary.failed:
-        return EXIT_FRAMES_FAILED
+        return ExitCode.FRAMES_FAILED
     if args.add_strips and not plan.missing_outputs():
         _say(f"{label}: result strip '{result.add_result_strip(plan).name}'")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _progress(label: str, total: int) -> Any:

@@ -20,15 +20,15 @@ from bpy.props import CollectionProperty, IntProperty, StringProperty
 from bpy.types import Operator, OperatorFileListElement
 
 from facefuse.errors import FacefuseError
+from facefuse.hosting.jobs import Job, Message
 
 from . import convert, jobs, tasks
 from .convert import StripError
-from .jobs import Message
 
 IMAGE_GLOB = "*.png;*.jpg;*.jpeg;*.webp;*.bmp;*.tif;*.tiff"
 
 
-def _run(operator: Operator, build: Callable[[], jobs.Job], started: str) -> set[str]:
+def _run(operator: Operator, build: Callable[[], Job], started: str) -> set[str]:
     """Build and submit a job, reporting any problem or the outcome on the operator."""
     try:
         outcome = jobs.submit(build())
@@ -67,7 +67,7 @@ class FACEFUSE_OT_swap_strip(_NeedsSequencer, Operator):
     bl_options = {'REGISTER'}
 
     def execute(self, context: Any) -> set[str]:
-        def build() -> jobs.Job:
+        def build() -> Job:
             scene, strip = convert.active_strip(context)
             return tasks.swap_job(convert.plan_swap(scene, strip))
         return _run(self, build, "Face swap started: progress in the status bar")
@@ -81,7 +81,7 @@ class FACEFUSE_OT_preview_frame(_NeedsSequencer, Operator):
     bl_options = {'REGISTER'}
 
     def execute(self, context: Any) -> set[str]:
-        def build() -> jobs.Job:
+        def build() -> Job:
             scene, strip = convert.active_strip(context)
             return tasks.preview_job(convert.plan_swap(scene, strip), scene.frame_current)
         return _run(self, build, "Previewing the frame under the playhead")
@@ -95,7 +95,7 @@ class FACEFUSE_OT_find_faces(_NeedsSequencer, Operator):
     bl_options = {'REGISTER'}
 
     def execute(self, context: Any) -> set[str]:
-        def build() -> jobs.Job:
+        def build() -> Job:
             scene, strip = convert.active_strip(context)
             return tasks.faces_job(convert.plan_swap(scene, strip, look=True),
                                    scene.frame_current)
@@ -113,7 +113,7 @@ class FACEFUSE_OT_use_face(_NeedsSequencer, Operator):
                        description="Face number from the left (-1: the strip's Face Number)")
 
     def execute(self, context: Any) -> set[str]:
-        def build() -> jobs.Job:
+        def build() -> Job:
             scene, strip = convert.active_strip(context)
             index = self.index if self.index >= 0 else strip.facefuse.reference_index
             return tasks.reference_job(convert.plan_swap(scene, strip, look=True),
@@ -204,7 +204,7 @@ class FACEFUSE_OT_check_sources(_NeedsSequencer, Operator):
     bl_options = {'REGISTER'}
 
     def execute(self, context: Any) -> set[str]:
-        def build() -> jobs.Job:
+        def build() -> Job:
             scene, strip = convert.active_strip(context)
             return tasks.sources_job(scene, strip)
         return _run(self, build, "Checking the faces in the source images")
@@ -225,7 +225,7 @@ class FACEFUSE_OT_fetch_models(Operator):
         return _has_scene(context)
 
     def execute(self, context: Any) -> set[str]:
-        def build() -> jobs.Job:
+        def build() -> Job:
             _, strip = convert.active_strip(context)
             return tasks.fetch_job(convert.engine_settings(strip.facefuse))
         return _run(self, build, "Downloading models: progress in the status bar")

@@ -1,7 +1,7 @@
 """The "Face Swap" tab of the Sequencer sidebar, its sub-panels, and the status-bar progress.
 
 Panels only draw: they read the active strip's settings and the job state and never run the
-engine. Source thumbnails (PNG files made by facefuse.previews) are shown through one
+engine. Source thumbnails (PNG files made by facefuse.shot.previews) are shown through one
 bpy.utils.previews collection, made in register() and freed in unregister().
 """
 
@@ -18,7 +18,10 @@ from typing import Any
 import bpy
 from bpy.types import Panel, UIList
 
-from . import convert, jobs, models
+from facefuse.hosting import models
+from facefuse.hosting.jobs import Job
+
+from . import convert, jobs
 from .convert import StripError
 
 CATEGORY = "Face Swap"
@@ -55,7 +58,7 @@ def thumbnail_icon(path: str) -> int:
     return int(preview.icon_id)
 
 
-def draw_job(layout: Any, job: jobs.Job) -> None:
+def draw_job(layout: Any, job: Job) -> None:
     row = layout.row(align=True)
     percent = round(100 * job.fraction)
     row.progress(factor=job.fraction, type='BAR', text=f"{job.label}: {percent}%")

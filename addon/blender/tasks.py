@@ -1,7 +1,7 @@
 """The add-on's jobs: swap a strip, preview a frame, check sources, look at and pick faces.
 
-Each builder reads bpy data on the main thread and returns a jobs.Job whose work calls the
-engine (facefuse.render, facefuse.previews) with plain values only; its on_done writes the
+Each builder reads bpy data on the main thread and returns a Job whose work calls the
+engine (facefuse.shot.render, facefuse.shot.previews) with plain values only; its on_done writes the
 outcome back into bpy data, again on the main thread, and says what happened.
 """
 
@@ -13,10 +13,12 @@ from typing import Any
 import bpy
 
 from facefuse.errors import FacefuseError
+from facefuse.hosting import models
+from facefuse.hosting.jobs import Job, Message, Report
 
-from . import convert, models, result
+from . import convert, result
 from .convert import StripError, SwapPlan
-from .jobs import LOOK, RENDER, Job, Message, Report, runner
+from .jobs import LOOK, RENDER, runner
 
 PREVIEW_IMAGE = "facefuse preview"
 FACES_IMAGE = "facefuse faces"
@@ -28,7 +30,7 @@ REFERENCE_FOLDER = "reference"
 def swap_job(plan: SwapPlan) -> Job:
     """Render the plan; when it is complete, put the result strip above the source."""
     def work(report: Report, cancelled: Any) -> Any:
-        from facefuse.render import render
+        from facefuse.shot.render import render
 
         return render(plan.request, on_progress=report, cancel=cancelled)
 
@@ -68,7 +70,7 @@ def preview_job(plan: SwapPlan, frame: int) -> Job:
     number = plan.number_at(frame)
 
     def work(_report: Report, _cancelled: Any) -> Path:
-        from facefuse import previews
+        from facefuse.shot import previews
 
         pipeline = runner().pipeline(plan.request.settings)
         return previews.preview_frame(plan.request, number, pipeline=pipeline)
@@ -85,7 +87,7 @@ def faces_job(plan: SwapPlan, frame: int) -> Job:
     number = plan.number_at(frame)
 
     def work(_report: Report, _cancelled: Any) -> tuple[Path, int]:
-        from facefuse import previews
+        from facefuse.shot import previews
 
         pipeline = runner().pipeline(plan.request.settings)
         return previews.faces_overlay(plan.request, number, pipeline=pipeline)
@@ -109,7 +111,7 @@ def reference_job(plan: SwapPlan, frame: int, index: int) -> Job:
     folder = plan.output_dir / REFERENCE_FOLDER
 
     def work(_report: Report, _cancelled: Any) -> Path:
-        from facefuse import previews
+        from facefuse.shot import previews
 
         pipeline = runner().pipeline(plan.request.settings)
         return previews.reference_face(plan.request, number, index, folder, pipeline=pipeline)
@@ -135,7 +137,7 @@ def sources_job(scene: Any, strip: Any) -> Job:
     names = (scene.name, strip.name)
 
     def work(_report: Report, _cancelled: Any) -> list[tuple[str, str, int, str]]:
-        from facefuse import previews
+        from facefuse.shot import previews
 
         pipeline = runner().pipeline(settings)
         checked = []

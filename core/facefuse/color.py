@@ -116,6 +116,23 @@ def default_colorspace(path_suffix: str, pixel_type: str) -> str | None:
     return None
 
 
+def input_conversion(requested: str | None, path_suffix: str, pixel_type: str
+                     ) -> tuple[ColourConverter | None, str | None]:
+    """The one decision of how a shot's pixels reach the models: (converter, input space name).
+
+    requested: the user's colour space, None for the format's default (default_colorspace), or
+    "none" for no conversion. The converter is None when no conversion is needed (also for an
+    identity one); the name is the input space used, None when there is none.
+    """
+    if requested is not None and requested.lower() == "none":
+        return None, None
+    name = requested or default_colorspace(path_suffix, pixel_type)
+    if name is None:
+        return None, None
+    converter = ColourConverter(name)
+    return (None if converter.is_identity else converter), converter.input_space
+
+
 def _find_space(config: ocio.Config, name: str, label: str) -> ocio.ColorSpace:
     """The colour space called `name` (or with that alias); InputError naming close matches."""
     space = config.getColorSpace(name)

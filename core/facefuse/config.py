@@ -16,7 +16,9 @@ class Settings:
 
     Model options take a manifest name or a path to an .onnx file; enhancer may be None.
     providers: "auto" or an explicit tuple of ONNX Runtime provider names.
-    models_dir / cache_dir: None means FACEFUSE_MODELS / the user cache directory.
+    models_dir: None means $FACEFUSE_MODELS, else the user cache folder. cache_dir: the one folder
+    everything cached lives under (see cache.layout.CacheLayout); None means $FACEFUSE_CACHE,
+    else the user cache folder.
     """
 
     detector: str = "retinaface_10g"

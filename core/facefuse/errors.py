@@ -1,35 +1,50 @@
-"""Every error the engine raises on purpose derives from FacefuseError.
+"""Every error the engine raises on purpose derives from FacefuseError; the one exit-code table.
 
-Each class carries the exit code the CLI uses for it (documented in docs/cli.md):
-0 done, 2 bad input or usage, 3 no face found in a source, 4 model missing or invalid.
+Every entry point (the command line, Blender's headless entry, host panels) exits with these
+codes, listed in the README: each error class carries its code, and ExitCode names the others.
 Messages are one sentence a user can act on.
 """
 
 from __future__ import annotations
 
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """What a facefuse process's exit status means."""
+
+    OK = 0
+    INTERNAL = 1  # a bug: the message says so
+    USAGE = 2  # bad input or usage (InputError)
+    NO_FACE = 3  # no face in a source or reference image (NoFaceError)
+    MODEL = 4  # a model is missing (offline) or invalid (ModelError)
+    FRAMES_FAILED = 5  # a render finished, but some frames could not be decoded or written
+    INTERRUPTED = 130  # Ctrl-C (SIGINT)
+    TERMINATED = 143  # SIGTERM (a farm's cancel): complete frames stay, a re-run resumes
+
 
 class FacefuseError(Exception):
     """Base class for errors a user can cause or fix."""
 
-    exit_code = 1
+    exit_code = ExitCode.INTERNAL
 
 
 class InputError(FacefuseError):
     """A file, path or option given by the user is unusable."""
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
 
 class NoFaceError(FacefuseError):
     """A source (or reference) image holds no detectable face."""
 
-    exit_code = 3
+    exit_code = ExitCode.NO_FACE
 
 
 class ModelError(FacefuseError):
     """A model is missing, corrupt, or does not match its role's contract."""
 
-    exit_code = 4
+    exit_code = ExitCode.MODEL
 
 
 class ModelMissingError(ModelError):

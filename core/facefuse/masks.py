@@ -52,7 +52,7 @@ def landmark_hull_mask(kps5_crop: np.ndarray, size_px: int, expand: float = 1.6,
     forehead = grown[:2] + (eye_mid - mouth_mid) * 0.8
     hull = cv2.convexHull(np.vstack([grown, forehead]).astype(np.float32))
     mask: np.ndarray = np.zeros((size_px, size_px), dtype=np.float32)
-    cv2.fillConvexPoly(mask, np.round(hull).astype(np.int32), 1.0, lineType=cv2.LINE_AA)
+    cv2.fillConvexPoly(mask, np.round(hull).astype(np.int32), (1.0,), lineType=cv2.LINE_AA)
     blur_px = size_px * 0.5 * blur * 0.25
     if blur_px > 0:
         mask = cv2.GaussianBlur(mask, (0, 0), blur_px)

@@ -58,7 +58,7 @@ def warp_to_roi(image: np.ndarray, crop_to_frame: np.ndarray, roi: Roi) -> np.nd
     to_roi = crop_to_frame.copy()
     to_roi[:, 2] -= (roi.x0, roi.y0)
     return cv2.warpAffine(image, to_roi, (roi.x1 - roi.x0, roi.y1 - roi.y0),
-                          flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+                          flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=(0.0,))
 
 
 def paste_into(frame: np.ndarray, crop_bgr: np.ndarray, mask: np.ndarray,

@@ -3,7 +3,7 @@
 Measured on onnxruntime 1.32 CPU, opencv 5.0, numpy 2.4 with the default OneEuroParams
 (min_cutoff 1 Hz, beta 3 Hz per face scale per second, d_cutoff 2 Hz). Jitter: mean absolute
 second difference of the landmarks (px); lag: least-squares shift of the smoothed landmarks
-behind the raw ones (frames), see facefuse.smoothing.
+behind the raw ones (frames), see facefuse.shot.smoothing.
 
     clip (fps)                 raw jitter   causal: jitter  lag     zero-phase: jitter  lag
     asl_yes (30)               0.966 px     0.523 (0.54x) +0.45 f  0.499 (0.52x)    +0.00 f
@@ -45,10 +45,10 @@ import onnxruntime as ort
 import pytest
 
 from facefuse.models.manifest import load_manifest
-from facefuse.smoothing import lag_frames, landmark_jitter_px, smooth_landmarks, smooth_tracks
+from facefuse.shot.smoothing import lag_frames, landmark_jitter_px, smooth_landmarks, smooth_tracks
+from facefuse.shot.tracking import Track, build_tracks, select_tracks
 from facefuse.stages.detect import YunetDetector
 from facefuse.stages.embed import ArcFaceEmbedder
-from facefuse.tracking import Track, build_tracks, select_tracks
 from facefuse.types import Face
 
 ASL = "asl_yes"

@@ -34,7 +34,7 @@ bpy = pytest.importorskip("bpy", reason="bpy (Blender as a Python module) is not
 import cv2
 
 from facefuse.io.sequences import chunk_of
-from facefuse.shots import open_input
+from facefuse.shot.inputs import open_input
 from tests.conftest import REPO_ROOT
 from tests.media_factory import read_marker
 from tests.render_fixtures import (  # noqa: F401 - fixtures are used by name
@@ -778,8 +778,8 @@ def test_online_access_allows_downloads_and_the_panel_offers_them(
     monkeypatch.setattr(convert, "online_access", lambda: True)
     settings = convert.engine_settings(props)
     assert not settings.offline
-    assert module("models").missing_models(settings) == []  # missing, but fetched on first use
-    assert module("models").absent_models(settings)[0] == ("detector", "retinaface_10g")
+    assert module("convert").models.missing_models(settings) == []  # missing, but fetched on first use
+    assert module("convert").models.absent_models(settings)[0] == ("detector", "retinaface_10g")
     layout = draw_panels()
     assert "facefuse.fetch_models" in {c["idname"] for c in layout.calls_of("operator")}
     assert "not downloaded yet" in layout.texts()

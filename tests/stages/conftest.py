@@ -30,7 +30,7 @@ def settings(contract_dir: Path, testdata: Path, tmp_path: Path) -> Settings:
         recogniser=str(contract_dir / "recogniser_512.onnx"),
         swapper=str(contract_dir / "identity_swapper.onnx"),
         providers=("CPUExecutionProvider",), models_dir=tmp_path / "models",
-        cache_dir=tmp_path / "embeddings", offline=True,
+        cache_dir=tmp_path / "cache", offline=True,
     )
 
 

@@ -12,7 +12,7 @@ import cv2
 import numpy as np
 import pytest
 
-from facefuse.cli import main
+from facefuse.cli.main import main
 
 
 def _model_args(contract_dir: Path, testdata: Path, tmp_path: Path) -> list[str]:
@@ -116,8 +116,19 @@ def test_models_cache_and_doctor_commands(tmp_path, capsys):
     assert main(["models", "list", "--models-dir", str(tmp_path)]) == 0
     listing = capsys.readouterr().out
     assert "inswapper_128" in listing and "non-commercial" in listing and "missing" in listing
-    assert main(["cache", "info", "--cache-dir", str(tmp_path / "c")]) == 0
-    assert "0 embeddings" in capsys.readouterr().out
+    cache = tmp_path / "c"
+    (cache / "embeddings").mkdir(parents=True)
+    (cache / "embeddings" / "a.npy").write_bytes(b"x" * 10)
+    (cache / "analysis").mkdir()
+    (cache / "analysis" / "b.npz").write_bytes(b"y" * 20)
+    assert main(["cache", "info", "--cache-dir", str(cache)]) == 0
+    info = capsys.readouterr().out.splitlines()
+    assert info[0] == f"{cache}:"
+    assert [line.split()[:2] for line in info[1:]] == [
+        ["embeddings", "1"], ["analysis", "1"], ["previews", "0"], ["hashes", "0"]]
+    assert main(["cache", "clear", "--cache-dir", str(cache)]) == 0
+    assert capsys.readouterr().out.startswith("removed 2 cached files")
+    assert not [p for p in cache.rglob("*") if p.is_file()]
     assert main(["doctor", "--models-dir", str(tmp_path), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert "CPUExecutionProvider" in report["onnxruntime"]["providers"]

@@ -56,7 +56,7 @@ def test_colour_swapper_paints_the_colour_the_latent_dictates(settings, contract
     with Pipeline(with_swapper(settings, contract_dir, "colour_swapper")) as pipeline:
         for source in ("obama.jpg", "biden.jpg"):
             identity = pipeline.source_identity([testdata / "media" / source])
-            latent = pipeline.model("swapper").stage.latent(identity.embedding)
+            latent = pipeline.models.swapper().latent(identity.embedding)
             result = pipeline.process_frame(target, identity)
             face = result.swapped[0]
             matrix = geometry.frame_to_crop_matrix(face.kps5, "arcface_128", 128)
@@ -105,13 +105,13 @@ def test_a_cache_hit_runs_no_model(settings, testdata):
     source = [testdata / "media" / "obama.jpg"]
     with Pipeline(settings) as first:
         expected = first.source_identity(source).embedding
-        assert len(first.sessions) == 2  # detector + recogniser
+        assert len(first.models.sessions) == 2  # detector + recogniser
     with Pipeline(settings) as second:
         np.testing.assert_array_equal(second.source_identity(source).embedding, expected)
-        assert len(second.sessions) == 0
+        assert len(second.models.sessions) == 0
     with Pipeline(replace(settings, use_embedding_cache=False)) as third:
         np.testing.assert_allclose(third.source_identity(source).embedding, expected, atol=1e-6)
-        assert len(third.sessions) == 2
+        assert len(third.models.sessions) == 2
 
 
 def test_several_sources_average_into_one_normalised_identity(settings, testdata):
@@ -138,7 +138,7 @@ def test_sessions_are_created_once_across_frames(settings, testdata):
         identity = pipeline.source_identity([testdata / "media" / "obama.jpg"])
         for _ in range(3):
             pipeline.process_frame(target, identity)
-        assert len(pipeline.sessions) == 3  # detector, recogniser, swapper
+        assert len(pipeline.models.sessions) == 3  # detector, recogniser, swapper
 
 
 def test_two_pipelines_with_different_settings_share_a_process(settings, contract_dir, testdata):
@@ -190,7 +190,7 @@ def test_the_swapper_emap_is_read_from_the_model_once(settings, testdata, monkey
     def parse_again(_path):
         raise AssertionError("the emap was read from the ONNX file again")
 
-    monkeypatch.setattr("facefuse.pipeline.read_emap", parse_again)
+    monkeypatch.setattr("facefuse.stages.swap.read_emap", parse_again)
     with Pipeline(settings) as second:
         again = second.process_frame(target, second.source_identity(source)).frame
     np.testing.assert_array_equal(again, expected)

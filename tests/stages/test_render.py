@@ -23,9 +23,11 @@ import av
 import numpy as np
 import pytest
 
-from facefuse import cli, cli_render  # imported here, while sys.stderr is pytest's own stream
+from facefuse.cli import main as cli  # imported here, while sys.stderr is pytest's own stream
+from facefuse.cli import render as cli_render
+from facefuse.errors import ExitCode
 from facefuse.pipeline import Pipeline
-from facefuse.render import FrameReport, RenderSummary
+from facefuse.shot.request import FrameReport, RenderSummary
 from tests import contract_models, media_factory
 from tests.media_factory import make_vfr_clip, read_marker
 from tests.render_fixtures import (  # noqa: F401 - fixtures are used by name
@@ -81,7 +83,7 @@ def media(tmp_path_factory: pytest.TempPathFactory, testdata: Path, render_model
     with Pipeline(settings) as pipeline:
         faces = pipeline.detect(face_frame(5, face))
         identity = pipeline.source_identity([source])
-        latent = pipeline.model("swapper").stage.latent(identity.embedding)
+        latent = pipeline.models.swapper().latent(identity.embedding)
     assert len(faces) == 1, "the composited face must be found by YuNet"
     nose = faces[0].kps5[2].round().astype(int)
     return Media(root, face, source, clip, decode_video(clip), (int(nose[0]), int(nose[1])),
@@ -776,7 +778,7 @@ def test_damaged_frame_is_reported_and_the_others_rendered(
     rc = cli.main(cli_args(render_models, media.source, damaged_plates / "p.#.png",
                            out / "o.#.png", "--progress", "json"))
     captured = capsys.readouterr()
-    assert rc == cli_render.EXIT_FRAMES_FAILED == 5
+    assert rc == ExitCode.FRAMES_FAILED == 5
     assert "Traceback" not in captured.err
     lines = [json.loads(line) for line in captured.out.splitlines()]
     failed = [line for line in lines if line.get("status") == "failed"]
@@ -987,7 +989,7 @@ def test_cli_subprocess_exit_code_and_stderr(media: Media, render_models: Path,
                                              tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(Path(cli.__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(cli.__file__).resolve().parents[2])}
     done = subprocess.run([sys.executable, "-m", "facefuse",
                            *cli_args(render_models, media.source, tmp_path / "missing.mp4",
                                      out / "f.####.png")],

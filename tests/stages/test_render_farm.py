@@ -48,8 +48,9 @@ import OpenImageIO as oiio
 import pytest
 
 from facefuse.config import Settings
-from facefuse.render import FrameReport, RenderRequest, render
-from facefuse.render_outputs import WRITE_WORKERS
+from facefuse.shot.outputs import WRITE_WORKERS
+from facefuse.shot.render import render
+from facefuse.shot.request import FrameReport, RenderRequest
 from tests.media_factory import (
     MARKER_BITS,
     MARKER_BLOCK_PX,
@@ -286,7 +287,7 @@ def farm(tmp_path_factory: pytest.TempPathFactory, testdata: Path, contract_dir:
     analysis cache, so the interrupted renders below spend their time in pass 2)."""
     root = tmp_path_factory.mktemp("farm")
     farm = Farm(root=root, clip=make_face_clip(root / "shot.mkv", CLIP_FRAMES, testdata),
-                cache=root / "cache" / "embeddings", models=root / "models",
+                cache=root / "cache", models=root / "models",
                 source=testdata / "media" / "obama.jpg",
                 detector=testdata / "models" / "face_detection_yunet_2023mar.onnx",
                 recogniser=contract_dir / "recogniser_512.onnx",
@@ -452,7 +453,7 @@ def test_sigterm_during_analysis_exits_143_promptly_and_caches_nothing(
     assert result.summary["swapped"] == result.summary["no_face"] == 0
     assert result.frames == [] and list(out.iterdir()) == []
     assert stopped_s < 10, f"took {stopped_s:.1f} s to stop"
-    assert not list((cache.parent / "analysis").glob("*.npz")), "a partial analysis was cached"
+    assert not list((cache / "analysis").glob("*.npz")), "a partial analysis was cached"
     print(f"\nSIGTERM during pass 1: stopped {stopped_s:.2f} s after the signal")
 
 
@@ -468,7 +469,7 @@ def test_a_rerun_over_a_changed_plate_renders_again(farm: Farm, testdata: Path,
     plate = tmp_path / "shot.mkv"
     make_face_clip(plate, 12, testdata, size=(352, 240))  # another plate: a wider conform
     result = run(farm, farm.command(out / "out.####.png", clip=plate), tmp_path / "again",
-                 cache=tmp_path / "cache" / "embeddings")
+                 cache=tmp_path / "cache")
     assert result.returncode == 0, result.stderr
     assert result.summary["skipped"] == 0, "frames of the old plate were kept as finished"
     assert result.summary["swapped"] == 12
@@ -746,7 +747,7 @@ def test_undecodable_frames_are_reported_the_rest_finished_exit_5(farm: Farm, te
     out, fast = tmp_path / "out", tmp_path / "fast"
     out.mkdir()
     fast.mkdir()
-    cache = tmp_path / "cache" / "embeddings"
+    cache = tmp_path / "cache"
 
     result = run(farm, farm.command(out / "out.####.png", clip=clip), tmp_path / "all", cache)
     assert result.returncode == FRAMES_FAILED_EXIT, result.stderr
@@ -791,7 +792,7 @@ def test_video_output_keeps_one_picture_per_frame_when_frames_fail(farm: Farm, t
     """A failed frame keeps its slot in a video output (else picture and audio/timecode drift
     apart): the previous frame stands in, and for a failed first frame something must too."""
     clip = make_face_clip(tmp_path / "broken.mkv", 12, testdata, zeroed=(0, 5))
-    settings = replace(farm.settings(), cache_dir=tmp_path / "cache" / "embeddings")
+    settings = replace(farm.settings(), cache_dir=tmp_path / "cache")
     out = tmp_path / "out.mkv"
     summary = render(RenderRequest(sources=(farm.source,), input=str(clip), output=str(out),
                                    settings=settings, codec="mjpeg"))

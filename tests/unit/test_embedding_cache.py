@@ -1,6 +1,7 @@
 import numpy as np
 
-from facefuse.embedding_cache import EmbeddingCache, default_cache_dir
+from facefuse.cache.embeddings import EmbeddingCache
+from facefuse.cache.layout import CacheLayout
 
 
 def test_put_get_info_clear(tmp_path):
@@ -26,7 +27,7 @@ def test_damaged_entry_is_a_miss(tmp_path):
     assert cache.get("k" * 8) is None
 
 
-def test_default_dir_honours_the_environment(monkeypatch, tmp_path):
+def test_the_cache_root_honours_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("FACEFUSE_CACHE", str(tmp_path))
-    assert default_cache_dir() == tmp_path
-    assert default_cache_dir(tmp_path / "x") == tmp_path / "x"
+    assert CacheLayout.at().root == tmp_path
+    assert CacheLayout.at(tmp_path / "x").embeddings == tmp_path / "x" / "embeddings"

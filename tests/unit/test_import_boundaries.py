@@ -1,11 +1,147 @@
-"""The engine never imports a host; host adapters never import cv2 or onnxruntime."""
+"""The layout holds: no import circles, every import points down the layers, the engine never
+imports a host, host adapters never import cv2 or onnxruntime, no module-level mutable state.
+
+The graph is read from the source (every import statement, at module level or inside a
+function), so a circle cannot hide behind a function-level import.
+"""
+
+from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "core" / "facefuse"
 HOSTS = {"bpy", "PySide6", "DaVinciResolveScript", "fusionscript"}
 ENGINE_ONLY = {"cv2", "onnxruntime", "onnx"}
+
+# Bottom to top: a module may import its own layer or those below, never one above.
+LAYERS = (
+    ("facefuse", "facefuse.types", "facefuse.errors", "facefuse.vectors", "facefuse.timing",
+     "facefuse.config"),
+    ("facefuse.geometry", "facefuse.masks", "facefuse.paste", "facefuse.selection",
+     "facefuse.color", "facefuse.io"),
+    ("facefuse.cache",),
+    ("facefuse.models",),
+    ("facefuse.stages",),
+    ("facefuse.runtime",),
+    ("facefuse.pipeline",),
+    ("facefuse.shot",),
+    ("facefuse.hosting",),
+    ("facefuse.cli", "facefuse.__main__"),
+)
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _resolve(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    base = base[:len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def _engine_imports(path: Path, modules: set[str]) -> Iterator[tuple[str, int]]:
+    """(imported facefuse module, line) for every import in the file, resolved to a module of
+    the package (a name imported from a package counts as its submodule when it is one)."""
+    module, is_package = _module_name(path), path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(node, module, is_package)
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                       for a in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target.startswith("facefuse"):
+                yield target, node.lineno
+
+
+def _graph() -> dict[str, set[str]]:
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    modules = set(files)
+    return {name: {t for t, _ in _engine_imports(path, modules) if t != name}
+            for name, path in files.items()}
+
+
+def _layer(module: str) -> int:
+    best, found = -1, -1
+    for index, members in enumerate(LAYERS):
+        for member in members:
+            if (module == member or module.startswith(member + ".")) and len(member) > best:
+                best, found = len(member), index
+    assert found >= 0, f"{module} belongs to no layer: add it to LAYERS"
+    return found
+
+
+def _find_circle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt):], nxt]
+            if nxt not in state and (circle := visit(nxt)) is not None:
+                return circle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (circle := visit(node)) is not None:
+            return circle
+    return None
+
+
+def test_the_engine_has_no_import_circles():
+    graph = _graph()
+    assert len(graph) > 40
+    circle = _find_circle(graph)
+    assert circle is None, "import circle: " + " -> ".join(circle or [])
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert _find_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _find_circle({"a": {"b"}, "b": set()}) is None
+
+
+def test_every_import_points_down_the_layers():
+    wrong = [f"{module} (layer {_layer(module)}) imports {target} (layer {_layer(target)})"
+             for module, targets in _graph().items() for target in targets
+             if _layer(target) > _layer(module)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_engine_imports_its_own_modules_at_module_level_only():
+    """A function-level import of an engine module would only be there to hide a circle."""
+    modules = set(_graph())
+    hidden = []
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top_level = {id(node) for node in tree.body}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in top_level:
+                resolved = (_resolve(node, _module_name(path), path.name == "__init__.py")
+                            if isinstance(node, ast.ImportFrom) else node.names[0].name)
+                if resolved.startswith("facefuse") or (isinstance(node, ast.ImportFrom)
+                                                        and node.level > 0):
+                    hidden.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert modules and not hidden, hidden
 
 
 def _imports(path: Path) -> set[str]:
@@ -26,8 +162,11 @@ def test_core_never_imports_a_host():
         assert not _imports(path) & HOSTS, f"{path} imports a host module"
 
 
-def test_addons_never_import_engine_internals():
-    for path in (ROOT / "addon").rglob("*.py") if (ROOT / "addon").is_dir() else []:
+@pytest.mark.parametrize("host", ["blender"])
+def test_hosts_never_import_engine_internals(host: str):
+    files = list((ROOT / "addon" / host).rglob("*.py"))
+    assert files
+    for path in files:
         assert not _imports(path) & ENGINE_ONLY, f"{path} does pixel or model work"
 
 

@@ -1,4 +1,4 @@
-"""facefuse.previews with a stand-in Pipeline (no ONNX Runtime): what is drawn, where it is
+"""facefuse.shot.previews with a stand-in Pipeline (no ONNX Runtime): what is drawn, where it is
 written, which frame is read, and how a given pipeline is used. Real detection in previews is
 covered by tests/hosts/test_blender_addon.py."""
 
@@ -12,10 +12,10 @@ import numpy as np
 import OpenImageIO as oiio
 import pytest
 
-from facefuse import previews
 from facefuse.config import Settings
 from facefuse.errors import InputError, NoFaceError
-from facefuse.render import RenderRequest
+from facefuse.shot import previews
+from facefuse.shot.request import RenderRequest
 from facefuse.types import Face, FrameResult, SourceIdentity
 
 SIZE = (160, 120)  # width, height of the test frames
@@ -70,7 +70,7 @@ class FakePipeline:
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings(cache_dir=tmp_path / "cache" / "embeddings", offline=True)
+    return Settings(cache_dir=tmp_path / "cache", offline=True)
 
 
 def write_sequence(folder: Path, count: int = 3, first: int = 1) -> str:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from facefuse.errors import InputError
-from facefuse.smoothing import (
+from facefuse.shot.smoothing import (
     MAX_BRIDGED_FRAMES,
     OneEuroParams,
     face_scale_px,
@@ -17,7 +17,7 @@ from facefuse.smoothing import (
     smooth_landmarks,
     smooth_tracks,
 )
-from facefuse.tracking import Track
+from facefuse.shot.tracking import Track
 from facefuse.types import Face
 
 RATE_HZ = 30.0

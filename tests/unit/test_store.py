@@ -26,6 +26,7 @@ from facefuse.errors import (
     ModelContractError,
     ModelMissingError,
 )
+from facefuse.cache import hashes as file_hashes_module
 from facefuse.models import download as download_module
 from facefuse.models.manifest import ArchiveMember, Manifest, ModelEntry, load_manifest
 from facefuse.models.store import ModelStore, default_models_dir, offline_from_env
@@ -142,15 +143,17 @@ def leftovers(models_dir: Path) -> list[str]:
 
 
 def count_hashers(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Replace the hashlib of the download module (where the store's hashing lives) with one that
-    counts sha256 objects created."""
+    """Replace the hashlib of the modules where the store's hashing lives (downloads and
+    cache.hashes) with one that counts sha256 objects created."""
     calls: list[int] = []
 
     def sha256(*args: Any) -> Any:
         calls.append(1)
         return hashlib.sha256(*args)
 
-    monkeypatch.setattr(download_module, "hashlib", SimpleNamespace(sha256=sha256))
+    counting = SimpleNamespace(sha256=sha256)
+    monkeypatch.setattr(download_module, "hashlib", counting)
+    monkeypatch.setattr(file_hashes_module, "hashlib", counting)
     return calls
 
 

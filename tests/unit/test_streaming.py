@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from facefuse.streaming import stream
+from facefuse.shot.streaming import stream
 
 
 def test_everything_arrives_in_order():

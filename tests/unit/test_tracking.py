@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from facefuse.errors import InputError
-from facefuse.tracking import (
+from facefuse.shot.tracking import (
     EXACT_ASSIGNMENT_MAX,
     Track,
     assign,

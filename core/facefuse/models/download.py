@@ -27,8 +27,9 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from .. import __version__
+from ..cache.hashes import sha256_file
+from ..cache.locking import FileLock
 from ..errors import ChecksumError, DownloadError, ModelError, ModelMissingError
-from ..locking import FileLock
 
 log = logging.getLogger(__name__)
 
@@ -220,15 +221,6 @@ def _check_part(part: Path, done: int, digest: str, size: int, sha256: str, url:
 
 
 # ---- hashing and small helpers ----------------------------------------------------------------
-
-def sha256_file(path: Path) -> str:
-    """sha256 hex digest of a file, read in chunks."""
-    hasher = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(CHUNK_BYTES):
-            hasher.update(chunk)
-    return hasher.hexdigest()
-
 
 def file_matches(path: Path, size: int, sha256: str) -> bool:
     """Whether path exists with exactly size bytes and digest sha256 (hashed only if the size fits)."""

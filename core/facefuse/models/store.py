@@ -26,16 +26,16 @@ from typing import Any
 
 import platformdirs
 
+from ..cache.hashes import sha256_file
+from ..cache.locking import FileLock
 from ..errors import ChecksumError, ModelContractError, ModelMissingError
 from .download import (
     ByteProgress,
-    FileLock,
     RetryPolicy,
     download_verified,
     extract_member,
     file_matches,
     mismatch_message,
-    sha256_file,
     url_file_name,
 )
 from .manifest import ROLES, Manifest, ModelEntry

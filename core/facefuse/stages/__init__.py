@@ -1,18 +1,18 @@
-"""Pipeline stages: one module per stage, one class per model family.
+"""Pipeline stages: one module per stage, one class per model family, a Protocol per role.
 
 FAMILY_CLASSES is the explicit table from a manifest family's `class` to the class that runs it.
 """
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
 
 from .detect import ScrfdDetector, YunetDetector
 from .embed import ArcFaceEmbedder
 from .enhance import CodeFormerRestorer, FaceRestorer
+from .roles import Detector, Embedder, ModelFile, Restorer, Stage, Swapper
 from .swap import InswapperSwapper
 
-FAMILY_CLASSES: Mapping[str, type[Any]] = MappingProxyType({
+FAMILY_CLASSES: Mapping[str, type[Stage]] = MappingProxyType({
     cls.__name__: cls
     for cls in (ScrfdDetector, YunetDetector, ArcFaceEmbedder, InswapperSwapper, FaceRestorer,
                 CodeFormerRestorer)
@@ -22,8 +22,14 @@ __all__ = [
     "FAMILY_CLASSES",
     "ArcFaceEmbedder",
     "CodeFormerRestorer",
+    "Detector",
+    "Embedder",
     "FaceRestorer",
     "InswapperSwapper",
+    "ModelFile",
+    "Restorer",
     "ScrfdDetector",
+    "Stage",
+    "Swapper",
     "YunetDetector",
 ]

@@ -17,14 +17,16 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Self
 
 import cv2
 import numpy as np
 
+from ..config import Settings
 from ..errors import InputError, ModelContractError
 from ..models.manifest import Family
 from ..types import Face
+from .roles import ModelFile
 
 if TYPE_CHECKING:
     import onnxruntime as ort
@@ -331,6 +333,12 @@ class ScrfdDetector(_LetterboxDetector):
 
     __slots__ = ()
 
+    @classmethod
+    def build(cls, session: Any, family: Family, settings: Settings, model: ModelFile) -> Self:
+        """Input size and score threshold from the settings."""
+        size = (settings.detector_size_px, settings.detector_size_px)
+        return cls(session, family, score_threshold=settings.detector_score, input_size=size)
+
     def _run_and_decode(self, canvas: np.ndarray) -> Detections:
         blob = preprocess_scrfd(canvas, self._family)
         outputs = self._session.run(None, {self._input_name: blob})
@@ -346,6 +354,11 @@ class YunetDetector(_LetterboxDetector):
                  nms_iou: float = NMS_IOU) -> None:
         super().__init__(session, family, score_threshold, nms_iou)
         self._output_names = tuple(o.name for o in session.get_outputs())
+
+    @classmethod
+    def build(cls, session: Any, family: Family, settings: Settings, model: ModelFile) -> Self:
+        """Score threshold from the settings; YuNet's input size is fixed by the model."""
+        return cls(session, family, score_threshold=settings.detector_score)
 
     def _run_and_decode(self, canvas: np.ndarray) -> Detections:
         blob = preprocess_yunet(canvas, self._family)

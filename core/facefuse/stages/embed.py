@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any, Self
 
 import numpy as np
 import onnxruntime as ort
 
+from ..config import Settings
 from ..geometry import warp_crop
 from ..models.manifest import Family
 from ..types import AlignedCrop, Face
 from ..vectors import cosine_similarity, l2_normalise
+from .roles import ModelFile
 from .tensors import check_crop_size, crops_to_nchw, input_dtype
 
 log = logging.getLogger(__name__)
@@ -31,6 +34,10 @@ class ArcFaceEmbedder:
         self.family = family
         node = session.get_inputs()[0]
         log.debug("recogniser input %s %s %s", node.name, node.shape, node.type)
+
+    @classmethod
+    def build(cls, session: Any, family: Family, settings: Settings, model: ModelFile) -> Self:
+        return cls(session, family)
 
     @property
     def batch_is_dynamic(self) -> bool:

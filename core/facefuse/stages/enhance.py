@@ -8,13 +8,16 @@ std 127.5), and return the same range; tensors.nchw_to_crop maps it back to the 
 from __future__ import annotations
 
 import logging
+from typing import Any, Self
 
 import numpy as np
 import onnxruntime as ort
 
+from ..config import Settings
 from ..errors import InputError, ModelContractError
 from ..models.manifest import Family
 from ..types import AlignedCrop
+from .roles import ModelFile
 from .tensors import check_crop_size, crops_to_nchw, input_dtype, nchw_to_crop
 
 log = logging.getLogger(__name__)
@@ -37,6 +40,10 @@ class FaceRestorer:
     def __init__(self, session: ort.InferenceSession, family: Family) -> None:
         self.session = session
         self.family = family
+
+    @classmethod
+    def build(cls, session: Any, family: Family, settings: Settings, model: ModelFile) -> Self:
+        return cls(session, family)
 
     def enhance(self, crop: AlignedCrop) -> np.ndarray:
         """Restored crop: float32 BGR 0..255 (S, S, 3). crop: AlignedCrop of the family's size."""
@@ -73,6 +80,11 @@ class CodeFormerRestorer(FaceRestorer):
         super().__init__(session, family)
         self.fidelity = float(fidelity)
         log.debug("codeformer fidelity %.3f", self.fidelity)
+
+    @classmethod
+    def build(cls, session: Any, family: Family, settings: Settings, model: ModelFile) -> Self:
+        """Fidelity from the settings."""
+        return cls(session, family, fidelity=settings.codeformer_fidelity)
 
     def _feeds(self, crop: AlignedCrop) -> dict[str, np.ndarray]:
         """The image on `input` and the fidelity on `weight`, each in its declared type."""

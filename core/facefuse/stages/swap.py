@@ -7,18 +7,23 @@ and the model's "emap" matrix, which inswapper stores as its LAST graph initiali
 
 from __future__ import annotations
 
+import io
 import logging
 from pathlib import Path
+from typing import Any, Self
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import numpy_helper
 
+from ..config import Settings
 from ..errors import ModelContractError
+from ..io.images import atomic_write_bytes
 from ..models.manifest import Family
 from ..types import AlignedCrop
 from ..vectors import l2_normalise
+from .roles import ModelFile
 from .tensors import check_crop_size, crops_to_nchw, input_dtype, nchw_to_crop
 
 log = logging.getLogger(__name__)
@@ -51,6 +56,26 @@ def read_emap(model_path: Path | str) -> np.ndarray:
     log.debug("%s: emap %dx%d (%s) read from the last initializer", path.name, width, width,
               emap.dtype)
     return np.ascontiguousarray(emap, dtype=np.float32)
+
+
+def cached_emap(model: ModelFile) -> np.ndarray:
+    """The swapper's emap, kept in model.derived_dir as .npy by the model's sha256: reading it
+    from the ONNX file parses the whole model (555 MB for inswapper_128) in every process."""
+    cached = model.derived_dir / f"emap-{model.sha256()[:16]}.npy"
+    if cached.is_file():
+        try:
+            return np.load(cached, allow_pickle=False)
+        except (OSError, ValueError):
+            log.warning("ignoring the damaged emap cache %s", cached)
+    emap = read_emap(model.path)
+    buffer = io.BytesIO()
+    np.save(buffer, emap, allow_pickle=False)
+    try:
+        model.derived_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(cached, buffer.getvalue())
+    except OSError as exc:  # a read-only models folder only costs time
+        log.debug("cannot cache the emap in %s: %s", model.derived_dir, exc)
+    return emap
 
 
 def _source_width(graph: onnx.GraphProto, model_name: str) -> int:
@@ -98,6 +123,11 @@ class InswapperSwapper:
         self.normalise_latent = normalise_latent
         log.debug("inswapper inputs: %s; latent normalised: %s",
                   ", ".join(f"{n.name} {n.type}" for n in session.get_inputs()), normalise_latent)
+
+    @classmethod
+    def build(cls, session: Any, family: Family, settings: Settings, model: ModelFile) -> Self:
+        """The emap from the model file (cached), latent normalisation from the settings."""
+        return cls(session, family, cached_emap(model), normalise_latent=settings.normalise_latent)
 
     def latent(self, embedding: np.ndarray) -> np.ndarray:
         """The (1, W) float32 source latent for a source embedding (see source_latent)."""

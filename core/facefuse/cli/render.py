@@ -1,4 +1,4 @@
-"""`facefuse render`: the command line over facefuse.render (a thin host like the others)."""
+"""`facefuse render`: the command line over facefuse.shot.render (a thin host like the others)."""
 
 from __future__ import annotations
 
@@ -10,17 +10,16 @@ import threading
 from fractions import Fraction
 from typing import Any, TextIO
 
-from .errors import InputError
-from .io.sequences import parse_chunk, parse_frame_range
-from .render import FrameReport, RenderRequest, RenderSummary
+from ..color import list_colorspaces
+from ..errors import ExitCode, InputError
+from ..io.sequences import parse_chunk, parse_frame_range
+from ..io.video import VIDEO_CODECS
+from ..shot.render import render
+from ..shot.request import FrameReport, RenderRequest, RenderSummary
+from .options import engine_options, settings_from_args
 
-EXIT_FRAMES_FAILED = 5
 
-
-def render_parser(commands: Any) -> None:
-    from .cli import engine_options
-    from .io.video import VIDEO_CODECS
-
+def add_parser(commands: Any) -> None:
     p = commands.add_parser("render", help="swap faces through a whole shot (video or sequence)")
     p.add_argument("-i", "--input", help="video file, or sequence: name.####.exr, "
                    "name.%%04d.dpx, name.#.png")
@@ -49,8 +48,6 @@ def render_parser(commands: Any) -> None:
 
 
 def request_from_args(args: argparse.Namespace) -> RenderRequest:
-    from .cli import settings_from_args
-
     if not args.input or not args.output:
         raise InputError("render needs -i INPUT and -o OUTPUT")
     return RenderRequest(
@@ -92,13 +89,9 @@ def summary_record(summary: RenderSummary) -> dict[str, Any]:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    from .render import render
-
     if args.list_colorspaces:
-        from .color import list_colorspaces
-
         print("\n".join(list_colorspaces()))
-        return 0
+        return ExitCode.OK
     request = request_from_args(args)
     progress = Progress(args.progress)
     stop = threading.Event()
@@ -109,8 +102,8 @@ def cmd_render(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
     _print_summary(summary, progress.mode)
     if summary.cancelled and stop.is_set():
-        return 143
-    return EXIT_FRAMES_FAILED if summary.failed else 0
+        return ExitCode.TERMINATED
+    return ExitCode.FRAMES_FAILED if summary.failed else ExitCode.OK
 
 
 def _print_summary(summary: RenderSummary, mode: str) -> None:
@@ -123,5 +116,3 @@ def _print_summary(summary: RenderSummary, mode: str) -> None:
     print(f"{summary.frames} frames: {summary.swapped} swapped, {summary.no_face} without a "
           f"face, {summary.skipped} already done, failed: {failed}; {summary.fps:.2f} fps"
           f"{' (cancelled)' if summary.cancelled else ''}")
-
-

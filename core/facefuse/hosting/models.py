@@ -1,7 +1,8 @@
-"""Which models a strip's settings need that are not on this computer, and how to get them.
+"""Which models a host's settings need that are not on this computer, and how to get them.
 
 Only file checks: nothing is loaded, hashed or downloaded here (the engine does that on a
-worker thread). Manifest names are looked up in facefuse's model manifest.
+worker thread), so a host may call this while drawing its UI. Manifest names are looked up in
+facefuse's shipped model manifest.
 """
 
 from __future__ import annotations
@@ -9,25 +10,22 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
-from facefuse.config import Settings
+from ..config import Settings
+from ..models.manifest import ROLES, Manifest, load_manifest
+from ..models.store import ModelStore, default_models_dir
 
-ROLES = ("detector", "recogniser", "swapper", "enhancer")
 LOOK_ROLES = ("detector",)
 
 
 @lru_cache(maxsize=1)
-def _manifest() -> Any:
-    from facefuse.models.manifest import load_manifest
-
+def _manifest() -> Manifest:
+    """The shipped manifest, parsed once (it does not change while a host runs)."""
     return load_manifest()
 
 
 def absent_models(settings: Settings, roles: tuple[str, ...] = ROLES) -> list[tuple[str, str]]:
     """(role, model name) of the manifest models chosen for `roles` that are not on disk."""
-    from facefuse.models.store import ModelStore, default_models_dir
-
     store = ModelStore(_manifest(), default_models_dir(settings.models_dir), offline=True)
     absent = []
     for role in roles:

@@ -13,7 +13,7 @@ faces_overlay draws are the indices reference_face takes.
 
 Every picture is an 8-bit PNG in display space (OpenCV channel order on disk is handled by the
 encoder), written atomically (temporary name, then rename) into `out_dir`: by default the
-`previews` folder beside the embeddings cache (Settings.cache_dir). `pipeline` lets a host reuse
+cache's `previews` folder (CacheLayout.previews, under Settings.cache_dir). `pipeline` lets a host reuse
 one Pipeline and its loaded models across calls: it must be built from the same Settings and is
 left open; without one a Pipeline is built and closed per call.
 """
@@ -29,17 +29,19 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from . import geometry
-from .config import Settings
-from .embedding_cache import default_cache_dir, sha256_bytes
-from .errors import InputError, NoFaceError
-from .geometry import DisplayConversion
-from .io.images import atomic_write_bytes, decode_image, encode_image, read_image_bytes
-from .pipeline import Pipeline
-from .render import RenderRequest
-from .selection import largest_face
-from .shots import ShotInput, open_input
-from .types import Face
+from .. import geometry
+from ..cache.hashes import sha256_bytes
+from ..cache.layout import CacheLayout
+from ..color import input_conversion
+from ..config import Settings
+from ..errors import InputError, NoFaceError
+from ..geometry import DisplayConversion
+from ..io.images import atomic_write_bytes, decode_image, encode_image, read_image_bytes
+from ..pipeline import Pipeline
+from ..selection import largest_face
+from ..types import Face
+from .inputs import open_input
+from .request import RenderRequest
 
 THUMBNAIL_PX = 256  # long side of a source thumbnail
 OVERLAY_PX = 1280  # long side of a faces overlay
@@ -47,11 +49,6 @@ REFERENCE_MARGIN = 0.6  # reference crop: the face box grown by this fraction of
 USED_BGR = (80, 220, 80)
 OTHER_BGR = (40, 180, 255)
 NO_FACE_BGR = (40, 40, 230)
-
-
-def previews_dir(settings: Settings) -> Path:
-    """The default folder for preview pictures: `previews` beside the embeddings cache."""
-    return default_cache_dir(settings.cache_dir).parent / "previews"
 
 
 def ordered_faces(faces: Sequence[Face]) -> tuple[Face, ...]:
@@ -183,23 +180,10 @@ def _frame(request: RenderRequest, number: int
         _, frame = next(iter(shot.read([number])))
         if not isinstance(frame, np.ndarray):
             raise InputError(f"frame {number} of {shot.label} cannot be decoded: {frame.reason}")
-        yield frame, _colour(request, shot)
+        colour, _ = input_conversion(request.colorspace, shot.suffix, shot.pixel_type)
+        yield frame, colour
     finally:
         shot.close()
-
-
-def _colour(request: RenderRequest, shot: ShotInput) -> DisplayConversion | None:
-    """The input's conversion to display space, chosen as render chooses it."""
-    requested = request.colorspace
-    if requested is not None and requested.lower() == "none":
-        return None
-    from .color import ColourConverter, default_colorspace
-
-    name = requested or default_colorspace(shot.suffix, shot.pixel_type)
-    if name is None:
-        return None
-    converter = ColourConverter(name)
-    return None if converter.is_identity else converter
 
 
 def _crop(picture: np.ndarray, face: Face) -> np.ndarray:
@@ -249,7 +233,7 @@ def _digest(*parts: object) -> str:
 
 
 def _folder(out_dir: Path | None, settings: Settings) -> Path:
-    return Path(out_dir) if out_dir is not None else previews_dir(settings)
+    return Path(out_dir) if out_dir is not None else CacheLayout.at(settings.cache_dir).previews
 
 
 def _write_png(path: Path, picture: np.ndarray) -> Path:

@@ -1,4 +1,7 @@
-"""Shot inputs and outputs for render: a video file or an image sequence behind one interface.
+"""Shot inputs for render: a video file or an image sequence behind one interface.
+
+An input also says what a video made from its frames carries over (rate, timecode, audio), so
+the writers never look inside a particular kind of input.
 
 Frames are numbered as the input numbers them: a sequence by its file names (a shot may start at
 1001), a video from its start number (1 unless told otherwise, like Blender and ffmpeg).
@@ -6,20 +9,42 @@ Frames are numbered as the input numbers them: a sequence by its file names (a s
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
-from .content_hash import HashMemo, content_sha256
-from .errors import InputError
-from .io import plates, sequences, video
-from .io.video import DecodeFailure
+from ..cache.hashes import HashMemo, content_sha256
+from ..errors import InputError
+from ..io import plates, sequences, video
+from ..io.video import DecodeFailure
 
 FrameOrFailure = np.ndarray | DecodeFailure
+
+
+@dataclass(frozen=True, slots=True)
+class AudioSpan:
+    """The stretch of a file's audio that belongs to some frames (seconds on its timeline)."""
+
+    path: Path
+    start_s: float
+    duration_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class VideoTiming:
+    """What a video made of some of an input's frames carries over from the input.
+
+    rate: None when the input has none (image sequences). source: the input video's stream
+    description, the template for the output's (None for image sequences)."""
+
+    rate: Fraction | None
+    timecode: str | None
+    audio: AudioSpan | None
+    source: video.VideoInfo | None
 
 
 class ShotInput(Protocol):
@@ -30,10 +55,16 @@ class ShotInput(Protocol):
     rate: Fraction | None
     suffix: str
     pixel_type: str
+    is_sequence: bool
+    plate_format: plates.PlateFormat | None  # what a sequence output should match, if anything
 
     def read(self, numbers: Iterable[int]) -> Iterator[tuple[int, FrameOrFailure]]: ...
 
     def content_sha256(self, memo: HashMemo) -> str: ...
+
+    def files(self, numbers: Sequence[int]) -> tuple[Path, ...]: ...
+
+    def video_timing(self, numbers: Sequence[int]) -> VideoTiming: ...
 
     def close(self) -> None: ...
 
@@ -43,28 +74,35 @@ class SequenceInput:
 
     def __init__(self, pattern: sequences.FramePattern) -> None:
         self.pattern = pattern
-        self.files: Mapping[int, Path] = pattern.scan()
-        if not self.files:
+        self.frame_files: Mapping[int, Path] = pattern.scan()
+        if not self.frame_files:
             raise InputError(f"no frames match {pattern.display}")
         self.label = pattern.display
-        self.frame_numbers = tuple(self.files)
+        self.frame_numbers = tuple(self.frame_files)
         self.rate: Fraction | None = None
         self.suffix = Path(pattern.display).suffix.lower()
-        _, first_format = plates.read_plate(self.files[self.frame_numbers[0]])
-        self.format = first_format
+        self.is_sequence = True
+        _, first_format = plates.read_plate(self.frame_files[self.frame_numbers[0]])
+        self.plate_format: plates.PlateFormat | None = first_format
         self.pixel_type = first_format.pixel_type
 
     def read(self, numbers: Iterable[int]) -> Iterator[tuple[int, FrameOrFailure]]:
         for number in numbers:
             try:
-                frame, _ = plates.read_plate(self.files[number])
+                frame, _ = plates.read_plate(self.frame_files[number])
             except InputError as exc:
                 yield number, DecodeFailure(str(exc))
                 continue
             yield number, frame
 
     def content_sha256(self, memo: HashMemo) -> str:
-        return content_sha256([self.files[n] for n in self.frame_numbers], memo)
+        return content_sha256([self.frame_files[n] for n in self.frame_numbers], memo)
+
+    def files(self, numbers: Sequence[int]) -> tuple[Path, ...]:
+        return tuple(self.frame_files[n] for n in numbers)
+
+    def video_timing(self, numbers: Sequence[int]) -> VideoTiming:
+        return VideoTiming(rate=None, timecode=None, audio=None, source=None)
 
     def close(self) -> None:
         return None
@@ -83,12 +121,29 @@ class VideoInput:
         self.rate: Fraction | None = self.info.rate
         self.suffix = path.suffix.lower()
         self.pixel_type = "uint8" if self.info.bit_depth <= 8 else "uint16"
+        self.is_sequence = False
+        self.plate_format: plates.PlateFormat | None = None
 
     def read(self, numbers: Iterable[int]) -> Iterator[tuple[int, FrameOrFailure]]:
         return self.source.read(numbers)
 
     def content_sha256(self, memo: HashMemo) -> str:
         return content_sha256([self.path], memo)
+
+    def files(self, numbers: Sequence[int]) -> tuple[Path, ...]:
+        return (self.path,)
+
+    def video_timing(self, numbers: Sequence[int]) -> VideoTiming:
+        """Timecode shifted to the first of `numbers`; the audio under `numbers`, if any."""
+        source = self.info
+        offset = numbers[0] - source.start_number
+        timecode = (video.offset_timecode(source.timecode, source.rate, offset)
+                    if source.timecode else None)
+        audio = None
+        if source.audio_streams:
+            audio = AudioSpan(self.path, source.start_time_s + float(offset / source.rate),
+                              float(len(numbers) / source.rate))
+        return VideoTiming(source.rate, timecode, audio, source)
 
     def close(self) -> None:
         self.source.close()
@@ -105,38 +160,3 @@ def open_input(spec: str, start_number: int = 1, conform_vfr: bool = False) -> S
         raise InputError(f"{path} is neither a video (.mov, .mp4, .mkv, ...) nor an image "
                          "sequence pattern (name.####.exr, name.%04d.exr, name.#.exr)")
     return VideoInput(path, start_number, conform_vfr)
-
-
-class SequenceOutput:
-    """Frames written as files of a pattern; finished frames are recognised for resuming."""
-
-    def __init__(self, pattern_text: str, like: plates.PlateFormat | None,
-                 channels: tuple[str, ...] | None = None) -> None:
-        if not sequences.is_frame_pattern(pattern_text):
-            raise InputError(f"{pattern_text} needs a frame token for an image sequence "
-                             "(name.####.exr, name.%04d.png or name.#.tif)")
-        self.pattern = sequences.FramePattern.parse(pattern_text)
-        folder = self.pattern.path(0).parent
-        if not folder.is_dir():
-            raise InputError(f"the output folder {folder} does not exist")
-        plates.output_file_format(self.pattern.path(0))
-        self.like = like
-        self.channels = channels
-
-    def path(self, number: int) -> Path:
-        return self.pattern.path(number)
-
-    def finished(self, number: int, fingerprint: str) -> bool:
-        """True when the frame's file is complete and was made with the same fingerprint."""
-        path = self.path(number)
-        if not path.is_file() or not plates.is_complete(path):
-            return False
-        return plates.read_metadata(path).get("fingerprint") == fingerprint
-
-    def write(self, number: int, frame: np.ndarray, metadata: Mapping[str, str]) -> None:
-        path = self.path(number)
-        fmt = plates.plate_format_for(path, self.like, frame)
-        if self.channels is not None:
-            fmt = dataclasses.replace(fmt, channels=len(self.channels),
-                                      channel_names=self.channels)
-        plates.write_plate(path, frame, fmt, {**metadata, "facefuse:frame": str(number)})

@@ -1,4 +1,4 @@
-"""Content hashes of shot inputs, remembered by (path, size, mtime) so a shot is hashed once.
+"""Content hashes of files, remembered by (path, size, mtime) so a shot or model is hashed once.
 
 Per-shot analysis is cached under the input's content hash: renaming or copying a clip keeps
 its analysis, editing it invalidates it.
@@ -13,10 +13,24 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from .io.images import atomic_write_bytes
-from .models.download import sha256_file
+from ..io.images import atomic_write_bytes
 
 log = logging.getLogger(__name__)
+
+CHUNK_BYTES = 1 << 20
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    """sha256 hex digest of a file, read in chunks."""
+    hasher = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(CHUNK_BYTES):
+            hasher.update(chunk)
+    return hasher.hexdigest()
 
 
 class HashMemo:

@@ -1,5 +1,10 @@
 """Where render's frames go: an image sequence (resumable) or a video (one pass), plus the
-optional matte and patch sequences for compositors, all pixel-aligned with the plate."""
+optional matte and patch sequences for compositors, all pixel-aligned with the plate.
+
+A writer takes processed frames in order and hands back the frames it has *settled*: those whose
+files are all in place (or that failed), in order. It neither counts nor reports: the render job
+does both, in one place, from what the writer settles.
+"""
 
 from __future__ import annotations
 
@@ -12,15 +17,15 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
-from .errors import InputError
-from .geometry import DisplayConversion, to_model_range
-from .io import sequences, video
-from .render import FrameReport, ProgressCallback, RenderRequest
-from .shots import SequenceInput, SequenceOutput, ShotInput, VideoInput
+from ..errors import InputError
+from ..geometry import DisplayConversion, to_model_range
+from ..io import plates, sequences, video
+from .inputs import ShotInput
+from .request import RenderRequest
 
 log = logging.getLogger(__name__)
 
@@ -40,34 +45,17 @@ class Processed:
     error: str = ""
 
 
-class Counts:
-    """Per-run tallies, touched only by the writer thread and read after it has stopped."""
-
-    def __init__(self) -> None:
-        self.swapped = self.no_face = self.skipped = 0
-        self.failed: list[tuple[int, str]] = []
-
-    def record(self, item: Processed, report: ProgressCallback) -> None:
-        if item.frame is None:
-            self.failed.append((item.number, item.error))
-            log.error("frame %d failed: %s", item.number, item.error)
-            report(FrameReport(item.number, "failed", 0, item.ms, item.error))
-            return
-        status = "swapped" if item.faces else "no_face"
-        if item.faces:
-            self.swapped += 1
-        else:
-            self.no_face += 1
-        report(FrameReport(item.number, status, item.faces, item.ms))
-
-
 class FrameWriter(Protocol):
     def finished(self, number: int, fingerprint: str) -> bool: ...
 
-    def write(self, item: Processed, metadata: Mapping[str, str], counts: Counts,
-              report: ProgressCallback) -> None: ...
+    def write(self, item: Processed, metadata: Mapping[str, str]) -> list[Processed]: ...
 
-    def finish(self, complete: bool) -> None: ...
+    def finish(self, complete: bool) -> list[Processed]: ...
+
+
+def is_video_output(output: str) -> bool:
+    """Whether an output name is a video file rather than an image-sequence pattern."""
+    return video.is_video_path(Path(output)) and not sequences.is_frame_pattern(output)
 
 
 def matte_frame(matte: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
@@ -84,6 +72,41 @@ def patch_frame(frame: np.ndarray, matte: np.ndarray | None) -> np.ndarray:
     return np.dstack([colour * alpha[..., None], alpha]).astype(np.float32)
 
 
+class SequenceOutput:
+    """Frames written as files of a pattern; finished frames are recognised for resuming."""
+
+    def __init__(self, pattern_text: str, like: plates.PlateFormat | None,
+                 channels: tuple[str, ...] | None = None) -> None:
+        if not sequences.is_frame_pattern(pattern_text):
+            raise InputError(f"{pattern_text} needs a frame token for an image sequence "
+                             "(name.####.exr, name.%04d.png or name.#.tif)")
+        self.pattern = sequences.FramePattern.parse(pattern_text)
+        folder = self.pattern.path(0).parent
+        if not folder.is_dir():
+            raise InputError(f"the output folder {folder} does not exist")
+        plates.output_file_format(self.pattern.path(0))
+        self.like = like
+        self.channels = channels
+
+    def path(self, number: int) -> Path:
+        return self.pattern.path(number)
+
+    def finished(self, number: int, fingerprint: str) -> bool:
+        """True when the frame's file is complete and was made with the same fingerprint."""
+        path = self.path(number)
+        if not path.is_file() or not plates.is_complete(path):
+            return False
+        return plates.read_metadata(path).get("fingerprint") == fingerprint
+
+    def write(self, number: int, frame: np.ndarray, metadata: Mapping[str, str]) -> None:
+        path = self.path(number)
+        fmt = plates.plate_format_for(path, self.like, frame)
+        if self.channels is not None:
+            fmt = dataclasses.replace(fmt, channels=len(self.channels),
+                                      channel_names=self.channels)
+        plates.write_plate(path, frame, fmt, {**metadata, "facefuse:frame": str(number)})
+
+
 class _Extras:
     """The optional matte and patch sequences."""
 
@@ -91,9 +114,12 @@ class _Extras:
         self.matte = SequenceOutput(matte, None, channels=("Y",)) if matte else None
         self.patch = SequenceOutput(patch, None) if patch else None
 
+    @property
+    def outputs(self) -> tuple[SequenceOutput, ...]:
+        return tuple(out for out in (self.matte, self.patch) if out is not None)
+
     def finished(self, number: int, fingerprint: str) -> bool:
-        return all(out.finished(number, fingerprint) for out in (self.matte, self.patch)
-                   if out is not None)
+        return all(out.finished(number, fingerprint) for out in self.outputs)
 
     def write(self, item: Processed, frame: np.ndarray, metadata: Mapping[str, str]) -> None:
         if self.matte is not None:
@@ -106,46 +132,52 @@ class SequenceWriter:
     """Image-sequence output: every frame written atomically, finished frames skipped on re-run.
 
     Encoding (EXR compression above all) is the slow part of plate output, so up to
-    WRITE_WORKERS frames are written at once; frames are still reported in order, and a frame
-    counts as done only once all its files are renamed into place."""
+    WRITE_WORKERS frames are written at once; frames are still settled in order, and a frame
+    is settled only once all its files are renamed into place."""
 
-    def __init__(self, pattern: str, like: Any, extras: _Extras) -> None:
+    def __init__(self, pattern: str, like: plates.PlateFormat | None, extras: _Extras) -> None:
         self.main = SequenceOutput(pattern, like)
         self.extras = extras
         self._pool = ThreadPoolExecutor(WRITE_WORKERS, thread_name_prefix="facefuse-encode")
-        self._pending: deque[tuple[Processed, Future[None] | None, Counts,
-                                   ProgressCallback]] = deque()
+        self._pending: deque[tuple[Processed, Future[None] | None]] = deque()
+
+    @property
+    def outputs(self) -> tuple[SequenceOutput, ...]:
+        return (self.main, *self.extras.outputs)
 
     def finished(self, number: int, fingerprint: str) -> bool:
         return self.main.finished(number, fingerprint) and self.extras.finished(number,
                                                                                 fingerprint)
 
-    def write(self, item: Processed, metadata: Mapping[str, str], counts: Counts,
-              report: ProgressCallback) -> None:
+    def write(self, item: Processed, metadata: Mapping[str, str]) -> list[Processed]:
         future = (self._pool.submit(self._write_files, item, metadata)
                   if item.frame is not None else None)
-        self._pending.append((item, future, counts, report))
+        self._pending.append((item, future))
+        settled = []
         while len(self._pending) > WRITE_WORKERS:
-            self._settle_oldest()
+            settled.append(self._settle_oldest())
+        return settled
 
     def _write_files(self, item: Processed, metadata: Mapping[str, str]) -> None:
         assert item.frame is not None
         self.main.write(item.number, item.frame, metadata)
         self.extras.write(item, item.frame, metadata)
 
-    def _settle_oldest(self) -> None:
-        item, future, counts, report = self._pending.popleft()
+    def _settle_oldest(self) -> Processed:
+        item, future = self._pending.popleft()
         if future is not None:
             future.result()  # re-raises a failed write
-        counts.record(item, report)
+        return item
 
-    def finish(self, complete: bool) -> None:
-        """Wait for the frames in flight (they complete even when cancelled)."""
+    def finish(self, complete: bool) -> list[Processed]:
+        """Wait for the frames in flight (they complete even when cancelled); settle them."""
+        settled = []
         try:
             while self._pending:
-                self._settle_oldest()
+                settled.append(self._settle_oldest())
         finally:
             self._pool.shutdown(wait=True)
+        return settled
 
 
 class VideoWriter:
@@ -167,8 +199,7 @@ class VideoWriter:
     def finished(self, number: int, fingerprint: str) -> bool:
         return False
 
-    def write(self, item: Processed, metadata: Mapping[str, str], counts: Counts,
-              report: ProgressCallback) -> None:
+    def write(self, item: Processed, metadata: Mapping[str, str]) -> list[Processed]:
         frame = item.frame if item.frame is not None else self.last
         if frame is None:  # nothing to stand in yet: the first good frame will, once per failure
             self.leading_failures += 1
@@ -181,7 +212,7 @@ class VideoWriter:
             self.last = frame
         if item.frame is not None:
             self.extras.write(item, item.frame, metadata)
-        counts.record(item, report)
+        return [item]
 
     def _display(self, frame: np.ndarray) -> np.ndarray:
         """The frame as the video shows it: display-encoded when the plate is scene-referred."""
@@ -190,41 +221,36 @@ class VideoWriter:
         colour = self.colour.to_display(to_model_range(frame[..., :3]) / np.float32(255.0))
         return np.dstack([colour, frame[..., 3:]]) if frame.shape[2] == 4 else colour
 
-    def finish(self, complete: bool) -> None:
-        if self.sink is None:
-            return
-        if complete:
-            self.sink.close()
-        else:
-            self.sink.abort()
+    def finish(self, complete: bool) -> list[Processed]:
+        if self.sink is not None:
+            if complete:
+                self.sink.close()
+            else:
+                self.sink.abort()
+        return []
 
     def _open(self, frame: np.ndarray, metadata: Mapping[str, str]) -> video.VideoSink:
-        info, audio = _video_settings(self.path, self.request, self.shot, self.numbers, frame)
+        timing = self.shot.video_timing(self.numbers)
+        info = _video_info(self.path, timing.source, timing.rate or self.request.rate
+                           or DEFAULT_SEQUENCE_RATE, len(self.numbers), frame, timing.timecode)
+        audio = timing.audio
+        if audio is None:
+            return video.VideoSink(self.path, info, codec=self.request.codec, metadata=metadata)
         return video.VideoSink(self.path, info, codec=self.request.codec, metadata=metadata,
-                               **audio)
+                               audio_from=audio.path, audio_start_s=audio.start_s,
+                               audio_duration_s=audio.duration_s)
 
 
-def _video_settings(path: Path, request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
-                    frame: np.ndarray) -> tuple[video.VideoInfo, dict[str, Any]]:
-    """The output's rate, size and timecode, and which span of the source's audio to copy."""
+def _video_info(path: Path, source: video.VideoInfo | None, rate: Fraction, count: int,
+                frame: np.ndarray, timecode: str | None) -> video.VideoInfo:
+    """The output stream: the source video's, resized to the frames, or a new one."""
     height, width = frame.shape[:2]
-    if isinstance(shot, VideoInput):
-        source = shot.info
-        offset = numbers[0] - source.start_number
-        timecode = (video.offset_timecode(source.timecode, source.rate, offset)
-                    if source.timecode else None)
-        info = dataclasses.replace(source, width=width, height=height, timecode=timecode)
-        if not source.audio_streams:
-            return info, {}
-        start = source.start_time_s + float(offset / source.rate)
-        return info, {"audio_from": shot.path, "audio_start_s": start,
-                      "audio_duration_s": float(len(numbers) / source.rate)}
-    rate = request.rate or DEFAULT_SEQUENCE_RATE
-    info = video.VideoInfo(path=path, frame_count=len(numbers), rate=rate, width=width,
+    if source is not None:
+        return dataclasses.replace(source, width=width, height=height, timecode=timecode)
+    return video.VideoInfo(path=path, frame_count=count, rate=rate, width=width,
                            height=height, codec="", pixel_format="", bit_depth=8,
-                           has_alpha=frame.shape[2] == 4, timecode=None, audio_streams=0,
-                           duration_s=float(len(numbers) / rate), variable_frame_rate=False)
-    return info, {}
+                           has_alpha=frame.shape[2] == 4, timecode=timecode, audio_streams=0,
+                           duration_s=float(count / rate), variable_frame_rate=False)
 
 
 def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
@@ -235,9 +261,8 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
     scene-linear plate is converted before encoding (image sequences keep the plate's space)."""
     extras = _Extras(request.matte, request.patch)
     if sequences.is_frame_pattern(request.output):
-        like = shot.format if isinstance(shot, SequenceInput) else None
-        writer = SequenceWriter(request.output, like, extras)
-        if isinstance(shot, SequenceInput) and _overlaps(writer, shot, numbers):
+        writer = SequenceWriter(request.output, shot.plate_format, extras)
+        if _overwrites_input(writer.outputs, shot, numbers):
             raise InputError(f"the output {request.output} would overwrite the input frames; "
                              "choose another name")
         return writer
@@ -246,15 +271,16 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
         raise InputError(f"{path} needs a frame token for an image sequence (name.####.exr) or a "
                          "video extension (.mov, .mp4, .mkv)")
     _check_video_output(path, request, shot)
+    if _overwrites_input(extras.outputs, shot, numbers):
+        raise InputError("the matte or patch output would overwrite the input frames; choose "
+                         "another name")
     return VideoWriter(path, request, shot, numbers, extras, colour)
 
 
-def _overlaps(writer: SequenceWriter, shot: SequenceInput, numbers: Sequence[int]) -> bool:
-    outputs = [writer.main.path(n).resolve() for n in numbers[:1]]
-    for extra in (writer.extras.matte, writer.extras.patch):
-        if extra is not None:
-            outputs.append(extra.path(numbers[0]).resolve())
-    return any(path == shot.files[numbers[0]].resolve() for path in outputs) if numbers else False
+def _overwrites_input(outputs: Sequence[SequenceOutput], shot: ShotInput,
+                      numbers: Sequence[int]) -> bool:
+    inputs = {path.resolve() for path in shot.files(numbers)}
+    return any(out.path(n).resolve() in inputs for out in outputs for n in numbers)
 
 
 def _check_video_output(path: Path, request: RenderRequest, shot: ShotInput) -> None:
@@ -263,7 +289,7 @@ def _check_video_output(path: Path, request: RenderRequest, shot: ShotInput) -> 
                          "pass (render a sequence on the farm, then encode it)")
     if not path.parent.is_dir():
         raise InputError(f"the output folder {path.parent} does not exist")
-    if isinstance(shot, VideoInput) and path.exists() and path.resolve() == shot.path.resolve():
+    if path.exists() and path.resolve() in {p.resolve() for p in shot.files(shot.frame_numbers[:1])}:
         raise InputError(f"the output {path} is the input; choose another file name")
     if path.exists() and not request.overwrite:
         raise InputError(f"{path} already exists; add --overwrite to replace it")

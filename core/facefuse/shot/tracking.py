@@ -16,14 +16,14 @@ import functools
 import itertools
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .errors import InputError
-from .selection import most_similar
-from .types import Face
-from .vectors import l2_normalise
+from ..errors import InputError
+from ..selection import most_similar
+from ..types import Face
+from ..vectors import l2_normalise
 
 log = logging.getLogger(__name__)
 
@@ -318,3 +318,23 @@ def select_tracks(tracks: Sequence[Track], mode: str, reference: np.ndarray | No
     raise InputError(f"unknown face selector {mode!r}; use one, many or reference")
 
 
+def fill_short_gaps(track: Track, max_missing: int = 3) -> Track:
+    """A copy of track with frames missing in runs of at most max_missing filled by linear
+    interpolation of the neighbouring faces (a face the detector lost for a frame or two would
+    otherwise flash back to the original)."""
+    frames, faces = list(track.frames), list(track.faces)
+    out_frames, out_faces = [frames[0]], [faces[0]]
+    for (a, face_a), (b, face_b) in zip(zip(frames, faces), zip(frames[1:], faces[1:])):
+        if 1 < b - a <= max_missing + 1:
+            for n in range(a + 1, b):
+                out_frames.append(n)
+                out_faces.append(_interpolate(face_a, face_b, (n - a) / (b - a)))
+        out_frames.append(b)
+        out_faces.append(face_b)
+    return replace(track, frames=tuple(out_frames), faces=tuple(out_faces))
+
+
+def _interpolate(a: Face, b: Face, t: float) -> Face:
+    return replace(a, bbox_xyxy=((1 - t) * a.bbox_xyxy + t * b.bbox_xyxy).astype(np.float32),
+                   kps5=((1 - t) * a.kps5 + t * b.kps5).astype(np.float32),
+                   score=min(a.score, b.score))

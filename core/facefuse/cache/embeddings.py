@@ -9,28 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import platformdirs
 
-from .io.images import atomic_write_bytes
-
-
-def default_cache_dir(explicit: Path | None = None) -> Path:
-    """explicit, else $FACEFUSE_CACHE, else the user cache directory's facefuse/embeddings."""
-    if explicit is not None:
-        return Path(explicit)
-    env = os.environ.get("FACEFUSE_CACHE")
-    if env:
-        return Path(env)
-    return Path(platformdirs.user_cache_dir("facefuse")) / "embeddings"
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+from ..io.images import atomic_write_bytes
 
 
 @dataclass(frozen=True, slots=True)

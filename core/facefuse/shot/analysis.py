@@ -12,15 +12,15 @@ import hashlib
 import io
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .io.images import atomic_write_bytes
+from ..io.images import atomic_write_bytes
+from ..types import Face
 from .smoothing import OneEuroParams, smooth_tracks
-from .tracking import Track, build_tracks, select_tracks
-from .types import Face
+from .tracking import build_tracks, fill_short_gaps, select_tracks
 
 log = logging.getLogger(__name__)
 
@@ -133,28 +133,6 @@ def analyse_frames(frames: Iterable[tuple[int, np.ndarray | object]],
 
 def missing_frames(wanted: Sequence[int], cached: Mapping[int, object]) -> tuple[int, ...]:
     return tuple(n for n in wanted if n not in cached)
-
-
-def fill_short_gaps(track: Track, max_missing: int = 3) -> Track:
-    """A copy of track with frames missing in runs of at most max_missing filled by linear
-    interpolation of the neighbouring faces (a face the detector lost for a frame or two would
-    otherwise flash back to the original)."""
-    frames, faces = list(track.frames), list(track.faces)
-    out_frames, out_faces = [frames[0]], [faces[0]]
-    for (a, face_a), (b, face_b) in zip(zip(frames, faces), zip(frames[1:], faces[1:])):
-        if 1 < b - a <= max_missing + 1:
-            for n in range(a + 1, b):
-                out_frames.append(n)
-                out_faces.append(_interpolate(face_a, face_b, (n - a) / (b - a)))
-        out_frames.append(b)
-        out_faces.append(face_b)
-    return replace(track, frames=tuple(out_frames), faces=tuple(out_faces))
-
-
-def _interpolate(a: Face, b: Face, t: float) -> Face:
-    return replace(a, bbox_xyxy=((1 - t) * a.bbox_xyxy + t * b.bbox_xyxy).astype(np.float32),
-                   kps5=((1 - t) * a.kps5 + t * b.kps5).astype(np.float32),
-                   score=min(a.score, b.score))
 
 
 def plan_targets(detections: Detections, selector: str, reference: np.ndarray | None,

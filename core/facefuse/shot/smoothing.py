@@ -21,9 +21,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .errors import InputError
+from ..errors import InputError
+from ..types import Face
 from .tracking import Track
-from .types import Face
 
 log = logging.getLogger(__name__)
 

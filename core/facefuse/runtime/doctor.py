@@ -16,10 +16,10 @@ from typing import Any
 
 import onnxruntime as ort
 
-from . import __version__
-from .embedding_cache import default_cache_dir
-from .models.manifest import load_manifest
-from .models.store import ModelStore, default_models_dir, offline_from_env
+from .. import __version__
+from ..cache.layout import CacheLayout
+from ..models.manifest import load_manifest
+from ..models.store import ModelStore, default_models_dir, offline_from_env
 
 ORT_DISTRIBUTIONS = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-directml",
                      "onnxruntime-openvino", "onnxruntime-silicon", "onnxruntime-qnn")
@@ -120,7 +120,7 @@ def report(models_dir: Path | None = None, cache_dir: Path | None = None) -> dic
         "gpu": nvidia_smi(),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "models_dir": str(directory),
-        "cache_dir": str(default_cache_dir(cache_dir)),
+        "cache_dir": str(CacheLayout.at(cache_dir).root),
         "offline": offline_from_env(),
         "models": [dataclasses.asdict(status) for status in store.status()],
     }

@@ -1,0 +1,55 @@
+"""The `facefuse` command line: argparse -> Settings -> the engine. main() returns the exit code
+(errors.ExitCode: 0 done, 2 bad input or usage, 3 no face in a source, 4 model missing or
+invalid, 5 frames failed, 1 internal error, 130 interrupted, 143 terminated)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from .. import __version__
+from ..errors import ExitCode, FacefuseError
+from . import doctor, models, render, swap
+
+DESCRIPTION = "Local face replacement for film and video work."
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="facefuse", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"facefuse {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0)
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    swap.add_parser(commands)
+    render.add_parser(commands)
+    models.add_parsers(commands)
+    doctor.add_parser(commands)
+    return parser
+
+
+def _configure_logging(verbosity: int) -> None:
+    level = logging.WARNING - 10 * min(verbosity, 2)
+    logging.basicConfig(level=level, format="facefuse: %(levelname)s: %(message)s",
+                        stream=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (never raises for user errors)."""
+    args = build_parser().parse_args(argv)
+    _configure_logging(args.verbose)
+    try:
+        return int(args.handler(args))
+    except FacefuseError as exc:
+        print(f"facefuse: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("facefuse: interrupted", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    except Exception as exc:  # a bug: one line unless --debug asks for the traceback
+        if args.debug:
+            raise
+        print(f"facefuse: internal error: {type(exc).__name__}: {exc} "
+              "(run with --debug for the traceback)", file=sys.stderr)
+        return ExitCode.INTERNAL

@@ -1,0 +1,127 @@
+"""Models ready to run: located (fetched and verified if needed), a session made once, the
+contract checked, and the family's stage class built from the settings.
+
+A ModelLoader belongs to one Pipeline (or one host job): it owns the model store, the session
+pool and the loaded stages, and `close()` frees the sessions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import cast
+
+from ..cache.hashes import HashMemo
+from ..config import Settings
+from ..models.manifest import Family, Manifest, load_manifest
+from ..models.store import LocatedModel, ModelStore, default_models_dir, offline_from_env
+from ..stages import FAMILY_CLASSES, Detector, Embedder, ModelFile, Restorer, Stage, Swapper
+from .sessions import SessionPool, resolve_providers
+from .signature import Signature, pick_family, require
+
+log = logging.getLogger(__name__)
+
+DownloadProgress = Callable[[str, int, "int | None"], None]
+"""on_download(model name, bytes done, bytes total or None)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedModel:
+    """A model ready to run: where it came from, its family, and the stage object running it."""
+
+    located: LocatedModel
+    family: Family
+    stage: Stage
+
+
+class ModelLoader:
+    """The models a Settings object names, by role (detector, recogniser, swapper, enhancer).
+
+    hashes: where the sha256 of a user's own model files is remembered (by size and mtime).
+    """
+
+    def __init__(self, settings: Settings, hashes: HashMemo, manifest: Manifest | None = None,
+                 on_download: DownloadProgress | None = None) -> None:
+        self.settings = settings
+        self.manifest = manifest if manifest is not None else load_manifest()
+        self.models_dir = default_models_dir(settings.models_dir)
+        self.store = ModelStore(self.manifest, self.models_dir,
+                                offline=settings.offline or offline_from_env(),
+                                on_progress=on_download)
+        self.providers = resolve_providers(settings.providers)
+        self.sessions = SessionPool(self.providers, cache_dir=self.models_dir)
+        self._hashes = hashes
+        self._located: dict[str, LocatedModel] = {}
+        self._loaded: dict[str, LoadedModel] = {}
+
+    def option(self, role: str) -> str:
+        """The settings' model name or path for `role`; ValueError when none is configured."""
+        option = {"detector": self.settings.detector, "recogniser": self.settings.recogniser,
+                  "swapper": self.settings.swapper, "enhancer": self.settings.enhancer}[role]
+        if option is None:
+            raise ValueError(f"no {role} is configured")
+        return option
+
+    def locate(self, role: str) -> LocatedModel:
+        """Where the model for `role` is (fetched and verified if needed); no session is made."""
+        if role not in self._located:
+            self._located[role] = self.store.locate(self.option(role), role)
+        return self._located[role]
+
+    def load(self, role: str) -> LoadedModel:
+        """The loaded model for `role`: session created once, contract checked, stage built."""
+        if role not in self._loaded:
+            located = self.locate(role)
+            session = self.sessions.get(located.path)
+            family = self._family_for(role, located, Signature.of_session(session))
+            model = ModelFile(located.path, self.models_dir, partial(self.sha256, role))
+            stage = FAMILY_CLASSES[family.class_name].build(session, family, self.settings, model)
+            self._loaded[role] = LoadedModel(located, family, stage)
+        return self._loaded[role]
+
+    def detector(self) -> Detector:
+        return cast(Detector, self.load("detector").stage)
+
+    def embedder(self) -> Embedder:
+        return cast(Embedder, self.load("recogniser").stage)
+
+    def swapper(self) -> Swapper:
+        return cast(Swapper, self.load("swapper").stage)
+
+    def restorer(self) -> Restorer:
+        return cast(Restorer, self.load("enhancer").stage)
+
+    def _family_for(self, role: str, located: LocatedModel, signature: Signature) -> Family:
+        if located.entry is not None:
+            family = self.manifest.families[located.entry.family]
+            require(signature, family, located.label)
+            return family
+        return pick_family(signature, self.manifest.families_for_role(role), located.label)
+
+    def sha256(self, role: str) -> str:
+        """The sha256 of the role's model file: from the manifest, or hashed once (remembered by
+        size and mtime) for a user's own file."""
+        located = self.locate(role)
+        if located.entry is not None:
+            return located.entry.sha256
+        digest = self._hashes.sha256(located.path)
+        self._hashes.flush()
+        return digest
+
+    def identity(self, role: str) -> str:
+        """A content identity of the role's model: its label and sha256."""
+        return f"{self.locate(role).label}:{self.sha256(role)}"
+
+    def used(self) -> dict[str, dict[str, str]]:
+        """Role -> {model, path, sha256} for the models located so far."""
+        return {role: {"model": located.label, "path": str(located.path),
+                       "sha256": self.sha256(role)}
+                for role, located in self._located.items()}
+
+    def close(self) -> None:
+        """Free every session; models are loaded again on next use."""
+        self._loaded.clear()
+        self.sessions.close()
+

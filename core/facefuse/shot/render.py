@@ -1,0 +1,245 @@
+"""`render`: a shot (video or image sequence) in, swapped frames out. One entry point for hosts.
+
+Two passes. Pass 1 (analysis) decodes the whole requested range, detects and embeds every face,
+and caches that per input content; tracks, the shot-level identity choice and landmark smoothing
+are derived from it, so every chunk of a farm render makes the same decisions. Pass 2 decodes
+only the frames still to do, swaps them and writes them, reading, inference and writing running
+in three threads joined by small bounded queues, so memory does not grow with shot length.
+
+Image-sequence outputs are written frame by frame (temporary name, then rename) and resumable:
+a frame whose output exists, reads completely and carries the same render fingerprint is skipped.
+Video outputs are written in one pass over the requested range to a temporary file that is
+renamed when complete; they cannot be chunked or resumed (render a sequence for farm work).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..cache.hashes import HashMemo
+from ..cache.locking import FileLock, LockWaitCancelled
+from ..color import input_conversion
+from ..io.video import DecodeFailure
+from ..models.manifest import ROLES
+from ..pipeline import Pipeline
+from ..types import Face, SourceIdentity
+from . import provenance
+from .analysis import AnalysisCache, AnalysisKey, analyse_frames, missing_frames, plan_targets
+from .frames import plan_frames
+from .inputs import ShotInput, open_input
+from .outputs import FrameWriter, Processed, open_writer
+from .request import CancelCheck, FrameReport, ProgressCallback, RenderRequest, RenderSummary
+from .smoothing import OneEuroParams
+from .streaming import stream
+
+log = logging.getLogger(__name__)
+
+ANALYSIS_LOCK_STALE_S = 120.0
+
+
+def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
+           cancel: CancelCheck | None = None) -> RenderSummary:
+    """Render a shot (see the module docstring); the CLI, Blender, Resolve and farms call this.
+
+    on_progress(FrameReport) is called once per frame: from the calling thread for frames skipped
+    as already done, from the writer thread for rendered ones.
+    cancel() is checked between frames; cancelling leaves only complete output frames (and no
+    video file). User errors raise FacefuseError subclasses before any output is written.
+    """
+    started = time.perf_counter()
+    shot = open_input(request.input, request.start_number, request.conform_vfr)
+    try:
+        job = RenderJob(request, shot, on_progress or _ignore)
+        with Pipeline(request.settings) as pipeline:
+            finished = job.run(pipeline, cancel or _never)
+    finally:
+        shot.close()
+    counts = job.counts
+    stopped_by_failure = request.fail_fast and bool(counts.failed)
+    return RenderSummary(frames=len(job.frames.rendered), swapped=counts.swapped,
+                         no_face=counts.no_face, skipped=counts.skipped,
+                         failed=tuple(counts.failed), seconds=time.perf_counter() - started,
+                         cancelled=not finished and not stopped_by_failure)
+
+
+class Counts:
+    """Per-run tallies, touched only by the thread that settles frames."""
+
+    def __init__(self) -> None:
+        self.swapped = self.no_face = self.skipped = 0
+        self.failed: list[tuple[int, str]] = []
+
+
+class RenderJob:
+    """The checked-up-front plan of one render and the code that carries it out; the one place
+    that counts frames and reports them to the host."""
+
+    def __init__(self, request: RenderRequest, shot: ShotInput,
+                 report: ProgressCallback) -> None:
+        self.request, self.shot, self.report = request, shot, report
+        self.frames = plan_frames(shot.frame_numbers, request.frames, request.chunk, shot.label,
+                                  contiguous=shot.is_sequence)
+        self.colour, self.colour_name = input_conversion(request.colorspace, shot.suffix,
+                                                         shot.pixel_type)
+        self.writer: FrameWriter = open_writer(request, shot, self.frames.rendered, self.colour)
+        self.counts = Counts()
+
+    # -- the run ----------------------------------------------------------------------------
+    def run(self, pipeline: Pipeline, cancelled: CancelCheck) -> bool:
+        """Pass 1 and pass 2; False when cancelled or stopped early by --fail-fast."""
+        identity = pipeline.source_identity(self.request.sources)
+        memo = pipeline.hashes
+        content = self.shot.content_sha256(memo)
+        fingerprint = self._fingerprint(pipeline, identity, content, memo)
+        metadata = provenance.provenance(self.request.settings, pipeline.models.used(),
+                                         identity, fingerprint, self.shot.label)
+        todo = self._todo(fingerprint)
+        if not todo:
+            return True
+        detections = self._analysis(pipeline, content, cancelled)
+        targets = plan_targets(detections, self.request.settings.selector,
+                               pipeline.reference_embedding(), self.request.settings.similarity,
+                               float(self.shot.rate) if self.shot.rate else None,
+                               self._smoothing())
+        return self._pass_two(pipeline, identity, targets, todo, metadata, cancelled)
+
+    def _smoothing(self) -> OneEuroParams | None:
+        if not self.request.smoothing:
+            return None
+        defaults = OneEuroParams()
+        return OneEuroParams(
+            min_cutoff=self.request.smoothing_min_cutoff or defaults.min_cutoff,
+            beta=defaults.beta if self.request.smoothing_beta is None else
+            self.request.smoothing_beta, d_cutoff=defaults.d_cutoff)
+
+    def _fingerprint(self, pipeline: Pipeline, identity: SourceIdentity, content_sha256: str,
+                     memo: HashMemo) -> str:
+        roles = [r for r in ROLES if r != "enhancer" or self.request.settings.enhancer]
+        models = {role: pipeline.models.sha256(role) for role in roles}
+        references = [memo.sha256(Path(p)) for p in self.request.settings.reference_images]
+        memo.flush()
+        analysed = self.frames.analysed
+        extra = {"smoothing": repr(self._smoothing()), "frames": (analysed[0], analysed[-1]),
+                 "start_number": self.request.start_number, "input": content_sha256,
+                 "reference": references, "enhancer": bool(self.request.settings.enhancer),
+                 "conform_vfr": self.request.conform_vfr}
+        return provenance.fingerprint(self.request.settings, models, identity, self.colour_name,
+                                      extra)
+
+    def _todo(self, fingerprint: str) -> tuple[int, ...]:
+        todo = []
+        for number in self.frames.rendered:
+            if not self.request.overwrite and self.writer.finished(number, fingerprint):
+                self.counts.skipped += 1
+                self.report(FrameReport(number, "skipped"))
+            else:
+                todo.append(number)
+        if self.counts.skipped:
+            log.info("%d frames already rendered with these settings; skipping them",
+                     self.counts.skipped)
+        return tuple(todo)
+
+    def _settle(self, items: Iterable[Processed]) -> None:
+        """Count and report frames the writer has settled (all their files are in place)."""
+        for item in items:
+            if item.frame is None:
+                self.counts.failed.append((item.number, item.error))
+                log.error("frame %d failed: %s", item.number, item.error)
+                self.report(FrameReport(item.number, "failed", 0, item.ms, item.error))
+                continue
+            if item.faces:
+                self.counts.swapped += 1
+            else:
+                self.counts.no_face += 1
+            self.report(FrameReport(item.number, "swapped" if item.faces else "no_face",
+                                    item.faces, item.ms))
+
+    # -- pass 1 -----------------------------------------------------------------------------
+    def _analysis(self, pipeline: Pipeline, content_sha256: str,
+                  cancelled: CancelCheck) -> dict[int, tuple[Face, ...]]:
+        settings = self.request.settings
+        key = AnalysisKey(content_sha256, pipeline.models.identity("detector"),
+                          pipeline.models.identity("recogniser"), settings.detector_size_px,
+                          settings.detector_score, self.colour_name)
+        cache = AnalysisCache(pipeline.cache.analysis)
+        cache.directory.mkdir(parents=True, exist_ok=True)
+        # Chunks of one shot started together wait here for the first one's analysis.
+        lock = FileLock(cache.path(key).with_suffix(".lock"), ANALYSIS_LOCK_STALE_S,
+                        cancelled=cancelled)
+        wanted = self.frames.analysed
+        try:
+            with lock:
+                detections = cache.load(key)
+                missing = missing_frames(wanted, detections)
+                if missing:
+                    detections = {**detections,
+                                  **self._analyse(pipeline, missing, cancelled, lock)}
+                    if not cancelled():
+                        cache.save(key, detections)
+        except LockWaitCancelled:
+            return {}
+        return {n: detections.get(n, ()) for n in wanted}
+
+    def _analyse(self, pipeline: Pipeline, missing: Sequence[int], cancelled: CancelCheck,
+                 lock: FileLock) -> dict[int, tuple[Face, ...]]:
+        log.info("analysing %d frames (detection, tracking)", len(missing))
+        colour = self.colour
+
+        def analyse(frame: np.ndarray) -> tuple[Face, ...]:
+            lock.refresh()
+            return tuple(pipeline.embed_faces(frame, pipeline.detect(frame, colour), colour))
+
+        return analyse_frames(self.shot.read(missing), analyse, cancelled)
+
+    # -- pass 2 -----------------------------------------------------------------------------
+    def _pass_two(self, pipeline: Pipeline, identity: SourceIdentity,
+                  targets: Mapping[int, tuple[Face, ...]], todo: Sequence[int],
+                  metadata: Mapping[str, str], cancelled: CancelCheck) -> bool:
+        fail_fast, colour = self.request.fail_fast, self.colour
+
+        def process(item: tuple[int, Any, float]) -> Processed:
+            number, frame, decode_ms = item
+            if isinstance(frame, DecodeFailure):
+                return Processed(number, None, None, 0, {"decode": decode_ms}, frame.reason)
+            result = pipeline.swap_faces(frame, identity, targets.get(number, ()), colour)
+            return Processed(number, result.frame, result.matte, len(result.swapped),
+                             {"decode": round(decode_ms, 3), **result.timings_ms})
+
+        def sink(item: Processed) -> None:
+            self._settle(self.writer.write(item, metadata))
+
+        def stop() -> bool:
+            return cancelled() or (fail_fast and bool(self.counts.failed))
+
+        finished = False
+        try:
+            finished = stream(_timed(self.shot.read(todo)), process, sink, stop)
+        finally:
+            self._settle(self.writer.finish(finished and not (fail_fast and self.counts.failed)))
+        return finished
+
+
+def _timed(frames: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, Any, float]]:
+    """The frames with the milliseconds each took to decode."""
+    iterator = iter(frames)
+    while True:
+        start = time.perf_counter()
+        try:
+            number, frame = next(iterator)
+        except StopIteration:
+            return
+        yield number, frame, (time.perf_counter() - start) * 1000.0
+
+
+def _ignore(_report: FrameReport) -> None:
+    return None
+
+
+def _never() -> bool:
+    return False

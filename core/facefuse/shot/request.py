@@ -1,0 +1,89 @@
+"""What a host hands to `facefuse.shot.render.render` and what it gets back.
+
+RenderRequest is everything one render needs; FrameReport is what each finished frame tells
+the host's progress callback; RenderSummary is what the render returns. Nothing here runs
+anything, so hosts, farm adapters and the command line build and read these without pulling in
+the renderer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from types import MappingProxyType
+
+from ..config import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class RenderRequest:
+    """Everything one render needs.
+
+    input: a video file or an image-sequence pattern (name.####.exr, name.%04d.exr, name.#.exr).
+    output: a video file or an image-sequence pattern. frames: inclusive (first, last) in the
+    input's own numbering, None for all. chunk: (index, count), 1-based. matte / patch: optional
+    image-sequence patterns for the blend mask and the premultiplied RGBA face patch.
+    colorspace: the input's OCIO colour space; None picks a default per format, "none" disables
+    conversion. smoothing: landmark smoothing on/off; smoothing_min_cutoff / beta tune it.
+    rate: frames per second of a video written from an image sequence (default 24).
+    """
+
+    sources: tuple[Path, ...]
+    input: str
+    output: str
+    settings: Settings = field(default_factory=Settings)
+    frames: tuple[int, int] | None = None
+    chunk: tuple[int, int] | None = None
+    matte: str | None = None
+    patch: str | None = None
+    colorspace: str | None = None
+    codec: str = "h264"
+    overwrite: bool = False
+    fail_fast: bool = False
+    smoothing: bool = True
+    smoothing_min_cutoff: float | None = None
+    smoothing_beta: float | None = None
+    start_number: int = 1
+    conform_vfr: bool = False
+    rate: Fraction | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FrameReport:
+    """One finished frame: status is "swapped", "no_face", "skipped" or "failed".
+
+    ms: milliseconds per stage (decode, detect, swap, paste, ...); error: why it failed."""
+
+    frame: int
+    status: str
+    faces: int = 0
+    ms: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RenderSummary:
+    """The outcome of one render: frames in its range, how each ended, and whether it was
+    cancelled (failed: (frame, reason) pairs)."""
+
+    frames: int
+    swapped: int
+    no_face: int
+    skipped: int
+    failed: tuple[tuple[int, str], ...]
+    seconds: float
+    cancelled: bool
+
+    @property
+    def done(self) -> int:
+        return self.swapped + self.no_face
+
+    @property
+    def fps(self) -> float:
+        return self.done / self.seconds if self.seconds > 0 else 0.0
+
+
+ProgressCallback = Callable[[FrameReport], None]
+CancelCheck = Callable[[], bool]
