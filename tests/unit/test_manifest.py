@@ -105,7 +105,8 @@ def test_buffalo_members_come_from_the_reference_zip(manifest: Manifest) -> None
 def test_families_for_role(manifest: Manifest) -> None:
     names = [f.name for f in manifest.families_for_role("detector")]
     assert names == ["scrfd", "yunet"]
-    assert manifest.family_of("inswapper_128").class_name == "InswapperSwapper"
+    family = manifest.families[manifest.models["inswapper_128"].family]
+    assert family.class_name == "InswapperSwapper"
 
 
 def _write(tmp_path: Path, text: str) -> Path:

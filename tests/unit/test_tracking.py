@@ -183,8 +183,6 @@ def test_track_helpers():
     mean = track.mean_embedding
     assert mean is not None and np.linalg.norm(mean) == pytest.approx(1.0, abs=1e-6)
     assert float(mean @ alice) > 0.9
-    assert track.face_at(5) is track.faces[1] and track.face_at(4) is None
-    assert track.face_at(10) is None
     assert track.kps_series().shape == (3, 5, 2)
     with pytest.raises(ValueError):
         Track(0, (1, 2), (track.faces[0],))

@@ -9,19 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import io
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..io.images import atomic_write_bytes
-
-
-@dataclass(frozen=True, slots=True)
-class CacheInfo:
-    directory: Path
-    entries: int
-    size_bytes: int
 
 
 class EmbeddingCache:
@@ -54,14 +46,3 @@ class EmbeddingCache:
         buffer = io.BytesIO()
         np.save(buffer, np.asarray(embedding, dtype=np.float32), allow_pickle=False)
         atomic_write_bytes(self._path(key), buffer.getvalue())
-
-    def info(self) -> CacheInfo:
-        files = list(self.directory.glob("*.npy")) if self.directory.is_dir() else []
-        return CacheInfo(self.directory, len(files), sum(f.stat().st_size for f in files))
-
-    def clear(self) -> int:
-        """Delete every entry; returns how many were removed."""
-        files = list(self.directory.glob("*.npy")) if self.directory.is_dir() else []
-        for file in files:
-            file.unlink(missing_ok=True)
-        return len(files)

@@ -168,10 +168,6 @@ class VideoSink:
             container.metadata[key] = str(value)
         return container
 
-    @property
-    def frames_written(self) -> int:
-        return self._count
-
     def write(self, frame: np.ndarray) -> None:
         """Append one engine frame ((H, W, 3|4) BGR(A), uint8/uint16/float32, the sink's size).
         Alpha is kept by prores_4444 and dropped by the other codecs."""

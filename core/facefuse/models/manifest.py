@@ -88,9 +88,6 @@ class Manifest:
     models: Mapping[str, ModelEntry]
     source: Path | None = None
 
-    def family_of(self, model_name: str) -> Family:
-        return self.families[self.models[model_name].family]
-
     def families_for_role(self, role: str) -> tuple[Family, ...]:
         return tuple(f for f in self.families.values() if f.role == role)
 

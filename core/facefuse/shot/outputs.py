@@ -53,11 +53,6 @@ class FrameWriter(Protocol):
     def finish(self, complete: bool) -> list[Processed]: ...
 
 
-def is_video_output(output: str) -> bool:
-    """Whether an output name is a video file rather than an image-sequence pattern."""
-    return video.is_video_path(Path(output)) and not sequences.is_frame_pattern(output)
-
-
 def matte_frame(matte: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
     """The blend mask as a float32 (H, W, 3) grey picture (0 where nothing was pasted)."""
     if matte is None:

@@ -11,7 +11,6 @@ so the choice does not flicker from frame to frame as per-frame selection (selec
 
 from __future__ import annotations
 
-import bisect
 import functools
 import itertools
 import logging
@@ -72,11 +71,6 @@ class Track:
     def kps_series(self) -> np.ndarray:
         """The landmarks over the track: float32 (length, 5, 2) frame pixels."""
         return np.stack([face.kps5 for face in self.faces]).astype(np.float32)
-
-    def face_at(self, frame: int) -> Face | None:
-        """The track's face in frame number `frame`, or None when it has none there."""
-        i = bisect.bisect_left(self.frames, frame)
-        return self.faces[i] if i < len(self.frames) and self.frames[i] == frame else None
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:
