@@ -17,8 +17,9 @@ the range itself, which changes those decisions at the range's edges: for farm c
 (one machine only: parallel chunks must not all save the file).
 
 Exit codes as `facefuse render` (facefuse.errors.ExitCode): 0 done, 2 bad input or usage, 3 no
-face in a source, 4 model missing or invalid, 5 some frames failed, 143 stopped by SIGTERM. main() returns the code; run
-with argv None (from Blender's command line) a failure also exits Blender with it.
+face in a source, 4 model missing or invalid, 5 some frames failed, 143 stopped by SIGTERM.
+main() returns the code; run with argv None (from Blender's command line) a failure also exits
+Blender with it.
 """
 
 from __future__ import annotations

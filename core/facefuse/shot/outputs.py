@@ -284,7 +284,8 @@ def _check_video_output(path: Path, request: RenderRequest, shot: ShotInput) -> 
                          "pass (render a sequence on the farm, then encode it)")
     if not path.parent.is_dir():
         raise InputError(f"the output folder {path.parent} does not exist")
-    if path.exists() and path.resolve() in {p.resolve() for p in shot.files(shot.frame_numbers[:1])}:
+    inputs = {p.resolve() for p in shot.files(shot.frame_numbers[:1])}
+    if path.exists() and path.resolve() in inputs:
         raise InputError(f"the output {path} is the input; choose another file name")
     if path.exists() and not request.overwrite:
         raise InputError(f"{path} already exists; add --overwrite to replace it")
