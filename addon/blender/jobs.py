@@ -12,11 +12,15 @@ The add-on's one JobRunner is made by register() and dropped by unregister().
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import bpy
 
+from facefuse.config import Settings
 from facefuse.hosting.jobs import Job, JobRunner, Message
+
+if TYPE_CHECKING:
+    from facefuse.pipeline import Pipeline
 
 RENDER, LOOK = "render", "look"
 DRAIN_INTERVAL_S = 0.1
@@ -92,9 +96,16 @@ def _on_load_pre(*_args: Any) -> None:
         job.detach()
 
 
+def _make_pipeline(settings: Settings) -> Pipeline:
+    # ONNX Runtime and OpenCV load with the first look job, not when the add-on is enabled.
+    from facefuse.pipeline import Pipeline
+
+    return Pipeline(settings)
+
+
 def register() -> None:
     global _runner
-    _runner = JobRunner()
+    _runner = JobRunner(_make_pipeline)
     bpy.app.handlers.load_pre.append(_on_load_pre)
 
 

@@ -13,6 +13,7 @@ import pytest
 from facefuse.config import Settings
 from facefuse.errors import NoFaceError
 from facefuse.hosting.jobs import HostError, Job, JobRunner, Message
+from facefuse.pipeline import Pipeline
 
 
 def _job(work: Any, kind: str = "render", seen: list[Any] | None = None) -> Job:
@@ -36,7 +37,7 @@ def test_progress_and_outcome_arrive_on_the_delivering_thread():
             report(n)
         return 42
 
-    runner = JobRunner()
+    runner = JobRunner(Pipeline)
     job = _job(work, seen=seen)
     runner.add(job)
     _run_on_a_thread(job)
@@ -47,7 +48,7 @@ def test_progress_and_outcome_arrive_on_the_delivering_thread():
 
 def test_a_running_job_delivers_nothing_yet():
     release = threading.Event()
-    runner = JobRunner()
+    runner = JobRunner(Pipeline)
     job = _job(lambda report, cancelled: release.wait(10))
     runner.add(job)
     job.thread = threading.Thread(target=job.run)
@@ -66,7 +67,7 @@ def test_errors_a_user_can_fix_become_their_own_sentence(error: Exception, text:
     def work(report: Any, cancelled: Any) -> None:
         raise error
 
-    runner = JobRunner()
+    runner = JobRunner(Pipeline)
     job = _job(work)
     runner.add(job)
     job.run()
@@ -77,7 +78,7 @@ def test_a_bug_says_where_to_look():
     def work(report: Any, cancelled: Any) -> None:
         raise ZeroDivisionError("boom")
 
-    runner = JobRunner()
+    runner = JobRunner(Pipeline)
     job = _job(work)
     runner.add(job)
     job.run()
@@ -87,7 +88,7 @@ def test_a_bug_says_where_to_look():
 
 
 def test_one_job_of_a_kind_at_a_time_and_cancel_reaches_it():
-    runner = JobRunner()
+    runner = JobRunner(Pipeline)
     first = _job(lambda report, cancelled: cancelled())
     runner.add(first)
     with pytest.raises(HostError, match="Face swap is still running"):
@@ -99,7 +100,7 @@ def test_one_job_of_a_kind_at_a_time_and_cancel_reaches_it():
 
 
 def test_a_detached_job_drops_its_outcome():
-    runner = JobRunner()
+    runner = JobRunner(Pipeline)
     done: list[Any] = []
     job = Job("render", "Face swap", lambda report, cancelled: report(1),
               on_done=lambda job, result: done.append(result) or Message('INFO', "x"),
@@ -114,7 +115,7 @@ def test_a_detached_job_drops_its_outcome():
 def test_look_jobs_share_one_pipeline_while_the_settings_stay(tmp_path: Path):
     settings = Settings(offline=True, models_dir=tmp_path / "models", cache_dir=tmp_path / "c",
                         providers=("CPUExecutionProvider",))
-    runner = JobRunner()
+    runner = JobRunner(Pipeline)
     first = runner.pipeline(settings)
     assert runner.pipeline(settings) is first
     other = runner.pipeline(replace(settings, detector_score=0.7))

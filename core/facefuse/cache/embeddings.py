@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io.images import atomic_write_bytes
+from ..io.files import atomic_write_bytes
 
 
 class EmbeddingCache:

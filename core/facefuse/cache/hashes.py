@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..io.images import atomic_write_bytes
+from ..io.files import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 

@@ -9,6 +9,8 @@ deliver runs is the host's choice (Blender: a thread and a bpy.app.timers drain)
 
 One job of each kind may run at a time. Jobs that only look (previews, face checks) share one
 Pipeline kept by the runner, so a second preview with the same settings loads no model again.
+The runner is given the function that makes that Pipeline, so a host can load the engine's
+heavy libraries (ONNX Runtime, OpenCV) with its first job rather than when it starts.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import Settings
 from ..errors import FacefuseError
-from ..pipeline import Pipeline
+
+if TYPE_CHECKING:
+    from ..pipeline import Pipeline
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +34,7 @@ JOIN_TIMEOUT_S = 10.0
 
 Report = Callable[[Any], None]
 Work = Callable[[Report, Callable[[], bool]], Any]
+PipelineFactory = Callable[[Settings], "Pipeline"]
 
 
 class HostError(Exception):
@@ -85,11 +90,15 @@ class Job:
 
 
 class JobRunner:
-    """The running jobs, the last message, and the Pipeline look jobs share."""
+    """The running jobs, the last message, and the Pipeline look jobs share.
 
-    def __init__(self) -> None:
+    make_pipeline: builds a Pipeline from Settings (facefuse.pipeline.Pipeline itself will do).
+    """
+
+    def __init__(self, make_pipeline: PipelineFactory) -> None:
         self.jobs: list[Job] = []
         self.message: Message | None = None
+        self._make_pipeline = make_pipeline
         self._pipeline: Pipeline | None = None
         self._pipeline_lock = threading.Lock()
 
@@ -135,7 +144,7 @@ class JobRunner:
                 self._pipeline.close()
                 self._pipeline = None
             if self._pipeline is None:
-                self._pipeline = Pipeline(settings)
+                self._pipeline = self._make_pipeline(settings)
             return self._pipeline
 
     def close(self) -> None:

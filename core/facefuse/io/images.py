@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import cv2
 import numpy as np
 
 from ..errors import InputError
+from .files import atomic_write_bytes
 
 EIGHT_BIT_ONLY = frozenset({".jpg", ".jpeg", ".webp", ".bmp"})
 WRITABLE = EIGHT_BIT_ONLY | frozenset({".png", ".tif", ".tiff"})
@@ -82,28 +81,6 @@ def write_image(path: Path, frame: np.ndarray) -> None:
     path = Path(path)
     check_writable_path(path)
     atomic_write_bytes(path, encode_image(frame, path.suffix))
-
-
-def new_file_mode() -> int:
-    """The mode an ordinary new file gets here (0o666 less the umask); mkstemp's is 0o600."""
-    umask = os.umask(0o022)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write bytes to a temporary name in the same folder, then os.replace onto `path`."""
-    handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp_name, new_file_mode())
-        with os.fdopen(handle, "wb") as tmp:
-            tmp.write(data)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
 
 
 def _to_uint8(frame: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io.images import atomic_write_bytes
+from ..io.files import atomic_write_bytes
 from ..types import Face
 from .smoothing import OneEuroParams, smooth_tracks
 from .tracking import build_tracks, fill_short_gaps, select_tracks

@@ -36,7 +36,8 @@ from ..color import input_conversion
 from ..config import Settings
 from ..errors import InputError, NoFaceError
 from ..geometry import DisplayConversion
-from ..io.images import atomic_write_bytes, decode_image, encode_image, read_image_bytes
+from ..io.files import atomic_write_bytes
+from ..io.images import decode_image, encode_image, read_image_bytes
 from ..pipeline import Pipeline
 from ..selection import largest_face
 from ..types import Face

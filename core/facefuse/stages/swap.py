@@ -19,7 +19,7 @@ from onnx import numpy_helper
 
 from ..config import Settings
 from ..errors import ModelContractError
-from ..io.images import atomic_write_bytes
+from ..io.files import atomic_write_bytes
 from ..models.manifest import Family
 from ..types import AlignedCrop
 from ..vectors import l2_normalise
