@@ -1,13 +1,33 @@
-"""Shared fixtures: where the real test data lives, and skipping cleanly without it."""
+"""Fixtures shared by every test folder.
+
+- Real test data: `testdata` (skips cleanly without it); user folders isolated (autouse).
+- Contract models (tests/contract_models.py), built once per session: `contract_dir` and
+  `settings` (the pipeline on them: tests/stages, tests/integration); `render_models` and
+  `render_cache` for whole renders (tests/integration, tests/hosts; tests/render_fixtures.py has
+  the media and request helpers that go with them).
+
+The contract models need onnxruntime, which tests/unit never loads: the fixtures import
+tests.contract_models when a test first asks for them, not when this file is loaded.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
+from facefuse.config import Settings
+
+# Helper modules that assert: rewrite their asserts like a test module's (messages that show the
+# values compared). This must run before any test module imports them.
+pytest.register_assert_rewrite(
+    "tests.render_fixtures", "tests.integration.render_helpers",
+    "tests.integration.farm_helpers", "tests.hosts.addon.blender_helpers")
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
+YUNET_FILE = "face_detection_yunet_2023mar.onnx"
 
 
 def testdata_dir() -> Path:
@@ -31,3 +51,56 @@ def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory,
     monkeypatch.setenv("FACEFUSE_MODELS", str(base / "user-models"))
     monkeypatch.setenv("FACEFUSE_CACHE", str(base / "user-cache"))
     monkeypatch.delenv("FACEFUSE_OFFLINE", raising=False)
+
+
+# --- contract models ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def contract_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The contract models, built once per run: identity_swapper, colour_swapper,
+    identity_restorer, codeformer_contract and recogniser_512 (.onnx)."""
+    from tests import contract_models
+
+    root = tmp_path_factory.mktemp("contract-models")
+    contract_models.identity_swapper(root / "identity_swapper.onnx")
+    contract_models.colour_swapper(root / "colour_swapper.onnx")
+    contract_models.identity_restorer(root / "identity_restorer.onnx")
+    contract_models.codeformer_contract(root / "codeformer_contract.onnx")
+    contract_models.contract_recogniser(root / "recogniser_512.onnx", dim=512)
+    return root
+
+
+@pytest.fixture()
+def settings(contract_dir: Path, testdata: Path, tmp_path: Path) -> Settings:
+    """Real YuNet detector, contract recogniser and identity swapper; offline; CPU."""
+    return Settings(
+        detector=str(testdata / "models" / YUNET_FILE),
+        recogniser=str(contract_dir / "recogniser_512.onnx"),
+        swapper=str(contract_dir / "identity_swapper.onnx"),
+        providers=("CPUExecutionProvider",), models_dir=tmp_path / "models",
+        cache_dir=tmp_path / "cache", offline=True,
+    )
+
+
+# --- whole renders -----------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def render_models(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Path:
+    """A folder with the contract models and YuNet under its manifest file name (built once), so
+    the detector is located by manifest name and carries its sha256 into provenance."""
+    from tests import contract_models
+
+    root = tmp_path_factory.mktemp("render-models")
+    contract_models.identity_swapper(root / "identity_swapper.onnx")
+    contract_models.colour_swapper(root / "colour_swapper.onnx")
+    contract_models.contract_recogniser(root / "recogniser_512.onnx", dim=512)
+    shutil.copy2(testdata / "models" / YUNET_FILE, root / YUNET_FILE)
+    return root
+
+
+@pytest.fixture(scope="session")
+def render_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One embeddings cache for the session: the analysis cache sits beside it (../analysis), so
+    a shot analysed by one test is not detected again by the next one (detection is the slow
+    part on a CPU). Tests of the analysis cache itself should use their own folder."""
+    return tmp_path_factory.mktemp("render-cache") / "embeddings"

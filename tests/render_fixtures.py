@@ -1,4 +1,6 @@
-"""Shared fixtures and helpers for `facefuse render` tests (tests/stages/test_render*.py).
+"""Helpers for whole-render tests (tests/integration/test_render_*.py, tests/hosts): media with a
+real face, render requests, and reading the results back independently. No fixtures: the models
+and cache they take come from tests/conftest.py (`render_models`, `render_cache`).
 
 Media with a real face: every generated frame is media_factory.marked_frame(i) (its index burned in
 as a binary marker at the top-left) with a photo of a face (testdata obama.jpg, cropped round the
@@ -6,19 +8,14 @@ face and shrunk) pasted at FACE_XY, far from the marker, so the real YuNet detec
 Clips are written with PyAV directly and plates with OpenImageIO directly, never with the code
 under test; reference frames are decoded the same independent way.
 
-Models: `render_models` is a session-scoped folder holding the contract models (identity and colour
-swappers, the 512-d contract recogniser) and a copy of YuNet under its manifest file name, so the
-detector is located by manifest name and carries its sha256 into provenance.
-
-Use `render_settings` / `render_request` to build an offline, CPU-only RenderRequest. Test modules
-import the fixtures they use under their *_fixture names, which register them as `render_models`
-and `render_cache` without shadowing the parameters (ruff F811):
-`from tests.render_fixtures import render_cache_fixture, render_models_fixture  # noqa: F401`.
+Models: `render_models` holds the contract models (identity and colour swappers, the 512-d
+contract recogniser) and a copy of YuNet under its manifest file name, so the detector is located
+by manifest name and carries its sha256 into provenance. Use `render_settings` / `render_request`
+to build an offline, CPU-only RenderRequest on them.
 """
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from fractions import Fraction
@@ -30,12 +27,11 @@ import av
 import cv2
 import numpy as np
 import OpenImageIO as oiio
-import pytest
 
 from facefuse.config import Settings
 from facefuse.shot.render import render
 from facefuse.shot.request import FrameReport, RenderRequest, RenderSummary
-from tests import contract_models, media_factory
+from tests import media_factory
 from tests.media_factory import marked_frame
 
 YUNET_FILE = "face_detection_yunet_2023mar.onnx"
@@ -47,30 +43,7 @@ FACE_XY = (190, 80)  # top-left corner of the pasted photo (the marker ends at x
 _OBAMA_FACE_BOX = (290, 20, 690, 520)  # x0, y0, x1, y1 of the face area in obama.jpg
 
 
-# --- models and settings ---------------------------------------------------------------------
-
-@pytest.fixture(scope="session", name="render_models")
-def render_models_fixture(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Path:
-    """A folder with the contract models and YuNet under its manifest file name (built once)."""
-    root = tmp_path_factory.mktemp("render-models")
-    contract_models.identity_swapper(root / "identity_swapper.onnx")
-    contract_models.colour_swapper(root / "colour_swapper.onnx")
-    contract_models.contract_recogniser(root / "recogniser_512.onnx", dim=512)
-    shutil.copy2(testdata / "models" / YUNET_FILE, root / YUNET_FILE)
-    return root
-
-
-@pytest.fixture(scope="session", name="render_cache")
-def render_cache_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One embeddings cache for the session: the analysis cache sits beside it (../analysis), so
-    a shot analysed by one test is not detected again by the next one (detection is the slow
-    part on a CPU). Tests of the analysis cache itself should use their own folder."""
-    return tmp_path_factory.mktemp("render-cache") / "embeddings"
-
-
-render_models = render_models_fixture  # the same fixtures under their own names, for imports
-render_cache = render_cache_fixture
-
+# --- settings and requests ---------------------------------------------------------------------
 
 def render_settings(models: Path, cache_dir: Path, swapper: str = "identity",
                     **changes: Any) -> Settings:

@@ -4,7 +4,8 @@ bpy reads its user folders when it is first imported, so this module points Blen
 temporary folder as soon as pytest loads it, before any test module can import bpy. Tests that
 need bpy live in files named ``test_blender*.py``: when bpy cannot run here (not installed, wrong
 Python, or numpy 2 where bpy 5.0.1 needs Blender's numpy 1.26) those files are reported as skipped
-with the reason instead of failing to import.
+with the reason instead of failing to import (this applies to tests/hosts/addon/ too, whose
+conftest.py installs the add-on for its modules).
 """
 
 from __future__ import annotations

@@ -14,7 +14,11 @@ from facefuse.io.images import read_image
 from facefuse.paste import crop_roi
 from facefuse.pipeline import Pipeline
 from tests import contract_models
-from tests.stages.conftest import with_swapper
+
+
+def with_swapper(settings, contract_dir, name):
+    """`settings` with the contract swapper `name` (a file of the contract_dir fixture)."""
+    return replace(settings, swapper=str(contract_dir / f"{name}.onnx"))
 
 
 def _outside_roi(frame_shape, faces, template_size=128):

@@ -1,6 +1,7 @@
 """Colour conversion between plate spaces and the models' display space (facefuse.color).
 
-Timings are logged and recorded as junit properties, never asserted; see them with
+Timings are logged and recorded as junit properties, asserted only against a generous ceiling
+(a full frame in well under a second); see them with
 ``pytest tests/unit/test_color.py -k timing -o log_cli=true --log-cli-level=INFO``.
 """
 
@@ -306,16 +307,20 @@ def test_user_config_without_an_srgb_space_is_an_input_error(tmp_path: Path) -> 
     np.testing.assert_allclose(conv.to_display(grey(0.18)), 0.18 ** (1 / 2.2), atol=1e-5)
 
 
-# --- timings (reported, not asserted) ----------------------------------------------------------
+# --- timings (reported; only a generous ceiling is asserted) ----------------------------------
 
-def _best_ms(fn, pixels: np.ndarray, repeats: int = 5) -> float:
-    fn(pixels)
+TIMING_CEILING_MS = 1000.0  # best of 5 for one 1920x1080 frame; a few to tens of ms in practice
+
+
+def _best_ms(fn, pixels: np.ndarray, repeats: int = 5) -> tuple[float, np.ndarray]:
+    """The fastest of `repeats` timed calls (after one warm-up), in ms, and the last result."""
+    out = fn(pixels)
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
-        fn(pixels)
+        out = fn(pixels)
         best = min(best, time.perf_counter() - start)
-    return best * 1000.0
+    return best * 1000.0, out
 
 
 @pytest.mark.parametrize("space", [LIN, "ACEScg"])
@@ -325,6 +330,9 @@ def test_timing(space: str, record_property) -> None:
     for label, shape in (("1920x1080", (1080, 1920, 3)), ("512x512", (512, 512, 3))):
         pixels = rng.uniform(0, 1, shape).astype(np.float32)
         for fn in (conv.to_display, conv.from_display):
-            ms = _best_ms(fn, pixels)
+            ms, out = _best_ms(fn, pixels)
             record_property(f"{label} {fn.__name__} ms", round(ms, 2))
             log.info("%s %s %s: %.2f ms", space, label, fn.__name__, ms)
+            assert out.shape == shape and out.dtype == np.float32  # the whole frame converted
+            assert np.isfinite(out).all()
+            assert 0.0 < ms < TIMING_CEILING_MS, f"{label} {fn.__name__}: {ms:.1f} ms"

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from facefuse.errors import InputError
-from facefuse.io import images
+from facefuse.io import files, images
 
 
 def test_missing_empty_and_undecodable_files_are_user_errors(tmp_path):
@@ -44,7 +44,7 @@ def test_write_is_atomic_and_leaves_no_temporary_files(tmp_path, monkeypatch):
     def boom(*_args):
         raise OSError("disk full")
 
-    monkeypatch.setattr(images.os, "replace", boom)
+    monkeypatch.setattr(files.os, "replace", boom)  # images writes through io.files
     with pytest.raises(OSError):
         images.write_image(path, np.full((4, 4, 3), 255, np.uint8))
     assert path.read_bytes() == before

@@ -1,6 +1,6 @@
 """facefuse.shot.previews with a stand-in Pipeline (no ONNX Runtime): what is drawn, where it is
 written, which frame is read, and how a given pipeline is used. Real detection in previews is
-covered by tests/hosts/test_blender_addon.py."""
+covered by tests/hosts/addon/test_blender_swap.py."""
 
 from __future__ import annotations
 

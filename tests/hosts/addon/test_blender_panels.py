@@ -1,0 +1,141 @@
+"""What the Blender extension registers and draws: the zip installs and registers the strip
+settings, disable/enable is symmetric, and the sidebar panels and status bar draw for every
+kind of strip, for missing models and for a running job (drawn into a checking FakeLayout:
+with bpy as a module panels never draw).
+
+The extension zip is installed into the session's throw-away Blender user folder and enabled as
+bl_ext.user_default.facefuse once for the modules of tests/hosts/addon/ (`addon`; `shot` is a
+saved .blend with a trimmed plate strip: both in tests/hosts/addon/conftest.py; helpers in
+tests/hosts/addon/blender_helpers.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+# tests/hosts/conftest.py points BLENDER_USER_* at a temporary folder before bpy is imported.
+bpy = pytest.importorskip("bpy", reason="bpy (Blender as a Python module) is not installed")
+
+
+from tests.hosts.addon.blender_helpers import ADDON, FakeLayout, add_source, module
+
+# -- installation and registration ---------------------------------------------------------------
+
+
+def test_the_zip_installs_and_registers_the_strip_settings(addon: Any) -> None:
+    assert hasattr(bpy.types.Strip, "facefuse")
+    props = bpy.types.Strip.bl_rna.properties["facefuse"]
+    assert props.fixed_type.identifier == "FacefuseStripSettings"
+    assert bpy.types.SEQUENCER_PT_facefuse.bl_category == "Face Swap"
+    assert bpy.types.SEQUENCER_PT_facefuse.bl_space_type == 'SEQUENCE_EDITOR'
+
+
+def test_disable_and_enable_again_is_symmetric(addon: Any) -> None:
+    def registered() -> list[Any]:
+        return [*module("properties").CLASSES, *module("operators").CLASSES,
+                *module("panels").CLASSES]
+
+    before = registered()
+    assert all(cls.is_registered for cls in before)
+    draw_status, jobs = module("panels").draw_status, module("jobs")
+    assert draw_status in bpy.types.STATUSBAR_HT_header.draw._draw_funcs
+    assert jobs._on_load_pre in bpy.app.handlers.load_pre
+
+    assert bpy.ops.preferences.addon_disable(module=ADDON) == {'FINISHED'}
+    assert not any(cls.is_registered for cls in before)
+    assert not hasattr(bpy.types.Strip, "facefuse")
+    assert draw_status not in bpy.types.STATUSBAR_HT_header.draw._draw_funcs
+    assert jobs._on_load_pre not in bpy.app.handlers.load_pre
+    assert jobs.current() is None and not bpy.app.timers.is_registered(jobs.drain)
+
+    assert bpy.ops.preferences.addon_enable(module=ADDON) == {'FINISHED'}
+    assert all(cls.is_registered for cls in registered())
+    assert hasattr(bpy.types.Strip, "facefuse") and module("jobs").current() is not None
+    assert module("panels").draw_status in bpy.types.STATUSBAR_HT_header.draw._draw_funcs
+
+
+# -- panels --------------------------------------------------------------------------------------
+
+
+def draw_panels(context: Any = None) -> FakeLayout:
+    """Draw every facefuse panel whose poll passes, as the sidebar would; their layout calls."""
+    context = context or bpy.context
+    layout = FakeLayout()
+    for cls in module("panels").CLASSES:
+        if not hasattr(cls, "draw") or not issubclass(cls, bpy.types.Panel):
+            continue
+        if hasattr(cls, "poll") and not cls.poll(context):
+            continue
+        panel = SimpleNamespace(layout=FakeLayout(layout.calls))
+        if hasattr(cls, "draw_header_preset"):
+            cls.draw_header_preset(panel, context)
+        cls.draw(panel, context)
+    return layout
+
+
+def test_panels_draw_for_every_kind_of_strip(shot: SimpleNamespace, testdata: Path) -> None:
+    editor = shot.scene.sequence_editor
+    editor.active_strip = None
+    assert "No active strip" in draw_panels().texts()
+
+    editor.active_strip = editor.strips.new_sound("dialogue", shot.strip.filepath, 5, 1)
+    assert "is a sound strip" in draw_panels().texts()
+
+    editor.active_strip = shot.strip
+    layout = draw_panels()
+    assert "Add a photo of the face" in layout.texts()
+    assert {c["idname"] for c in layout.calls_of("operator")} >= {
+        "facefuse.preview_frame", "facefuse.swap_strip", "facefuse.add_sources"}
+
+    assert bpy.ops.facefuse.add_sources(filepath=str(testdata / "media" / "obama.jpg")) == {
+        'FINISHED'}
+    add_source(shot.strip, testdata / "media" / "astronaut.png")  # not checked yet
+    shot.strip.facefuse.selector = 'reference'
+    shot.strip.facefuse.use_enhancer = True
+    layout = draw_panels()
+    assert layout.calls_of("template_list") and "1 face" in layout.texts()
+    assert "No reference yet" in layout.texts()
+    assert {c["idname"] for c in layout.calls_of("operator")} >= {
+        "facefuse.find_faces", "facefuse.use_face"}
+    # the enhancer model is not on disk and Blender is offline: the panel says how to get it
+    assert "run `facefuse models fetch gfpgan_1.4`, or allow Online Access" in layout.texts()
+
+
+def test_online_access_allows_downloads_and_the_panel_offers_them(
+        shot: SimpleNamespace, monkeypatch: pytest.MonkeyPatch) -> None:
+    convert = module("convert")
+    props = shot.strip.facefuse
+    props.detector, props.models_dir = "retinaface_10g", str(shot.folder / "no-models")
+    assert convert.engine_settings(props).offline  # bpy as a module: no online access
+    assert "Download Models" not in str(draw_panels().calls_of("operator"))
+
+    monkeypatch.setattr(convert, "online_access", lambda: True)
+    settings = convert.engine_settings(props)
+    assert not settings.offline
+    # missing, but fetched on first use
+    assert module("convert").models.missing_models(settings) == []
+    assert module("convert").models.absent_models(settings)[0] == ("detector", "retinaface_10g")
+    layout = draw_panels()
+    assert "facefuse.fetch_models" in {c["idname"] for c in layout.calls_of("operator")}
+    assert "not downloaded yet" in layout.texts()
+
+
+def test_panels_and_status_bar_draw_a_running_job(addon: Any) -> None:
+    jobs = module("jobs")
+    job = jobs.Job(jobs.RENDER, "Face swap of 'plate'", lambda report, cancelled: None,
+                   lambda job, result: jobs.Message('INFO', "done"), total=10, done=4,
+                   status="frame 5 swapped")
+    jobs.current().jobs.append(job)
+    try:
+        layout = draw_panels()
+        bar = FakeLayout()
+        module("panels").draw_status(SimpleNamespace(layout=bar), bpy.context)
+    finally:
+        jobs.current().jobs.remove(job)
+    assert [c["factor"] for c in layout.calls_of("progress")] == [0.4]
+    assert "Face swap of 'plate': 40%" in layout.calls_of("progress")[0]["text"]
+    assert bar.calls_of("progress") and bar.calls_of("operator")[0]["idname"] == "facefuse.cancel"
