@@ -3,7 +3,7 @@
 - Real test data: `testdata` (skips cleanly without it); user folders isolated (autouse).
 - Contract models (tests/contract_models.py), built once per session: `contract_dir` and
   `settings` (the pipeline on them: tests/stages, tests/integration); `render_models` and
-  `render_cache` for whole renders (tests/integration, tests/hosts; tests/render_fixtures.py has
+  `render_cache` for whole renders (tests/integration, tests/hosts; tests/render_media.py has
   the media and request helpers that go with them).
 
 The contract models need onnxruntime, which tests/unit never loads: the fixtures import
@@ -23,7 +23,7 @@ from facefuse.config import Settings
 # Helper modules that assert: rewrite their asserts like a test module's (messages that show the
 # values compared). This must run before any test module imports them.
 pytest.register_assert_rewrite(
-    "tests.render_fixtures", "tests.integration.render_helpers",
+    "tests.render_media", "tests.integration.render_helpers",
     "tests.integration.farm_helpers", "tests.hosts.addon.blender_helpers")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,7 @@ from tests import contract_models
 from tests.integration import farm_helpers
 from tests.integration.farm_helpers import Farm
 from tests.integration.render_helpers import CLIP_FRAMES, NO_FACE, NTSC_FILM, Media
-from tests.render_fixtures import (
+from tests.render_media import (
     decode_video,
     face_frame,
     face_photo,

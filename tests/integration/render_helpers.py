@@ -10,7 +10,7 @@ from pathlib import Path
 import av
 import numpy as np
 
-from tests.render_fixtures import FACE_SIZE, FACE_XY, read_plate_oiio
+from tests.render_media import FACE_SIZE, FACE_XY, read_plate_oiio
 
 NTSC_FILM = Fraction(24000, 1001)
 CLIP_FRAMES = 16

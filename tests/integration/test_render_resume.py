@@ -5,7 +5,7 @@ never kept. (Resume after a killed process: test_farm_signals.py.)
 The shot (`media`: a 23.976 fps h264 clip with a face in all but its first frames) and
 `cli_cache` come from tests/integration/conftest.py, the models and the session's analysis cache
 from tests/conftest.py; frames carry their index as a burned-in marker and a real face
-(tests/render_fixtures.py), and pixels are compared with the input decoded independently.
+(tests/render_media.py), and pixels are compared with the input decoded independently.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tests.integration.render_helpers import Media, read_bgr
 from tests.media_factory import read_marker
-from tests.render_fixtures import face_frame, render_request, run_render, write_plate_oiio
+from tests.render_media import face_frame, render_request, run_render, write_plate_oiio
 
 
 def _file_state(folder: Path) -> dict[str, tuple[int, int, bytes]]:

@@ -5,7 +5,7 @@ and --start-number with JSON progress, and frames without a face passed through.
 The shot (`media`: a 23.976 fps h264 clip with a face in all but its first frames) and
 `cli_cache` come from tests/integration/conftest.py, the models and the session's analysis cache
 from tests/conftest.py; frames carry their index as a burned-in marker and a real face
-(tests/render_fixtures.py), and pixels are compared with the input decoded independently.
+(tests/render_media.py), and pixels are compared with the input decoded independently.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from tests.integration.render_helpers import (
     read_bgr,
 )
 from tests.media_factory import read_marker
-from tests.render_fixtures import (
+from tests.render_media import (
     SIZE,
     YUNET_NAME,
     YUNET_SHA256,

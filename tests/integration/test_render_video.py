@@ -5,7 +5,7 @@ frame rate conformed on request.
 The shot (`media`: a 23.976 fps h264 clip with a face in all but its first frames) and
 `cli_cache` come from tests/integration/conftest.py, the models and the session's analysis cache
 from tests/conftest.py; frames carry their index as a burned-in marker and a real face
-(tests/render_fixtures.py), and pixels are compared with the input decoded independently.
+(tests/render_media.py), and pixels are compared with the input decoded independently.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from tests.integration.render_helpers import (
     video_facts,
 )
 from tests.media_factory import make_vfr_clip, read_marker
-from tests.render_fixtures import (
+from tests.render_media import (
     SIZE,
     cli_args,
     decode_video,

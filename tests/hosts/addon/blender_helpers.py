@@ -5,7 +5,7 @@ drawing panels without a UI.
 This module imports bpy: only the bpy test files and the fixtures in tests/hosts/addon/conftest.py
 import it, after tests/hosts/conftest.py pointed BLENDER_USER_* at the session's temporary folder.
 The shots are generated clips whose frames carry their index as a burned-in marker and a real face
-(tests/render_fixtures.py): the real YuNet detector finds it, the contract colour swapper paints
+(tests/render_media.py): the real YuNet detector finds it, the contract colour swapper paints
 it, so every output frame proves which source frame it came from and that it was processed.
 With bpy as a module timers never fire: the operators run the engine before they return, and
 the worker/timer path is driven by calling the timer callback (jobs.drain) by hand
@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from facefuse.shot.inputs import open_input
-from tests.render_fixtures import FACE_SIZE, FACE_XY, SIZE, YUNET_FILE
+from tests.render_media import FACE_SIZE, FACE_XY, SIZE, YUNET_FILE
 
 ADDON = "bl_ext.user_default.facefuse"
 CLIP_FRAMES = 20

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.render_fixtures import face_photo, make_face_clip
+from tests.render_media import face_photo, make_face_clip
 
 ADDON_ROOT = Path(__file__).resolve().parents[3] / "addon" / "blender"
 

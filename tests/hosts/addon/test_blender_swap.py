@@ -43,7 +43,7 @@ from tests.hosts.addon.blender_helpers import (
     source_frames,
 )
 from tests.media_factory import read_marker
-from tests.render_fixtures import SIZE, YUNET_FILE, face_frame, face_photo
+from tests.render_media import SIZE, YUNET_FILE, face_frame, face_photo
 
 
 def test_swap_strip_makes_a_frame_aligned_strip_that_survives_a_reload(
