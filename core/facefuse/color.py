@@ -22,6 +22,13 @@ a scene-referred space needs a view transform.
 
 Pixels follow the frame convention of ``facefuse.types`` on the float scale where 1.0 is display
 white (not the 0..255 model-crop scale): BGR channel order, (..., 3) arrays, float32.
+
+Display-referred frames written to EXR: an EXR holds scene-linear values, so a display-referred
+input (a video, PNG/JPEG/TIFF frames: no input conversion) written to a float/half EXR is
+converted whole with ``display_to_linear`` into ``LINEAR_REC709`` (the space an unlabelled float
+EXR is read as, see ``default_colorspace``), not stored as display code values. The conversion is
+the display space's own reference transform, so reading that EXR back with the default
+``input_conversion`` returns the original display values (to float precision).
 """
 
 from __future__ import annotations
@@ -282,3 +289,31 @@ class ColourConverter:
         if self._from_display is not None:
             _apply_in_place(self._from_display, out)
         return out
+
+
+def linear_output_converter(config_path: Path | str | None = None) -> ColourConverter:
+    """The converter between the models' display space and ``LINEAR_REC709``, built once per
+    output: its ``from_display`` is what ``display_to_linear`` applies."""
+    return ColourConverter(LINEAR_REC709, config_path)
+
+
+def display_to_linear(frame: np.ndarray, converter: ColourConverter | None = None) -> np.ndarray:
+    """A display-referred frame as scene-linear ``LINEAR_REC709`` float32, for an EXR output.
+
+    frame: (H, W, 3|4) BGR(A) uint8, uint16 or float (1.0 = white), display-encoded (sRGB
+    transfer, Rec.709 primaries). Colour goes through OCIO (display 0.5 becomes about 0.214);
+    alpha is only scaled to 0..1. converter: from ``linear_output_converter`` (pass one per
+    output to build the OCIO processors once); None builds one from the default config. The
+    input is never modified."""
+    if frame.ndim != 3 or frame.shape[2] not in (3, 4):
+        raise ValueError(f"expected an (H, W, 3|4) frame, got {frame.shape}")
+    if frame.dtype == np.uint8:
+        scaled = frame.astype(np.float32) / np.float32(255.0)
+    elif frame.dtype == np.uint16:
+        scaled = frame.astype(np.float32) / np.float32(65535.0)
+    elif np.issubdtype(frame.dtype, np.floating):
+        scaled = frame.astype(np.float32)
+    else:
+        raise TypeError(f"expected uint8, uint16 or float pixels, got {frame.dtype}")
+    linear = (converter or linear_output_converter()).from_display(scaled[..., :3])
+    return np.dstack([linear, scaled[..., 3:]]) if frame.shape[2] == 4 else linear

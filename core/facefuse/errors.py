@@ -19,6 +19,7 @@ class ExitCode(IntEnum):
     NO_FACE = 3  # no face in a source or reference image (NoFaceError)
     MODEL = 4  # a model is missing (offline) or invalid (ModelError)
     FRAMES_FAILED = 5  # a render finished, but some frames could not be decoded or written
+    OUTPUT = 6  # an output cannot be written: full disk, quota, read-only or no permission
     INTERRUPTED = 130  # Ctrl-C (SIGINT)
     TERMINATED = 143  # SIGTERM (a farm's cancel): complete frames stay, a re-run resumes
 
@@ -33,6 +34,13 @@ class InputError(FacefuseError):
     """A file, path or option given by the user is unusable."""
 
     exit_code = ExitCode.USAGE
+
+
+class OutputError(FacefuseError):
+    """An output cannot be written: the disk is full, a quota is reached, or the folder is
+    read-only or not ours (fix the storage and run again; finished frames are kept)."""
+
+    exit_code = ExitCode.OUTPUT
 
 
 class NoFaceError(FacefuseError):

@@ -30,6 +30,7 @@ import OpenImageIO as oiio
 
 from facefuse.config import Settings
 from tests.media_factory import MARKER_BITS, MARKER_BLOCK_PX, MARKER_ORIGIN_PX, marked_frame
+from tests.render_media import linear_to_srgb
 
 CLIP_FRAMES = 120
 SIZE = (320, 240)
@@ -117,10 +118,11 @@ def fingerprint_of(path: Path) -> str:
 
 
 def as_uint8(pixels: np.ndarray) -> np.ndarray:
-    """8-bit code values of a PNG (as is) or of a half EXR written from an 8-bit frame."""
+    """8-bit display code values of a PNG (as is) or of a half EXR written from a
+    display-referred 8-bit frame (which holds scene-linear values: sRGB-encoded back here)."""
     if pixels.dtype == np.uint8:
         return pixels
-    return np.clip(np.rint(pixels * 255.0), 0, 255).astype(np.uint8)
+    return np.clip(np.rint(linear_to_srgb(pixels) * 255.0), 0, 255).astype(np.uint8)
 
 
 def frame_files(folder: Path, ext: str = "png") -> dict[int, Path]:

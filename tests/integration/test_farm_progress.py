@@ -75,11 +75,17 @@ def test_api_video_output_reports_every_frame_and_a_cancel_leaves_no_file(
 
 def test_progress_json_has_one_line_per_frame(farm: Farm) -> None:
     lines = farm.reference_log
-    frames, summary = lines[:-1], lines[-1]
+    frames, summary = [line for line in lines if "frame" in line], lines[-1]
+    phases = [line for line in lines if "phase" in line]
     assert [line["frame"] for line in frames] == list(range(1, CLIP_FRAMES + 1))
+    assert {line["phase"] for line in phases} >= {"analysis", "swap"}
+    for phase in ("analysis", "swap"):
+        steps = [line for line in phases if line["phase"] == phase]
+        assert steps[-1]["done"] == steps[-1]["total"] == CLIP_FRAMES
+        assert [s["done"] for s in steps] == sorted(s["done"] for s in steps)
     for line in frames:
-        assert set(line) == {"frame", "status", "faces", "ms"}
-        assert line["status"] == "swapped" and line["faces"] == 1
+        assert set(line) == {"frame", "status", "faces", "found", "ms"}
+        assert line["status"] == "swapped" and line["faces"] == line["found"] == 1
         assert {"decode", "swap", "paste"} <= set(line["ms"])
         assert all(isinstance(v, (int, float)) and v >= 0 for v in line["ms"].values())
     record = summary["summary"]

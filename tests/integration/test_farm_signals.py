@@ -82,7 +82,8 @@ def test_sigkill_leaves_complete_frames_and_a_rerun_finishes_identically(farm: F
 
 
 def test_sigterm_cancels_cleanly_with_exit_143_and_resumes(farm: Farm, tmp_path: Path) -> None:
-    """EXR output this time: half float written from 8-bit frames holds the same code values."""
+    """EXR output this time: the display-referred 8-bit frames are stored scene-linear in half
+    float, which encodes back to the same 8-bit code values."""
     out = tmp_path / "out"
     out.mkdir()
     command = farm.command(out / "out.####.exr")
@@ -170,7 +171,7 @@ def test_sigterm_while_waiting_for_another_process_analysis_stops_promptly(
         farm: Farm, tmp_path: Path) -> None:
     """Two chunks of one shot share a cache: the second waits for the first's analysis. A
     SIGTERM to the waiting one must cancel it now, not when the other process is done."""
-    cache = tmp_path / "shared" / "embeddings"
+    cache = tmp_path / "shared" / "cache"
     first_log, second_log = tmp_path / "first", tmp_path / "second"
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
@@ -180,8 +181,9 @@ def test_sigterm_while_waiting_for_another_process_analysis_stops_promptly(
         wait_for_lines(first, first_log, 0, needle=f"analysing {CLIP_FRAMES} frames")
         second = start(farm, farm.command(tmp_path / "b" / "out.####.png", "--chunk", "2/2",
                                           verbose=True), second_log, cache=cache)
-        wait_for_lines(second, second_log, 0, needle="waiting for another process")
-        assert first.poll() is None and not first_log.with_suffix(".out").read_text(), \
+        wait_for_lines(second, second_log, 0, needle="waiting for the analysis of")
+        written = first_log.with_suffix(".out").read_text()
+        assert first.poll() is None and '"frame"' not in written, \
             "the first process must still be in pass 1 (no frame written yet)"
         second.send_signal(signal.SIGTERM)
         signalled = time.monotonic()

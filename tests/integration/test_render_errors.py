@@ -246,14 +246,15 @@ def test_source_without_a_face_exits_3(media: Media, render_models: Path, cli_ca
     assert list(out_dir.iterdir()) == []
 
 
-def test_unknown_colorspace_and_missing_output_folder(bad, media: Media, tmp_path: Path,
-                                                      out_dir: Path) -> None:
+def test_an_unknown_colorspace_is_refused_and_creates_nothing(bad, media: Media,
+                                                              tmp_path: Path,
+                                                              out_dir: Path) -> None:
     line = bad(media.clip, out_dir / "o.####.png", "--colorspace", "Linear Rec709")
     assert "no colour space 'Linear Rec709'" in line and "Linear Rec.709 (sRGB)" in line
-    line = bad(media.clip, tmp_path / "nowhere" / "o.####.png")
-    assert "does not exist" in line and "nowhere" in line
+    line = bad(media.clip, tmp_path / "nowhere" / "o.####.png", "--colorspace", "Linear Rec709")
+    assert "no colour space" in line
     assert list(out_dir.iterdir()) == []
-    assert not (tmp_path / "nowhere").exists()
+    assert not (tmp_path / "nowhere").exists(), "a refused render creates no output folder"
 
 
 # --- the CLI process ---------------------------------------------------------------------------

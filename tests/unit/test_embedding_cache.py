@@ -9,6 +9,7 @@ def test_put_get(tmp_path):
     key = EmbeddingCache.key("a" * 64, "det:1", "rec:2", 640)
     assert cache.get(key) is None and not (tmp_path / "c").exists()
     vector = np.arange(4, dtype=np.float32)
+    vector /= np.linalg.norm(vector)
     cache.put(key, vector)
     np.testing.assert_array_equal(cache.get(key), vector)
     assert [p.name for p in (tmp_path / "c").iterdir()] == [f"{key}.npy"]

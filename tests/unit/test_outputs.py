@@ -49,11 +49,16 @@ def test_a_one_channel_matte_keeps_its_fingerprint(tmp_path: Path):
     assert out.finished(5, FINGERPRINT)
 
 
-def test_an_output_needs_a_frame_token_and_an_existing_folder(tmp_path: Path):
+def test_an_output_needs_a_frame_token_and_no_file_where_its_folder_goes(tmp_path: Path):
     with pytest.raises(InputError, match="needs a frame token"):
         SequenceOutput(str(tmp_path / "shot.exr"), None)
-    with pytest.raises(InputError, match="does not exist"):
-        SequenceOutput(str(tmp_path / "missing" / "shot.####.exr"), None)
+    out = SequenceOutput(str(tmp_path / "missing" / "shot.####.exr"), None)
+    assert not (tmp_path / "missing").exists(), "the folder is made with the first frame"
+    out.write(1, _frame(), {"facefuse:fingerprint": FINGERPRINT})
+    assert out.finished(1, FINGERPRINT)
+    (tmp_path / "file").write_bytes(b"")
+    with pytest.raises(InputError, match="is a file"):
+        SequenceOutput(str(tmp_path / "file" / "shot.####.exr"), None)
 
 
 def test_matte_and_patch_pictures():

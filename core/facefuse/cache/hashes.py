@@ -41,14 +41,22 @@ class HashMemo:
         self.path = Path(path)
         self._records: dict[str, dict[str, int | str]] | None = None
         self._dirty = False
+        self._write_warned = False
 
     def _loaded(self) -> dict[str, dict[str, int | str]]:
+        """The remembered records; a missing, damaged (0-byte, truncated, not JSON) or foreign
+        file counts as empty, and records of the wrong shape are dropped (hashed again)."""
         if self._records is None:
             try:
                 data = json.loads(self.path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+            except FileNotFoundError:
                 data = {}
-            self._records = data if isinstance(data, dict) else {}
+            except (OSError, ValueError) as exc:
+                log.warning("ignoring the damaged file-hash memo %s (%s); files will be hashed "
+                            "again", self.path, exc)
+                data = {}
+            self._records = {path: record for path, record in data.items()
+                             if _is_record(record)} if isinstance(data, dict) else {}
         return self._records
 
     def sha256(self, file: Path) -> str:
@@ -73,7 +81,20 @@ class HashMemo:
             atomic_write_bytes(self.path, json.dumps(self._records).encode("utf-8"))
             self._dirty = False
         except OSError as exc:  # a read-only cache only costs speed
-            log.warning("cannot remember file hashes in %s: %s", self.path, exc)
+            if not self._write_warned:
+                self._write_warned = True
+                log.warning("cannot remember file hashes in %s (%s); going on without it",
+                            self.path, exc.strerror or exc)
+
+
+def _is_record(record: object) -> bool:
+    """Whether a memo record has an int size and mtime_ns and a 64-digit hex sha256."""
+    if not isinstance(record, dict):
+        return False
+    digest = record.get("sha256")
+    return (isinstance(record.get("size"), int) and isinstance(record.get("mtime_ns"), int)
+            and isinstance(digest, str) and len(digest) == 64
+            and all(c in "0123456789abcdef" for c in digest))
 
 
 def content_sha256(files: Sequence[Path], memo: HashMemo) -> str:

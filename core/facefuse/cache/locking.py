@@ -1,61 +1,172 @@
 """A lock file that works across processes and machines sharing a folder (farm storage).
 
-Created with O_EXCL, so exactly one process wins; the holder refreshes its mtime while it works,
-and a lock left untouched for longer than stale_s (its holder died) is broken.
+Created atomically (a complete record hard-linked to the lock's name, else O_EXCL), so exactly
+one process wins. The file holds its owner as JSON: pid, host, the process's start time (Linux:
+/proc/<pid>/stat field 22, so a reused pid is told apart), the lock's creation time, a random
+token and (Linux) the pid namespace. A waiter on the same host and in the same pid namespace
+(not another container) takes a lock whose owner is gone over at once; any other lock is broken
+when its mtime, refreshed by the holder while it works, is older than stale_s. Taking over is
+race-free: the stale file is first renamed to a unique name and checked to be the one judged
+stale, then the lock is created anew. A folder where no lock can be created (read-only) means
+working without the lock, with a warning.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import socket
 import time
+import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 log = logging.getLogger(__name__)
+
+PROC_STAT_START_FIELD = 22  # starttime, in clock ticks since boot (man 5 proc)
 
 
 class LockWaitCancelled(Exception):
     """The wait for a lock was given up because the caller was cancelled."""
 
 
-class FileLock:
-    """An exclusive lock file (O_EXCL); a lock not refreshed for stale_s seconds is broken.
+@dataclass(frozen=True, slots=True)
+class LockOwner:
+    """Who holds a lock: what its file says."""
 
-    Use as a context manager; call `refresh` while working so waiting processes see it is alive.
-    `cancelled`, polled while waiting, makes entering raise LockWaitCancelled.
+    pid: int
+    host: str
+    started: int | None  # the process's start time in clock ticks since boot (Linux), else None
+    created: float  # when the lock was taken (seconds since the epoch)
+    token: str
+    pid_namespace: str | None = None  # Linux: containers sharing a host name have their own pids
+
+    @classmethod
+    def current(cls) -> LockOwner:
+        pid = os.getpid()
+        return cls(pid, socket.gethostname(), process_start(pid), time.time(), uuid.uuid4().hex,
+                   pid_namespace())
+
+    def to_json(self) -> str:
+        return json.dumps({"pid": self.pid, "host": self.host, "started": self.started,
+                           "created": self.created, "token": self.token,
+                           "pid_namespace": self.pid_namespace})
+
+    @classmethod
+    def from_json(cls, text: str) -> LockOwner | None:
+        """The owner a lock file names, or None for an empty or unreadable record."""
+        try:
+            raw: Any = json.loads(text)
+            started, namespace = raw.get("started"), raw.get("pid_namespace")
+            return cls(int(raw["pid"]), str(raw["host"]),
+                       int(started) if started is not None else None, float(raw["created"]),
+                       str(raw.get("token", "")), str(namespace) if namespace else None)
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None
+
+    def describe(self) -> str:
+        since = datetime.fromtimestamp(self.created).isoformat(sep=" ", timespec="seconds")
+        return f"pid {self.pid} on host {self.host} since {since}"
+
+
+def process_start(pid: int) -> int | None:
+    """The start time of process pid in clock ticks since boot (Linux only; None elsewhere or
+    when the process does not exist)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    fields = text[text.rfind(")") + 2:].split()  # the name in parentheses may hold spaces
+    try:
+        return int(fields[PROC_STAT_START_FIELD - 3])
+    except (IndexError, ValueError):
+        return None
+
+
+def pid_namespace() -> str | None:
+    """This process's pid namespace (Linux: e.g. 'pid:[4026531836]'), else None."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except (OSError, AttributeError):
+        return None
+
+
+def owner_is_gone(owner: LockOwner) -> bool:
+    """Whether the owner, on this host and in this pid namespace, certainly no longer runs (its
+    pid is dead, or now belongs to a process started at another time)."""
+    if owner.host != socket.gethostname() or owner.pid_namespace != pid_namespace() \
+            or os.name != "posix":
+        return False  # another host or container (or no safe signal-0 probe): mtime rule only
+    try:
+        os.kill(owner.pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass  # alive, run by another user
+    now_started = process_start(owner.pid)
+    return owner.started is not None and now_started is not None and now_started != owner.started
+
+
+class FileLock:
+    """An exclusive lock file (O_EXCL) naming its owner; see the module docstring.
+
+    Use as a context manager; call `refresh` while working so waiting processes on other hosts
+    see it is alive. `cancelled`, polled while waiting, makes entering raise LockWaitCancelled.
+    `what` names what the lock guards in the waiting message (default: the lock file's stem).
     """
 
     def __init__(self, path: Path, stale_s: float, poll_s: float = 0.1,
-                 cancelled: Callable[[], bool] | None = None) -> None:
-        self.path = path
+                 cancelled: Callable[[], bool] | None = None, what: str | None = None) -> None:
+        self.path = Path(path)
         self._stale_s = stale_s
         self._poll_s = poll_s
         self._cancelled = cancelled
+        self._what = what or self.path.stem
         self._refreshed = 0.0
+        self._owner: LockOwner | None = None
+        self.held = False  # False also while working without a lock (a read-only folder)
 
     def __enter__(self) -> Self:
         waited = False
         while not self._try_create():
             if self._cancelled is not None and self._cancelled():
                 raise LockWaitCancelled(f"stopped waiting for {self.path}")
+            text = _read(self.path)
+            if text is None:  # released meanwhile
+                continue
+            owner = LockOwner.from_json(text)
+            if owner is not None and owner_is_gone(owner):
+                log.warning("taking over the lock %s: its owner, %s, no longer runs",
+                            self.path, owner.describe())
+                self._take_over(text)
+                continue
             if not waited:
-                log.info("waiting for another process to finish writing %s", self.path.stem)
+                holder = owner.describe() if owner is not None else "another process"
+                log.warning("waiting for %s held by %s", self._what, holder)
                 waited = True
-            self._break_if_stale()
+            self._break_if_stale(text)
             time.sleep(self._poll_s)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self.path.unlink(missing_ok=True)
+        if self.held and self._owner is not None:
+            text = _read(self.path)
+            mine = text is not None and (LockOwner.from_json(text) or _NOBODY).token \
+                == self._owner.token
+            if mine:  # a lock broken as stale and taken by another is theirs now
+                self.path.unlink(missing_ok=True)
+        self.held = False
 
     def refresh(self) -> None:
         """Touch the lock so waiting processes see it is alive (at most every stale_s / 4)."""
         now = time.monotonic()
-        if now - self._refreshed >= self._stale_s / 4:
+        if self.held and now - self._refreshed >= self._stale_s / 4:
             self._refreshed = now
             try:
                 os.utime(self.path)
@@ -63,20 +174,78 @@ class FileLock:
                 log.debug("could not refresh the lock %s", self.path)
 
     def _try_create(self) -> bool:
+        """Create the lock holding this process's owner record; False when another holds it.
+
+        The record is written to a unique file first and hard-linked to the lock's name (atomic,
+        fails when the name exists), so a waiter never reads a half-written record; where hard
+        links are not supported the lock is created with O_EXCL and then written."""
+        owner = LockOwner.current()
+        record = self.path.with_name(f".{self.path.name}.{owner.token}.tmp")
         try:
-            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            record.write_text(owner.to_json(), encoding="utf-8")
+        except OSError as exc:
+            return self._without_lock(exc)
+        try:
+            os.link(record, self.path)
         except FileExistsError:
             return False
-        with os.fdopen(fd, "w") as handle:
-            handle.write(f"{os.getpid()}\n")
+        except OSError:
+            if not self._create_exclusive(owner):
+                return False
+        finally:
+            record.unlink(missing_ok=True)
+        self._owner = owner
+        self.held = True
         self._refreshed = time.monotonic()
         return True
 
-    def _break_if_stale(self) -> None:
+    def _create_exclusive(self, owner: LockOwner) -> bool:
+        try:
+            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except OSError:  # FileExistsError, or Windows: a lock file being deleted
+            return False
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(owner.to_json())
+        return True
+
+    def _without_lock(self, exc: OSError) -> bool:
+        log.warning("cannot create the lock file %s (%s); going on without the lock, so another "
+                    "process may do the same work at the same time",
+                    self.path, exc.strerror or exc)
+        self.held = False
+        return True
+
+    def _break_if_stale(self, text: str) -> None:
         try:
             age = time.time() - self.path.stat().st_mtime
         except FileNotFoundError:
             return
         if age > self._stale_s:
-            log.warning("removing the stale lock %s (untouched for %.0f s)", self.path, age)
-            self.path.unlink(missing_ok=True)
+            log.warning("breaking the stale lock %s (untouched for %.0f s)", self.path, age)
+            self._take_over(text)
+
+    def _take_over(self, judged: str) -> None:
+        """Remove the lock file if it still holds `judged` (the record found stale): renamed to a
+        unique name first, so of several waiters only one removes it, and a lock created
+        meanwhile by another waiter is put back, not removed."""
+        aside = self.path.with_name(f".{self.path.name}.stale-{uuid.uuid4().hex}")
+        try:
+            os.rename(self.path, aside)
+        except OSError:
+            return  # gone already: another waiter took it over
+        if _read(aside) != judged:  # a fresh lock: put it back unless the place is taken
+            try:
+                os.link(aside, self.path)
+            except OSError:
+                log.warning("the lock %s was taken twice while breaking a stale one", self.path)
+        aside.unlink(missing_ok=True)
+
+
+_NOBODY = LockOwner(0, "", None, 0.0, "")
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None

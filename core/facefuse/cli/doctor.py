@@ -13,8 +13,9 @@ from ..runtime.doctor import report
 
 def add_parser(commands: Any) -> None:
     doctor = commands.add_parser("doctor", help="why the GPU is (not) used, models, folders")
-    doctor.add_argument("--models-dir", type=Path)
-    doctor.add_argument("--json", action="store_true")
+    doctor.add_argument("--models-dir", type=Path, help="where models live (default: "
+                        "$FACEFUSE_MODELS, else the user cache folder)")
+    doctor.add_argument("--json", action="store_true", help="print the report as one JSON line")
     doctor.set_defaults(handler=cmd_doctor)
 
 

@@ -8,18 +8,30 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from .. import __version__
-from ..errors import ExitCode, FacefuseError
+from ..errors import ExitCode, FacefuseError, InputError
 from . import doctor, models, render, swap
 
 DESCRIPTION = "Local face replacement for film and video work."
+EPILOG = ("exit codes: 0 done, 2 bad input or usage, 3 no face in a source, 4 model missing or "
+          "invalid, 5 frames failed, 1 internal error, 130 interrupted, 143 terminated")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are InputError: main() prints them as one sentence, exit 2
+    (plain argparse prints the usage block and exits by itself)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise InputError(f"{message} (see `{self.prog} --help`)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="facefuse", description=DESCRIPTION)
+    parser = Parser(prog="facefuse", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"facefuse {__version__}")
-    parser.add_argument("-v", "--verbose", action="count", default=0)
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="say more (-v: what each step does, -vv: debugging detail)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     swap.add_parser(commands)
@@ -37,7 +49,11 @@ def _configure_logging(verbosity: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (never raises for user errors)."""
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except InputError as exc:
+        print(f"facefuse: error: {exc}", file=sys.stderr)
+        return exc.exit_code
     _configure_logging(args.verbose)
     try:
         return int(args.handler(args))

@@ -18,7 +18,8 @@ DEFAULT_MODELS = (DEFAULTS.detector, DEFAULTS.recogniser, DEFAULTS.swapper)
 
 def add_parsers(commands: Any) -> None:
     models = commands.add_parser("models", help="list, fetch or verify model files")
-    models.add_argument("action", choices=("list", "fetch", "verify", "path"))
+    models.add_argument("action", choices=("list", "fetch", "verify", "path"),
+                        help="list the models, fetch or verify them, or print their folder")
     models.add_argument("names", nargs="*", help="model names (default: the default set)")
     models.add_argument("--all", action="store_true", help="fetch every model in the manifest")
     models.add_argument("--force", action="store_true", help="fetch again, replacing a file that "
@@ -27,7 +28,8 @@ def add_parsers(commands: Any) -> None:
     models.set_defaults(handler=cmd_models)
     cache = commands.add_parser("cache", help="show or clear what facefuse caches (embeddings, "
                                 "shot analyses, previews, file hashes)")
-    cache.add_argument("action", choices=("info", "clear"))
+    cache.add_argument("action", choices=("info", "clear"),
+                       help="show what each cache holds, or remove every cached file")
     cache.add_argument("--cache-dir", type=Path, help="the cache folder (default: "
                        "$FACEFUSE_CACHE, else the user cache folder)")
     cache.set_defaults(handler=cmd_cache)

@@ -43,22 +43,32 @@ def engine_options(p: argparse.ArgumentParser) -> None:
     """Options shared by swap and render: sources, models, selection, mask, runtime."""
     p.add_argument("-s", "--source", type=Path, action="append", required=True,
                    help="source face image (repeat to average several photos of one person)")
-    p.add_argument("--detector", default=DEFAULTS.detector, help="manifest name or .onnx path")
-    p.add_argument("--recogniser", default=DEFAULTS.recogniser)
-    p.add_argument("--swapper", default=DEFAULTS.swapper)
+    p.add_argument("--detector", default=DEFAULTS.detector,
+                   help="face detection model: manifest name or .onnx path")
+    p.add_argument("--recogniser", default=DEFAULTS.recogniser,
+                   help="face recognition model: manifest name or .onnx path")
+    p.add_argument("--swapper", default=DEFAULTS.swapper,
+                   help="face swap model: manifest name or .onnx path")
     p.add_argument("--enhancer", default="none", help="none, a manifest name or an .onnx path")
-    p.add_argument("--enhancer-blend", type=float, default=DEFAULTS.enhancer_blend)
-    p.add_argument("--codeformer-fidelity", type=float, default=DEFAULTS.codeformer_fidelity)
-    p.add_argument("--selector", choices=SELECTORS, default=DEFAULTS.selector)
+    p.add_argument("--enhancer-blend", type=float, default=DEFAULTS.enhancer_blend,
+                   help="how much of the enhanced face to keep, 0-1")
+    p.add_argument("--codeformer-fidelity", type=float, default=DEFAULTS.codeformer_fidelity,
+                   help="CodeFormer: 0 sharper, 1 closer to the swapped face")
+    p.add_argument("--selector", choices=SELECTORS, default=DEFAULTS.selector,
+                   help="which faces to replace: one (the largest), many (all), or reference "
+                   "(those like --reference)")
     p.add_argument("--reference", type=Path, action="append", default=[],
                    help="image of the target person to replace (selector reference)")
     p.add_argument("--similarity", type=float, default=DEFAULTS.similarity,
                    help="minimum cosine similarity to the reference face")
-    p.add_argument("--mask-blur", type=float, default=DEFAULTS.mask_blur)
+    p.add_argument("--mask-blur", type=float, default=DEFAULTS.mask_blur,
+                   help="softness of the blend edge, as a share of the face size")
     p.add_argument("--landmark-mask", action="store_true", help="also limit the blend to the "
                    "area around the landmarks")
-    p.add_argument("--detector-size", type=int, default=DEFAULTS.detector_size_px)
-    p.add_argument("--detector-score", type=float, default=DEFAULTS.detector_score)
+    p.add_argument("--detector-size", type=int, default=DEFAULTS.detector_size_px,
+                   help="pixels the detector looks at (larger finds smaller faces, slower)")
+    p.add_argument("--detector-score", type=float, default=DEFAULTS.detector_score,
+                   help="minimum detector confidence, 0-1")
     p.add_argument("--providers", default="auto", help="auto, or a list such as cuda,cpu")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the "
                    "source embedding cache")

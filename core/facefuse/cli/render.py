@@ -7,6 +7,8 @@ import json
 import signal
 import sys
 import threading
+import time
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, TextIO
 
@@ -15,19 +17,55 @@ from ..errors import ExitCode, InputError
 from ..io.sequences import parse_chunk, parse_frame_range
 from ..io.video import VIDEO_CODECS
 from ..shot.render import render
-from ..shot.request import FrameReport, RenderRequest, RenderSummary
+from ..shot.request import (
+    PROVENANCE_MODES,
+    FrameReport,
+    PhaseProgress,
+    RenderRequest,
+    RenderSummary,
+)
 from .options import engine_options, settings_from_args
+
+BAR_WIDTH = 24
+
+
+def usage_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse type= from a parser that raises InputError: a bad value becomes a usage
+    error (one sentence, exit 2) instead of a traceback."""
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from exc
+
+    convert.__name__ = parse.__name__
+    return convert
+
+
+def _rate(text: str) -> Fraction:
+    try:
+        rate = Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        rate = Fraction(0)
+    if rate <= 0:
+        raise InputError(f"rate {text!r} is not a positive number of frames per second, "
+                         "e.g. 24 or 24000/1001")
+    return rate
 
 
 def add_parser(commands: Any) -> None:
-    p = commands.add_parser("render", help="swap faces through a whole shot (video or sequence)")
+    p = commands.add_parser("render", help="swap faces through a whole shot (video or sequence)",
+                            description="Swap faces through a whole shot: a video file or an "
+                            "image sequence in, a video or an image sequence out.")
     p.add_argument("-i", "--input", help="video file, or sequence: name.####.exr, "
                    "name.%%04d.dpx, name.#.png")
     p.add_argument("-o", "--output", help="video file, or sequence pattern as for --input")
     engine_options(p)
-    p.add_argument("--frames", type=parse_frame_range, help="A-B, inclusive, in the input's "
-                   "own frame numbers")
-    p.add_argument("--chunk", type=parse_chunk, help="N/M: the Nth of M equal slices")
+    p.add_argument("--frames", type=usage_type(parse_frame_range), metavar="A-B",
+                   help="inclusive range in the input's own frame numbers (clipped to the "
+                   "frames the input has)")
+    p.add_argument("--chunk", type=usage_type(parse_chunk), metavar="N/M",
+                   help="render the Nth of M equal slices of the range (farm work)")
     p.add_argument("--matte", help="sequence pattern for the blend mask (one channel)")
     p.add_argument("--patch", help="sequence pattern for the swapped face alone "
                    "(premultiplied RGBA)")
@@ -35,15 +73,24 @@ def add_parser(commands: Any) -> None:
                    "conversion); default per format, e.g. EXR = 'Linear Rec.709 (sRGB)'")
     p.add_argument("--list-colorspaces", action="store_true", help="list colour space names")
     p.add_argument("--codec", choices=VIDEO_CODECS, default="h264", help="for video outputs")
-    p.add_argument("--rate", type=Fraction, help="fps of a video made from a sequence (24)")
+    p.add_argument("--rate", type=usage_type(_rate), help="fps of a video made from a "
+                   "sequence (24)")
     p.add_argument("--start-number", type=int, default=1, help="number of a video's first frame")
     p.add_argument("--conform-vfr", action="store_true", help="conform a variable frame rate")
     p.add_argument("--overwrite", action="store_true", help="render frames that are done too")
-    p.add_argument("--fail-fast", action="store_true", help="stop at the first failed frame")
+    p.add_argument("--fail-fast", action="store_true", help="stop at the first failed frame "
+                   "(no later frame is written)")
     p.add_argument("--no-smooth", action="store_true", help="do not smooth landmarks over time")
     p.add_argument("--smooth-min-cutoff", type=float, help="One Euro min cutoff, Hz (1.0)")
     p.add_argument("--smooth-beta", type=float, help="One Euro beta, per face size (3.0)")
-    p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto")
+    p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
+                   help="progress of every phase: a bar on stderr (auto: on a terminal), JSON "
+                   "lines on stdout, or none")
+    p.add_argument("--json", action="store_true", help="print one JSON summary line (as "
+                   "`swap --json`); --progress json prints it too, after the progress lines")
+    p.add_argument("--provenance", choices=PROVENANCE_MODES, default="names",
+                   help="what output metadata names: file names and hashes (names), or local "
+                   "paths too (full)")
     p.set_defaults(handler=cmd_render)
 
 
@@ -56,36 +103,91 @@ def request_from_args(args: argparse.Namespace) -> RenderRequest:
         matte=args.matte, patch=args.patch, colorspace=args.colorspace, codec=args.codec,
         overwrite=args.overwrite, fail_fast=args.fail_fast, smoothing=not args.no_smooth,
         smoothing_min_cutoff=args.smooth_min_cutoff, smoothing_beta=args.smooth_beta,
-        start_number=args.start_number, conform_vfr=args.conform_vfr, rate=args.rate)
+        start_number=args.start_number, conform_vfr=args.conform_vfr, rate=args.rate,
+        provenance=args.provenance)
+
+
+class _Rate:
+    """Frames per second and time left within one phase (frames done before it started, e.g.
+    cached analysis, do not count towards the rate)."""
+
+    def __init__(self, done: int) -> None:
+        self.start, self.first = time.monotonic(), done
+
+    def fps_eta(self, done: int, total: int) -> tuple[float, float | None]:
+        elapsed = time.monotonic() - self.start
+        fps = (done - self.first) / elapsed if elapsed > 0 and done > self.first else 0.0
+        return fps, ((total - done) / fps if fps > 0 else None)
 
 
 class Progress:
-    """A bar on a terminal, one JSON line per frame with --progress json, or nothing."""
+    """Progress of every phase (analysis, swap, encode): a bar on stderr on a terminal, JSON
+    lines on stdout with --progress json (one per frame, {"frame", "status", "faces", "found",
+    "ms"}, and one per phase step, {"phase", "done", "total", "percent", "fps", "eta_s"}), or
+    nothing. Called from the render's threads; one lock keeps lines whole."""
 
     def __init__(self, mode: str, stream: TextIO | None = None) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.mode = ("bar" if self.stream.isatty() else "none") if mode == "auto" else mode
         self.done = 0
+        self._lock = threading.Lock()
+        self._rates: dict[str, _Rate] = {}
+        self._last: FrameReport | None = None
+        self._phase: PhaseProgress | None = None
 
     def __call__(self, report: FrameReport) -> None:
-        self.done += 1
-        if self.mode == "json":
-            print(json.dumps({"frame": report.frame, "status": report.status,
-                              "faces": report.faces, "ms": dict(report.ms),
-                              **({"error": report.error} if report.error else {})}),
-                  flush=True)
-        elif self.mode == "bar":
-            self.stream.write(f"\rframe {report.frame}: {self.done} frames, {report.status:8}")
-            self.stream.flush()
+        with self._lock:
+            self.done += 1
+            self._last = report
+            if self.mode == "json":
+                print(json.dumps({"frame": report.frame, "status": report.status,
+                                  "faces": report.faces, "found": report.found,
+                                  "ms": dict(report.ms),
+                                  **({"error": report.error} if report.error else {})}),
+                      flush=True)
+            elif self.mode == "bar":
+                self._draw()
+
+    def phase(self, step: PhaseProgress) -> None:
+        with self._lock:
+            rate = self._rates.setdefault(step.phase, _Rate(step.done))
+            fps, eta = rate.fps_eta(step.done, step.total)
+            self._phase = step
+            if self.mode == "json":
+                percent = round(100.0 * step.done / step.total, 1) if step.total else 100.0
+                print(json.dumps({"phase": step.phase, "done": step.done, "total": step.total,
+                                  "percent": percent, "fps": round(fps, 3),
+                                  "eta_s": None if eta is None else round(eta, 1)}),
+                      flush=True)
+            elif self.mode == "bar":
+                self._draw()
+
+    def _draw(self) -> None:
+        last = self._last
+        frame = f"frame {last.frame} {last.status}" if last is not None else ""
+        step = self._phase
+        if step is None:
+            line = f"{frame}: {self.done} frames"
+        else:
+            fps, eta = self._rates[step.phase].fps_eta(step.done, step.total)
+            share = step.done / step.total if step.total else 1.0
+            filled = round(share * BAR_WIDTH)
+            left = "--:--" if eta is None else f"{int(eta) // 60}:{int(eta) % 60:02d}"
+            line = (f"{step.phase:8} [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] "
+                    f"{step.done}/{step.total} {share * 100:3.0f}% {fps:6.1f} fps "
+                    f"ETA {left}  {frame}")
+        self.stream.write(f"\r{line:<100}")
+        self.stream.flush()
 
 
 def summary_record(summary: RenderSummary) -> dict[str, Any]:
     return {"summary": {"frames": summary.frames, "done": summary.done,
                         "swapped": summary.swapped,
-                        "no_face": summary.no_face, "skipped": summary.skipped,
+                        "no_face": summary.no_face, "unselected": summary.unselected,
+                        "skipped": summary.skipped,
                         "failed": [{"frame": n, "error": e} for n, e in summary.failed],
                         "seconds": round(summary.seconds, 3), "fps": round(summary.fps, 3),
-                        "cancelled": summary.cancelled}}
+                        "cancelled": summary.cancelled, "warnings": list(summary.warnings)}}
 
 
 def cmd_render(args: argparse.Namespace) -> int:
@@ -97,22 +199,24 @@ def cmd_render(args: argparse.Namespace) -> int:
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        summary = render(request, progress, stop.is_set)
+        summary = render(request, progress, stop.is_set, progress.phase)
     finally:
         signal.signal(signal.SIGTERM, previous)
-    _print_summary(summary, progress.mode)
+    _print_summary(summary, progress.mode, args.json)
     if summary.cancelled and stop.is_set():
         return ExitCode.TERMINATED
     return ExitCode.FRAMES_FAILED if summary.failed else ExitCode.OK
 
 
-def _print_summary(summary: RenderSummary, mode: str) -> None:
-    if mode == "json":
-        print(json.dumps(summary_record(summary)), flush=True)
-        return
+def _print_summary(summary: RenderSummary, mode: str, as_json: bool = False) -> None:
     if mode == "bar":
         sys.stderr.write("\n")
+    if mode == "json" or as_json:
+        print(json.dumps(summary_record(summary)), flush=True)
+        return
     failed = ", ".join(str(n) for n, _ in summary.failed) or "none"
+    unselected = f" (faces found but none selected in {summary.unselected})" \
+        if summary.unselected else ""
     print(f"{summary.frames} frames: {summary.swapped} swapped, {summary.no_face} without a "
-          f"face, {summary.skipped} already done, failed: {failed}; {summary.fps:.2f} fps"
-          f"{' (cancelled)' if summary.cancelled else ''}")
+          f"swapped face{unselected}, {summary.skipped} already done, failed: {failed}; "
+          f"{summary.fps:.2f} fps{' (cancelled)' if summary.cancelled else ''}")

@@ -53,6 +53,7 @@ def cmd_swap(args: argparse.Namespace) -> int:
     check_swap_paths(args.source, args.target, args.reference, args.output)
     target = read_image(args.target)
     with Pipeline(settings, on_download=DownloadProgress()) as pipeline:
+        pipeline.models.require_models()
         identity_start = time.perf_counter()
         identity = pipeline.source_identity(args.source)
         identity_ms = (time.perf_counter() - identity_start) * 1000

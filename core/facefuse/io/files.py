@@ -2,13 +2,42 @@
 
 Kept free of image libraries, so caches and model bookkeeping can write files without
 loading OpenCV.
+
+Temporary names are hidden and say who writes them:
+``.{stem}.{pid}-{host}.{random}.tmp{ext}`` (``ext`` kept where a library picks the format by
+it). ``host`` is a short hash of the host name, so a later run can tell a temporary whose
+writer is gone (a SIGKILL, a power cut) from one still being written, and sweep only the
+former (`sweep_stale_temporaries`). The part taken from the target's name is shortened so the
+whole name stays within the folder's NAME_MAX.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import os
-import tempfile
+import re
+import secrets
+import socket
+import time
+from collections.abc import Callable
 from pathlib import Path
+from types import MappingProxyType
+
+from ..errors import InputError, OutputError
+
+NAME_MAX_DEFAULT = 255
+FOREIGN_HOST_STALE_S = 7 * 24 * 3600.0  # a temporary of another host is swept after a week
+_TEMP = re.compile(r"^\.(?P<part>.*)\.(?P<pid>\d+)-(?P<host>[0-9a-f]{8})\.[0-9a-f]{8}"
+                   r"(?P<cut>~?)\.tmp(?P<ext>\.[^./]*)?$", re.DOTALL)
+# What a failed write's errno means to the user.
+_WRITE_REASONS = MappingProxyType({
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.EROFS: "the file system is read-only",
+})
 
 
 def new_file_mode() -> int:
@@ -18,16 +47,154 @@ def new_file_mode() -> int:
     return 0o666 & ~umask
 
 
+def host_tag() -> str:
+    """8 hex digits naming this host in temporary names."""
+    return hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
+
+
+def name_max(folder: Path) -> int:
+    """The longest file name (bytes) the folder takes; NAME_MAX_DEFAULT when it cannot say."""
+    try:
+        return int(os.pathconf(folder, "PC_NAME_MAX"))
+    except (OSError, ValueError):
+        return NAME_MAX_DEFAULT
+
+
+def temporary_path(path: Path, keep_suffix: bool = False) -> Path:
+    """A fresh hidden temporary name beside `path` (see the module docstring).
+
+    keep_suffix: end the name with `path`'s extension (``.tmp.exr``) for writers that choose the
+    format by it. The part taken from `path`'s name is cut (marked with ``~``) to fit NAME_MAX.
+    """
+    path = Path(path)
+    ext = path.suffix if keep_suffix else ""
+    part = path.stem if keep_suffix else path.name
+    owner = f"{os.getpid()}-{host_tag()}.{secrets.token_hex(4)}"
+    limit = name_max(path.parent)
+    fixed = len(os.fsencode(f"..{owner}.tmp{ext}"))
+    encoded = os.fsencode(part)
+    cut = ""
+    if fixed + len(encoded) > limit:
+        cut = "~"
+        encoded = encoded[:max(0, limit - fixed - 1)]
+        part = encoded.decode("utf-8", "ignore") if encoded else ""
+        while len(os.fsencode(part)) > len(encoded):  # undecodable (surrogate) bytes
+            part = part[:-1]
+    return path.with_name(f".{part}.{owner}{cut}.tmp{ext}")
+
+
+def create_temporary(path: Path, keep_suffix: bool = False) -> tuple[int, Path]:
+    """Create (O_EXCL, mode following the umask) a temporary beside `path`: (fd, its path)."""
+    for _ in range(16):
+        tmp = temporary_path(path, keep_suffix)
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(path))
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write bytes to a temporary name in the same folder, then os.replace onto `path`."""
-    handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    path = Path(path)
+    handle, tmp_name = create_temporary(path)
     try:
-        os.chmod(tmp_name, new_file_mode())
         with os.fdopen(handle, "wb") as tmp:
             tmp.write(data)
             tmp.flush()
             os.fsync(tmp.fileno())
         os.replace(tmp_name, path)
     except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
+        tmp_name.unlink(missing_ok=True)
         raise
+
+
+def write_error(path: Path, exc: OSError) -> OutputError:
+    """One sentence for an OSError met while writing `path` (disk full, read-only, ...)."""
+    reason = _WRITE_REASONS.get(exc.errno or -1) or exc.strerror or str(exc)
+    return OutputError(f"cannot write {path}: {reason}")
+
+
+def is_write_failure(exc: OSError) -> bool:
+    """Whether `exc` is a disk-full or permission failure the user must fix."""
+    return exc.errno in _WRITE_REASONS
+
+
+def check_folder_writable(folder: Path) -> None:
+    """OutputError unless files can be created in `folder`, or, when it does not exist yet, in
+    the nearest folder above it (where it will be created). Creates nothing that stays."""
+    folder = Path(folder)
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise InputError(f"the output folder {folder} cannot be created: {probe} is a file")
+    try:
+        handle, tmp = create_temporary(probe / "facefuse-write-check")
+    except OSError as exc:
+        where = folder if probe == folder else probe
+        reason = _WRITE_REASONS.get(exc.errno or -1) or exc.strerror or str(exc)
+        raise OutputError(f"the output folder {where} is not writable: {reason}") from exc
+    os.close(handle)
+    tmp.unlink(missing_ok=True)
+
+
+def make_folder(folder: Path) -> None:
+    """Create `folder` and its parents if missing; OutputError naming the folder if that fails."""
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = _WRITE_REASONS.get(exc.errno or -1) or exc.strerror or str(exc)
+        raise OutputError(f"the output folder {folder} cannot be created: {reason}") from exc
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    except OSError:
+        return True
+    return True
+
+
+def sweep_stale_temporaries(folder: Path, belongs: Callable[[str, bool, str], bool],
+                            protect: frozenset[tuple[int, int]] = frozenset(),
+                            now: float | None = None) -> list[Path]:
+    """Remove the temporaries in `folder` whose writer is gone; return what was removed.
+
+    belongs(part, cut, ext): whether a temporary made for a name of this stem (cut: shortened
+    to a prefix) and extension is one of the caller's outputs; others are never touched. A
+    temporary of this host is stale when its process is not alive; one of another host only
+    after FOREIGN_HOST_STALE_S without change. Files whose (device, inode) is in `protect`
+    (the inputs of a render) are never removed, whatever their name.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    here, me = host_tag(), os.getpid()
+    now = time.time() if now is None else now
+    removed = []
+    for entry in folder.iterdir():
+        match = _TEMP.match(entry.name)
+        if match is None or not belongs(match["part"], bool(match["cut"]), match["ext"] or ""):
+            continue
+        pid = int(match["pid"])
+        try:
+            if not entry.is_file() or entry.is_symlink():
+                continue
+            st = entry.stat()
+            if (st.st_dev, st.st_ino) in protect:
+                continue
+            if match["host"] == here:
+                if pid == me or _pid_alive(pid):
+                    continue
+            elif now - st.st_mtime < FOREIGN_HOST_STALE_S:
+                continue
+            entry.unlink()
+        except FileNotFoundError:
+            continue
+        removed.append(entry)
+    return removed

@@ -8,7 +8,13 @@ import cv2
 import numpy as np
 
 from ..errors import InputError
-from .files import atomic_write_bytes
+from .files import (
+    atomic_write_bytes,
+    check_folder_writable,
+    is_write_failure,
+    make_folder,
+    write_error,
+)
 
 EIGHT_BIT_ONLY = frozenset({".jpg", ".jpeg", ".webp", ".bmp"})
 WRITABLE = EIGHT_BIT_ONLY | frozenset({".png", ".tif", ".tiff"})
@@ -50,15 +56,16 @@ def read_image(path: Path) -> np.ndarray:
 
 
 def check_writable_path(path: Path) -> None:
-    """InputError unless `path` can be written as an image (known extension, folder exists)."""
+    """InputError unless `path` can be written as an image: a known extension, not a folder,
+    and a folder that is writable or, when missing, can be created (write_image creates it;
+    this check creates nothing)."""
     path = Path(path)
     if path.suffix.lower() not in WRITABLE:
         raise InputError(f"{path}: cannot write {path.suffix or 'files without an extension'}; "
                          f"use one of {', '.join(sorted(WRITABLE))}")
-    if not path.parent.is_dir():
-        raise InputError(f"the output folder {path.parent} does not exist")
     if path.is_dir():
         raise InputError(f"{path} is a folder, not a file name")
+    check_folder_writable(path.parent)
 
 
 def encode_image(frame: np.ndarray, suffix: str) -> bytes:
@@ -77,10 +84,18 @@ def encode_image(frame: np.ndarray, suffix: str) -> bytes:
 
 
 def write_image(path: Path, frame: np.ndarray) -> None:
-    """Write atomically: encode, write a temporary file beside `path`, then rename over it."""
+    """Write atomically: encode, write a temporary file beside `path`, then rename over it.
+    A missing folder is created; a full disk or a permission problem is an InputError."""
     path = Path(path)
     check_writable_path(path)
-    atomic_write_bytes(path, encode_image(frame, path.suffix))
+    data = encode_image(frame, path.suffix)
+    make_folder(path.parent)
+    try:
+        atomic_write_bytes(path, data)
+    except OSError as exc:
+        if is_write_failure(exc):
+            raise write_error(path, exc) from exc
+        raise
 
 
 def _to_uint8(frame: np.ndarray) -> np.ndarray:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,6 +36,7 @@ import numpy as np
 import OpenImageIO as oiio
 
 from ..errors import InputError
+from .files import create_temporary, is_write_failure, write_error
 from .plate_pixels import (
     NATURAL_BITS,
     PIXEL_TYPES,
@@ -71,6 +71,9 @@ METADATA_PREFIX = "facefuse:"
 FLOAT_FORMATS = frozenset({"openexr", "tiff"})
 HIGH_BIT_FORMATS = frozenset({"png", "tiff", "dpx"})
 ALPHA_FREE_FORMATS = frozenset({"jpeg"})
+# Formats where OIIO stamps the clock time unless told otherwise: left out, so renders repeat
+# byte for byte.
+DATED_FORMATS = frozenset({"tiff", "openexr"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +139,8 @@ def write_plate(path: Path, frame: np.ndarray, fmt: PlateFormat,
     `fmt.file_format`, the format is converted with `plate_format_for`. `metadata` keys are
     stored as "facefuse:<key>" string attributes (read them back with `read_metadata`).
     Atomic: written under a temporary name in the same folder, then renamed over `path`.
+    No clock time is written (TIFF and EXR DateTime are left out), so the same frame writes
+    the same bytes. A full disk or a permission problem is an InputError naming `path`.
     """
     path = Path(path)
     _check_output_path(path)
@@ -146,10 +151,22 @@ def write_plate(path: Path, frame: np.ndarray, fmt: PlateFormat,
         fmt = plate_format_for(path, fmt, frame)
     pixels = _frame_to_pixels(frame, fmt)
     spec = _spec_for(fmt, pixels.shape[1], pixels.shape[0], _prefixed(metadata))
-    tmp = path.with_name(f".{path.stem}.{secrets.token_hex(4)}.tmp{path.suffix}")
+    try:  # created here (O_EXCL) so no existing file is ever opened under a temporary name
+        handle, tmp = create_temporary(path, keep_suffix=True)
+    except OSError as exc:
+        raise write_error(path, exc) from exc
+    os.close(handle)
     try:
         _write_file(tmp, spec, pixels)
         os.replace(tmp, path)
+    except InputError as exc:  # the message names the output, not its temporary name
+        tmp.unlink(missing_ok=True)
+        raise InputError(str(exc).replace(str(tmp), str(path))) from exc
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if is_write_failure(exc):
+            raise write_error(path, exc) from exc
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -315,6 +332,8 @@ def _spec_for(fmt: PlateFormat, width: int, height: int, metadata: Mapping[str, 
         spec.attribute("oiio:UnassociatedAlpha", 1)
     for name, value in metadata.items():
         spec.attribute(name, value)
+    if fmt.file_format in DATED_FORMATS:
+        spec.attribute("DateTime", "")  # an empty DateTime is left out (not the clock time)
     if metadata and fmt.file_format in METADATA_CARRIERS:
         _set_carrier(spec, METADATA_CARRIERS[fmt.file_format], metadata)
     return spec

@@ -19,7 +19,9 @@ TIMECODE_PATTERN = re.compile(r"^\d{2}:\d{2}:\d{2}[:;.]\d{2,3}$")
 
 
 def is_video_path(path: Path | str) -> bool:
-    """True when the file name ends in an extension facefuse treats as a video container."""
+    """True when the file name ends in an extension facefuse writes video containers as. Inputs
+    are not limited to these: any file FFmpeg decodes a video stream from (GIF, WebM, AVI,
+    ...) is read (see video_read)."""
     return Path(path).suffix.lower() in VIDEO_EXTENSIONS
 
 
@@ -32,7 +34,10 @@ def open_input(path: Path, what: str = "video") -> Any:
     try:
         return av.open(str(path), "r")
     except (av.FFmpegError, OSError) as exc:
-        raise InputError(f"{path} is not a {what} file facefuse can read ({exc})") from exc
+        kind = f"a {path.suffix.lower()} file" if path.suffix else "a file without an extension"
+        raise InputError(f"{path} is not a {what} file facefuse can read (FFmpeg finds neither "
+                         f"a video nor an image in {kind}: {exc}); convert it to an H.264 .mp4 "
+                         "or a PNG image sequence (name.####.png)") from exc
 
 
 def format_rate(rate: Fraction) -> str:

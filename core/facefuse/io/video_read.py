@@ -10,12 +10,24 @@ seeks to the key frame a wanted frame depends on and decodes forward, recognisin
 its timestamp, never by counting. Frames come out in the engine convention (see types.py): BGR
 uint8 for 8-bit sources, BGR uint16 for deeper ones, BGRA/uint16 BGRA when the source has alpha.
 Colour: reads convert with the matrix and range the stream is tagged with.
+
+Rotation: phone footage is often stored sideways with a display matrix telling players to turn
+it. Frames are delivered upright (the stored picture turned by the display rotation with
+``np.rot90``, which is lossless), so detection, swapping and pasting all see the picture as
+players show it; ``VideoInfo.width``/``height`` are the upright size and ``rotation_deg`` the
+rotation, for a writer to re-apply. A display matrix that mirrors or turns by other than a
+multiple of 90 degrees is refused (InputError) rather than delivered the wrong way round.
+
+Animated GIF: its frame durations are whole hundredths of a second and often vary, so a GIF
+whose frames do not sit on one constant rate is conformed to its typical rate automatically
+(as ``conform_vfr=True`` does for other files).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import struct
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -43,7 +55,12 @@ class VideoInfo:
     """What a video holds. ``rate`` is exact (e.g. ``Fraction(30000, 1001)``); frames are numbered
     ``start_number .. start_number + frame_count - 1``. For a conformed variable-rate source,
     ``rate`` and ``frame_count`` describe the constant-rate grid the frames are delivered on.
-    ``start_time_s`` is the first video frame's time in the container (for audio alignment)."""
+    ``start_time_s`` is the first video frame's time in the container (for audio alignment).
+    ``rotation_deg`` is the counter-clockwise turn (0, 90, 180 or 270) the file's display matrix
+    asks players to give its stored pictures; the frames are delivered already turned, and
+    ``width``/``height`` are their (upright) size. A video written from them keeps the source's
+    orientation by storing ``np.rot90(frame, -rotation_deg // 90)`` with the same display
+    rotation (``VideoStream.set_display_rotation(rotation_deg)``)."""
 
     path: Path
     frame_count: int
@@ -60,6 +77,7 @@ class VideoInfo:
     variable_frame_rate: bool
     start_number: int = 1
     start_time_s: float = 0.0
+    rotation_deg: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +200,23 @@ def _find_timecode(container: Any, stream: Any) -> str | None:
     return None
 
 
+def _display_turn(frame: Any, path: Path) -> int:
+    """How many quarter turns counter-clockwise (0-3) the frame's display matrix asks for.
+    InputError for a matrix that mirrors the picture or turns it by another angle."""
+    matrix = next((bytes(sd) for sd in frame.side_data
+                   if getattr(sd.type, "name", "") == "DISPLAYMATRIX"), None)
+    if matrix is None or len(matrix) < 36:
+        return 0
+    a, b, _, c, d = struct.unpack("=9i", matrix[:36])[:5]
+    degrees = float(frame.rotation)
+    if a * d - b * c < 0 or abs(degrees / 90 - round(degrees / 90)) > 0.01:
+        raise InputError(f"{path} has a display matrix that "
+                         f"{'mirrors' if a * d - b * c < 0 else 'turns'} the picture "
+                         f"({degrees:g} degrees), which facefuse cannot follow; re-encode it "
+                         "upright first (e.g. ffmpeg -i in.mp4 -c:v libx264 out.mp4)")
+    return round(degrees / 90) % 4
+
+
 def _pixel_traits(codec_context: Any) -> tuple[str, int, bool]:
     """(pixel format name, bit depth, has alpha) of a decoder's output format."""
     fmt = codec_context.format
@@ -209,9 +244,11 @@ class VideoSource:
     def _setup(self, start_number: int, conform_vfr: bool) -> None:
         container, path = self._container, self._path
         if container.format.name == "image2" or container.format.name.endswith("_pipe"):
-            raise InputError(f"{path} is a still image, not a video")
+            raise InputError(f"{path} is a single still image, not a video; give an image "
+                             "sequence as a pattern (name.####.png) or a video file")
         if not container.streams.video:
-            raise InputError(f"{path} has no video stream")
+            raise InputError(f"{path} has no video stream; give a video file or an image "
+                             "sequence pattern (name.####.exr)")
         self._stream = container.streams.video[0]
         self._stream.thread_type = "AUTO"
         self._stream.codec_context.thread_count = _DECODE_THREADS
@@ -219,7 +256,8 @@ class VideoSource:
         self._index = _build_index(rows, Fraction(self._stream.time_base))
         self._position = MappingProxyType({p: i for i, p in enumerate(self._index.pts)})
         self._refuse_if_truncated()
-        rate, self._slots = self._choose_rate(conform_vfr)
+        self._turns = self._find_turns()
+        rate, self._slots = self._choose_rate(conform_vfr or container.format.name == "gif")
         self._info = self._describe(rate, start_number)
         self._reader: _Decoder | None = None
         fmt, bits, alpha = self._info.pixel_format, self._info.bit_depth, self._info.has_alpha
@@ -227,6 +265,20 @@ class VideoSource:
             "bgra64le" if alpha else "bgr48le")
         logger.debug("%s: %d frames at %s fps, %s (%s)", path, self._info.frame_count,
                      format_rate(rate), fmt, self._array_format)
+
+    def _find_turns(self) -> int:
+        """Quarter turns from the display matrix the decoder attaches to the first picture it
+        gives (the stream's side data reaches every decoded frame; PyAV has no stream-level
+        reader). Decodes from the first key frame; reads seek afresh, so nothing is kept."""
+        container, stream = self._container, self._stream
+        container.seek(self._index.pts[0], stream=stream, backward=True, any_frame=False)
+        try:
+            for packet in container.demux(stream):
+                for frame in stream.codec_context.decode(packet):
+                    return _display_turn(frame, self._path)
+        except av.FFmpegError as exc:
+            logger.debug("%s: no first picture for the display matrix (%s)", self._path, exc)
+        return 0
 
     def _declared_duration_s(self) -> float | None:
         """How long the header says the video stream (else the container) lasts."""
@@ -271,13 +323,15 @@ class VideoSource:
         cc = self._stream.codec_context
         fmt, bits, alpha = _pixel_traits(cc)
         count = len(self._slots) if self._slots is not None else len(self._index.pts)
+        width, height = (cc.height, cc.width) if self._turns % 2 else (cc.width, cc.height)
         return VideoInfo(
-            path=self._path, frame_count=count, rate=rate, width=cc.width, height=cc.height,
+            path=self._path, frame_count=count, rate=rate, width=width, height=height,
             codec=cc.name, pixel_format=fmt, bit_depth=bits, has_alpha=alpha,
             timecode=_find_timecode(self._container, self._stream),
             audio_streams=len(self._container.streams.audio), duration_s=float(count / rate),
             variable_frame_rate=self._slots is not None, start_number=start_number,
-            start_time_s=float(self._index.pts[0] * self._index.time_base))
+            start_time_s=float(self._index.pts[0] * self._index.time_base),
+            rotation_deg=90 * self._turns)
 
     @property
     def info(self) -> VideoInfo:
@@ -328,10 +382,14 @@ class VideoSource:
         """A decoded VideoFrame as an engine frame (BGR(A), uint8 or uint16, C-contiguous).
 
         8-bit subsampled pictures are upsampled to 4:4:4 first: swscale's direct 4:2:0 -> BGR
-        path rounds some levels down by one, the two-step path is exact."""
+        path rounds some levels down by one, the two-step path is exact. A stored-sideways
+        picture is turned upright (see the module docstring)."""
         if frame.format.name in SUBSAMPLED_8BIT:
             frame = frame.reformat(format=SUBSAMPLED_8BIT[frame.format.name])
-        return np.ascontiguousarray(frame.to_ndarray(format=self._array_format))
+        array = frame.to_ndarray(format=self._array_format)
+        if self._turns:
+            array = np.rot90(array, self._turns)
+        return np.ascontiguousarray(array)
 
     def close(self) -> None:
         """Release the file."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,8 @@ from typing import Any, Self
 import av
 import numpy as np
 
-from ..errors import InputError
+from ..errors import FacefuseError, InputError
+from .files import create_temporary, is_write_failure, write_error
 from .video_common import SUBSAMPLED_8BIT, TIMECODE_PATTERN, VIDEO_CODECS, open_input
 from .video_read import VideoInfo
 
@@ -150,10 +150,20 @@ class VideoSink:
         self._count, self._done = 0, False
 
     def _make_temp(self) -> Path:
-        fd, name = tempfile.mkstemp(prefix=f".{self._path.stem}.", suffix=f".tmp{self._path.suffix}",
-                                    dir=self._path.parent)
+        """The hidden temporary beside the output; its mode follows the umask, as images'."""
+        try:
+            fd, name = create_temporary(self._path, keep_suffix=True)
+        except OSError as exc:
+            raise write_error(self._path, exc) from exc
         os.close(fd)
-        return Path(name)
+        return name
+
+    def _failed(self, exc: Exception) -> FacefuseError:
+        """Abort, and one sentence for an encoder or disk failure while writing."""
+        self.abort()
+        if isinstance(exc, OSError) and is_write_failure(exc):
+            return write_error(self._path, exc)
+        return InputError(f"cannot write {self._path}: {exc}")
 
     def _open_output(self, metadata: Mapping[str, str]) -> Any:
         suffix = self._path.suffix.lower()
@@ -178,6 +188,9 @@ class VideoSink:
                              f"{self._info.width}x{self._info.height}")
         if self._stream is None:
             self._open_streams(frame)
+        turns = self._info.rotation_deg // 90 % 4
+        if turns:  # back to the source's stored orientation (lossless); see _open_streams
+            frame = np.ascontiguousarray(np.rot90(frame, -turns))
         array, packed = _as_writable(frame, deep=self._deep)
         picture = av.VideoFrame.from_ndarray(array, format=packed)
         jpeg = self._spec.jpeg_range
@@ -189,9 +202,12 @@ class VideoSink:
             picture = picture.reformat(format=self._pix_fmt)
         picture.pts = self._count
         self._count += 1
-        self._container.mux(self._stream.encode(picture))
-        if self._audio is not None:
-            self._audio.copy_until(self._container, float(self._count / self._info.rate))
+        try:
+            self._container.mux(self._stream.encode(picture))
+            if self._audio is not None:
+                self._audio.copy_until(self._container, float(self._count / self._info.rate))
+        except (av.FFmpegError, OSError) as exc:
+            raise self._failed(exc) from exc
 
     def _open_streams(self, frame: np.ndarray) -> None:
         """Create the video stream (format chosen from the first frame) and the audio copies."""
@@ -207,7 +223,11 @@ class VideoSink:
         if spec.quality_option == "crf":
             options["crf"] = str(self._quality)
         stream = self._container.add_stream(spec.encoder, rate=self._info.rate, options=options)
-        stream.width, stream.height = self._info.width, self._info.height
+        turns = self._info.rotation_deg // 90 % 4
+        stream.width, stream.height = ((self._info.height, self._info.width) if turns % 2
+                                       else (self._info.width, self._info.height))
+        if turns:  # the source's display matrix: players show the upright frames written
+            stream.set_display_rotation(90 * turns)
         stream.pix_fmt, stream.thread_type = self._pix_fmt, "AUTO"
         self._tag_colour(stream.codec_context)
         if spec.quality_option == "q":
@@ -251,6 +271,8 @@ class VideoSink:
             os.replace(self._tmp, self._path)
             self._done = True
             logger.info("wrote %s (%d frames, %s)", self._path, self._count, self._codec)
+        except (av.FFmpegError, OSError) as exc:
+            raise self._failed(exc) from exc
         except BaseException:
             self.abort()
             raise

@@ -16,7 +16,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from types import MappingProxyType
 from typing import Any
 
@@ -149,7 +149,7 @@ def _family(name: str, raw: dict[str, Any], path: Path) -> Family:
         raise ModelError(f"{path}: family {name} lacks the field {exc.args[0]!r}") from exc
 
 
-def _model(raw: dict[str, Any], path: Path) -> ModelEntry:
+def _model_fields(raw: dict[str, Any], path: Path) -> ModelEntry:
     try:
         archive = raw.get("archive")
         return ModelEntry(
@@ -162,3 +162,43 @@ def _model(raw: dict[str, Any], path: Path) -> ModelEntry:
         )
     except KeyError as exc:
         raise ModelError(f"{path}: a model entry lacks the field {exc.args[0]!r}") from exc
+
+
+def _model(raw: dict[str, Any], path: Path) -> ModelEntry:
+    entry = _model_fields(raw, path)
+    problem = file_name_problem(entry.file)
+    if problem is not None:
+        raise ModelError(f"{path}: model {entry.name} has the file name {entry.file!r}, which "
+                         f"{problem}; a model file must be a plain name inside the models folder")
+    if entry.archive is not None:
+        problem = member_name_problem(entry.archive.member)
+        if problem is not None:
+            raise ModelError(f"{path}: model {entry.name} names the archive member "
+                             f"{entry.archive.member!r}, which {problem}")
+    return entry
+
+
+def file_name_problem(name: object) -> str | None:
+    """Why `name` is not a plain file name (no folder part) that stays inside its folder, or None.
+
+    Refused: anything but a non-empty string, absolute paths (POSIX or Windows, drives, UNC),
+    '..' or '.', folder separators (also backslashes), NUL and other control characters."""
+    problem = member_name_problem(name)
+    if problem is None and "/" in str(name):
+        return "holds a folder separator"
+    return problem
+
+
+def member_name_problem(name: object) -> str | None:
+    """Why a zip member path is not a relative path without '..' or '.' parts, or None."""
+    if not isinstance(name, str) or not name.strip():
+        return "is empty"
+    if any(ord(c) < 32 for c in name):
+        return "holds control characters"
+    if "\\" in name:
+        return "holds a backslash"
+    if PurePosixPath(name).is_absolute() or PureWindowsPath(name).anchor:
+        return "is an absolute path or names a drive"
+    if any(part in ("..", ".", "") for part in name.split("/")):
+        return "has an empty, '.' or '..' part"
+    return None

@@ -18,7 +18,7 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -28,7 +28,7 @@ import platformdirs
 
 from ..cache.hashes import sha256_file
 from ..cache.locking import FileLock
-from ..errors import ChecksumError, ModelContractError, ModelMissingError
+from ..errors import ChecksumError, DownloadError, ModelContractError, ModelError, ModelMissingError
 from .download import (
     ByteProgress,
     RetryPolicy,
@@ -38,7 +38,7 @@ from .download import (
     mismatch_message,
     url_file_name,
 )
-from .manifest import ROLES, Manifest, ModelEntry
+from .manifest import ROLES, Manifest, ModelEntry, file_name_problem
 
 log = logging.getLogger(__name__)
 
@@ -122,8 +122,28 @@ class ModelStore:
     # ---- public -------------------------------------------------------------------------
 
     def path_for(self, name: str) -> Path:
-        """Where the manifest model `name` lives (whether or not it is there yet)."""
-        return self.models_dir / self._entry(name).file
+        """Where the manifest model `name` lives (whether or not it is there yet): always a plain
+        file name directly inside models_dir (ModelError for an entry naming anything else)."""
+        return self._inside(self._entry(name).file, f"model {name}")
+
+    def missing(self, names: Iterable[str]) -> list[ModelEntry]:
+        """The manifest models among `names` whose file is not in models_dir, in order, once
+        each; names that are paths or unknown to the manifest are left to `locate`."""
+        entries: dict[str, ModelEntry] = {}
+        for name in names:
+            entry = self.manifest.models.get(name)
+            if entry is not None and not self.path_for(name).exists():
+                entries.setdefault(name, entry)
+        return list(entries.values())
+
+    def require_present(self, names: Iterable[str]) -> None:
+        """In offline mode, raise one ModelMissingError naming every model of `names` that is
+        missing (with sizes, the folder and the fetch command); otherwise do nothing, since
+        `locate` downloads what is missing."""
+        if self.offline:
+            absent = self.missing(names)
+            if absent:
+                raise ModelMissingError(missing_models_message(self, absent))
 
     def locate(self, name_or_path: str, role: str) -> LocatedModel:
         """A verified file for a manifest model name (fetched unless offline), or a user's file.
@@ -137,7 +157,7 @@ class ModelStore:
         if _looks_like_path(name_or_path):
             return self._user_file(name_or_path)
         entry = self._entry_for_role(name_or_path, role)
-        target = self.models_dir / entry.file
+        target = self.path_for(entry.name)
         if target.exists():
             result = self.verify(entry.name)
             if not result.ok:
@@ -160,9 +180,10 @@ class ModelStore:
         if not entry.urls and entry.archive is None:
             raise ModelMissingError(f"model {name} has no download URL; place {entry.file} in "
                                     f"{self.models_dir} yourself")
-        target = self.models_dir / entry.file
+        target = self.path_for(name)
         self.models_dir.mkdir(parents=True, exist_ok=True)
-        with FileLock(_sibling(target, ".lock"), self.lock_stale_s) as lock:
+        with FileLock(_sibling(target, ".lock"), self.lock_stale_s,
+                      what=f"the download of {name}") as lock:
             if target.exists() and not force:
                 result = self.verify(name)
                 if result.ok:
@@ -170,12 +191,18 @@ class ModelStore:
                 raise ChecksumError(_bad_file_message(name, result.reason))
             if force:
                 _sibling(target, ".part").unlink(missing_ok=True)
-            if entry.archive is not None:
-                self._fetch_archive(entry, lock)
-            else:
-                download_verified(entry.urls, _sibling(target, ".part"), target, entry.size_bytes,
-                                  entry.sha256, label=name, policy=self._policy(), lock=lock,
-                                  on_progress=self._progress_for(name))
+            try:
+                if entry.archive is not None:
+                    self._fetch_archive(entry, lock)
+                else:
+                    download_verified(entry.urls, _sibling(target, ".part"), target,
+                                      entry.size_bytes, entry.sha256, label=name,
+                                      policy=self._policy(), lock=lock,
+                                      on_progress=self._progress_for(name))
+            except DownloadError as exc:
+                raise DownloadError(f"{exc}; when the network is back run "
+                                    f"`{fetch_command(self, [name])}`, or {_by_hand(entry)} and "
+                                    f"put it in {self.models_dir}") from exc
             self._remember(entry.file, target, entry.sha256)
         log.info("model %s is ready at %s", name, target)
         return target
@@ -184,7 +211,7 @@ class ModelStore:
         """Check model `name`'s file: trusted from verified.json when its size and mtime_ns are
         unchanged, otherwise hashed (and remembered when right). Never deletes anything."""
         entry = self._entry(name)
-        path = self.models_dir / entry.file
+        path = self.path_for(name)
         try:
             stat = path.stat()
         except FileNotFoundError:
@@ -204,7 +231,7 @@ class ModelStore:
         records = self._load_records()
         rows = []
         for entry in self.manifest.models.values():
-            path = self.models_dir / entry.file
+            path = self.path_for(entry.name)
             stat = _stat_or_none(path)
             rows.append(ModelStatus(
                 name=entry.name, role=self.manifest.families[entry.family].role,
@@ -244,8 +271,20 @@ class ModelStore:
         return LocatedModel(path, None, path.name)
 
     def _offline_message(self, entry: ModelEntry) -> str:
-        return (f"model {entry.name} ({entry.file}) is not in {self.models_dir} and offline mode "
-                f"is on; fetch it with: facefuse models fetch {entry.name}")
+        return missing_models_message(self, [entry])
+
+    def _inside(self, file_name: str, what: str) -> Path:
+        """models_dir / file_name, refused (ModelError) unless file_name is a plain file name,
+        so nothing is ever written outside models_dir (a symlink placed there by the user is
+        the user's choice and is followed)."""
+        problem = file_name_problem(file_name)
+        path = self.models_dir / file_name
+        if problem is None and path.parent != self.models_dir:
+            problem = "leaves the models folder"
+        if problem is not None:
+            raise ModelError(f"{what} has the file name {file_name!r}, which {problem}; refusing "
+                             f"to write outside {self.models_dir}")
+        return path
 
     # ---- downloads ----------------------------------------------------------------------
 
@@ -260,10 +299,11 @@ class ModelStore:
         """Download the entry's zip (verified), extract its member (verified), delete the zip."""
         archive = entry.archive
         assert archive is not None
-        target = self.models_dir / entry.file
-        zip_path = self.models_dir / url_file_name(archive.url)
+        target = self.path_for(entry.name)
+        zip_path = self._inside(url_file_name(archive.url), f"the archive of model {entry.name}")
         progress = self._progress_for(entry.name)
-        with FileLock(_sibling(zip_path, ".lock"), self.lock_stale_s) as zip_lock:
+        with FileLock(_sibling(zip_path, ".lock"), self.lock_stale_s,
+                      what=f"the download of {zip_path.name}") as zip_lock:
             try:
                 if not file_matches(zip_path, archive.size_bytes, archive.sha256):
                     download_verified((archive.url,), _sibling(zip_path, ".part"), zip_path,
@@ -335,6 +375,44 @@ def _is_remembered(record: Any, stat: os.stat_result, entry: ModelEntry) -> bool
     return (isinstance(record, dict) and record.get("sha256") == entry.sha256
             and record.get("size") == stat.st_size == entry.size_bytes
             and record.get("mtime_ns") == stat.st_mtime_ns)
+
+
+def missing_models_message(store: ModelStore, entries: Sequence[ModelEntry]) -> str:
+    """One sentence naming every missing model with its size, the folder, and the command that
+    fetches them all (or that the files can be put there by hand)."""
+    listed = ", ".join(f"{e.name} ({_megabytes(e.size_bytes)})" for e in entries)
+    mode = " and offline mode is on" if store.offline else ""
+    if len(entries) == 1:
+        head, pronoun = f"model {listed} is missing from {store.models_dir}{mode}", "it"
+    else:
+        total = _megabytes(sum(e.size_bytes for e in entries))
+        head = (f"{len(entries)} models ({total} in all) are missing from {store.models_dir}"
+                f"{mode}: {listed}")
+        pronoun = "them"
+    command = fetch_command(store, [e.name for e in entries])
+    return (f"{head}; fetch {pronoun} with `{command}`, or put "
+            f"{', '.join(e.file for e in entries)} in that folder by hand")
+
+
+def fetch_command(store: ModelStore, names: Sequence[str]) -> str:
+    """The command that fetches `names` into the store's folder."""
+    command = "facefuse models fetch " + " ".join(names)
+    if store.models_dir != default_models_dir():
+        command += f" --models-dir {store.models_dir}"
+    return command
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:.1f} MB"
+
+
+def _by_hand(entry: ModelEntry) -> str:
+    """How to get a model's file without facefuse: 'download FILE (N MB) from URL'."""
+    size = _megabytes(entry.size_bytes)
+    if entry.archive is not None:
+        return (f"download {entry.archive.url}, take {entry.file} ({size}) out of it "
+                f"(member {entry.archive.member})")
+    return f"download {entry.file} ({size}) from {entry.urls[0] if entry.urls else 'its source'}"
 
 
 def _bad_file_message(name: str, reason: str) -> str:

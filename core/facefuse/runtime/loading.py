@@ -8,14 +8,14 @@ pool and the loaded stages, and `close()` frees the sessions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import cast
 
 from ..cache.hashes import HashMemo
 from ..config import Settings
-from ..models.manifest import Family, Manifest, load_manifest
+from ..models.manifest import ROLES, Family, Manifest, load_manifest
 from ..models.store import LocatedModel, ModelStore, default_models_dir, offline_from_env
 from ..stages import FAMILY_CLASSES, Detector, Embedder, ModelFile, Restorer, Stage, Swapper
 from .sessions import SessionPool, resolve_providers
@@ -80,6 +80,13 @@ class ModelLoader:
             stage = FAMILY_CLASSES[family.class_name].build(session, family, self.settings, model)
             self._loaded[role] = LoadedModel(located, family, stage)
         return self._loaded[role]
+
+    def require_models(self, roles: Sequence[str] = ROLES) -> None:
+        """Offline: one ModelMissingError naming every missing manifest model of `roles` (with
+        sizes and the fetch command), before any model is loaded; online, missing models are
+        fetched when first used."""
+        names = (getattr(self.settings, role) for role in roles)
+        self.store.require_present(name for name in names if name)
 
     def detector(self) -> Detector:
         return cast(Detector, self.load("detector").stage)

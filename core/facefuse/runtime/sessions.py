@@ -33,6 +33,7 @@ SHORT_NAMES = MappingProxyType({
     "cpu": "CPUExecutionProvider",
 })
 CPU = "CPUExecutionProvider"
+ORT_LOG_ERROR = 3  # onnxruntime severities: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal
 
 
 def parse_providers(text: str) -> str | tuple[str, ...]:
@@ -85,6 +86,9 @@ def create_session(model_path: Path, providers: Sequence[str],
     """One InferenceSession for model_path. A provider that fails to load is a warning, then CPU."""
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # Errors only: ONNX Runtime otherwise warns on every run about harmless graph details, e.g.
+    # "Removing initializer 'emap'" of inswapper (an input the model carries but never uses).
+    options.log_severity_level = ORT_LOG_ERROR
     provider_list = [(p, provider_options(p, cache_dir)) for p in providers]
     try:
         session = ort.InferenceSession(str(model_path), sess_options=options,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..cache.embeddings import UNREADABLE_NPY, unit_rows_problem
 from ..io.files import atomic_write_bytes
 from ..types import Face
 from .smoothing import OneEuroParams, smooth_tracks
@@ -57,16 +58,26 @@ class AnalysisCache:
         return self.directory / f"{key.digest}.npz"
 
     def load(self, key: AnalysisKey) -> dict[int, tuple[Face, ...]]:
-        """Cached detections per frame number (empty when nothing is cached or it is damaged)."""
+        """Cached detections per frame number; empty when nothing is cached, or the entry is
+        damaged (0-byte, truncated) or implausible (inconsistent shapes, NaN, embeddings that are
+        not unit length): then a warning names the file, and the render analyses and replaces
+        it."""
         path = self.path(key)
         if not path.is_file():
             return {}
         try:
             with np.load(path, allow_pickle=False) as data:
-                return unpack_detections({name: data[name] for name in data.files})
-        except (OSError, ValueError, KeyError) as exc:
-            log.warning("ignoring a damaged analysis cache %s: %s", path.name, exc)
+                arrays = {name: data[name] for name in data.files}
+        except (*UNREADABLE_NPY, KeyError) as exc:
+            log.warning("ignoring the damaged analysis cache %s (%s); the shot will be analysed "
+                        "again", path, exc)
             return {}
+        problem = detections_problem(arrays)
+        if problem is not None:
+            log.warning("ignoring the analysis cache %s: %s; the shot will be analysed again",
+                        path, problem)
+            return {}
+        return unpack_detections(arrays)
 
     def save(self, key: AnalysisKey, detections: Detections) -> None:
         buffer = io.BytesIO()
@@ -75,7 +86,8 @@ class AnalysisCache:
             self.directory.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(self.path(key), buffer.getvalue())
         except OSError as exc:  # a read-only cache only costs time on the next render
-            log.warning("cannot write the analysis cache in %s: %s", self.directory, exc)
+            log.warning("cannot write the analysis cache in %s (%s); going on without it",
+                        self.directory, exc.strerror or exc)
 
 
 def pack_detections(detections: Detections) -> dict[str, np.ndarray]:
@@ -97,15 +109,48 @@ def pack_detections(detections: Detections) -> dict[str, np.ndarray]:
     }
 
 
+DETECTION_ARRAYS = ("frames", "counts", "boxes", "kps", "scores", "embeddings")
+
+
+def detections_problem(data: Mapping[str, np.ndarray]) -> str | None:
+    """Why packed detections cannot be trusted, or None: every array present, shapes consistent
+    with each other, finite boxes, landmarks and scores, and embeddings finite and unit length
+    (all-zero rows mean "no embedding")."""
+    absent = [name for name in DETECTION_ARRAYS if name not in data]
+    if absent:
+        return f"it lacks {', '.join(absent)}"
+    frames, counts = data["frames"], data["counts"]
+    boxes, kps, scores, embeddings = data["boxes"], data["kps"], data["scores"], data["embeddings"]
+    if not (np.issubdtype(frames.dtype, np.integer) and np.issubdtype(counts.dtype, np.integer)):
+        return "frame numbers or counts are not integers"
+    if frames.ndim != 1 or counts.shape != frames.shape or np.any(counts < 0):
+        return "frame numbers and face counts do not match"
+    faces = int(counts.sum())
+    shapes = {"boxes": (boxes, (faces, 4)), "kps": (kps, (faces, 5, 2)),
+              "scores": (scores, (faces,))}
+    for name, (array, shape) in shapes.items():
+        if array.shape != shape or not np.issubdtype(array.dtype, np.floating):
+            return f"{name} has shape {array.shape} {array.dtype}, expected {shape} float"
+        if not np.all(np.isfinite(array)):
+            return f"{name} holds NaN or infinite values"
+    if embeddings.ndim != 2 or embeddings.shape[0] != faces:
+        return f"embeddings have shape {embeddings.shape} for {faces} faces"
+    if embeddings.shape[1] and faces:
+        return unit_rows_problem(embeddings, allow_zero=True)
+    return None
+
+
 def unpack_detections(data: Mapping[str, np.ndarray]) -> dict[int, tuple[Face, ...]]:
-    """The inverse of pack_detections."""
+    """The inverse of pack_detections (an all-zero embedding row is a face without one).
+    Check untrusted arrays with detections_problem first."""
     result: dict[int, tuple[Face, ...]] = {}
     row = 0
-    has_embeddings = data["embeddings"].shape[1] > 0
+    embeddings = data["embeddings"]
+    has_embeddings = embeddings.shape[1] > 0
     for frame, count in zip(data["frames"].tolist(), data["counts"].tolist()):
         result[int(frame)] = tuple(
             Face(data["boxes"][i].copy(), data["kps"][i].copy(), float(data["scores"][i]),
-                 data["embeddings"][i].copy() if has_embeddings else None)
+                 embeddings[i].copy() if has_embeddings and np.any(embeddings[i]) else None)
             for i in range(row, row + count))
         row += count
     return result

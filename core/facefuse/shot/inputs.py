@@ -39,12 +39,17 @@ class VideoTiming:
     """What a video made of some of an input's frames carries over from the input.
 
     rate: None when the input has none (image sequences). source: the input video's stream
-    description, the template for the output's (None for image sequences)."""
+    description, the template for the output's (None for image sequences). rotation_deg: the
+    input video's display rotation (counter-clockwise, 0/90/180/270; see VideoInfo): its frames
+    arrive upright, and a video output stores them turned back by ``np.rot90(frame,
+    -rotation_deg // 90)`` with this display rotation, so it plays like the input and keeps its
+    stored pictures. Image-sequence outputs are written upright."""
 
     rate: Fraction | None
     timecode: str | None
     audio: AudioSpan | None
     source: video.VideoInfo | None
+    rotation_deg: int = 0
 
 
 class ShotInput(Protocol):
@@ -109,7 +114,9 @@ class SequenceInput:
 
 
 class VideoInput:
-    """A video file read frame-accurately with PyAV."""
+    """A video file read frame-accurately with PyAV: any file FFmpeg decodes a video stream
+    from (.mov, .mp4, .mkv, .webm, .avi, animated .gif, ...). Frames arrive upright (see
+    VideoTiming.rotation_deg)."""
 
     def __init__(self, path: Path, start_number: int, conform_vfr: bool) -> None:
         self.path = path
@@ -143,20 +150,24 @@ class VideoInput:
         if source.audio_streams:
             audio = AudioSpan(self.path, source.start_time_s + float(offset / source.rate),
                               float(len(numbers) / source.rate))
-        return VideoTiming(source.rate, timecode, audio, source)
+        return VideoTiming(source.rate, timecode, audio, source, source.rotation_deg)
 
     def close(self) -> None:
         self.source.close()
 
 
 def open_input(spec: str, start_number: int = 1, conform_vfr: bool = False) -> ShotInput:
-    """A sequence pattern or a video file; InputError naming the problem otherwise."""
+    """A sequence pattern or a video file; InputError naming the problem otherwise.
+
+    A file is a video input whatever its extension when FFmpeg decodes a video stream from it
+    (GIF, WebM, AVI, ...); anything else gets one sentence naming its format and what to convert
+    it to (see video_common.open_input)."""
     if sequences.is_frame_pattern(spec):
         return SequenceInput(sequences.FramePattern.parse(spec))
     path = Path(spec)
     if not path.exists():
         raise InputError(f"{path} does not exist")
-    if not video.is_video_path(path):
-        raise InputError(f"{path} is neither a video (.mov, .mp4, .mkv, ...) nor an image "
-                         "sequence pattern (name.####.exr, name.%04d.exr, name.#.exr)")
+    if path.is_dir():
+        raise InputError(f"{path} is a folder; give a video file or an image sequence pattern "
+                         "(name.####.exr, name.%04d.exr, name.#.exr)")
     return VideoInput(path, start_number, conform_vfr)

@@ -4,12 +4,20 @@ optional matte and patch sequences for compositors, all pixel-aligned with the p
 A writer takes processed frames in order and hands back the frames it has *settled*: those whose
 files are all in place (or that failed), in order. It neither counts nor reports: the render job
 does both, in one place, from what the writer settles.
+
+`open_writer` refuses, before anything is written, every output file of every frame that is an
+input file of the shot (by path after resolving symlinks, and by device and inode, so hard links
+count) or that two outputs would both write; it checks every output folder can be written to and
+sweeps the hidden temporaries of these outputs left by a killed render. Missing output folders
+are created only when the first file is written, so a refused render creates nothing.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import re
 from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -21,9 +29,10 @@ from typing import Protocol
 
 import numpy as np
 
+from ..color import ColourConverter, display_to_linear, linear_output_converter
 from ..errors import InputError
 from ..geometry import DisplayConversion, to_model_range
-from ..io import plates, sequences, video
+from ..io import files, plates, sequences, video
 from .inputs import ShotInput
 from .request import RenderRequest
 
@@ -77,14 +86,36 @@ class SequenceOutput:
                              "(name.####.exr, name.%04d.png or name.#.tif)")
         self.pattern = sequences.FramePattern.parse(pattern_text)
         folder = self.pattern.path(0).parent
-        if not folder.is_dir():
-            raise InputError(f"the output folder {folder} does not exist")
+        if folder.exists() and not folder.is_dir():
+            raise InputError(f"the output folder {folder} is a file, not a folder")
         plates.output_file_format(self.pattern.path(0))
         self.like = like
         self.channels = channels
+        self._folder_made = False
+
+    @property
+    def folder(self) -> Path:
+        return self.pattern.path(0).parent
 
     def path(self, number: int) -> Path:
         return self.pattern.path(number)
+
+    def owns_temporary(self, part: str, cut: bool, ext: str) -> bool:
+        """Whether a temporary (files.temporary_path, suffix kept) was made for one of our files."""
+        name_ext = Path("x" + self.pattern.suffix).suffix
+        if ext != name_ext:
+            return False
+        if not cut:
+            return self.pattern.number_of(part + ext) is not None
+        prefix = self.pattern.prefix
+        if len(part) <= len(prefix):
+            return prefix.startswith(part)
+        if not part.startswith(prefix):
+            return False
+        rest = part[len(prefix):]
+        digits = re.match(r"\d*", rest)
+        tail = rest[digits.end():] if digits is not None else rest
+        return self.pattern.suffix[:len(self.pattern.suffix) - len(ext)].startswith(tail)
 
     def finished(self, number: int, fingerprint: str) -> bool:
         """True when the frame's file is complete and was made with the same fingerprint."""
@@ -95,6 +126,9 @@ class SequenceOutput:
 
     def write(self, number: int, frame: np.ndarray, metadata: Mapping[str, str]) -> None:
         path = self.path(number)
+        if not self._folder_made:  # the first write creates a missing folder
+            files.make_folder(path.parent)
+            self._folder_made = True
         fmt = plates.plate_format_for(path, self.like, frame)
         if self.channels is not None:
             fmt = dataclasses.replace(fmt, channels=len(self.channels),
@@ -130,9 +164,11 @@ class SequenceWriter:
     WRITE_WORKERS frames are written at once; frames are still settled in order, and a frame
     is settled only once all its files are renamed into place."""
 
-    def __init__(self, pattern: str, like: plates.PlateFormat | None, extras: _Extras) -> None:
+    def __init__(self, pattern: str, like: plates.PlateFormat | None, extras: _Extras,
+                 linear: ColourConverter | None = None) -> None:
         self.main = SequenceOutput(pattern, like)
         self.extras = extras
+        self.linear = linear  # display-referred input to EXR: see _writes_linear_exr
         self._pool = ThreadPoolExecutor(WRITE_WORKERS, thread_name_prefix="facefuse-encode")
         self._pending: deque[tuple[Processed, Future[None] | None]] = deque()
 
@@ -155,7 +191,9 @@ class SequenceWriter:
 
     def _write_files(self, item: Processed, metadata: Mapping[str, str]) -> None:
         assert item.frame is not None
-        self.main.write(item.number, item.frame, metadata)
+        frame = (item.frame if self.linear is None
+                 else display_to_linear(item.frame, self.linear))
+        self.main.write(item.number, frame, metadata)
         self.extras.write(item, item.frame, metadata)
 
     def _settle_oldest(self) -> Processed:
@@ -225,6 +263,7 @@ class VideoWriter:
         return []
 
     def _open(self, frame: np.ndarray, metadata: Mapping[str, str]) -> video.VideoSink:
+        files.make_folder(self.path.parent)
         timing = self.shot.video_timing(self.numbers)
         info = _video_info(self.path, timing.source, timing.rate or self.request.rate
                            or DEFAULT_SEQUENCE_RATE, len(self.numbers), frame, timing.timecode)
@@ -248,44 +287,176 @@ def _video_info(path: Path, source: video.VideoInfo | None, rate: Fraction, coun
                            duration_s=float(count / rate), variable_frame_rate=False)
 
 
+def _writes_linear_exr(output: str, shot: ShotInput) -> bool:
+    """True for a display-referred input (no input conversion) written to an EXR sequence: EXR
+    holds scene-linear values, so its frames go through color.display_to_linear. An EXR input
+    (integer channels, or ``--colorspace none``) keeps its values: EXR to EXR copies as it is."""
+    like = shot.plate_format
+    return (Path(output).suffix.lower() == ".exr"
+            and (like is None or like.file_format != "openexr"))
+
+
 def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
                 colour: DisplayConversion | None = None) -> FrameWriter:
     """Check the outputs up front (InputError on any problem) and return the writer.
 
+    Refused: an output file (of any frame in `numbers`) that is an input file of the shot, two
+    outputs that would write the same file, an output folder that cannot be written to. Then
+    the stale temporaries of these outputs are swept (see the module docstring).
+
     colour: the input's conversion to display space; video outputs are display-referred, so a
     scene-linear plate is converted before encoding (image sequences keep the plate's space)."""
     extras = _Extras(request.matte, request.patch)
+    writer: FrameWriter
     if sequences.is_frame_pattern(request.output):
-        writer = SequenceWriter(request.output, shot.plate_format, extras)
-        if _overwrites_input(writer.outputs, shot, numbers):
-            raise InputError(f"the output {request.output} would overwrite the input frames; "
-                             "choose another name")
-        return writer
-    path = Path(request.output)
-    if not video.is_video_path(path):
-        raise InputError(f"{path} needs a frame token for an image sequence (name.####.exr) or a "
-                         "video extension (.mov, .mp4, .mkv)")
-    _check_video_output(path, request, shot)
-    if _overwrites_input(extras.outputs, shot, numbers):
-        raise InputError("the matte or patch output would overwrite the input frames; choose "
-                         "another name")
-    return VideoWriter(path, request, shot, numbers, extras, colour)
+        linear = (linear_output_converter()
+                  if colour is None and _writes_linear_exr(request.output, shot) else None)
+        sequence = SequenceWriter(request.output, shot.plate_format, extras, linear)
+        named = [(_label(request, "-o"), sequence.main), *_extra_labels(request, extras)]
+        try:
+            _check_outputs(named, None, shot, numbers)
+            _check_folders([out.folder for _, out in named])
+        except BaseException:
+            sequence.finish(False)
+            raise
+        writer, video_path = sequence, None
+    else:
+        video_path = Path(request.output)
+        if not video.is_video_path(video_path):
+            raise InputError(f"{video_path} needs a frame token for an image sequence "
+                             "(name.####.exr) or a video extension (.mov, .mp4, .mkv)")
+        if request.chunk is not None:
+            raise InputError("--chunk needs an image-sequence output: a video is written in "
+                             "one pass (render a sequence on the farm, then encode it)")
+        named = _extra_labels(request, extras)
+        _check_outputs(named, video_path, shot, numbers)
+        _check_video_output(video_path, request)
+        _check_folders([video_path.parent, *(out.folder for _, out in named)])
+        writer = VideoWriter(video_path, request, shot, numbers, extras, colour)
+    _sweep(named, video_path, _input_ids(shot.files(shot.frame_numbers)))
+    return writer
 
 
-def _overwrites_input(outputs: Sequence[SequenceOutput], shot: ShotInput,
-                      numbers: Sequence[int]) -> bool:
-    inputs = {path.resolve() for path in shot.files(numbers)}
-    return any(out.path(n).resolve() in inputs for out in outputs for n in numbers)
+def _label(request: RenderRequest, option: str) -> str:
+    return f"{option} {request.output}"
 
 
-def _check_video_output(path: Path, request: RenderRequest, shot: ShotInput) -> None:
-    if request.chunk is not None:
-        raise InputError("--chunk needs an image-sequence output: a video is written in one "
-                         "pass (render a sequence on the farm, then encode it)")
-    if not path.parent.is_dir():
-        raise InputError(f"the output folder {path.parent} does not exist")
-    inputs = {p.resolve() for p in shot.files(shot.frame_numbers[:1])}
-    if path.exists() and path.resolve() in inputs:
-        raise InputError(f"the output {path} is the input; choose another file name")
+def _extra_labels(request: RenderRequest, extras: _Extras) -> list[tuple[str, SequenceOutput]]:
+    named = []
+    if extras.matte is not None:
+        named.append((f"--matte {request.matte}", extras.matte))
+    if extras.patch is not None:
+        named.append((f"--patch {request.patch}", extras.patch))
+    return named
+
+
+FileId = tuple[int, int]
+
+
+def _file_id(path: Path) -> FileId | None:
+    """(device, inode) of the file `path` names (following symlinks); None if there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _input_ids(paths: Sequence[Path]) -> frozenset[FileId]:
+    return frozenset(i for i in map(_file_id, paths) if i is not None)
+
+
+class _Resolver:
+    """Resolved paths of many files in a few folders: each folder resolved and listed once, so
+    only names that exist (symlinks above all) cost a system call each."""
+
+    def __init__(self) -> None:
+        self._folders: dict[Path, tuple[str, dict[str, os.DirEntry[str]]]] = {}
+
+    def folder(self, folder: Path) -> tuple[str, dict[str, os.DirEntry[str]]]:
+        """(the resolved folder with a trailing separator, its entries by name)."""
+        if folder not in self._folders:
+            entries: dict[str, os.DirEntry[str]] = {}
+            try:
+                with os.scandir(folder) as found:
+                    entries = {entry.name: entry for entry in found}
+            except OSError:
+                pass
+            self._folders[folder] = (os.path.join(folder.resolve(), ""), entries)
+        return self._folders[folder]
+
+    def key(self, folder: Path, name: str) -> tuple[str, FileId | None]:
+        """(the resolved path, (device, inode) when the file exists) of folder/name."""
+        resolved, entries = self.folder(folder)
+        entry = entries.get(name)
+        if entry is None:
+            return resolved + name, None
+        try:
+            target = str(Path(entry.path).resolve()) if entry.is_symlink() else resolved + name
+            st = entry.stat()
+        except OSError:
+            return resolved + name, None
+        return target, (st.st_dev, st.st_ino)
+
+
+def _check_outputs(named: Sequence[tuple[str, SequenceOutput]], video_path: Path | None,
+                   shot: ShotInput, numbers: Sequence[int]) -> None:
+    """InputError when an output file would replace an input file, or two outputs one file."""
+    inputs = shot.files(shot.frame_numbers)
+    resolver = _Resolver()
+    input_paths = {resolver.key(path.parent, path.name)[0] for path in inputs}
+    input_ids = _input_ids(inputs)
+    owners: dict[str | FileId, str] = {}
+
+    def claim(label: str, folder: Path, name: str) -> None:
+        resolved, file_id = resolver.key(folder, name)
+        if resolved in input_paths or (file_id is not None and file_id in input_ids):
+            raise InputError(f"the output {label} would overwrite the input file "
+                             f"{folder / name}; choose another name")
+        other = owners.setdefault(resolved, label)
+        if other == label and file_id is not None:
+            other = owners.setdefault(file_id, label)
+        if other != label:
+            raise InputError(f"the outputs {other} and {label} would both write "
+                             f"{folder / name}; give each its own name")
+
+    if video_path is not None:
+        resolved, file_id = resolver.key(video_path.parent, video_path.name)
+        if resolved in input_paths or (file_id is not None and file_id in input_ids):
+            raise InputError(f"the output {video_path} is the input; choose another file name")
+        claim(f"-o {video_path}", video_path.parent, video_path.name)
+    for label, out in named:
+        folder, name = out.folder, out.pattern.name
+        for number in numbers:
+            claim(label, folder, name(number))
+
+
+def _check_folders(folders: Sequence[Path]) -> None:
+    for folder in dict.fromkeys(folders):
+        files.check_folder_writable(folder)
+
+
+def _sweep(named: Sequence[tuple[str, SequenceOutput]], video_path: Path | None,
+           protect: frozenset[FileId]) -> None:
+    """Remove the hidden temporaries of these outputs whose writer is gone (never an input)."""
+    removed: list[Path] = []
+    for _, out in named:
+        removed += files.sweep_stale_temporaries(out.folder, out.owns_temporary, protect=protect)
+    if video_path is not None:
+        stem, suffix = video_path.stem, video_path.suffix
+
+        def owns(part: str, cut: bool, ext: str) -> bool:
+            return ext == suffix and (part == stem or (cut and stem.startswith(part)))
+
+        removed += files.sweep_stale_temporaries(video_path.parent, owns, protect=protect)
+    if removed:
+        log.info("removed %d temporary files left by an interrupted render", len(removed))
+
+
+def _check_video_output(path: Path, request: RenderRequest) -> None:
+    if path.parent.exists() and not path.parent.is_dir():
+        raise InputError(f"the output folder {path.parent} is a file, not a folder")
+    if path.is_dir():
+        raise InputError(f"{path} is a folder, not a file name")
     if path.exists() and not request.overwrite:
         raise InputError(f"{path} already exists; add --overwrite to replace it")

@@ -27,15 +27,32 @@ BY_CONTENT_SETTINGS = frozenset({"detector", "recogniser", "swapper", "enhancer"
                                  "reference_images"})
 
 
-def settings_record(settings: Settings, portable: bool = False) -> dict[str, Any]:
-    """The pixel-relevant settings as JSON-ready data (portable: without file paths)."""
+def settings_record(settings: Settings, portable: bool = False,
+                    paths: bool = True) -> dict[str, Any]:
+    """The pixel-relevant settings as JSON-ready data (portable: without the settings named by
+    path; paths=False: those settings by file name only, no local folders)."""
     record = {}
     for field in dataclasses.fields(settings):
         if field.name in NOT_PIXEL_SETTINGS or (portable and field.name in BY_CONTENT_SETTINGS):
             continue
         value = getattr(settings, field.name)
+        if not paths and field.name in BY_CONTENT_SETTINGS:
+            value = _file_names(value)
         record[field.name] = _jsonable(value)
     return record
+
+
+def file_name(text: str) -> str:
+    """The last part of a path (either separator); a manifest name comes back unchanged."""
+    return text.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+
+
+def _file_names(value: Any) -> Any:
+    if isinstance(value, (str, Path)):
+        return file_name(str(value))
+    if isinstance(value, tuple):
+        return tuple(_file_names(v) for v in value)
+    return value
 
 
 def _jsonable(value: Any) -> Any:
@@ -59,18 +76,29 @@ def fingerprint(settings: Settings, model_ids: Mapping[str, str], identity: Sour
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _model_record(used: Mapping[str, str], full: bool) -> dict[str, str]:
+    record = {"model": used["model"] if full else file_name(used["model"]),
+              "sha256": used["sha256"]}
+    if full and "path" in used:
+        record["path"] = used["path"]
+    return record
+
+
 def provenance(settings: Settings, models_used: Mapping[str, Mapping[str, str]],
                identity: SourceIdentity, render_fingerprint: str,
-               input_label: str) -> dict[str, str]:
-    """String metadata for every output file (EXR/PNG/TIFF attributes or container tags)."""
-    models = {role: {"model": m["model"], "sha256": m["sha256"]} for role, m in
-              models_used.items()}
+               input_label: str, full: bool = False) -> dict[str, str]:
+    """String metadata for every output file (EXR/PNG/TIFF attributes or container tags).
+
+    By default files are named by file name and sha256 only, so outputs handed on do not carry
+    the local folders they were made from; full=True (--provenance full) adds the paths of the
+    input, the models and the settings' files."""
+    models = {role: _model_record(m, full) for role, m in models_used.items()}
     return {
         f"{PREFIX}version": __version__,
         f"{PREFIX}models": json.dumps(models, sort_keys=True),
         f"{PREFIX}source_identity": identity.digest,
         f"{PREFIX}sources_sha256": ",".join(identity.source_sha256),
-        f"{PREFIX}settings": json.dumps(settings_record(settings), sort_keys=True),
-        f"{PREFIX}input": input_label,
+        f"{PREFIX}settings": json.dumps(settings_record(settings, paths=full), sort_keys=True),
+        f"{PREFIX}input": input_label if full else file_name(input_label),
         f"{PREFIX}fingerprint": render_fingerprint,
     }

@@ -25,6 +25,7 @@ import numpy as np
 from ..cache.hashes import HashMemo
 from ..cache.locking import FileLock, LockWaitCancelled
 from ..color import input_conversion
+from ..errors import InputError
 from ..io.video import DecodeFailure
 from ..models.manifest import ROLES
 from ..pipeline import Pipeline
@@ -34,7 +35,16 @@ from .analysis import AnalysisCache, AnalysisKey, analyse_frames, missing_frames
 from .frames import plan_frames
 from .inputs import ShotInput, open_input
 from .outputs import FrameWriter, Processed, open_writer
-from .request import CancelCheck, FrameReport, ProgressCallback, RenderRequest, RenderSummary
+from .request import (
+    PROVENANCE_MODES,
+    CancelCheck,
+    FrameReport,
+    PhaseCallback,
+    PhaseProgress,
+    ProgressCallback,
+    RenderRequest,
+    RenderSummary,
+)
 from .smoothing import OneEuroParams
 from .streaming import stream
 
@@ -44,35 +54,56 @@ ANALYSIS_LOCK_STALE_S = 120.0
 
 
 def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
-           cancel: CancelCheck | None = None) -> RenderSummary:
+           cancel: CancelCheck | None = None,
+           on_phase: PhaseCallback | None = None) -> RenderSummary:
     """Render a shot (see the module docstring); the CLI, Blender, Resolve and farms call this.
 
     on_progress(FrameReport) is called once per frame: from the calling thread for frames skipped
     as already done, from the writer thread for rendered ones.
+    on_phase(PhaseProgress) tells how far each phase (analysis, swap, encode) has got: from the
+    calling thread for analysis and encode, from the writer thread for swap.
     cancel() is checked between frames; cancelling leaves only complete output frames (and no
     video file). User errors raise FacefuseError subclasses before any output is written.
     """
     started = time.perf_counter()
+    if request.provenance not in PROVENANCE_MODES:
+        raise InputError(f"provenance {request.provenance!r} is not one of "
+                         f"{', '.join(PROVENANCE_MODES)}")
     shot = open_input(request.input, request.start_number, request.conform_vfr)
     try:
-        job = RenderJob(request, shot, on_progress or _ignore)
+        job = RenderJob(request, shot, on_progress or _ignore, on_phase or _ignore)
         with Pipeline(request.settings) as pipeline:
             finished = job.run(pipeline, cancel or _never)
     finally:
         shot.close()
     counts = job.counts
     stopped_by_failure = request.fail_fast and bool(counts.failed)
+    warnings = _warnings(request, counts)
+    for warning in warnings:
+        log.warning("%s", warning)
     return RenderSummary(frames=len(job.frames.rendered), swapped=counts.swapped,
                          no_face=counts.no_face, skipped=counts.skipped,
                          failed=tuple(counts.failed), seconds=time.perf_counter() - started,
-                         cancelled=not finished and not stopped_by_failure)
+                         cancelled=not finished and not stopped_by_failure,
+                         unselected=counts.unselected, warnings=warnings)
+
+
+def _warnings(request: RenderRequest, counts: Counts) -> tuple[str, ...]:
+    """What the user must hear although nothing failed: faces found but nothing swapped."""
+    if counts.swapped or not counts.unselected:
+        return ()
+    settings = request.settings
+    why = (f"selector {settings.selector}, similarity {settings.similarity}"
+           if settings.selector == "reference" else f"selector {settings.selector}")
+    return (f"faces were found in {counts.unselected} frames but none was swapped ({why}); "
+            + "those frames were written unchanged",)
 
 
 class Counts:
     """Per-run tallies, touched only by the thread that settles frames."""
 
     def __init__(self) -> None:
-        self.swapped = self.no_face = self.skipped = 0
+        self.swapped = self.no_face = self.skipped = self.unselected = 0
         self.failed: list[tuple[int, str]] = []
 
 
@@ -81,28 +112,34 @@ class RenderJob:
     that counts frames and reports them to the host."""
 
     def __init__(self, request: RenderRequest, shot: ShotInput,
-                 report: ProgressCallback) -> None:
-        self.request, self.shot, self.report = request, shot, report
+                 report: ProgressCallback, phase: PhaseCallback) -> None:
+        self.request, self.shot, self.report, self.phase = request, shot, report, phase
         self.frames = plan_frames(shot.frame_numbers, request.frames, request.chunk, shot.label,
                                   contiguous=shot.is_sequence)
         self.colour, self.colour_name = input_conversion(request.colorspace, shot.suffix,
                                                          shot.pixel_type)
         self.writer: FrameWriter = open_writer(request, shot, self.frames.rendered, self.colour)
         self.counts = Counts()
+        self.found: dict[int, int] = {}  # faces the analysis found, per frame number
+        self.settled = 0
+        self.todo_total = 0
 
     # -- the run ----------------------------------------------------------------------------
     def run(self, pipeline: Pipeline, cancelled: CancelCheck) -> bool:
         """Pass 1 and pass 2; False when cancelled or stopped early by --fail-fast."""
         identity = pipeline.source_identity(self.request.sources)
+        pipeline.models.require_models()
         memo = pipeline.hashes
         content = self.shot.content_sha256(memo)
         fingerprint = self._fingerprint(pipeline, identity, content, memo)
         metadata = provenance.provenance(self.request.settings, pipeline.models.used(),
-                                         identity, fingerprint, self.shot.label)
+                                         identity, fingerprint, self.shot.label,
+                                         full=self.request.provenance == "full")
         todo = self._todo(fingerprint)
         if not todo:
             return True
         detections = self._analysis(pipeline, content, cancelled)
+        self.found = {n: len(faces) for n, faces in detections.items()}
         targets = plan_targets(detections, self.request.settings.selector,
                                pipeline.reference_embedding(), self.request.settings.similarity,
                                float(self.shot.rate) if self.shot.rate else None,
@@ -151,14 +188,19 @@ class RenderJob:
             if item.frame is None:
                 self.counts.failed.append((item.number, item.error))
                 log.error("frame %d failed: %s", item.number, item.error)
-                self.report(FrameReport(item.number, "failed", 0, item.ms, item.error))
-                continue
-            if item.faces:
-                self.counts.swapped += 1
+                self.report(FrameReport(item.number, "failed", 0, item.ms, item.error,
+                                        self.found.get(item.number, 0)))
             else:
-                self.counts.no_face += 1
-            self.report(FrameReport(item.number, "swapped" if item.faces else "no_face",
-                                    item.faces, item.ms))
+                found = self.found.get(item.number, 0)
+                if item.faces:
+                    self.counts.swapped += 1
+                else:
+                    self.counts.no_face += 1
+                    self.counts.unselected += int(found > 0)
+                self.report(FrameReport(item.number, "swapped" if item.faces else "no_face",
+                                        item.faces, item.ms, found=found))
+            self.settled += 1
+            self.phase(PhaseProgress("swap", self.settled, self.todo_total))
 
     # -- pass 1 -----------------------------------------------------------------------------
     def _analysis(self, pipeline: Pipeline, content_sha256: str,
@@ -168,15 +210,20 @@ class RenderJob:
                           pipeline.models.identity("recogniser"), settings.detector_size_px,
                           settings.detector_score, self.colour_name)
         cache = AnalysisCache(pipeline.cache.analysis)
-        cache.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            cache.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a read-only cache only costs time: the lock says so
+            log.warning("cannot create the analysis cache %s (%s); going on without it",
+                        cache.directory, exc.strerror or exc)
         # Chunks of one shot started together wait here for the first one's analysis.
         lock = FileLock(cache.path(key).with_suffix(".lock"), ANALYSIS_LOCK_STALE_S,
-                        cancelled=cancelled)
+                        cancelled=cancelled, what=f"the analysis of {self.shot.label}")
         wanted = self.frames.analysed
         try:
             with lock:
                 detections = cache.load(key)
                 missing = missing_frames(wanted, detections)
+                self.phase(PhaseProgress("analysis", len(wanted) - len(missing), len(wanted)))
                 if missing:
                     detections = {**detections,
                                   **self._analyse(pipeline, missing, cancelled, lock)}
@@ -190,22 +237,33 @@ class RenderJob:
                  lock: FileLock) -> dict[int, tuple[Face, ...]]:
         log.info("analysing %d frames (detection, tracking)", len(missing))
         colour = self.colour
+        total = len(self.frames.analysed)
+        done = [total - len(missing)]  # a cell the callback below counts in
 
         def analyse(frame: np.ndarray) -> tuple[Face, ...]:
             lock.refresh()
             return tuple(pipeline.embed_faces(frame, pipeline.detect(frame, colour), colour))
 
-        return analyse_frames(self.shot.read(missing), analyse, cancelled)
+        def analysed(_number: int) -> None:
+            done[0] += 1
+            self.phase(PhaseProgress("analysis", done[0], total))
+
+        return analyse_frames(self.shot.read(missing), analyse, cancelled, on_frame=analysed)
 
     # -- pass 2 -----------------------------------------------------------------------------
     def _pass_two(self, pipeline: Pipeline, identity: SourceIdentity,
                   targets: Mapping[int, tuple[Face, ...]], todo: Sequence[int],
                   metadata: Mapping[str, str], cancelled: CancelCheck) -> bool:
         fail_fast, colour = self.request.fail_fast, self.colour
+        self.todo_total = len(todo)
+        # Set on this (the inference) thread as soon as a frame fails, so with --fail-fast no
+        # frame after it is processed, let alone written; frames before it still complete.
+        failed_here: list[int] = []
 
         def process(item: tuple[int, Any, float]) -> Processed:
             number, frame, decode_ms = item
             if isinstance(frame, DecodeFailure):
+                failed_here.append(number)
                 return Processed(number, None, None, 0, {"decode": decode_ms}, frame.reason)
             result = pipeline.swap_faces(frame, identity, targets.get(number, ()), colour)
             return Processed(number, result.frame, result.matte, len(result.swapped),
@@ -215,14 +273,17 @@ class RenderJob:
             self._settle(self.writer.write(item, metadata))
 
         def stop() -> bool:
-            return cancelled() or (fail_fast and bool(self.counts.failed))
+            return cancelled() or (fail_fast and bool(failed_here or self.counts.failed))
 
         finished = False
         try:
             finished = stream(_timed(self.shot.read(todo)), process, sink, stop)
         finally:
-            self._settle(self.writer.finish(finished and not (fail_fast and self.counts.failed)))
-        return finished
+            self.phase(PhaseProgress("encode", 0, 1))
+            stopped = fail_fast and bool(failed_here or self.counts.failed)
+            self._settle(self.writer.finish(finished and not stopped))
+            self.phase(PhaseProgress("encode", 1, 1))
+        return finished and not (fail_fast and bool(failed_here))
 
 
 def _timed(frames: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, Any, float]]:
@@ -237,7 +298,7 @@ def _timed(frames: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, Any, float]
         yield number, frame, (time.perf_counter() - start) * 1000.0
 
 
-def _ignore(_report: FrameReport) -> None:
+def _ignore(_report: FrameReport | PhaseProgress) -> None:
     return None
 
 

@@ -1,7 +1,8 @@
 """What a host hands to `facefuse.shot.render.render` and what it gets back.
 
 RenderRequest is everything one render needs; FrameReport is what each finished frame tells
-the host's progress callback; RenderSummary is what the render returns. Nothing here runs
+the host's progress callback; PhaseProgress is how far each phase (analysis, swap, encode) has
+got, for the optional phase callback; RenderSummary is what the render returns. Nothing here runs
 anything, so hosts, farm adapters and the command line build and read these without pulling in
 the renderer.
 """
@@ -28,6 +29,9 @@ class RenderRequest:
     colorspace: the input's OCIO colour space; None picks a default per format, "none" disables
     conversion. smoothing: landmark smoothing on/off; smoothing_min_cutoff / beta tune it.
     rate: frames per second of a video written from an image sequence (default 24).
+    provenance: what the outputs' metadata says about where things came from: "names" (file
+    names and sha256 of the input, sources and models; the default) or "full" (their local
+    paths too).
     """
 
     sources: tuple[Path, ...]
@@ -48,12 +52,19 @@ class RenderRequest:
     start_number: int = 1
     conform_vfr: bool = False
     rate: Fraction | None = None
+    provenance: str = "names"
+
+
+PROVENANCE_MODES = ("names", "full")
+PHASES = ("analysis", "swap", "encode")
 
 
 @dataclass(frozen=True, slots=True)
 class FrameReport:
-    """One finished frame: status is "swapped", "no_face", "skipped" or "failed".
+    """One finished frame: status is "swapped", "no_face" (nothing swapped: none found, or none
+    of those found selected), "skipped" or "failed".
 
+    faces: faces swapped; found: faces the analysis found in the frame (0 when not analysed);
     ms: milliseconds per stage (decode, detect, swap, paste, ...); error: why it failed."""
 
     frame: int
@@ -61,12 +72,27 @@ class FrameReport:
     faces: int = 0
     ms: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     error: str = ""
+    found: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseProgress:
+    """How far one phase of a render has got: `done` of `total` frames.
+
+    phase: "analysis" (pass 1: detection and embedding; frames already cached count as done),
+    "swap" (pass 2: frames swapped and settled by the writer) or "encode" (the writer finishing:
+    a video's last frames and its container; total 1)."""
+
+    phase: str
+    done: int
+    total: int
 
 
 @dataclass(frozen=True, slots=True)
 class RenderSummary:
     """The outcome of one render: frames in its range, how each ended, and whether it was
-    cancelled (failed: (frame, reason) pairs)."""
+    cancelled (failed: (frame, reason) pairs). unselected: frames counted in no_face where faces
+    were found but none was selected; warnings: sentences the host should show the user."""
 
     frames: int
     swapped: int
@@ -75,6 +101,8 @@ class RenderSummary:
     failed: tuple[tuple[int, str], ...]
     seconds: float
     cancelled: bool
+    unselected: int = 0
+    warnings: tuple[str, ...] = ()
 
     @property
     def done(self) -> int:
@@ -86,4 +114,5 @@ class RenderSummary:
 
 
 ProgressCallback = Callable[[FrameReport], None]
+PhaseCallback = Callable[[PhaseProgress], None]
 CancelCheck = Callable[[], bool]

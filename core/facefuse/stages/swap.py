@@ -17,6 +17,7 @@ import onnx
 import onnxruntime as ort
 from onnx import numpy_helper
 
+from ..cache.embeddings import UNREADABLE_NPY
 from ..config import Settings
 from ..errors import ModelContractError
 from ..io.files import atomic_write_bytes
@@ -60,13 +61,24 @@ def read_emap(model_path: Path | str) -> np.ndarray:
 
 def cached_emap(model: ModelFile) -> np.ndarray:
     """The swapper's emap, kept in model.derived_dir as .npy by the model's sha256: reading it
-    from the ONNX file parses the whole model (555 MB for inswapper_128) in every process."""
+    from the ONNX file parses the whole model (555 MB for inswapper_128) in every process.
+
+    A cached copy that is damaged (0-byte, truncated) or implausible (not a square float32
+    matrix of finite values) is ignored with a warning, read again from the model and replaced;
+    a folder that cannot be written only costs time."""
     cached = model.derived_dir / f"emap-{model.sha256()[:16]}.npy"
     if cached.is_file():
         try:
-            return np.load(cached, allow_pickle=False)
-        except (OSError, ValueError):
-            log.warning("ignoring the damaged emap cache %s", cached)
+            loaded = np.load(cached, allow_pickle=False)
+        except UNREADABLE_NPY as exc:
+            log.warning("ignoring the damaged emap cache %s (%s); reading the emap from %s",
+                        cached, exc, model.path.name)
+        else:
+            problem = _emap_problem(loaded)
+            if problem is None:
+                return np.ascontiguousarray(loaded)
+            log.warning("ignoring the emap cache %s: %s; reading the emap from %s", cached,
+                        problem, model.path.name)
     emap = read_emap(model.path)
     buffer = io.BytesIO()
     np.save(buffer, emap, allow_pickle=False)
@@ -74,8 +86,21 @@ def cached_emap(model: ModelFile) -> np.ndarray:
         model.derived_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(cached, buffer.getvalue())
     except OSError as exc:  # a read-only models folder only costs time
-        log.debug("cannot cache the emap in %s: %s", model.derived_dir, exc)
+        log.warning("cannot cache the swapper's emap in %s (%s); going on without it",
+                    model.derived_dir, exc.strerror or exc)
     return emap
+
+
+def _emap_problem(emap: object) -> str | None:
+    """Why a cached emap is not a float32 (W, W) matrix of finite values, or None."""
+    if not isinstance(emap, np.ndarray):
+        return "it is not an array"
+    if emap.dtype != np.float32 or emap.ndim != 2 or emap.shape[0] != emap.shape[1] \
+            or emap.shape[0] == 0:
+        return f"it is {emap.dtype} {tuple(emap.shape)}, not a float32 square matrix"
+    if not np.all(np.isfinite(emap)):
+        return "it holds NaN or infinite values"
+    return None
 
 
 def _source_width(graph: onnx.GraphProto, model_name: str) -> int:

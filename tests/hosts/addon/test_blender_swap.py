@@ -54,7 +54,7 @@ def test_swap_strip_makes_a_frame_aligned_strip_that_survives_a_reload(
         {"name": "obama.jpg"}, {"name": "biden.jpg"}]) == {'FINISHED'}
     props = strip.facefuse
     assert [Path(bpy.path.abspath(s.filepath)).resolve() for s in props.sources] == [
-        media / "obama.jpg", media / "biden.jpg"]
+        (media / "obama.jpg").resolve(), (media / "biden.jpg").resolve()]
     assert [s.faces for s in props.sources] == [1, 1]  # checked when added: thumbnails made
     assert all(Path(s.thumbnail).is_file() for s in props.sources)
 
@@ -109,7 +109,7 @@ def test_swap_strip_makes_a_frame_aligned_strip_that_survives_a_reload(
     scene = bpy.context.scene
     props = scene.sequence_editor.strips["plate"].facefuse
     assert [Path(bpy.path.abspath(s.filepath)).resolve() for s in props.sources] == [
-        media / "obama.jpg", media / "biden.jpg"]
+        (media / "obama.jpg").resolve(), (media / "biden.jpg").resolve()]
     assert [s.faces for s in props.sources] == [1, 1]
     assert props.mask_blur == pytest.approx(0.6) and props.farm and props.selector == 'one'
     assert props.detector == str(testdata / "models" / YUNET_FILE) and props.providers == 'cpu'

@@ -1,0 +1,100 @@
+"""The command line's parser (facefuse.cli): every command and option explains itself, the same
+switch means the same thing everywhere, and a bad option value is a usage error: one sentence
+on stderr through main(), exit 2, never a traceback. Nothing here loads a model."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from facefuse.cli import main as cli
+from facefuse.errors import ExitCode
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def test_every_command_and_option_has_a_help_line() -> None:
+    parser = cli.build_parser()
+    commands = _subcommands(parser)
+    assert set(commands) == {"swap", "render", "models", "cache", "doctor"}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helped = {choice.dest for choice in action._choices_actions if choice.help}
+            assert helped == set(commands), f"commands without help: {set(commands) - helped}"
+    missing = [f"{name} {action.option_strings or action.dest}"
+               for name, sub in [("facefuse", parser), *commands.items()]
+               for action in sub._actions
+               if not isinstance(action, argparse._SubParsersAction)
+               and (not action.help or action.help == argparse.SUPPRESS)]
+    assert missing == []
+
+
+def test_help_shows_what_facefuse_is_not_a_docstring(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "Local face replacement" in out and "exit codes:" in out
+    assert "argparse" not in out and "Settings" not in out
+
+
+def _options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    return {option: action for action in parser._actions for option in action.option_strings}
+
+
+def test_shared_switches_mean_the_same_everywhere() -> None:
+    commands = _subcommands(cli.build_parser())
+    swap, render = _options(commands["swap"]), _options(commands["render"])
+    assert "--json" in render, "render --json is accepted like swap --json"
+    for option in set(swap) & set(render):
+        a, b = swap[option], render[option]
+        assert (type(a), a.dest, a.default, a.choices) == (type(b), b.dest, b.default,
+                                                           b.choices), option
+        if option not in ("-o", "--output", "-h", "--help", "--json"):  # image vs shot
+            assert a.help == b.help, option
+    assert swap["--json"].help.startswith("print one JSON summary line")
+    assert render["--json"].help.startswith("print one JSON summary line")
+    models_dirs = {c: _options(commands[c])["--models-dir"].help for c in commands
+                   if "--models-dir" in _options(commands[c])}
+    assert len(models_dirs) == 4 and len(set(models_dirs.values())) == 1, models_dirs
+
+
+BASE = ["render", "-i", "in.mp4", "-o", "out.####.png", "-s", "face.jpg"]
+
+
+@pytest.mark.parametrize("extra", [
+    ["--frames", "20-10"], ["--frames", "-5"], ["--frames=-5"], ["--frames", "abc"],
+    ["--frames", "1-"], ["--chunk", "0/3"], ["--chunk", "4/3"], ["--chunk", "-1/3"],
+    ["--chunk", "x"], ["--rate", "0"], ["--rate", "abc"], ["--start-number", "x"],
+    ["--progress", "loud"], ["--provenance", "paths"], ["--no-such-option"],
+])
+def test_bad_option_values_are_one_sentence_usage_errors(
+        extra: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([*BASE, *extra]) == ExitCode.USAGE == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("facefuse: error: "), captured.err
+    assert "Traceback" not in captured.err and "usage:" not in captured.err
+    assert captured.out == ""
+
+
+def test_a_missing_command_or_argument_is_a_usage_error(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([]) == 2
+    assert cli.main(["render", "-i", "in.mp4"]) == 2  # no -s
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and all(line.startswith("facefuse: error: ") for line in lines)
+
+
+def test_good_values_parse() -> None:
+    args = cli.build_parser().parse_args([*BASE, "--frames", "1-999999999", "--chunk", "2/3",
+                                          "--rate", "24000/1001", "--json"])
+    assert args.frames == (1, 999999999) and args.chunk == (2, 3) and args.json
+    assert args.provenance == "names" and args.progress == "auto"
+    assert cli.build_parser().parse_args([*BASE, "--frames", "7"]).frames == (7, 7)
