@@ -242,7 +242,8 @@ def test_display_referred_video_to_exr_is_scene_linear(
                           codec="mjpeg", audio=None)
     request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
                              clip, tmp_path / "out.####.exr",
-                             matte=str(tmp_path / "matte.####.exr"))
+                             matte=str(tmp_path / "matte.####.exr"),
+                             patch=str(tmp_path / "patch.####.exr"))
     summary, _ = run_render(request)
     assert summary.frames == 3 and summary.failed == ()
     decoded = decode_video(clip)
@@ -253,3 +254,7 @@ def test_display_referred_video_to_exr_is_scene_linear(
         expected = srgb_to_linear(decoded[n - 1].astype(np.float32) / 255)
         far = matte == 0
         np.testing.assert_allclose(linear_bgr[far], expected[far], atol=2e-3, rtol=2e-3)
+        patch, _ = read_plate_oiio(tmp_path / f"patch.{n:04d}.exr")  # RGBA, premultiplied
+        alpha = patch[..., 3:].astype(np.float32)
+        assert alpha.max() > 0.99, "the face is in the patch"
+        np.testing.assert_allclose(patch[..., :3], pixels[..., :3] * alpha, atol=2e-3)

@@ -194,7 +194,7 @@ class SequenceWriter:
         frame = (item.frame if self.linear is None
                  else display_to_linear(item.frame, self.linear))
         self.main.write(item.number, frame, metadata)
-        self.extras.write(item, item.frame, metadata)
+        self.extras.write(item, frame, metadata)  # the patch holds what the main output holds
 
     def _settle_oldest(self) -> Processed:
         item, future = self._pending.popleft()
