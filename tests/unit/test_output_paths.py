@@ -18,7 +18,7 @@ import pytest
 
 from facefuse.errors import InputError, OutputError
 from facefuse.io import files, images, plates
-from facefuse.shot import outputs
+from facefuse.shot.output_checks import check_outputs
 from facefuse.shot.outputs import SequenceOutput
 
 
@@ -169,7 +169,7 @@ def _check(tmp_path: Path, main: str, matte: str, numbers: Sequence[int]) -> Non
     shot = _Shot({n: inputs / f"i.{n}.png" for n in numbers})
     for path in shot.paths.values():
         path.write_bytes(b"plate")
-    outputs._check_outputs(named, None, shot, numbers)  # type: ignore[arg-type]
+    check_outputs(named, None, shot, numbers)  # type: ignore[arg-type]
 
 
 def test_paddings_alias_only_where_the_names_meet(tmp_path: Path) -> None:

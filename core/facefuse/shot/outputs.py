@@ -5,18 +5,16 @@ A writer takes processed frames in order and hands back the frames it has *settl
 files are all in place (or that failed), in order. It neither counts nor reports: the render job
 does both, in one place, from what the writer settles.
 
-`open_writer` refuses, before anything is written, every output file of every frame that is an
-input file of the shot (by path after resolving symlinks, and by device and inode, so hard links
-count) or that two outputs would both write; it checks every output folder can be written to and
-sweeps the hidden temporaries of these outputs left by a killed render. Missing output folders
-are created only when the first file is written, so a refused render creates nothing.
+`open_writer` runs the checks of shot.output_checks before anything is written (no output may
+be an input or another output's file; every output folder writable) and sweeps the hidden
+temporaries of these outputs left by a killed render. Missing output folders are created only
+when the first file is written, so a refused render creates nothing.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 import re
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -34,6 +32,7 @@ from ..errors import InputError
 from ..geometry import DisplayConversion, to_model_range
 from ..io import files, plates, sequences, video
 from .inputs import ShotInput
+from .output_checks import check_folders, check_outputs, input_ids, sweep_temporaries
 from .request import RenderRequest
 
 log = logging.getLogger(__name__)
@@ -314,8 +313,8 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
         sequence = SequenceWriter(request.output, shot.plate_format, extras, linear)
         named = [(_label(request, "-o"), sequence.main), *_extra_labels(request, extras)]
         try:
-            _check_outputs(named, None, shot, numbers)
-            _check_folders([out.folder for _, out in named])
+            check_outputs(named, None, shot, numbers)
+            check_folders([out.folder for _, out in named])
         except BaseException:
             sequence.finish(False)
             raise
@@ -329,11 +328,11 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
             raise InputError("--chunk needs an image-sequence output: a video is written in "
                              "one pass (render a sequence on the farm, then encode it)")
         named = _extra_labels(request, extras)
-        _check_outputs(named, video_path, shot, numbers)
+        check_outputs(named, video_path, shot, numbers)
         _check_video_output(video_path, request)
-        _check_folders([video_path.parent, *(out.folder for _, out in named)])
+        check_folders([video_path.parent, *(out.folder for _, out in named)])
         writer = VideoWriter(video_path, request, shot, numbers, extras, colour)
-    _sweep(named, video_path, _input_ids(shot.files(shot.frame_numbers)))
+    sweep_temporaries(named, video_path, input_ids(shot.files(shot.frame_numbers)))
     return writer
 
 
@@ -348,109 +347,6 @@ def _extra_labels(request: RenderRequest, extras: _Extras) -> list[tuple[str, Se
     if extras.patch is not None:
         named.append((f"--patch {request.patch}", extras.patch))
     return named
-
-
-FileId = tuple[int, int]
-
-
-def _file_id(path: Path) -> FileId | None:
-    """(device, inode) of the file `path` names (following symlinks); None if there is none."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
-
-
-def _input_ids(paths: Sequence[Path]) -> frozenset[FileId]:
-    return frozenset(i for i in map(_file_id, paths) if i is not None)
-
-
-class _Resolver:
-    """Resolved paths of many files in a few folders: each folder resolved and listed once, so
-    only names that exist (symlinks above all) cost a system call each."""
-
-    def __init__(self) -> None:
-        self._folders: dict[Path, tuple[str, dict[str, os.DirEntry[str]]]] = {}
-
-    def folder(self, folder: Path) -> tuple[str, dict[str, os.DirEntry[str]]]:
-        """(the resolved folder with a trailing separator, its entries by name)."""
-        if folder not in self._folders:
-            entries: dict[str, os.DirEntry[str]] = {}
-            try:
-                with os.scandir(folder) as found:
-                    entries = {entry.name: entry for entry in found}
-            except OSError:
-                pass
-            self._folders[folder] = (os.path.join(folder.resolve(), ""), entries)
-        return self._folders[folder]
-
-    def key(self, folder: Path, name: str) -> tuple[str, FileId | None]:
-        """(the resolved path, (device, inode) when the file exists) of folder/name."""
-        resolved, entries = self.folder(folder)
-        entry = entries.get(name)
-        if entry is None:
-            return resolved + name, None
-        try:
-            target = str(Path(entry.path).resolve()) if entry.is_symlink() else resolved + name
-            st = entry.stat()
-        except OSError:
-            return resolved + name, None
-        return target, (st.st_dev, st.st_ino)
-
-
-def _check_outputs(named: Sequence[tuple[str, SequenceOutput]], video_path: Path | None,
-                   shot: ShotInput, numbers: Sequence[int]) -> None:
-    """InputError when an output file would replace an input file, or two outputs one file."""
-    inputs = shot.files(shot.frame_numbers)
-    resolver = _Resolver()
-    input_paths = {resolver.key(path.parent, path.name)[0] for path in inputs}
-    input_ids = _input_ids(inputs)
-    owners: dict[str | FileId, str] = {}
-
-    def claim(label: str, folder: Path, name: str) -> None:
-        resolved, file_id = resolver.key(folder, name)
-        if resolved in input_paths or (file_id is not None and file_id in input_ids):
-            raise InputError(f"the output {label} would overwrite the input file "
-                             f"{folder / name}; choose another name")
-        other = owners.setdefault(resolved, label)
-        if other == label and file_id is not None:
-            other = owners.setdefault(file_id, label)
-        if other != label:
-            raise InputError(f"the outputs {other} and {label} would both write "
-                             f"{folder / name}; give each its own name")
-
-    if video_path is not None:
-        resolved, file_id = resolver.key(video_path.parent, video_path.name)
-        if resolved in input_paths or (file_id is not None and file_id in input_ids):
-            raise InputError(f"the output {video_path} is the input; choose another file name")
-        claim(f"-o {video_path}", video_path.parent, video_path.name)
-    for label, out in named:
-        folder, name = out.folder, out.pattern.name
-        for number in numbers:
-            claim(label, folder, name(number))
-
-
-def _check_folders(folders: Sequence[Path]) -> None:
-    for folder in dict.fromkeys(folders):
-        files.check_folder_writable(folder)
-
-
-def _sweep(named: Sequence[tuple[str, SequenceOutput]], video_path: Path | None,
-           protect: frozenset[FileId]) -> None:
-    """Remove the hidden temporaries of these outputs whose writer is gone (never an input)."""
-    removed: list[Path] = []
-    for _, out in named:
-        removed += files.sweep_stale_temporaries(out.folder, out.owns_temporary, protect=protect)
-    if video_path is not None:
-        stem, suffix = video_path.stem, video_path.suffix
-
-        def owns(part: str, cut: bool, ext: str) -> bool:
-            return ext == suffix and (part == stem or (cut and stem.startswith(part)))
-
-        removed += files.sweep_stale_temporaries(video_path.parent, owns, protect=protect)
-    if removed:
-        log.info("removed %d temporary files left by an interrupted render", len(removed))
 
 
 def _check_video_output(path: Path, request: RenderRequest) -> None:

@@ -1,0 +1,137 @@
+"""What open_writer checks before a render writes anything, and the sweep of stale temporaries.
+
+Every output file of every frame is compared with every input file of the shot, by path after
+resolving symlinks and by (device, inode) so hard links count, and with the files the other
+outputs write, frame number by frame number (`a.####.png` and `a.#.png` both name `a.1000.png`);
+every output folder must be writable. The sweep removes hidden temporaries of these outputs
+whose writer is gone (see io.files.sweep_stale_temporaries), never an input.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from ..errors import InputError
+from ..io import files
+from ..io.sequences import FramePattern
+from .inputs import ShotInput
+
+log = logging.getLogger(__name__)
+
+
+class NamedOutput(Protocol):
+    """An image-sequence output as the checks see it (shot.outputs.SequenceOutput)."""
+
+    pattern: FramePattern
+
+    @property
+    def folder(self) -> Path: ...
+
+    def owns_temporary(self, part: str, cut: bool, ext: str) -> bool: ...
+
+
+FileId = tuple[int, int]
+
+
+def _file_id(path: Path) -> FileId | None:
+    """(device, inode) of the file `path` names (following symlinks); None if there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def input_ids(paths: Sequence[Path]) -> frozenset[FileId]:
+    return frozenset(i for i in map(_file_id, paths) if i is not None)
+
+
+class _Resolver:
+    """Resolved paths of many files in a few folders: each folder resolved and listed once, so
+    only names that exist (symlinks above all) cost a system call each."""
+
+    def __init__(self) -> None:
+        self._folders: dict[Path, tuple[str, dict[str, os.DirEntry[str]]]] = {}
+
+    def folder(self, folder: Path) -> tuple[str, dict[str, os.DirEntry[str]]]:
+        """(the resolved folder with a trailing separator, its entries by name)."""
+        if folder not in self._folders:
+            entries: dict[str, os.DirEntry[str]] = {}
+            try:
+                with os.scandir(folder) as found:
+                    entries = {entry.name: entry for entry in found}
+            except OSError:
+                pass
+            self._folders[folder] = (os.path.join(folder.resolve(), ""), entries)
+        return self._folders[folder]
+
+    def key(self, folder: Path, name: str) -> tuple[str, FileId | None]:
+        """(the resolved path, (device, inode) when the file exists) of folder/name."""
+        resolved, entries = self.folder(folder)
+        entry = entries.get(name)
+        if entry is None:
+            return resolved + name, None
+        try:
+            target = str(Path(entry.path).resolve()) if entry.is_symlink() else resolved + name
+            st = entry.stat()
+        except OSError:
+            return resolved + name, None
+        return target, (st.st_dev, st.st_ino)
+
+
+def check_outputs(named: Sequence[tuple[str, NamedOutput]], video_path: Path | None,
+                   shot: ShotInput, numbers: Sequence[int]) -> None:
+    """InputError when an output file would replace an input file, or two outputs one file."""
+    inputs = shot.files(shot.frame_numbers)
+    resolver = _Resolver()
+    input_paths = {resolver.key(path.parent, path.name)[0] for path in inputs}
+    known_ids = input_ids(inputs)
+    owners: dict[str | FileId, str] = {}
+
+    def claim(label: str, folder: Path, name: str) -> None:
+        resolved, file_id = resolver.key(folder, name)
+        if resolved in input_paths or (file_id is not None and file_id in known_ids):
+            raise InputError(f"the output {label} would overwrite the input file "
+                             f"{folder / name}; choose another name")
+        other = owners.setdefault(resolved, label)
+        if other == label and file_id is not None:
+            other = owners.setdefault(file_id, label)
+        if other != label:
+            raise InputError(f"the outputs {other} and {label} would both write "
+                             f"{folder / name}; give each its own name")
+
+    if video_path is not None:
+        resolved, file_id = resolver.key(video_path.parent, video_path.name)
+        if resolved in input_paths or (file_id is not None and file_id in known_ids):
+            raise InputError(f"the output {video_path} is the input; choose another file name")
+        claim(f"-o {video_path}", video_path.parent, video_path.name)
+    for label, out in named:
+        folder, name = out.folder, out.pattern.name
+        for number in numbers:
+            claim(label, folder, name(number))
+
+
+def check_folders(folders: Sequence[Path]) -> None:
+    for folder in dict.fromkeys(folders):
+        files.check_folder_writable(folder)
+
+
+def sweep_temporaries(named: Sequence[tuple[str, NamedOutput]], video_path: Path | None,
+           protect: frozenset[FileId]) -> None:
+    """Remove the hidden temporaries of these outputs whose writer is gone (never an input)."""
+    removed: list[Path] = []
+    for _, out in named:
+        removed += files.sweep_stale_temporaries(out.folder, out.owns_temporary, protect=protect)
+    if video_path is not None:
+        stem, suffix = video_path.stem, video_path.suffix
+
+        def owns(part: str, cut: bool, ext: str) -> bool:
+            return ext == suffix and (part == stem or (cut and stem.startswith(part)))
+
+        removed += files.sweep_stale_temporaries(video_path.parent, owns, protect=protect)
+    if removed:
+        log.info("removed %d temporary files left by an interrupted render", len(removed))
