@@ -127,8 +127,8 @@ class RenderJob:
     # -- the run ----------------------------------------------------------------------------
     def run(self, pipeline: Pipeline, cancelled: CancelCheck) -> bool:
         """Pass 1 and pass 2; False when cancelled or stopped early by --fail-fast."""
-        identity = pipeline.source_identity(self.request.sources)
         pipeline.models.require_models()
+        identity = pipeline.source_identity(self.request.sources)
         memo = pipeline.hashes
         content = self.shot.content_sha256(memo)
         fingerprint = self._fingerprint(pipeline, identity, content, memo)
