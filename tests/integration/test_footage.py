@@ -258,3 +258,23 @@ def test_display_referred_video_to_exr_is_scene_linear(
         alpha = patch[..., 3:].astype(np.float32)
         assert alpha.max() > 0.99, "the face is in the patch"
         np.testing.assert_allclose(patch[..., :3], pixels[..., :3] * alpha, atol=2e-3)
+
+
+def test_colorspace_none_writes_display_values_to_exr_unchanged(
+        testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path) -> None:
+    """`--colorspace none` turns colour management off both ways: the EXR holds the video's
+    display code values (as 0..1 floats), not a linearised picture."""
+    clip = make_face_clip(tmp_path / "shot.mov", face_photo(testdata), frames=2,
+                          codec="mjpeg", audio=None)
+    request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
+                             clip, tmp_path / "out.####.exr", colorspace="none",
+                             matte=str(tmp_path / "matte.####.exr"))
+    summary, _ = run_render(request)
+    assert summary.frames == 2 and summary.failed == ()
+    decoded = decode_video(clip)
+    for n in (1, 2):
+        pixels, _ = read_plate_oiio(tmp_path / f"out.{n:04d}.exr")
+        far = read_bgr(tmp_path / f"matte.{n:04d}.exr")[..., 0] == 0
+        stored = pixels[..., [2, 1, 0]].astype(np.float32)[far]
+        np.testing.assert_allclose(stored, decoded[n - 1][far].astype(np.float32) / 255,
+                                   atol=1e-3)

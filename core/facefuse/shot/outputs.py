@@ -286,12 +286,14 @@ def _video_info(path: Path, source: video.VideoInfo | None, rate: Fraction, coun
                            duration_s=float(count / rate), variable_frame_rate=False)
 
 
-def _writes_linear_exr(output: str, shot: ShotInput) -> bool:
+def _writes_linear_exr(request: RenderRequest, shot: ShotInput) -> bool:
     """True for a display-referred input (no input conversion) written to an EXR sequence: EXR
     holds scene-linear values, so its frames go through color.display_to_linear. An EXR input
-    (integer channels, or ``--colorspace none``) keeps its values: EXR to EXR copies as it is."""
+    keeps its values (EXR to EXR copies as it is), and so does `--colorspace none` (no colour
+    management at all)."""
     like = shot.plate_format
-    return (Path(output).suffix.lower() == ".exr"
+    unmanaged = (request.colorspace or "").lower() == "none"
+    return (Path(request.output).suffix.lower() == ".exr" and not unmanaged
             and (like is None or like.file_format != "openexr"))
 
 
@@ -309,7 +311,7 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
     writer: FrameWriter
     if sequences.is_frame_pattern(request.output):
         linear = (linear_output_converter()
-                  if colour is None and _writes_linear_exr(request.output, shot) else None)
+                  if colour is None and _writes_linear_exr(request, shot) else None)
         sequence = SequenceWriter(request.output, shot.plate_format, extras, linear)
         named = [(_label(request, "-o"), sequence.main), *_extra_labels(request, extras)]
         try:
