@@ -137,6 +137,11 @@ class JobRunner:
             log.info("facefuse: %s", message.text)
             return message
 
+    @property
+    def shared_pipeline(self) -> Pipeline | None:
+        """The Pipeline look jobs share now, if one has been made."""
+        return self._pipeline
+
     def pipeline(self, settings: Settings) -> Pipeline:
         """A Pipeline for `settings` (reused while they stay the same). Worker threads only."""
         with self._pipeline_lock:
