@@ -117,7 +117,8 @@ def test_phone_clip_timing_tells_a_video_output_the_rotation(testdata: Path,
     try:
         assert isinstance(shot, VideoInput)
         assert (shot.info.width, shot.info.height) == SIZE
-        assert shot.video_timing(shot.frame_numbers).rotation_deg == 90
+        timing = shot.video_timing(shot.frame_numbers)
+        assert timing.source is not None and timing.source.rotation_deg == 90
     finally:
         shot.close()
 

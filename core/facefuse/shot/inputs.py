@@ -39,17 +39,14 @@ class VideoTiming:
     """What a video made of some of an input's frames carries over from the input.
 
     rate: None when the input has none (image sequences). source: the input video's stream
-    description, the template for the output's (None for image sequences). rotation_deg: the
-    input video's display rotation (counter-clockwise, 0/90/180/270; see VideoInfo): its frames
-    arrive upright, and a video output stores them turned back by ``np.rot90(frame,
-    -rotation_deg // 90)`` with this display rotation, so it plays like the input and keeps its
-    stored pictures. Image-sequence outputs are written upright."""
+    description, the template for the output's (None for image sequences); its rotation_deg
+    (the display rotation; frames arrive upright) is what a video output re-applies, so it
+    plays like the input and keeps its stored pictures. Image-sequence outputs are upright."""
 
     rate: Fraction | None
     timecode: str | None
     audio: AudioSpan | None
     source: video.VideoInfo | None
-    rotation_deg: int = 0
 
 
 class ShotInput(Protocol):
@@ -116,7 +113,7 @@ class SequenceInput:
 class VideoInput:
     """A video file read frame-accurately with PyAV: any file FFmpeg decodes a video stream
     from (.mov, .mp4, .mkv, .webm, .avi, animated .gif, ...). Frames arrive upright (see
-    VideoTiming.rotation_deg)."""
+    VideoInfo.rotation_deg)."""
 
     def __init__(self, path: Path, start_number: int, conform_vfr: bool) -> None:
         self.path = path
@@ -150,7 +147,7 @@ class VideoInput:
         if source.audio_streams:
             audio = AudioSpan(self.path, source.start_time_s + float(offset / source.rate),
                               float(len(numbers) / source.rate))
-        return VideoTiming(source.rate, timecode, audio, source, source.rotation_deg)
+        return VideoTiming(source.rate, timecode, audio, source)
 
     def close(self) -> None:
         self.source.close()
