@@ -6,8 +6,8 @@ one process wins. The file holds its owner as JSON: pid, host, the process's sta
 token and (Linux) the pid namespace. A waiter on the same host and in the same pid namespace
 (not another container) takes a lock whose owner is gone over at once; any other lock is broken
 when its mtime, refreshed by the holder while it works, is older than stale_s. Taking over is
-race-free: the stale file is first renamed to a unique name and checked to be the one judged
-stale, then the lock is created anew. A folder where no lock can be created (read-only) means
+race-free: breakers take turns through a short-lived `<lock>.break` file and remove the lock
+only while it still holds the record judged stale, then the lock is created anew. A folder where no lock can be created (read-only) means
 working without the lock, with a warning.
 """
 
@@ -29,6 +29,7 @@ from typing import Any, Self
 log = logging.getLogger(__name__)
 
 PROC_STAT_START_FIELD = 22  # starttime, in clock ticks since boot (man 5 proc)
+BREAKER_STALE_S = 10.0  # a breaker holds its file for microseconds: older, its process died
 
 
 class LockWaitCancelled(Exception):
@@ -225,20 +226,34 @@ class FileLock:
             self._take_over(text)
 
     def _take_over(self, judged: str) -> None:
-        """Remove the lock file if it still holds `judged` (the record found stale): renamed to a
-        unique name first, so of several waiters only one removes it, and a lock created
-        meanwhile by another waiter is put back, not removed."""
-        aside = self.path.with_name(f".{self.path.name}.stale-{uuid.uuid4().hex}")
+        """Remove the lock file if it still holds `judged` (the record found stale).
+
+        Breakers take turns through a second lock file beside it (`<lock>.break`, held for the
+        few microseconds a read and an unlink take), and the lock is removed only when it still
+        holds the judged record: a lock another waiter created meanwhile (a new record, a new
+        token) is never removed, and the lock's name is never missing while it is alive."""
+        breaker = self.path.with_name(self.path.name + ".break")
         try:
-            os.rename(self.path, aside)
+            fd = os.open(breaker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            _remove_if_older(breaker, BREAKER_STALE_S)  # a breaker killed while breaking
+            return
         except OSError:
-            return  # gone already: another waiter took it over
-        if _read(aside) != judged:  # a fresh lock: put it back unless the place is taken
-            try:
-                os.link(aside, self.path)
-            except OSError:
-                log.warning("the lock %s was taken twice while breaking a stale one", self.path)
-        aside.unlink(missing_ok=True)
+            return
+        os.close(fd)
+        try:
+            if _read(self.path) == judged:
+                self.path.unlink(missing_ok=True)
+        finally:
+            breaker.unlink(missing_ok=True)
+
+
+def _remove_if_older(path: Path, age_s: float) -> None:
+    try:
+        if time.time() - path.stat().st_mtime > age_s:
+            path.unlink(missing_ok=True)
+    except OSError:
+        return
 
 
 _NOBODY = LockOwner(0, "", None, 0.0, "")
