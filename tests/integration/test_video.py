@@ -233,7 +233,7 @@ def decoded(path: Path) -> list[np.ndarray]:
 
 CODEC_CONTAINERS = [("h264", ".mp4"), ("h265", ".mp4"), ("prores_422", ".mov"),
                     ("prores_4444", ".mov"), ("dnxhr_hq", ".mov"), ("dnxhr_444", ".mov"),
-                    ("mjpeg", ".mkv"), ("h264", ".mkv")]
+                    ("mjpeg", ".mkv"), ("h264", ".mkv"), ("rawvideo", ".mov"), ("ffv1", ".mkv")]
 
 
 def test_every_codec_is_covered() -> None:

@@ -16,6 +16,7 @@ from ..color import list_colorspaces
 from ..errors import ExitCode, InputError
 from ..io.sequences import parse_chunk, parse_frame_range
 from ..io.video import VIDEO_CODECS
+from ..io.video_common import CRF_RANGE, DEFAULT_CRF, DEFAULT_PRESET
 from ..shot.render import render
 from ..shot.request import (
     PROVENANCE_MODES,
@@ -72,7 +73,16 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--colorspace", help="OCIO colour space of the input ('none': no "
                    "conversion); default per format, e.g. EXR = 'Linear Rec.709 (sRGB)'")
     p.add_argument("--list-colorspaces", action="store_true", help="list colour space names")
-    p.add_argument("--codec", choices=VIDEO_CODECS, default="h264", help="for video outputs")
+    p.add_argument("--codec", choices=VIDEO_CODECS, default="h264", help="for video outputs; "
+                   "rawvideo (.mov) and ffv1 (.mkv) are lossless")
+    crf_defaults = ", ".join(f"{codec} {crf}" for codec, crf in DEFAULT_CRF.items())
+    p.add_argument("--crf", type=int, metavar="N", help=f"h264/h265 constant rate factor, "
+                   f"{CRF_RANGE[0]}..{CRF_RANGE[1]}, lower is better ({crf_defaults})")
+    p.add_argument("--preset", metavar="NAME", help="h264/h265 speed preset, ultrafast .. "
+                   f"placebo ({DEFAULT_PRESET})")
+    p.add_argument("--compression", metavar="NAME", help="EXR (zip, none, zips, piz, rle, "
+                   "pxr24, b44, b44a, dwaa, dwab) or TIFF (zip, none, lzw) sequence outputs "
+                   "(the input plate's, else zip)")
     p.add_argument("--rate", type=usage_type(_rate), help="fps of a video made from a "
                    "sequence (24)")
     p.add_argument("--start-number", type=int, default=1, help="number of a video's first frame")
@@ -104,7 +114,8 @@ def request_from_args(args: argparse.Namespace) -> RenderRequest:
         overwrite=args.overwrite, fail_fast=args.fail_fast, smoothing=not args.no_smooth,
         smoothing_min_cutoff=args.smooth_min_cutoff, smoothing_beta=args.smooth_beta,
         start_number=args.start_number, conform_vfr=args.conform_vfr, rate=args.rate,
-        provenance=args.provenance)
+        provenance=args.provenance, crf=args.crf, preset=args.preset,
+        compression=args.compression)
 
 
 class _Rate:

@@ -71,6 +71,14 @@ METADATA_PREFIX = "facefuse:"
 FLOAT_FORMATS = frozenset({"openexr", "tiff"})
 HIGH_BIT_FORMATS = frozenset({"png", "tiff", "dpx"})
 ALPHA_FREE_FORMATS = frozenset({"jpeg"})
+# The compressions a sequence output may choose (OIIO's names), per format; the first is the
+# default when neither the input plate nor the user names one (OIIO's own default, as before).
+# Lossy: EXR b44, b44a, dwaa, dwab (and pxr24 for float data; it is exact for half).
+COMPRESSIONS = MappingProxyType({
+    "openexr": ("zip", "none", "zips", "piz", "rle", "pxr24", "b44", "b44a", "dwaa", "dwab"),
+    "tiff": ("zip", "none", "lzw"),
+})
+LOSSY_COMPRESSIONS = frozenset({"b44", "b44a", "dwaa", "dwab"})
 # Formats where OIIO stamps the clock time unless told otherwise: left out, so renders repeat
 # byte for byte.
 DATED_FORMATS = frozenset({"tiff", "openexr"})
@@ -194,6 +202,28 @@ def plate_format_for(path: Path, like: PlateFormat | None, frame: np.ndarray) ->
     channels = (1 if grey else 3) + int(has_alpha)
     return PlateFormat(width, height, channels, _default_names(channels), pixel_type, bits,
                        file_format, _portable_attributes(like, file_format, has_alpha))
+
+
+def check_compression(path: Path, compression: str) -> None:
+    """InputError unless the file format of `path` can be written with `compression`
+    (COMPRESSIONS; formats without a choice, such as PNG, DPX and JPEG, take none)."""
+    file_format = output_file_format(path)
+    names = COMPRESSIONS.get(file_format)
+    if names is None:
+        raise InputError(f"--compression applies to EXR and TIFF sequences only, and "
+                         f"{Path(path).name} is {file_format}, whose compression is fixed; "
+                         "leave --compression out")
+    if compression not in names:
+        raise InputError(f"--compression {compression!r} is not one {file_format} takes; choose "
+                         f"one of {', '.join(sorted(names))}")
+
+
+def with_compression(fmt: PlateFormat, compression: str | None) -> PlateFormat:
+    """`fmt` written with `compression` (an OIIO name checked by `check_compression`); None:
+    `fmt` unchanged (the input plate's compression, or OIIO's default zip)."""
+    if compression is None:
+        return fmt
+    return replace(fmt, attributes={**fmt.attributes, "compression": compression})
 
 
 def read_metadata(path: Path) -> dict[str, str]:

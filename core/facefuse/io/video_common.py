@@ -14,7 +14,15 @@ import av
 from ..errors import InputError
 
 VIDEO_EXTENSIONS = frozenset({".mov", ".mp4", ".mkv", ".avi", ".mxf", ".webm", ".m4v"})
-VIDEO_CODECS = ("h264", "h265", "prores_422", "prores_4444", "dnxhr_hq", "dnxhr_444", "mjpeg")
+VIDEO_CODECS = ("h264", "h265", "prores_422", "prores_4444", "dnxhr_hq", "dnxhr_444", "mjpeg",
+                "rawvideo", "ffv1")
+# The codecs whose rate control --crf and --preset set (x264 / x265), with today's defaults.
+CRF_CODECS = frozenset({"h264", "h265"})
+CRF_RANGE = (0, 51)  # libx264 (8-bit) and libx265 both take 0 (lossless) .. 51 (worst)
+DEFAULT_CRF = MappingProxyType({"h264": 16, "h265": 18})
+DEFAULT_PRESET = "medium"
+PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
+           "veryslow", "placebo")  # what libx264 and libx265 both accept
 TIMECODE_PATTERN = re.compile(r"^\d{2}:\d{2}:\d{2}[:;.]\d{2,3}$")
 
 
@@ -38,6 +46,22 @@ def open_input(path: Path, what: str = "video") -> Any:
         raise InputError(f"{path} is not a {what} file facefuse can read (FFmpeg finds neither "
                          f"a video nor an image in {kind}: {exc}); convert it to an H.264 .mp4 "
                          "or a PNG image sequence (name.####.png)") from exc
+
+
+def check_encoder_options(codec: str, crf: int | None, preset: str | None) -> None:
+    """InputError unless ``crf`` and ``preset`` (None: the codec's default) suit ``codec``: both
+    are for h264 and h265 only, crf within CRF_RANGE and preset one of PRESETS."""
+    for name, value in (("--crf", crf), ("--preset", preset)):
+        if value is not None and codec not in CRF_CODECS:
+            raise InputError(f"{name} applies to h264 and h265 only, and the codec is {codec}; "
+                             f"leave {name} out (the {codec} settings are fixed)")
+    low, high = CRF_RANGE
+    if crf is not None and not low <= crf <= high:
+        raise InputError(f"--crf {crf} is outside {low}..{high} for {codec} (0 is lossless, "
+                         f"{DEFAULT_CRF.get(codec, low)} the default, higher is smaller)")
+    if preset is not None and preset not in PRESETS:
+        raise InputError(f"--preset {preset!r} is not an x264/x265 preset; choose one of "
+                         f"{', '.join(PRESETS)}")
 
 
 def format_rate(rate: Fraction) -> str:

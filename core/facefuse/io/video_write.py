@@ -11,7 +11,11 @@ What survives where (PyAV 18 / FFmpeg 8 muxers and demuxers):
     .mkv       timecode: a ``TIMECODE`` stream tag; metadata: every key, but matroska upper-cases
                keys (``facefuse_version`` reads back as ``FACEFUSE_VERSION``; ``title`` stays).
 Colour: output is tagged and converted as BT.709 limited range (mjpeg: BT.601 full range, as JPEG
-defines).
+defines; rawvideo and ffv1 store the frame's RGB as it is, tagged RGB full range).
+Lossless: rawvideo (.mov only: Matroska has no native raw RGB) stores bgr24, bgra (alpha) or
+rgb48be (deep frames; a deep frame with alpha keeps the alpha in 8-bit bgra, as FFmpeg has no
+16-bit RGBA raw tag for .mov); ffv1 (.mkv only: FFmpeg's mov muxer refuses it) is FFV1 level 3,
+intra, 16 slices with CRCs, in bgr0, bgra, gbrp16le or gbrap16le. Both decode back bit-exactly.
 """
 
 from __future__ import annotations
@@ -29,14 +33,23 @@ import numpy as np
 
 from ..errors import FacefuseError, InputError
 from .files import create_temporary, is_write_failure, write_error
-from .video_common import SUBSAMPLED_8BIT, TIMECODE_PATTERN, VIDEO_CODECS, open_input
+from .video_common import (
+    CRF_CODECS,
+    DEFAULT_CRF,
+    DEFAULT_PRESET,
+    SUBSAMPLED_8BIT,
+    TIMECODE_PATTERN,
+    VIDEO_CODECS,
+    check_encoder_options,
+    open_input,
+)
 from .video_read import VideoInfo
 
 logger = logging.getLogger(__name__)
 
 _CONTAINER_FORMATS = MappingProxyType({".mov": "mov", ".mp4": "mp4", ".mkv": "matroska"})
 _EMPTY: Mapping[str, str] = MappingProxyType({})
-_BT709, _BT601, _RANGE_MPEG, _RANGE_JPEG = 1, 6, 1, 2  # AVColorSpace / AVColorRange values
+_RGB, _BT709, _BT601, _RANGE_MPEG, _RANGE_JPEG = 0, 1, 6, 1, 2  # AVColorSpace / AVColorRange
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,18 +61,22 @@ class _CodecSpec:
     containers: frozenset[str]
     pix_fmt_alpha: str | None = None
     pix_fmt_deep: str | None = None
+    pix_fmt_deep_alpha: str | None = None
     options: tuple[tuple[str, str], ...] = ()
     quality_option: str | None = None
     default_quality: int = 0
     jpeg_range: bool = False
+    rgb: bool = False  # stores RGB as it is: no YUV conversion, tagged RGB full range
+    container_note: str = ""  # why the containers are limited, for the refusal
 
 
 _ALL = frozenset(_CONTAINER_FORMATS)
 _CODECS: Mapping[str, _CodecSpec] = MappingProxyType({
-    "h264": _CodecSpec("libx264", "yuv420p", _ALL, quality_option="crf", default_quality=16),
+    "h264": _CodecSpec("libx264", "yuv420p", _ALL, quality_option="crf",
+                       default_quality=DEFAULT_CRF["h264"]),
     "h265": _CodecSpec("libx265", "yuv420p", _ALL, pix_fmt_deep="yuv420p10le",
                        options=(("x265-params", "log-level=error"),),
-                       quality_option="crf", default_quality=18),
+                       quality_option="crf", default_quality=DEFAULT_CRF["h265"]),
     "prores_422": _CodecSpec("prores_ks", "yuv422p10le", frozenset({".mov", ".mkv"}),
                              options=(("profile", "3"),)),
     "prores_4444": _CodecSpec("prores_ks", "yuv444p10le", frozenset({".mov", ".mkv"}),
@@ -70,11 +87,24 @@ _CODECS: Mapping[str, _CodecSpec] = MappingProxyType({
                             options=(("profile", "dnxhr_444"),)),
     "mjpeg": _CodecSpec("mjpeg", "yuvj444p", _ALL, quality_option="q", default_quality=3,
                         jpeg_range=True),
+    "rawvideo": _CodecSpec("rawvideo", "bgr24", frozenset({".mov"}), pix_fmt_alpha="bgra",
+                           pix_fmt_deep="rgb48be", rgb=True,
+                           container_note=" (Matroska has no native raw RGB; ffv1 in .mkv is "
+                           "lossless too)"),
+    "ffv1": _CodecSpec("ffv1", "bgr0", frozenset({".mkv"}), pix_fmt_alpha="bgra",
+                       pix_fmt_deep="gbrp16le", pix_fmt_deep_alpha="gbrap16le",
+                       options=(("level", "3"), ("slicecrc", "1"), ("g", "1")),
+                       rgb=True, container_note=" (FFmpeg's .mov muxer does not take FFV1)"),
 })
 
 
-def _check_output(path: Path, codec: str, width: int, height: int) -> _CodecSpec:
-    """InputError unless ``codec`` can be written to ``path`` at this size."""
+def check_container(path: Path, codec: str) -> None:
+    """InputError unless ``codec`` is one facefuse writes and ``path``'s container holds it
+    (checked before a render starts; the frame size is checked when the first frame comes)."""
+    _spec_for(Path(path), codec)
+
+
+def _spec_for(path: Path, codec: str) -> _CodecSpec:
     suffix = path.suffix.lower()
     if codec not in _CODECS:
         raise InputError(f"unknown video codec {codec!r}; choose one of {', '.join(VIDEO_CODECS)}")
@@ -83,8 +113,14 @@ def _check_output(path: Path, codec: str, width: int, height: int) -> _CodecSpec
                          f"use one of {', '.join(sorted(_CONTAINER_FORMATS))}")
     spec = _CODECS[codec]
     if suffix not in spec.containers:
-        raise InputError(f"{codec} cannot be stored in {suffix}; "
+        raise InputError(f"{codec} cannot be stored in {suffix}{spec.container_note}; "
                          f"use {' or '.join(sorted(spec.containers))}")
+    return spec
+
+
+def _check_output(path: Path, codec: str, width: int, height: int) -> _CodecSpec:
+    """InputError unless ``codec`` can be written to ``path`` at this size."""
+    spec = _spec_for(path, codec)
     if spec.pix_fmt.startswith("yuv420") and (width % 2 or height % 2):
         raise InputError(f"{codec} needs an even width and height, and the frames are "
                          f"{width}x{height}; choose prores_422, prores_4444 or mjpeg")
@@ -120,20 +156,24 @@ class VideoSink:
     """Writes engine frames to a .mov, .mp4 or .mkv file (see the module docstring).
 
     ``info_like`` gives the rate, size and timecode (usually the source's VideoInfo; when a range
-    is written, replace its timecode with ``offset_timecode(tc, rate, first - start_number)``). ``codec`` is one of VIDEO_CODECS;
-    ``quality`` is the CRF for h264/h265 (defaults 16/18) or the JPEG q-scale for mjpeg (2-31,
-    default 3), ignored by ProRes and DNxHR, whose profile fixes the quality. ``audio_from``: copy
+    is written, replace its timecode with ``offset_timecode(tc, rate, first - start_number)``).
+    ``codec`` is one of VIDEO_CODECS; ``quality`` is the CRF for h264/h265 (0..51, defaults
+    16/18) or the JPEG q-scale for mjpeg (2-31, default 3), ignored by ProRes, DNxHR, rawvideo
+    and ffv1, whose profile (or losslessness) fixes the quality. ``preset``: the x264/x265
+    preset (default medium; InputError for another codec). ``audio_from``: copy
     that file's audio streams packet for packet; with ``audio_start_s``/``audio_duration_s``
     (seconds on that file's timeline) only the packets overlapping that span are copied, shifted
     to start at 0 (exact to within half an audio packet, about 10 ms for AAC)."""
 
     def __init__(self, path: Path | str, info_like: VideoInfo, codec: str = "h264",
                  audio_from: Path | None = None, metadata: Mapping[str, str] = _EMPTY,
-                 quality: int | None = None, preset: str = "medium",
+                 quality: int | None = None, preset: str | None = None,
                  audio_start_s: float = 0.0, audio_duration_s: float | None = None) -> None:
         self._path = Path(path)
         self._spec = _check_output(self._path, codec, info_like.width, info_like.height)
-        self._info, self._codec, self._preset = info_like, codec, preset
+        check_encoder_options(codec, quality if codec in CRF_CODECS else None, preset)
+        self._info, self._codec = info_like, codec
+        self._preset = DEFAULT_PRESET if preset is None else preset
         self._quality = self._spec.default_quality if quality is None else quality
         self._audio = (_AudioCopy(Path(audio_from), audio_start_s, audio_duration_s)
                        if audio_from is not None else None)
@@ -180,7 +220,7 @@ class VideoSink:
 
     def write(self, frame: np.ndarray) -> None:
         """Append one engine frame ((H, W, 3|4) BGR(A), uint8/uint16/float32, the sink's size).
-        Alpha is kept by prores_4444 and dropped by the other codecs."""
+        Alpha is kept by prores_4444, rawvideo and ffv1 and dropped by the other codecs."""
         if self._done:
             raise ValueError("write() after close() or abort()")
         if frame.shape[:2] != (self._info.height, self._info.width):
@@ -194,10 +234,12 @@ class VideoSink:
         array, packed = _as_writable(frame, deep=self._deep)
         picture = av.VideoFrame.from_ndarray(array, format=packed)
         jpeg = self._spec.jpeg_range
-        # 8-bit subsampled targets go through 4:4:4 (the direct path truncates levels).
-        picture = picture.reformat(format=SUBSAMPLED_8BIT.get(self._pix_fmt, self._pix_fmt),
-                                   dst_colorspace="itu601" if jpeg else "itu709",
-                                   dst_color_range=_RANGE_JPEG if jpeg else _RANGE_MPEG)
+        if self._spec.rgb:  # RGB to RGB: a repacking, exact
+            picture = picture.reformat(format=self._pix_fmt)
+        else:  # 8-bit subsampled targets go through 4:4:4 (the direct path truncates levels)
+            picture = picture.reformat(format=SUBSAMPLED_8BIT.get(self._pix_fmt, self._pix_fmt),
+                                       dst_colorspace="itu601" if jpeg else "itu709",
+                                       dst_color_range=_RANGE_JPEG if jpeg else _RANGE_MPEG)
         if picture.format.name != self._pix_fmt:
             picture = picture.reformat(format=self._pix_fmt)
         picture.pts = self._count
@@ -212,9 +254,12 @@ class VideoSink:
     def _open_streams(self, frame: np.ndarray) -> None:
         """Create the video stream (format chosen from the first frame) and the audio copies."""
         spec = self._spec
-        if frame.shape[2] == 4 and spec.pix_fmt_alpha:
+        alpha, deep = frame.shape[2] == 4, frame.dtype != np.uint8
+        if alpha and deep and spec.pix_fmt_deep_alpha:
+            self._pix_fmt = spec.pix_fmt_deep_alpha
+        elif alpha and spec.pix_fmt_alpha:
             self._pix_fmt = spec.pix_fmt_alpha
-        elif frame.dtype != np.uint8 and spec.pix_fmt_deep:
+        elif deep and spec.pix_fmt_deep:
             self._pix_fmt = spec.pix_fmt_deep
         self._deep = max(c.bits for c in av.VideoFormat(self._pix_fmt).components) > 8
         options = dict(spec.options)
@@ -222,6 +267,9 @@ class VideoSink:
             options["preset"] = self._preset
         if spec.quality_option == "crf":
             options["crf"] = str(self._quality)
+        if spec.encoder == "ffv1":  # 16 slices (4x4) for threads; tiny frames cannot be cut so
+            side = min(self._info.width, self._info.height)
+            options["slices"] = "16" if side >= 8 else "4" if side >= 2 else "1"
         stream = self._container.add_stream(spec.encoder, rate=self._info.rate, options=options)
         turns = self._info.rotation_deg // 90 % 4
         stream.width, stream.height = ((self._info.height, self._info.width) if turns % 2
@@ -243,9 +291,9 @@ class VideoSink:
             self._audio.add_streams(self._container)
 
     def _tag_colour(self, cc: Any) -> None:
-        jpeg = self._spec.jpeg_range
-        cc.colorspace = _BT601 if jpeg else _BT709
-        cc.color_range = _RANGE_JPEG if jpeg else _RANGE_MPEG
+        jpeg, rgb = self._spec.jpeg_range, self._spec.rgb
+        cc.colorspace = _RGB if rgb else _BT601 if jpeg else _BT709
+        cc.color_range = _RANGE_JPEG if jpeg or rgb else _RANGE_MPEG
         if not jpeg:
             cc.color_primaries, cc.color_trc = _BT709, _BT709
 

@@ -31,6 +31,8 @@ from ..color import ColourConverter, display_to_linear, linear_output_converter
 from ..errors import InputError
 from ..geometry import DisplayConversion, to_model_range
 from ..io import files, plates, sequences, video
+from ..io.video_common import check_encoder_options
+from ..io.video_write import check_container
 from .inputs import ShotInput
 from .output_checks import check_folders, check_outputs, input_ids, sweep_temporaries
 from .request import RenderRequest
@@ -79,7 +81,7 @@ class SequenceOutput:
     """Frames written as files of a pattern; finished frames are recognised for resuming."""
 
     def __init__(self, pattern_text: str, like: plates.PlateFormat | None,
-                 channels: tuple[str, ...] | None = None) -> None:
+                 channels: tuple[str, ...] | None = None, compression: str | None = None) -> None:
         if not sequences.is_frame_pattern(pattern_text):
             raise InputError(f"{pattern_text} needs a frame token for an image sequence "
                              "(name.####.exr, name.%04d.png or name.#.tif)")
@@ -90,6 +92,7 @@ class SequenceOutput:
         plates.output_file_format(self.pattern.path(0))
         self.like = like
         self.channels = channels
+        self.compression = compression
         self._folder_made = False
 
     @property
@@ -132,6 +135,7 @@ class SequenceOutput:
         if self.channels is not None:
             fmt = dataclasses.replace(fmt, channels=len(self.channels),
                                       channel_names=self.channels)
+        fmt = plates.with_compression(fmt, self.compression)
         plates.write_plate(path, frame, fmt, {**metadata, "facefuse:frame": str(number)})
 
 
@@ -164,8 +168,8 @@ class SequenceWriter:
     is settled only once all its files are renamed into place."""
 
     def __init__(self, pattern: str, like: plates.PlateFormat | None, extras: _Extras,
-                 linear: ColourConverter | None = None) -> None:
-        self.main = SequenceOutput(pattern, like)
+                 linear: ColourConverter | None = None, compression: str | None = None) -> None:
+        self.main = SequenceOutput(pattern, like, compression=compression)
         self.extras = extras
         self.linear = linear  # display-referred input to EXR: see _writes_linear_exr
         self._pool = ThreadPoolExecutor(WRITE_WORKERS, thread_name_prefix="facefuse-encode")
@@ -267,9 +271,12 @@ class VideoWriter:
         info = _video_info(self.path, timing.source, timing.rate or self.request.rate
                            or DEFAULT_SEQUENCE_RATE, len(self.numbers), frame, timing.timecode)
         audio = timing.audio
+        request = self.request
         if audio is None:
-            return video.VideoSink(self.path, info, codec=self.request.codec, metadata=metadata)
-        return video.VideoSink(self.path, info, codec=self.request.codec, metadata=metadata,
+            return video.VideoSink(self.path, info, codec=request.codec, metadata=metadata,
+                                   quality=request.crf, preset=request.preset)
+        return video.VideoSink(self.path, info, codec=request.codec, metadata=metadata,
+                               quality=request.crf, preset=request.preset,
                                audio_from=audio.path, audio_start_s=audio.start_s,
                                audio_duration_s=audio.duration_s)
 
@@ -310,9 +317,11 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
     extras = _Extras(request.matte, request.patch)
     writer: FrameWriter
     if sequences.is_frame_pattern(request.output):
+        _check_sequence_options(request)
         linear = (linear_output_converter()
                   if colour is None and _writes_linear_exr(request, shot) else None)
-        sequence = SequenceWriter(request.output, shot.plate_format, extras, linear)
+        sequence = SequenceWriter(request.output, shot.plate_format, extras, linear,
+                                  request.compression)
         named = [(_label(request, "-o"), sequence.main), *_extra_labels(request, extras)]
         try:
             check_outputs(named, None, shot, numbers)
@@ -329,6 +338,11 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
         if request.chunk is not None:
             raise InputError("--chunk needs an image-sequence output: a video is written in "
                              "one pass (render a sequence on the farm, then encode it)")
+        if request.compression is not None:
+            raise InputError("--compression applies to EXR and TIFF sequence outputs only; for "
+                             "a video choose the codec (--codec rawvideo or ffv1 is lossless)")
+        check_encoder_options(request.codec, request.crf, request.preset)
+        check_container(video_path, request.codec)
         named = _extra_labels(request, extras)
         check_outputs(named, video_path, shot, numbers)
         _check_video_output(video_path, request)
@@ -336,6 +350,18 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
         writer = VideoWriter(video_path, request, shot, numbers, extras, colour)
     sweep_temporaries(named, video_path, input_ids(shot.files(shot.frame_numbers)))
     return writer
+
+
+def _check_sequence_options(request: RenderRequest) -> None:
+    """InputError for video encoder settings on a sequence output, or a compression its file
+    format does not take (checked on the main output; the matte and patch keep zip)."""
+    for name, value in (("--crf", request.crf), ("--preset", request.preset)):
+        if value is not None:
+            raise InputError(f"{name} applies to h264 and h265 video outputs only, and "
+                             f"{request.output} is an image sequence; leave {name} out")
+    if request.compression is not None:
+        pattern = sequences.FramePattern.parse(request.output)
+        plates.check_compression(pattern.path(0), request.compression)
 
 
 def _label(request: RenderRequest, option: str) -> str:

@@ -29,6 +29,10 @@ class RenderRequest:
     colorspace: the input's OCIO colour space; None picks a default per format, "none" disables
     conversion. smoothing: landmark smoothing on/off; smoothing_min_cutoff / beta tune it.
     rate: frames per second of a video written from an image sequence (default 24).
+    codec: a video output's codec (io.video.VIDEO_CODECS). crf / preset: x264/x265 rate control
+    for h264 and h265 outputs (None: the defaults, crf 16 / 18 and preset medium).
+    compression: an EXR or TIFF sequence output's compression, as OIIO names it (None: the
+    input plate's, else zip); see io.plates.COMPRESSIONS.
     provenance: what the outputs' metadata says about where things came from: "names" (file
     names and sha256 of the input, sources and models; the default) or "full" (their local
     paths too).
@@ -53,6 +57,9 @@ class RenderRequest:
     conform_vfr: bool = False
     rate: Fraction | None = None
     provenance: str = "names"
+    crf: int | None = None
+    preset: str | None = None
+    compression: str | None = None
 
 
 PROVENANCE_MODES = ("names", "full")

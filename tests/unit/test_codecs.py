@@ -1,0 +1,217 @@
+"""The writers' encoder settings: VideoSink's lossless codecs (rawvideo in .mov, ffv1 in .mkv)
+decode back bit-exactly at 8 and 16 bits and with alpha, x264/x265 take --crf and --preset (and
+nothing else does), and write_plate's compression choices for EXR and TIFF read back with that
+compression and the same pixels (the lossy EXR ones within a tolerance). Small generated frames,
+written and read back directly (PyAV and OIIO)."""
+
+from __future__ import annotations
+
+import dataclasses
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+from facefuse.errors import InputError
+from facefuse.io import plates, video
+from facefuse.io.video_common import PRESETS, check_encoder_options
+from tests.render_media import read_plate_oiio
+
+WIDTH, HEIGHT = 64, 48
+
+
+def _info(path: Path) -> video.VideoInfo:
+    return video.VideoInfo(path=path, frame_count=3, rate=Fraction(24), width=WIDTH,
+                           height=HEIGHT, codec="", pixel_format="", bit_depth=8,
+                           has_alpha=False, timecode=None, audio_streams=0, duration_s=0.125,
+                           variable_frame_rate=False)
+
+
+def _frames(dtype: type, channels: int, count: int = 3) -> list[np.ndarray]:
+    rng = np.random.default_rng(7)
+    high = 65536 if dtype is np.uint16 else 256
+    return [rng.integers(0, high, (HEIGHT, WIDTH, channels)).astype(dtype) for _ in range(count)]
+
+
+def _write(path: Path, codec: str, frames: list[np.ndarray], **options: object) -> None:
+    with video.VideoSink(path, _info(path), codec=codec, **options) as sink:  # type: ignore[arg-type]
+        for frame in frames:
+            sink.write(frame)
+
+
+def _decode(path: Path, packed: str) -> tuple[list[np.ndarray], str, str]:
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        frames = [f.to_ndarray(format=packed) for f in container.decode(stream)]
+        return frames, stream.codec_context.name, stream.codec_context.pix_fmt
+
+
+@pytest.mark.parametrize(("codec", "suffix", "dtype", "channels", "packed", "stored"), [
+    ("rawvideo", ".mov", np.uint8, 3, "bgr24", "bgr24"),
+    ("rawvideo", ".mov", np.uint8, 4, "bgra", "bgra"),
+    ("rawvideo", ".mov", np.uint16, 3, "bgr48le", "rgb48be"),
+    ("ffv1", ".mkv", np.uint8, 3, "bgr24", "bgr0"),
+    ("ffv1", ".mkv", np.uint8, 4, "bgra", "bgra"),
+    ("ffv1", ".mkv", np.uint16, 3, "bgr48le", "gbrp16le"),
+    ("ffv1", ".mkv", np.uint16, 4, "bgra64le", "gbrap16le"),
+])
+def test_lossless_codecs_decode_back_bit_exact(tmp_path: Path, codec: str, suffix: str,
+                                               dtype: type, channels: int, packed: str,
+                                               stored: str) -> None:
+    path = tmp_path / f"out{suffix}"
+    frames = _frames(dtype, channels)
+    _write(path, codec, frames)
+    decoded, name, pix_fmt = _decode(path, packed)
+    assert (name, pix_fmt) == (codec, stored)
+    assert len(decoded) == len(frames)
+    for got, want in zip(decoded, frames):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("size", [(1, 1), (16, 2), (7, 5)])
+def test_ffv1_takes_frames_too_small_for_16_slices(tmp_path: Path,
+                                                  size: tuple[int, int]) -> None:
+    path = tmp_path / "tiny.mkv"
+    width, height = size
+    info = dataclasses.replace(_info(path), width=width, height=height)
+    frame = np.arange(width * height * 3, dtype=np.uint8).reshape(height, width, 3)
+    with video.VideoSink(path, info, codec="ffv1") as sink:
+        sink.write(frame)
+    np.testing.assert_array_equal(_decode(path, "bgr24")[0][0], frame)
+
+
+def test_rawvideo_keeps_alpha_of_a_deep_frame_in_8_bits(tmp_path: Path) -> None:
+    """.mov has no 16-bit RGBA raw tag: alpha wins, in bgra (documented in video_write)."""
+    path = tmp_path / "deep_alpha.mov"
+    frames = _frames(np.uint16, 4, count=1)
+    _write(path, "rawvideo", frames)
+    decoded, _, pix_fmt = _decode(path, "bgra")
+    assert pix_fmt == "bgra"
+    np.testing.assert_array_equal(decoded[0], np.rint(frames[0] / 257.0).astype(np.uint8))
+
+
+@pytest.mark.parametrize(("codec", "suffix", "words"), [
+    ("rawvideo", ".mkv", "Matroska has no native raw RGB"),
+    ("rawvideo", ".mp4", "use .mov"),
+    ("ffv1", ".mov", "does not take FFV1"),
+    ("ffv1", ".mp4", "use .mkv"),
+])
+def test_lossless_codecs_refuse_containers_that_cannot_hold_them(tmp_path: Path, codec: str,
+                                                                 suffix: str, words: str) -> None:
+    path = tmp_path / f"out{suffix}"
+    with pytest.raises(InputError, match=words) as caught:
+        video.VideoSink(path, _info(path), codec=codec)
+    assert "\n" not in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_crf_and_preset_reach_x264(tmp_path: Path) -> None:
+    """The CRF and preset given are the ones x264 used (its own record of its settings, written
+    into the stream), and a higher CRF makes a smaller file."""
+    frames = _frames(np.uint8, 3)
+    sizes = {}
+    for crf, preset in ((16, None), (40, "ultrafast")):
+        path = tmp_path / f"crf{crf}.mkv"
+        _write(path, "h264", frames, quality=crf, preset=preset)
+        sizes[crf] = path.stat().st_size
+        with open(path, "rb") as data:  # x264 writes its options into the stream as SEI text
+            sei = data.read()
+        assert f"crf={crf}.0".encode() in sei
+        assert (b"subme=0" in sei) == (preset == "ultrafast")  # ultrafast: no subpel search
+    assert sizes[40] < sizes[16]
+
+
+@pytest.mark.parametrize(("codec", "crf", "preset", "words"), [
+    ("prores_422", 18, None, "--crf applies to h264 and h265 only"),
+    ("ffv1", None, "fast", "--preset applies to h264 and h265 only"),
+    ("mjpeg", None, "slow", "--preset applies"),
+    ("h264", 52, None, "outside 0..51"),
+    ("h265", -1, None, "outside 0..51"),
+    ("h264", None, "quick", "not an x264/x265 preset"),
+])
+def test_bad_encoder_settings_are_one_sentence_input_errors(codec: str, crf: int | None,
+                                                            preset: str | None,
+                                                            words: str) -> None:
+    with pytest.raises(InputError, match=words) as caught:
+        check_encoder_options(codec, crf, preset)
+    assert "\n" not in str(caught.value)
+
+
+def test_every_preset_and_the_crf_bounds_are_accepted() -> None:
+    for preset in PRESETS:
+        check_encoder_options("h264", 0, preset)
+        check_encoder_options("h265", 51, preset)
+    check_encoder_options("prores_4444", None, None)
+
+
+# --- plate compression -------------------------------------------------------------------------
+
+EXR_LOSSLESS = ("none", "zip", "zips", "piz", "rle", "pxr24")  # pxr24 is exact for half
+EXR_LOSSY = ("b44", "b44a", "dwaa", "dwab")
+TIFF = ("none", "lzw", "zip")
+
+
+def _half_frame() -> np.ndarray:
+    rng = np.random.default_rng(3)
+    smooth = np.linspace(0.0, 1.5, WIDTH * HEIGHT * 3, dtype=np.float32).reshape(HEIGHT, WIDTH, 3)
+    noise = rng.normal(0.0, 0.01, smooth.shape).astype(np.float32)
+    return (smooth + noise).astype(np.float16).astype(np.float32)  # representable in half
+
+
+@pytest.mark.parametrize("name", EXR_LOSSLESS + EXR_LOSSY)
+def test_exr_compressions_read_back_with_their_name_and_pixels(tmp_path: Path,
+                                                               name: str) -> None:
+    frame = _half_frame()
+    path = tmp_path / "f.exr"
+    fmt = plates.with_compression(plates.plate_format_for(path, None, frame), name)
+    plates.check_compression(path, name)
+    plates.write_plate(path, frame, fmt)
+    pixels, spec = read_plate_oiio(path)
+    assert spec.getattribute("compression") == name
+    assert str(spec.format) == "half"
+    rgb = frame[..., ::-1]
+    if name in EXR_LOSSLESS:
+        np.testing.assert_array_equal(pixels, rgb)
+    else:
+        assert name in plates.LOSSY_COMPRESSIONS
+        np.testing.assert_allclose(pixels, rgb, atol=0.06)
+
+
+@pytest.mark.parametrize("name", TIFF)
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_tiff_compressions_read_back_with_their_name_and_exact_pixels(tmp_path: Path,
+                                                                      name: str,
+                                                                      dtype: type) -> None:
+    frame = _frames(dtype, 3, count=1)[0]
+    path = tmp_path / "f.tif"
+    plates.check_compression(path, name)
+    fmt = plates.with_compression(plates.plate_format_for(path, None, frame), name)
+    plates.write_plate(path, frame, fmt)
+    pixels, spec = read_plate_oiio(path)
+    assert spec.getattribute("compression") == name
+    np.testing.assert_array_equal(pixels, frame[..., ::-1])
+
+
+def test_default_compression_is_zip_as_before(tmp_path: Path) -> None:
+    frame = _half_frame()
+    for name in ("f.exr", "f.tif"):
+        path = tmp_path / name
+        fmt = plates.with_compression(plates.plate_format_for(path, None, frame), None)
+        plates.write_plate(path, frame, fmt)
+        assert read_plate_oiio(path)[1].getattribute("compression") == "zip"
+
+
+@pytest.mark.parametrize(("name", "compression", "words"), [
+    ("f.png", "zip", "applies to EXR and TIFF sequences only"),
+    ("f.dpx", "none", "applies to EXR and TIFF sequences only"),
+    ("f.jpg", "none", "applies to EXR and TIFF sequences only"),
+    ("f.exr", "lzw", "not one openexr takes"),
+    ("f.tif", "dwaa", "not one tiff takes"),
+])
+def test_compression_refused_where_the_format_has_no_such_choice(name: str, compression: str,
+                                                                 words: str) -> None:
+    with pytest.raises(InputError, match=words) as caught:
+        plates.check_compression(Path(name), compression)
+    assert "\n" not in str(caught.value)
