@@ -27,13 +27,9 @@ def _manifest() -> Manifest:
 def absent_models(settings: Settings, roles: tuple[str, ...] = ROLES) -> list[tuple[str, str]]:
     """(role, model name) of the manifest models chosen for `roles` that are not on disk."""
     store = ModelStore(_manifest(), default_models_dir(settings.models_dir), offline=True)
-    absent = []
-    for role in roles:
-        name = getattr(settings, role)
-        if name and not _is_path(name) and name in store.manifest.models \
-                and not store.path_for(name).is_file():
-            absent.append((role, name))
-    return absent
+    chosen = {role: getattr(settings, role) for role in roles}
+    missing = {entry.name for entry in store.missing(n for n in chosen.values() if n)}
+    return [(role, name) for role, name in chosen.items() if name in missing]
 
 
 def missing_models(settings: Settings, roles: tuple[str, ...] = ROLES) -> list[str]:
