@@ -345,4 +345,6 @@ def test_swap_creates_its_output_folder(contract_dir: Path, testdata: Path, tmp_
     rc = cli.main(["swap", "-s", str(media / "obama.jpg"), "-t", str(target), "-o", str(output),
                    *models])
     assert rc == ExitCode.OK, capsys.readouterr().err
-    assert output.is_file() and (output.stat().st_mode & 0o777) == files.new_file_mode()
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert output.is_file() and (output.stat().st_mode & 0o777) == 0o666 & ~umask

@@ -40,13 +40,6 @@ _WRITE_REASONS = MappingProxyType({
 })
 
 
-def new_file_mode() -> int:
-    """The mode an ordinary new file gets here (0o666 less the umask); mkstemp's is 0o600."""
-    umask = os.umask(0o022)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
 def host_tag() -> str:
     """8 hex digits naming this host in temporary names."""
     return hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
@@ -111,8 +104,11 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def write_error(path: Path, exc: OSError) -> OutputError:
     """One sentence for an OSError met while writing `path` (disk full, read-only, ...)."""
-    reason = _WRITE_REASONS.get(exc.errno or -1) or exc.strerror or str(exc)
-    return OutputError(f"cannot write {path}: {reason}")
+    return OutputError(f"cannot write {path}: {_reason(exc)}")
+
+
+def _reason(exc: OSError) -> str:
+    return _WRITE_REASONS.get(exc.errno or -1) or exc.strerror or str(exc)
 
 
 def is_write_failure(exc: OSError) -> bool:
@@ -133,8 +129,7 @@ def check_folder_writable(folder: Path) -> None:
         handle, tmp = create_temporary(probe / "facefuse-write-check")
     except OSError as exc:
         where = folder if probe == folder else probe
-        reason = _WRITE_REASONS.get(exc.errno or -1) or exc.strerror or str(exc)
-        raise OutputError(f"the output folder {where} is not writable: {reason}") from exc
+        raise OutputError(f"the output folder {where} is not writable: {_reason(exc)}") from exc
     os.close(handle)
     tmp.unlink(missing_ok=True)
 
@@ -144,8 +139,7 @@ def make_folder(folder: Path) -> None:
     try:
         Path(folder).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        reason = _WRITE_REASONS.get(exc.errno or -1) or exc.strerror or str(exc)
-        raise OutputError(f"the output folder {folder} cannot be created: {reason}") from exc
+        raise OutputError(f"the output folder {folder} cannot be created: {_reason(exc)}") from exc
 
 
 def _pid_alive(pid: int) -> bool:

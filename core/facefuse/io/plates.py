@@ -78,7 +78,6 @@ COMPRESSIONS = MappingProxyType({
     "openexr": ("zip", "none", "zips", "piz", "rle", "pxr24", "b44", "b44a", "dwaa", "dwab"),
     "tiff": ("zip", "none", "lzw"),
 })
-LOSSY_COMPRESSIONS = frozenset({"b44", "b44a", "dwaa", "dwab"})
 # Formats where OIIO stamps the clock time unless told otherwise: left out, so renders repeat
 # byte for byte.
 DATED_FORMATS = frozenset({"tiff", "openexr"})

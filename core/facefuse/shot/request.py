@@ -16,6 +16,9 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ..config import Settings
+from ..errors import InputError
+
+PROVENANCE_MODES = ("names", "full")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,9 +64,10 @@ class RenderRequest:
     preset: str | None = None
     compression: str | None = None
 
-
-PROVENANCE_MODES = ("names", "full")
-PHASES = ("analysis", "swap", "encode")
+    def __post_init__(self) -> None:
+        if self.provenance not in PROVENANCE_MODES:
+            raise InputError(f"provenance {self.provenance!r} is not one of "
+                             f"{', '.join(PROVENANCE_MODES)}")
 
 
 @dataclass(frozen=True, slots=True)
