@@ -8,10 +8,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from facefuse import __version__
 from facefuse.config import Settings
+from facefuse.errors import InputError
 from facefuse.shot.provenance import fingerprint, provenance, settings_record
+from facefuse.shot.request import RenderRequest
 from facefuse.types import SourceIdentity
 
 MODELS = {"detector": "d" * 64, "recogniser": "r" * 64, "swapper": "s" * 64}
@@ -74,3 +77,9 @@ def test_provenance_names_models_identity_settings_input_and_fingerprint():
     assert meta["facefuse:input"] == "shot.mov" and meta["facefuse:fingerprint"] == "f" * 64
     assert json.loads(meta["facefuse:settings"])["selector"] == "one"
     assert all(isinstance(value, str) for value in meta.values())
+
+
+def test_a_request_refuses_an_unknown_provenance_mode():
+    assert RenderRequest(sources=(), input="a.mov", output="b.mov", provenance="full")
+    with pytest.raises(InputError, match="provenance 'paths' is not one of names, full"):
+        RenderRequest(sources=(), input="a.mov", output="b.mov", provenance="paths")

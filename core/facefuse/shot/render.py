@@ -25,7 +25,6 @@ import numpy as np
 from ..cache.hashes import HashMemo
 from ..cache.locking import FileLock, LockWaitCancelled
 from ..color import input_conversion
-from ..errors import InputError
 from ..io.video import DecodeFailure
 from ..models.manifest import ROLES
 from ..pipeline import Pipeline
@@ -36,7 +35,6 @@ from .frames import plan_frames
 from .inputs import ShotInput, open_input
 from .outputs import FrameWriter, Processed, open_writer
 from .request import (
-    PROVENANCE_MODES,
     CancelCheck,
     FrameReport,
     PhaseCallback,
@@ -66,9 +64,6 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
     video file). User errors raise FacefuseError subclasses before any output is written.
     """
     started = time.perf_counter()
-    if request.provenance not in PROVENANCE_MODES:
-        raise InputError(f"provenance {request.provenance!r} is not one of "
-                         f"{', '.join(PROVENANCE_MODES)}")
     shot = open_input(request.input, request.start_number, request.conform_vfr)
     try:
         job = RenderJob(request, shot, on_progress or _ignore, on_phase or _ignore)
