@@ -137,15 +137,20 @@ def test_image_outputs_create_their_folder_only_when_written(tmp_path: Path) -> 
     path = tmp_path / "new" / "deeper" / "o.png"
     images.check_writable_path(path)
     assert not (tmp_path / "new").exists()
-    images.write_image(path, np.zeros((4, 4, 3), np.uint8))
-    assert path.is_file()
+    frame = np.arange(48, dtype=np.uint8).reshape(4, 4, 3)
+    images.write_image(path, frame)
+    np.testing.assert_array_equal(images.read_image(path), frame)
 
 
 def test_a_sequence_output_creates_its_folder_on_the_first_write(tmp_path: Path) -> None:
     out = SequenceOutput(str(tmp_path / "new" / "m.####.exr"), None, channels=("Y",))
     assert not (tmp_path / "new").exists()
-    out.write(1, np.zeros((4, 4, 3), np.float32), {})
-    assert (tmp_path / "new" / "m.0001.exr").is_file()
+    matte = np.linspace(0, 1, 48, dtype=np.float32).reshape(4, 4, 3)
+    matte[..., 1] = matte[..., 2] = matte[..., 0]
+    out.write(1, matte, {"facefuse:fingerprint": "f"})
+    assert out.finished(1, "f")
+    pixels, _ = plates.read_plate(tmp_path / "new" / "m.0001.exr")
+    np.testing.assert_allclose(pixels[..., 0], matte[..., 0], atol=1e-3)
 
 
 # --- aliasing, frame by frame ------------------------------------------------------------------

@@ -84,8 +84,9 @@ class _Resolver:
 
 
 def check_outputs(named: Sequence[tuple[str, NamedOutput]], video_path: Path | None,
-                   shot: ShotInput, numbers: Sequence[int]) -> None:
-    """InputError when an output file would replace an input file, or two outputs one file."""
+                   shot: ShotInput, numbers: Sequence[int]) -> frozenset[FileId]:
+    """InputError when an output file would replace an input file, or two outputs one file.
+    Returns the input files' (device, inode), which the sweep must never remove."""
     inputs = shot.files(shot.frame_numbers)
     resolver = _Resolver()
     input_paths = {resolver.key(path.parent, path.name)[0] for path in inputs}
@@ -113,6 +114,7 @@ def check_outputs(named: Sequence[tuple[str, NamedOutput]], video_path: Path | N
         folder, name = out.folder, out.pattern.name
         for number in numbers:
             claim(label, folder, name(number))
+    return known_ids
 
 
 def check_folders(folders: Sequence[Path]) -> None:

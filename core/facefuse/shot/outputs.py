@@ -34,7 +34,7 @@ from ..io import files, plates, sequences, video
 from ..io.video_common import check_encoder_options
 from ..io.video_write import check_container
 from .inputs import ShotInput
-from .output_checks import check_folders, check_outputs, input_ids, sweep_temporaries
+from .output_checks import check_folders, check_outputs, sweep_temporaries
 from .request import RenderRequest
 
 log = logging.getLogger(__name__)
@@ -324,7 +324,7 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
                                   request.compression)
         named = [(_label(request, "-o"), sequence.main), *_extra_labels(request, extras)]
         try:
-            check_outputs(named, None, shot, numbers)
+            protected = check_outputs(named, None, shot, numbers)
             check_folders([out.folder for _, out in named])
         except BaseException:
             sequence.finish(False)
@@ -344,11 +344,11 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
         check_encoder_options(request.codec, request.crf, request.preset)
         check_container(video_path, request.codec)
         named = _extra_labels(request, extras)
-        check_outputs(named, video_path, shot, numbers)
+        protected = check_outputs(named, video_path, shot, numbers)
         _check_video_output(video_path, request)
         check_folders([video_path.parent, *(out.folder for _, out in named)])
         writer = VideoWriter(video_path, request, shot, numbers, extras, colour)
-    sweep_temporaries(named, video_path, input_ids(shot.files(shot.frame_numbers)))
+    sweep_temporaries(named, video_path, protected)
     return writer
 
 
