@@ -149,6 +149,8 @@ def _tunable_value(props: Any, option: Tunable) -> Any:
     value = getattr(props, option.name)
     if option.kind == "optional-model" and not getattr(props, f"use_{option.name}"):
         return None
+    if option.kind == "choices":  # Blender's set, in the engine's order
+        return tuple(choice for choice in option.choices if choice in value)
     return _model(value) if option.kind in ("model", "optional-model") else value
 
 

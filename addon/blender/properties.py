@@ -122,8 +122,11 @@ def tunable_property(option: Tunable) -> dict[str, Any]:
         switch = BoolProperty(name=f"Use {option.label}", default=option.default is not None,
                               description=f"Use a {option.label.lower()} model")
         return {f"use_{option.name}": switch, option.name: model}
-    if option.kind == "choice":
-        items = tuple((choice, choice.title(), "") for choice in option.choices)
+    if option.kind in ("choice", "choices"):
+        items = tuple((choice, choice.replace("-", " ").title(), "") for choice in option.choices)
+        if option.kind == "choices":  # several at once: a set of the chosen names
+            return {option.name: EnumProperty(items=items, default=set(option.default),
+                                              options={'ENUM_FLAG'}, **text)}
         return {option.name: EnumProperty(items=items, default=option.default, **text)}
     bounds = {"min": option.minimum, "max": option.maximum}
     if option.kind == "int":

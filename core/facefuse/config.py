@@ -14,7 +14,10 @@ from typing import Any
 from .errors import InputError
 
 SELECTORS = ("one", "many", "reference")
-TUNABLE_KINDS = ("model", "optional-model", "choice", "float", "int", "bool")
+# The face regions a parser mask can keep (models/manifest.toml maps them to a parser's classes).
+MASK_REGIONS = ("skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses",
+                "nose", "mouth", "upper-lip", "lower-lip")
+TUNABLE_KINDS = ("model", "optional-model", "choice", "choices", "float", "int", "bool")
 TUNABLE_GROUPS = ("models", "faces", "detection", "mask", "detail")
 
 
@@ -23,7 +26,8 @@ class Tunable:
     """How hosts show one Settings field: `name` is the field, `flag` its command-line switch.
 
     kind: "model" (manifest name or .onnx path), "optional-model" (the same, or None for off),
-    "choice" (one of `choices`), "float", "int" or "bool". group: where panels put it.
+    "choice" (one of `choices`), "choices" (a non-empty tuple of some of `choices`, in their
+    order), "float", "int" or "bool". group: where panels put it.
     minimum/maximum bound floats and ints (inclusive) and are checked by Settings itself.
     suggestion: the model a panel offers when an optional model is switched on.
     """
@@ -70,8 +74,17 @@ class Settings:
                           ".onnx path", "model", "models", "--detector")
     recogniser: str = _tune("arcface_w600k_r50", "Recogniser", "face recognition model: manifest "
                             "name or .onnx path", "model", "models", "--recogniser")
-    swapper: str = _tune("inswapper_128", "Swapper", "face swap model: manifest name or .onnx "
-                         "path", "model", "models", "--swapper")
+    swapper: str = _tune("hyperswap_1a_256", "Swapper", "face swap model: manifest name or "
+                         ".onnx path (see docs/models.md for why hyperswap_1a_256 is the "
+                         "default)", "model", "models", "--swapper")
+    swapper_weight: float = _tune(0.5, "Identity Strength", "how much of the source identity "
+                                  "goes in: 0.5 as the swapper does it, lower keeps more of the "
+                                  "target, higher pushes the source", "float", "models",
+                                  "--swapper-weight", 0.0, 1.0)
+    pixel_boost: int = _tune(0, "Pixel Boost", "swap at this crop size, a multiple of the "
+                             "swapper's own (256, 384, 512 ... for a 128 px swapper; 256, 512 "
+                             "... for 256 px ones), at k*k times the cost; 0: the swapper's own "
+                             "size", "int", "models", "--pixel-boost", 0, 2048)
     enhancer: str | None = _tune(None, "Enhancer", "face restorer: none, a manifest name or an "
                                  ".onnx path", "optional-model", "detail", "--enhancer",
                                  suggestion="gfpgan_1.4")
@@ -91,6 +104,21 @@ class Settings:
     mask_padding: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
     landmark_mask: bool = _tune(False, "Landmark Mask", "also limit the blend to the area around "
                                 "the landmarks", "bool", "mask", "--landmark-mask")
+    occluder: str | None = _tune(None, "Occlusion Mask", "keep what is in front of the target "
+                                 "face (hands, cups, hair) with an occlusion model: none, a "
+                                 "manifest name or an .onnx path", "optional-model", "mask",
+                                 "--occluder", suggestion="xseg_2")
+    parser: str | None = _tune(None, "Region Mask", "swap only the chosen face regions "
+                               "(--mask-regions), found by a face parser: none, a manifest "
+                               "name or an .onnx path", "optional-model", "mask", "--parser",
+                               suggestion="bisenet_resnet_34")
+    mask_regions: tuple[str, ...] = _tune(MASK_REGIONS, "Mask Regions", "the face regions the "
+                                          "region mask keeps, comma-separated: "
+                                          + ",".join(MASK_REGIONS), "choices", "mask",
+                                          "--mask-regions", choices=MASK_REGIONS)
+    mouth_mask: bool = _tune(False, "Mouth Mask", "keep the target's own mouth (the inside of "
+                             "the lips) for speech; needs the region mask's parser", "bool",
+                             "mask", "--mouth-mask")
     enhancer_blend: float = _tune(0.8, "Enhancer Blend", "how much of the enhanced face to keep, "
                                   "0-1", "float", "detail", "--enhancer-blend", 0.0, 1.0)
     codeformer_fidelity: float = _tune(0.5, "CodeFormer Fidelity", "CodeFormer: 0 sharper, 1 "
@@ -122,6 +150,9 @@ def _as_dict(option: Tunable) -> dict[str, Any]:
 
 def _check_value(option: Tunable, value: Any) -> None:
     label = option.label.lower()
+    if option.kind == "choices":
+        _check_choices(option, value)
+        return
     if option.choices and value not in option.choices:
         raise InputError(f"{label} must be one of {', '.join(option.choices)}, not {value!r}")
     if option.minimum is None or option.maximum is None:
@@ -129,3 +160,15 @@ def _check_value(option: Tunable, value: Any) -> None:
     if not option.minimum <= value <= option.maximum:
         bounds = f"{option.minimum:g}..{option.maximum:g}"
         raise InputError(f"{label} must be within {bounds}, not {value}")
+
+
+def _check_choices(option: Tunable, value: Any) -> None:
+    label = option.label.lower()
+    if not isinstance(value, tuple) or not value:
+        raise InputError(f"{label} must name at least one of {', '.join(option.choices)}")
+    unknown = [v for v in value if v not in option.choices]
+    if unknown:
+        raise InputError(f"{label} must be some of {', '.join(option.choices)}, not "
+                         f"{', '.join(map(repr, unknown))}")
+    if len(set(value)) != len(value):
+        raise InputError(f"{label} names a region twice: {', '.join(value)}")

@@ -1,4 +1,8 @@
-"""Soft masks in crop space, float32 (S, S) in [0, 1]. Combined by per-pixel minimum."""
+"""Soft masks in crop space, float32 (S, S) in [0, 1]. Combined by per-pixel minimum.
+
+The box and landmark-hull masks are drawn here; the occlusion and region masks come from mask
+models (facefuse.stages.mask) and get the same post-processing (soften_model_mask).
+"""
 
 from __future__ import annotations
 
@@ -57,6 +61,23 @@ def landmark_hull_mask(kps5_crop: np.ndarray, size_px: int, expand: float = 1.6,
     if blur_px > 0:
         mask = cv2.GaussianBlur(mask, (0, 0), blur_px)
     return np.clip(mask, 0.0, 1.0)
+
+
+MODEL_MASK_SIGMA_PX = 5.0
+
+
+def soften_model_mask(mask: np.ndarray, sigma_px: float = MODEL_MASK_SIGMA_PX) -> np.ndarray:
+    """A mask model's output made soft: Gaussian blur (sigma in crop pixels), clipped to
+    [0.5, 1], then mapped to [0, 1] ((x - 0.5) * 2). A region comes out the size it was (the
+    blur crosses 0.5 on its edge) with a soft inside edge and exact zeros outside."""
+    blurred = cv2.GaussianBlur(np.clip(mask, 0.0, 1.0).astype(np.float32), (0, 0), sigma_px)
+    return ((np.clip(blurred, 0.5, 1.0) - 0.5) * 2.0).astype(np.float32)
+
+
+def keep_out(mask: np.ndarray) -> np.ndarray:
+    """The complement of a softened region mask: 0 where the region is (so the target's own
+    pixels stay there, e.g. the mouth mask), 1 elsewhere."""
+    return (1.0 - np.clip(mask, 0.0, 1.0)).astype(np.float32)
 
 
 def combine_masks(*masks: np.ndarray) -> np.ndarray:

@@ -20,19 +20,24 @@ from .cache.embeddings import EmbeddingCache
 from .cache.hashes import HashMemo, sha256_bytes
 from .cache.layout import CacheLayout
 from .config import Settings
-from .errors import NoFaceError
+from .errors import InputError, NoFaceError
 from .geometry import DisplayConversion
 from .io.images import decode_image, read_image_bytes
-from .masks import box_mask, combine_masks, landmark_hull_mask
+from .masks import box_mask, combine_masks, keep_out, landmark_hull_mask, soften_model_mask
 from .models.manifest import Manifest
 from .paste import paste_into
 from .runtime.loading import DownloadProgress, ModelLoader
 from .selection import largest_face, select_faces
+from .stages import Swapper
+from .stages.boost import boost_factor
+from .stages.swap import NEUTRAL_WEIGHT, blend_identity
 from .timing import StageClock
-from .types import Face, FrameResult, SourceIdentity
+from .types import AlignedCrop, Face, FrameResult, SourceIdentity
 from .vectors import mean_direction
 
 log = logging.getLogger(__name__)
+
+MOUTH_REGIONS = ("mouth",)  # the parser's inside of the lips, which the mouth mask keeps
 
 
 class Pipeline:
@@ -44,6 +49,9 @@ class Pipeline:
 
     def __init__(self, settings: Settings, manifest: Manifest | None = None,
                  on_download: DownloadProgress | None = None) -> None:
+        if settings.mouth_mask and not settings.parser:
+            raise InputError("the mouth mask finds the mouth with the face parser: choose one "
+                             "(--parser bisenet_resnet_34) or switch the mouth mask off")
         self.settings = settings
         self.cache = CacheLayout.at(settings.cache_dir)
         self.hashes = HashMemo(self.cache.hashes)
@@ -150,29 +158,70 @@ class Pipeline:
         clock = clock if clock is not None else StageClock()
         out = frame.copy()
         matte = np.zeros(frame.shape[:2], np.float32) if targets else None
-        latent = self._latent(identity)
         for face in targets:
-            self._swap_face(frame, out, face, latent, matte, clock, colour)
+            self._swap_face(frame, out, face, identity, matte, clock, colour)
             if self.settings.enhancer:
                 with clock.measure("enhance"):
                     self._enhance_face(out, face, colour)
         seen = tuple(faces) if faces is not None else tuple(targets)
         return FrameResult(out, seen, tuple(targets), matte, clock.snapshot())
 
-    def _swap_face(self, frame: np.ndarray, out: np.ndarray, face: Face, latent: np.ndarray,
-                   matte: np.ndarray | None, clock: StageClock,
+    def _swap_face(self, frame: np.ndarray, out: np.ndarray, face: Face,
+                   identity: SourceIdentity, matte: np.ndarray | None, clock: StageClock,
                    colour: DisplayConversion | None) -> None:
-        spec = self.models.load("swapper").family.crop_spec()
+        swapper = self.models.swapper()
         with clock.measure("swap"):
-            crop = geometry.warp_crop(frame, face.kps5, *spec, colour)
-            swapped = self.models.swapper().swap(crop, latent)
+            crop = geometry.warp_crop(frame, face.kps5, swapper.template,
+                                      self._swap_size_px(swapper), colour)
+        with clock.measure("mask"):
+            masks = self._target_masks(crop)
+        with clock.measure("swap"):
+            swapped = swapper.swap(crop, self._face_latent(frame, face, identity, colour))
+        with clock.measure("mask"):
+            masks += self._swapped_masks(replace(crop, image=swapped))
         with clock.measure("paste"):
-            mask = self._swap_mask(crop.size_px, geometry.transform_points(face.kps5,
-                                                                           crop.frame_to_crop))
+            kps5_crop = geometry.transform_points(face.kps5, crop.frame_to_crop)
+            mask = combine_masks(self._swap_mask(crop.size_px, kps5_crop), *masks)
             roi, roi_mask = paste_into(out, swapped, mask, crop.frame_to_crop, colour)
             if matte is not None and not roi.empty:
                 rows, cols = roi.slices()
                 np.maximum(matte[rows, cols], roi_mask, out=matte[rows, cols])
+
+    def _swap_size_px(self, swapper: Swapper) -> int:
+        """The crop size swapped: the model's own, or the pixel-boost size (a multiple of it)."""
+        label = self.models.locate("swapper").label
+        return swapper.size_px * boost_factor(self.settings.pixel_boost, swapper.size_px, label)
+
+    def _target_masks(self, crop: AlignedCrop) -> list[np.ndarray]:
+        """Masks found on the target crop before the swap: occlusion, and the mouth to keep."""
+        masks = []
+        if self.settings.occluder:
+            masks.append(soften_model_mask(self.models.occluder().occlude(crop)))
+        if self.settings.mouth_mask:
+            mouth = self.models.parser().regions(crop, MOUTH_REGIONS)
+            masks.append(keep_out(soften_model_mask(mouth)))
+        return masks
+
+    def _swapped_masks(self, swapped: AlignedCrop) -> list[np.ndarray]:
+        """The region mask, found on the swapped crop (the face the viewer will see)."""
+        if not self.settings.parser:
+            return []
+        regions = self.models.parser().regions(swapped, self.settings.mask_regions)
+        return [soften_model_mask(regions)]
+
+    def _face_latent(self, frame: np.ndarray, face: Face, identity: SourceIdentity,
+                     colour: DisplayConversion | None) -> np.ndarray:
+        """The identity's latent (cached), or at a swapper weight other than 0.5 the latent of
+        the identity blended with this target face's own (see stages.swap.blend_identity); the
+        target's embedding is the face's own when it carries one, else computed here."""
+        if self.settings.swapper_weight == NEUTRAL_WEIGHT:
+            return self._latent(identity)
+        target = face.embedding
+        if target is None:
+            target = self.embed_faces(frame, [face], colour)[0].embedding
+        assert target is not None  # embed_faces always sets it
+        blended = blend_identity(identity.embedding, target, self.settings.swapper_weight)
+        return self.models.swapper().latent(blended)
 
     def _swap_mask(self, size_px: int, kps5_crop: np.ndarray) -> np.ndarray:
         mask = self._box_mask(size_px)

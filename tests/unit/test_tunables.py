@@ -17,7 +17,8 @@ TUNED = {
     "detector": "scrfd_2.5g", "recogniser": "my/recogniser.onnx", "swapper": "other_swapper",
     "enhancer": "gfpgan_1.4", "selector": "many", "similarity": 0.25, "detector_score": 0.35,
     "detector_size_px": 320, "mask_blur": 0.55, "landmark_mask": True, "enhancer_blend": 0.6,
-    "codeformer_fidelity": 0.9,
+    "codeformer_fidelity": 0.9, "swapper_weight": 0.8, "pixel_boost": 512, "occluder": "xseg_3",
+    "parser": "my/parser.onnx", "mask_regions": ("skin", "nose"), "mouth_mask": True,
 }
 
 
@@ -27,6 +28,8 @@ def _argv(values: dict[str, object]) -> list[str]:
         value = values[option.name]
         if option.kind == "bool":
             argv += [option.flag] if value else []
+        elif option.kind == "choices":
+            argv += [option.flag, ", ".join(value)]  # type: ignore[arg-type]
         else:
             argv += [option.flag, str(value)]
     return argv
@@ -54,14 +57,26 @@ def test_the_command_line_turns_every_tunable_into_the_same_setting(command: str
     defaults = settings_from_args(cli.build_parser().parse_args(
         [command, "-s", "a.jpg", *target]))
     assert defaults.enhancer is None and defaults.mask_blur == Settings().mask_blur
+    assert defaults.occluder is None and defaults.parser is None
+    assert defaults.mask_regions == Settings().mask_regions and defaults.swapper_weight == 0.5
 
 
 @pytest.mark.parametrize(("name", "value"), [
     ("mask_blur", 1.5), ("similarity", -2.0), ("enhancer_blend", -0.1),
     ("codeformer_fidelity", 2.0), ("detector_score", 1.01), ("detector_size_px", 64),
-    ("selector", "biggest"),
+    ("selector", "biggest"), ("swapper_weight", 1.2), ("pixel_boost", -128),
+    ("mask_regions", ()), ("mask_regions", ("skin", "ears")), ("mask_regions", ("nose", "nose")),
 ])
 def test_settings_refuse_a_value_outside_its_description(name: str, value: object) -> None:
     label = next(o.label.lower() for o in tunable_options() if o.name == name)
     with pytest.raises(InputError, match=label):
         Settings(**{name: value})  # type: ignore[arg-type]
+
+
+def test_an_unknown_mask_region_on_the_command_line_is_a_usage_error(capsys) -> None:
+    code = cli.main(["swap", "-s", "a.jpg", "-t", "b.png", "-o", "c.png",
+                     "--mask-regions", "skin,ears"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "mask regions must be some of skin" in err and "'ears'" in err
+    assert len(err.strip().splitlines()) == 1

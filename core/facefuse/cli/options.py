@@ -61,11 +61,19 @@ def _add_tunable(p: argparse.ArgumentParser, option: Tunable) -> None:
             raise ValueError(f"{option.name}: a switch must default to off")
         p.add_argument(option.flag, action="store_true", help=option.help)
         return
+    if option.kind == "choices":
+        p.add_argument(option.flag, type=comma_list, default=option.default, help=option.help)
+        return
     kinds: dict[str, type] = {"float": float, "int": int}
     default = "none" if option.kind == "optional-model" and option.default is None \
         else option.default
     p.add_argument(option.flag, type=kinds.get(option.kind, str), default=default,
                    choices=option.choices or None, help=option.help)
+
+
+def comma_list(text: str) -> tuple[str, ...]:
+    """"skin, nose" -> ("skin", "nose"); Settings checks the names."""
+    return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
 def tunable_values(args: argparse.Namespace) -> dict[str, Any]:

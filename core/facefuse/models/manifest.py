@@ -4,9 +4,14 @@ Schema (version 1):
     schema_version = 1
     [families.<name>]   role, class, input_size = [w, h], template, colour ("rgb"|"bgr"),
                         mean, std, inputs = [{names = [...], shape = [...]}], outputs = [...]
-                        (a shape entry is an int, or a string naming a free dimension)
+                        (a shape entry is an int, or a string naming a free dimension);
+                        optional: channel_mean / channel_std = [a, b, c] (per channel, in the
+                        family's colour order, on the 0..255 scale; they replace mean / std for
+                        crop stages), dims = {name = [allowed sizes]} (the values a named
+                        dimension may take), classes = {name = index} (a parser's class map)
     [[models]]          name, family, file, urls = [...], sha256, bytes, licence, precision,
-                        optional archive = {url, sha256, bytes, member} for files inside a zip
+                        optional archive = {url, sha256, bytes, member} for files inside a zip,
+                        optional unconfirmed = "why" for a record only one public source gives
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from types import MappingProxyType
@@ -23,7 +28,9 @@ from typing import Any
 from ..errors import ModelError
 
 SCHEMA_VERSION = 1
-ROLES = ("detector", "recogniser", "swapper", "enhancer")
+ROLES = ("detector", "recogniser", "swapper", "enhancer", "occluder", "parser")
+# Roles a Settings object may leave unset (None: that stage does not run).
+OPTIONAL_ROLES = ("enhancer", "occluder", "parser")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +43,12 @@ class TensorSpec:
 
 @dataclass(frozen=True, slots=True)
 class Family:
-    """A model family: what its inputs and outputs look like and how to feed it."""
+    """A model family: what its inputs and outputs look like and how to feed it.
+
+    channel_mean / channel_std: per-channel normalisation in the family's colour order (0..255
+    scale), empty when the scalar mean / std apply to every channel. dims: the values a named
+    dimension of the contract may take (e.g. a swapper's crop "size"). classes: a parser's class
+    indices by region name."""
 
     name: str
     role: str
@@ -48,6 +60,16 @@ class Family:
     std: float
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
+    channel_mean: tuple[float, ...] = ()
+    channel_std: tuple[float, ...] = ()
+    dims: Mapping[str, tuple[int, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    classes: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    def normalisation(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """(mean, std) per channel, in the family's colour order, on the 0..255 scale."""
+        mean = self.channel_mean or (self.mean,) * 3
+        std = self.channel_std or (self.std,) * 3
+        return mean, std
 
     def crop_spec(self) -> tuple[str, int]:
         """(template, crop size in px) for families that work on aligned crops."""
@@ -79,6 +101,7 @@ class ModelEntry:
     licence: str
     precision: str
     archive: ArchiveMember | None = None
+    unconfirmed: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,9 +167,22 @@ def _family(name: str, raw: dict[str, Any], path: Path) -> Family:
             template=raw.get("template"), colour=raw.get("colour", "rgb"),
             mean=float(raw.get("mean", 0.0)), std=float(raw.get("std", 1.0)),
             inputs=_specs(raw["inputs"]), outputs=_specs(raw.get("outputs", [])),
+            channel_mean=_channels(raw, "channel_mean", name, path),
+            channel_std=_channels(raw, "channel_std", name, path),
+            dims=MappingProxyType({str(k): tuple(int(v) for v in values)
+                                   for k, values in raw.get("dims", {}).items()}),
+            classes=MappingProxyType({str(k): int(v) for k, v in raw.get("classes", {}).items()}),
         )
     except KeyError as exc:
         raise ModelError(f"{path}: family {name} lacks the field {exc.args[0]!r}") from exc
+
+
+def _channels(raw: dict[str, Any], key: str, name: str, path: Path) -> tuple[float, ...]:
+    values = tuple(float(v) for v in raw.get(key, ()))
+    if values and len(values) != 3:
+        raise ModelError(f"{path}: family {name} gives {len(values)} values for {key}; "
+                         "it takes one per colour channel (3)")
+    return values
 
 
 def _model_fields(raw: dict[str, Any], path: Path) -> ModelEntry:
@@ -159,6 +195,7 @@ def _model_fields(raw: dict[str, Any], path: Path) -> ModelEntry:
             precision=raw.get("precision", "fp32"),
             archive=ArchiveMember(archive["url"], archive["sha256"].lower(),
                                   int(archive["bytes"]), archive["member"]) if archive else None,
+            unconfirmed=str(raw.get("unconfirmed", "")),
         )
     except KeyError as exc:
         raise ModelError(f"{path}: a model entry lacks the field {exc.args[0]!r}") from exc

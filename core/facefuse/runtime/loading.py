@@ -15,9 +15,19 @@ from typing import cast
 
 from ..cache.hashes import HashMemo
 from ..config import Settings
-from ..models.manifest import ROLES, Family, Manifest, load_manifest
+from ..models.manifest import OPTIONAL_ROLES, ROLES, Family, Manifest, load_manifest
 from ..models.store import LocatedModel, ModelStore, default_models_dir, offline_from_env
-from ..stages import FAMILY_CLASSES, Detector, Embedder, ModelFile, Restorer, Stage, Swapper
+from ..stages import (
+    FAMILY_CLASSES,
+    Detector,
+    Embedder,
+    ModelFile,
+    Occluder,
+    Parser,
+    Restorer,
+    Stage,
+    Swapper,
+)
 from .sessions import SessionPool, resolve_providers
 from .signature import Signature, pick_family, require
 
@@ -37,7 +47,8 @@ class LoadedModel:
 
 
 class ModelLoader:
-    """The models a Settings object names, by role (detector, recogniser, swapper, enhancer).
+    """The models a Settings object names, by role (detector, recogniser, swapper, and the
+    optional enhancer, occluder and parser: see models.manifest.ROLES).
 
     hashes: where the sha256 of a user's own model files is remembered (by size and mtime).
     """
@@ -58,8 +69,9 @@ class ModelLoader:
 
     def option(self, role: str) -> str:
         """The settings' model name or path for `role`; ValueError when none is configured."""
-        option = {"detector": self.settings.detector, "recogniser": self.settings.recogniser,
-                  "swapper": self.settings.swapper, "enhancer": self.settings.enhancer}[role]
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
+        option: str | None = getattr(self.settings, role)
         if option is None:
             raise ValueError(f"no {role} is configured")
         return option
@@ -100,6 +112,12 @@ class ModelLoader:
     def restorer(self) -> Restorer:
         return cast(Restorer, self.load("enhancer").stage)
 
+    def occluder(self) -> Occluder:
+        return cast(Occluder, self.load("occluder").stage)
+
+    def parser(self) -> Parser:
+        return cast(Parser, self.load("parser").stage)
+
     def _family_for(self, role: str, located: LocatedModel, signature: Signature) -> Family:
         if located.entry is not None:
             family = self.manifest.families[located.entry.family]
@@ -109,7 +127,9 @@ class ModelLoader:
 
     def sha256(self, role: str) -> str:
         """The sha256 of the role's model file: from the manifest, or hashed once (remembered by
-        size and mtime) for a user's own file."""
+        size and mtime) for a user's own file; "" for an optional role the settings leave off."""
+        if role in OPTIONAL_ROLES and getattr(self.settings, role) is None:
+            return ""
         located = self.locate(role)
         if located.entry is not None:
             return located.entry.sha256

@@ -6,13 +6,15 @@ model given for the wrong role fails with a typed error instead of a shape error
 
 Shape rules: an int in the contract must equal the model's dim, unless the model leaves that dim
 dynamic (a string or None from ONNX Runtime); a string in the contract is a free dim; "..." as the
-first entry matches any number of leading dims (none included).
+first entry matches any number of leading dims (none included). A name used in several places of
+a family's contract must take one value across the model's fixed dims, and when the family's
+`dims` table lists values for a name, the model's fixed dim must be one of them.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -78,8 +80,61 @@ def check(signature: Signature, family: Family) -> list[str]:
     """
     inputs_by_name = len(family.inputs) > 1 and all(spec.names for spec in family.inputs)
     outputs_by_name = bool(family.outputs) and all(spec.names for spec in family.outputs)
-    return (_compare("input", signature.inputs, family.inputs, inputs_by_name)
-            + _compare("output", signature.outputs, family.outputs, outputs_by_name))
+    differences = (_compare("input", signature.inputs, family.inputs, inputs_by_name)
+                   + _compare("output", signature.outputs, family.outputs, outputs_by_name))
+    if differences:
+        return differences
+    pairs = (_pairs(signature.inputs, family.inputs, inputs_by_name)
+             + _pairs(signature.outputs, family.outputs, outputs_by_name))
+    return _named_dim_problems(pairs, family.dims)
+
+
+def named_dims(signature: Signature, family: Family) -> dict[str, int]:
+    """The values the model fixes for the contract's named dims (e.g. {"size": 256}); names the
+    model leaves dynamic are absent. Call it on a signature that passed check()."""
+    inputs_by_name = len(family.inputs) > 1 and all(spec.names for spec in family.inputs)
+    outputs_by_name = bool(family.outputs) and all(spec.names for spec in family.outputs)
+    pairs = (_pairs(signature.inputs, family.inputs, inputs_by_name)
+             + _pairs(signature.outputs, family.outputs, outputs_by_name))
+    return {name: min(values) for name, values in _bindings(pairs).items()}
+
+
+def _pairs(actual: tuple[TensorInfo, ...], specs: tuple[TensorSpec, ...],
+           by_name: bool) -> list[tuple[TensorInfo, TensorSpec]]:
+    """Each contract spec with the model tensor it was matched to (see check)."""
+    if not by_name:
+        return list(zip(actual, specs))
+    found = {info.name: info for info in actual}
+    matched = ((next((found[n] for n in spec.names if n in found), None), spec) for spec in specs)
+    return [(info, spec) for info, spec in matched if info is not None]
+
+
+def _bindings(pairs: list[tuple[TensorInfo, TensorSpec]]) -> dict[str, set[int]]:
+    bound: dict[str, set[int]] = {}
+    for info, spec in pairs:
+        expected = tuple(spec.shape)
+        if expected and expected[0] == ELLIPSIS:
+            expected = expected[1:]
+            actual = info.shape[len(info.shape) - len(expected):] if expected else ()
+        else:
+            actual = info.shape
+        for dim, want in zip(actual, expected):
+            if isinstance(want, str) and isinstance(dim, int):
+                bound.setdefault(want, set()).add(dim)
+    return bound
+
+
+def _named_dim_problems(pairs: list[tuple[TensorInfo, TensorSpec]],
+                        allowed: Mapping[str, tuple[int, ...]]) -> list[str]:
+    problems = []
+    for name, values in sorted(_bindings(pairs).items()):
+        if len(values) > 1:
+            shown = " and ".join(str(v) for v in sorted(values))
+            problems.append(f"dimension '{name}' must take one value but is {shown}")
+        elif name in allowed and not values <= set(allowed[name]):
+            choices = ", ".join(str(v) for v in allowed[name])
+            problems.append(f"dimension '{name}' is {min(values)}, expected one of {choices}")
+    return problems
 
 
 def require(signature: Signature, family: Family, model_label: str) -> None:

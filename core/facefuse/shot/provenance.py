@@ -24,7 +24,7 @@ NOT_PIXEL_SETTINGS = frozenset({"providers", "models_dir", "cache_dir", "offline
 # Settings named by path: the fingerprint takes their contents' sha256 instead, so farm
 # machines that mount the same files at other paths still recognise finished frames.
 BY_CONTENT_SETTINGS = frozenset({"detector", "recogniser", "swapper", "enhancer",
-                                 "reference_images"})
+                                 "reference_images", "occluder", "parser"})
 
 
 def settings_record(settings: Settings, portable: bool = False,

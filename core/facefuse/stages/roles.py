@@ -1,4 +1,4 @@
-"""The four stage roles as typing Protocols, and how a stage class builds itself.
+"""The stage roles as typing Protocols, and how a stage class builds itself.
 
 Every stage class (one per model family, see FAMILY_CLASSES) has a `build` classmethod taking
 the session, the manifest family, the Settings and the model file, and picks from the settings
@@ -61,6 +61,16 @@ class Embedder(Protocol):
 
 
 class Swapper(Protocol):
+    @property
+    def template(self) -> str:
+        """The warp template of the target crop."""
+        ...
+
+    @property
+    def size_px(self) -> int:
+        """The model's own crop size; crops of a multiple of it are swapped by pixel boost."""
+        ...
+
     def latent(self, embedding: np.ndarray) -> np.ndarray:
         """The source input the model takes for an identity embedding."""
         ...
@@ -73,4 +83,16 @@ class Swapper(Protocol):
 class Restorer(Protocol):
     def enhance(self, crop: AlignedCrop) -> np.ndarray:
         """The restored crop: float32 BGR 0..255 (S, S, 3)."""
+        ...
+
+
+class Occluder(Protocol):
+    def occlude(self, crop: AlignedCrop) -> np.ndarray:
+        """float32 (S, S) in [0, 1]: 1 where the face in the crop is visible, 0 occluded."""
+        ...
+
+
+class Parser(Protocol):
+    def regions(self, crop: AlignedCrop, regions: Sequence[str]) -> np.ndarray:
+        """float32 (S, S) in [0, 1]: 1 where the crop shows one of the named face regions."""
         ...

@@ -1,8 +1,14 @@
-"""Face swapping (inswapper family): target crop + source identity latent -> swapped crop.
+"""Face swapping: target crop + source identity latent -> swapped crop (one class per family).
 
-The swapper takes the aligned *target* crop (arcface_128 template, 128 px, float32 BGR 0..255, see
-facefuse.types) and a (1, 512) *latent* computed from the source's L2-normalised ArcFace embedding
-and the model's "emap" matrix, which inswapper stores as its LAST graph initializer.
+Every swapper takes the aligned *target* crop (its family's template at the model's own size,
+float32 BGR 0..255, see facefuse.types) on the input "target" and a (1, 512) *latent* on "source",
+and returns the swapped crop as its first output. The families differ in the latent and the
+normalisation:
+- inswapper: latent = the source's L2-normalised ArcFace embedding @ the model's "emap" matrix,
+  which inswapper stores as its LAST graph initializer; crop x / 255, output [0, 1].
+- hyperswap: latent = the L2-normalised embedding itself; crop and output in [-1, 1].
+A crop of k times the model's size is swapped by pixel boost (stages.boost): k*k runs, batched
+into one when the model's batch dimension is free.
 """
 
 from __future__ import annotations
@@ -24,13 +30,37 @@ from ..io.files import atomic_write_bytes
 from ..models.manifest import Family
 from ..types import AlignedCrop
 from ..vectors import l2_normalise
+from .boost import merge_phases, split_phases
 from .roles import ModelFile
-from .tensors import check_crop_size, crops_to_nchw, input_dtype, nchw_to_crop
+from .tensors import crops_to_nchw, input_dtype, nchw_to_crops
 
 log = logging.getLogger(__name__)
 
 TARGET_INPUT = "target"
 SOURCE_INPUT = "source"
+NEUTRAL_WEIGHT = 0.5  # the swapper weight that leaves the source identity as it is
+WEIGHT_SPAN = 0.35  # weight 0 mixes in this much of the target, weight 1 pushes as far away
+
+
+def blend_identity(source: np.ndarray, target: np.ndarray, weight: float) -> np.ndarray:
+    """The identity embedding a swapper weight asks for: float32 (D,).
+
+    source' = source * (1 - k) + normalised(target) * k, with k going linearly from 0.35 at
+    weight 0 (more of the target's own identity) through 0 at weight 0.5 (the source unchanged)
+    to -0.35 at weight 1 (pushed away from the target). source: the identity's (D,) embedding;
+    target: the target face's (D,) embedding, any scale.
+    """
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"the swapper weight must be within 0..1, not {weight}")
+    k = WEIGHT_SPAN * (1.0 - 2.0 * float(weight))
+    source_vector = np.asarray(source, dtype=np.float64).reshape(-1)
+    target_vector = l2_normalise(np.asarray(target, dtype=np.float32).reshape(-1))
+    if source_vector.shape != target_vector.shape:
+        raise ModelContractError(f"the target face's embedding has {target_vector.shape[0]} "
+                                 f"values and the source's {source_vector.shape[0]}; both must "
+                                 "come from the same recogniser")
+    blended = source_vector * (1.0 - k) + target_vector.astype(np.float64) * k
+    return blended.astype(np.float32)
 
 
 def read_emap(model_path: Path | str) -> np.ndarray:
@@ -133,21 +163,91 @@ def source_latent(embedding: np.ndarray, emap: np.ndarray, normalise: bool = Tru
     return latent.reshape(1, -1).astype(np.float32)
 
 
-class InswapperSwapper:
-    """One inswapper session (fp32 or fp16 twin), its family's numbers and its emap matrix."""
+class CropSwapper:
+    """What every swapper family shares: one session, the model's crop size, pixel boost and
+    batching. Subclasses say how an identity embedding becomes the model's source input."""
+
+    def __init__(self, session: ort.InferenceSession, family: Family) -> None:
+        nodes = {node.name: node for node in session.get_inputs()}
+        if not {TARGET_INPUT, SOURCE_INPUT} <= set(nodes):
+            raise ModelContractError(f"the swapper model's inputs are {sorted(nodes)}; a "
+                                     f"{family.name} model takes {TARGET_INPUT!r} and "
+                                     f"{SOURCE_INPUT!r}")
+        self.session = session
+        self.family = family
+        self.size_px = _fixed_size(nodes[TARGET_INPUT].shape, family)
+        width = (nodes[SOURCE_INPUT].shape or [None])[-1]
+        self.source_width = width if isinstance(width, int) else None
+        self.batch_is_dynamic = all(not isinstance(nodes[name].shape[0], int)
+                                    for name in (TARGET_INPUT, SOURCE_INPUT))
+        log.debug("%s swapper: %d px crops, inputs %s, batch %s", family.name, self.size_px,
+                  ", ".join(f"{n.name} {n.shape} {n.type}" for n in session.get_inputs()),
+                  "free" if self.batch_is_dynamic else "fixed")
+
+    @property
+    def template(self) -> str:
+        """The warp template the target crop is made on."""
+        template, _ = self.family.crop_spec()
+        return template
+
+    def latent(self, embedding: np.ndarray) -> np.ndarray:
+        """The (1, W) float32 source input for an identity embedding."""
+        raise NotImplementedError
+
+    def swap(self, crop: AlignedCrop, latent: np.ndarray) -> np.ndarray:
+        """The target crop with the source identity: float32 BGR 0..255 (S, S, 3), clipped.
+
+        crop: AlignedCrop on the family's template, S = k * size_px (k > 1: pixel boost, k*k
+        phase-shifted sub-images swapped with the same latent and re-interleaved).
+        latent: (1, W) from latent().
+        """
+        if crop.image.shape[0] % self.size_px or crop.image.shape[:2] != (crop.size_px,) * 2:
+            raise ValueError(f"crop is {crop.image.shape[1]}x{crop.image.shape[0]} px; this "
+                             f"{self.family.name} model takes {self.size_px} px crops or "
+                             "multiples of that (pixel boost)")
+        k = crop.image.shape[0] // self.size_px
+        if k == 1:
+            return self.swap_many(crop.image[None], latent)[0]
+        return merge_phases(self.swap_many(split_phases(crop.image, k), latent), k)
+
+    def swap_many(self, images: np.ndarray, latent: np.ndarray) -> np.ndarray:
+        """Swap (N, S, S, 3) crops of the model's size with one latent: (N, S, S, 3), one run
+        when the model's batch dimension is free, else one run per crop."""
+        if self.batch_is_dynamic or len(images) == 1:
+            return self._run(images, latent)
+        return np.concatenate([self._run(image[None], latent) for image in images])
+
+    def _run(self, images: np.ndarray, latent: np.ndarray) -> np.ndarray:
+        dtypes = {node.name: input_dtype(node) for node in self.session.get_inputs()}
+        source = np.repeat(np.asarray(latent, dtype=np.float32).reshape(1, -1), len(images), 0)
+        feeds = {TARGET_INPUT: crops_to_nchw(images, self.family).astype(dtypes[TARGET_INPUT]),
+                 SOURCE_INPUT: source.astype(dtypes[SOURCE_INPUT])}
+        output_name = self.session.get_outputs()[0].name
+        (output,) = self.session.run([output_name], feeds)
+        return nchw_to_crops(output, self.family)
+
+
+def _fixed_size(shape: Any, family: Family) -> int:
+    """The square crop size a target input (1, 3, H, W) fixes, else the family's input size."""
+    dims = list(shape or ())[-2:]
+    if len(dims) == 2 and all(isinstance(d, int) and d > 0 for d in dims):
+        if dims[0] != dims[1]:
+            raise ModelContractError(f"the swapper's target input is {dims[1]}x{dims[0]}; "
+                                     "swappers take square crops")
+        return int(dims[0])
+    _, size = family.crop_spec()
+    return size
+
+
+class InswapperSwapper(CropSwapper):
+    """One inswapper session (fp32 or fp16 twin, any crop size of its family) and its emap."""
 
     def __init__(self, session: ort.InferenceSession, family: Family, emap: np.ndarray,
                  normalise_latent: bool = True) -> None:
-        names = {node.name for node in session.get_inputs()}
-        if not {TARGET_INPUT, SOURCE_INPUT} <= names:
-            raise ModelContractError(f"the swapper model's inputs are {sorted(names)}; an "
-                                     f"inswapper model takes {TARGET_INPUT!r} and {SOURCE_INPUT!r}")
-        self.session = session
-        self.family = family
+        super().__init__(session, family)
         self.emap = emap
         self.normalise_latent = normalise_latent
-        log.debug("inswapper inputs: %s; latent normalised: %s",
-                  ", ".join(f"{n.name} {n.type}" for n in session.get_inputs()), normalise_latent)
+        log.debug("inswapper latent normalised: %s", normalise_latent)
 
     @classmethod
     def build(cls, session: Any, family: Family, settings: Settings, model: ModelFile) -> Self:
@@ -158,20 +258,20 @@ class InswapperSwapper:
         """The (1, W) float32 source latent for a source embedding (see source_latent)."""
         return source_latent(embedding, self.emap, self.normalise_latent)
 
-    def swap(self, crop: AlignedCrop, latent: np.ndarray) -> np.ndarray:
-        """The target crop with the source identity: float32 BGR 0..255 (S, S, 3), clipped.
 
-        crop: AlignedCrop of the family's size on its template. latent: (1, W) from latent().
-        """
-        check_crop_size(crop.image, self.family)
-        feeds = self._feeds(crops_to_nchw(crop.image, self.family), latent)
-        output_name = self.session.get_outputs()[0].name
-        (output,) = self.session.run([output_name], feeds)
-        return nchw_to_crop(output, self.family)
+class HyperswapSwapper(CropSwapper):
+    """One HyperSwap session (1a, 1b, 1c): the source input is the normalised embedding."""
 
-    def _feeds(self, target: np.ndarray, latent: np.ndarray) -> dict[str, np.ndarray]:
-        """Inputs by name, each cast to the float type the session declares for it."""
-        dtypes = {node.name: input_dtype(node) for node in self.session.get_inputs()}
-        source = np.asarray(latent, dtype=np.float32).reshape(1, -1)
-        return {TARGET_INPUT: target.astype(dtypes[TARGET_INPUT]),
-                SOURCE_INPUT: source.astype(dtypes[SOURCE_INPUT])}
+    @classmethod
+    def build(cls, session: Any, family: Family, settings: Settings, model: ModelFile) -> Self:
+        return cls(session, family)
+
+    def latent(self, embedding: np.ndarray) -> np.ndarray:
+        """The L2-normalised embedding as float32 (1, W); W must be the source input's width."""
+        vector = l2_normalise(np.asarray(embedding, dtype=np.float32).reshape(-1))
+        width = self.source_width
+        if width is not None and vector.shape[0] != width:
+            raise ModelContractError(
+                f"the source embedding has {vector.shape[0]} values but the swapper takes "
+                f"{width}; use a recogniser with {width}-d embeddings (ArcFace)")
+        return vector.reshape(1, -1).astype(np.float32)

@@ -1,8 +1,9 @@
 """Crop <-> model tensor conversions shared by the crop-based stages (embed, swap, enhance).
 
-A family's `mean` and `std` define both directions: the model input is (x - mean) / std of the
-crop in the family's colour order, and an image-valued model output in that same normalised
-space maps back to crop pixels with x * std + mean.
+A family's `mean` and `std` (or its per-channel `channel_mean` / `channel_std`, see
+Family.normalisation) define both directions: the model input is (x - mean) / std of the crop in
+the family's colour order, and an image-valued model output in that same normalised space maps
+back to crop pixels with x * std + mean.
 """
 
 from __future__ import annotations
@@ -31,13 +32,19 @@ def input_dtype(node: ort.NodeArg) -> type[np.floating]:
 def crops_to_nchw(crops_bgr_0_255: np.ndarray, family: Family) -> np.ndarray:
     """Crop(s) float32 BGR 0..255, (S, S, 3) or (N, S, S, 3) -> float32 NCHW (1 or N, 3, S, S)
     in family.colour order, normalised as (x - family.mean) / family.std."""
+    return np.ascontiguousarray(crops_to_nhwc(crops_bgr_0_255, family).transpose(0, 3, 1, 2))
+
+
+def crops_to_nhwc(crops_bgr_0_255: np.ndarray, family: Family) -> np.ndarray:
+    """Crop(s) float32 BGR 0..255, (S, S, 3) or (N, S, S, 3) -> float32 NHWC (1 or N, S, S, 3)
+    in family.colour order, normalised per channel as (x - mean) / std."""
     pixels = np.asarray(crops_bgr_0_255, dtype=np.float32)
     if pixels.ndim == 3:
         pixels = pixels[None]
     if family.colour == "rgb":
         pixels = pixels[..., ::-1]
-    scaled = (pixels - np.float32(family.mean)) / np.float32(family.std)
-    return np.ascontiguousarray(scaled.transpose(0, 3, 1, 2), dtype=np.float32)
+    mean, std = (np.asarray(v, dtype=np.float32) for v in family.normalisation())
+    return np.ascontiguousarray((pixels - mean) / std, dtype=np.float32)
 
 
 def nchw_to_crop(output: np.ndarray, family: Family) -> np.ndarray:
@@ -45,10 +52,17 @@ def nchw_to_crop(output: np.ndarray, family: Family) -> np.ndarray:
     BGR 0..255 (S, S, 3): x * std + mean, clipped to 0..255 (inswapper: [0, 1] -> x * 255;
     GFPGAN/CodeFormer/GPEN: [-1, 1] -> (x + 1) * 127.5)."""
     planes = np.asarray(output, dtype=np.float32)
-    pixels = planes.reshape(planes.shape[-3:]).transpose(1, 2, 0)
+    return nchw_to_crops(planes.reshape((1, *planes.shape[-3:])), family)[0]
+
+
+def nchw_to_crops(output: np.ndarray, family: Family) -> np.ndarray:
+    """An image batch (N, 3, S, S) in the family's normalised space -> float32 BGR 0..255
+    (N, S, S, 3), as nchw_to_crop does for one."""
+    pixels = np.asarray(output, dtype=np.float32).transpose(0, 2, 3, 1)
+    mean, std = (np.asarray(v, dtype=np.float32) for v in family.normalisation())
+    values = pixels * std + mean
     if family.colour == "rgb":
-        pixels = pixels[..., ::-1]
-    values = pixels * np.float32(family.std) + np.float32(family.mean)
+        values = values[..., ::-1]
     return np.ascontiguousarray(np.clip(values, 0.0, 255.0), dtype=np.float32)
 
 
