@@ -6,7 +6,14 @@ the signature checks treat them as the real thing, while the pixels they produce
 exactly:
 
     identity_swapper(path, emap)        inswapper I/O; output = target; last initializer = emap
+                                        (size: 128, 256 or 512 px; batch: 1 or a free name)
     colour_swapper(path, emap, gain)    inswapper I/O; output = flat expected_colour_rgb(source)
+    hyperswap_identity(path)            HyperSwap I/O ("output", "mask"); output = target
+    hyperswap_colour(path, gain)        HyperSwap I/O; output = flat expected_hyperswap_rgb(source)
+    xseg_rectangle(path, rect)          XSeg I/O; mask 1 except 0 inside a rectangle
+    xseg_channel(path, channel)         XSeg I/O; mask = the fed NHWC input's channel
+    bisenet_labels(path, labels)        BiSeNet I/O; class scores peak on a given 64x64 label map
+    bisenet_threshold(path)             BiSeNet I/O; class 1 where the fed channel 0 is > 0
     identity_restorer(path)             GFPGAN/GPEN I/O; output = input
     codeformer_contract(path)           CodeFormer I/O; output = input * weight
     contract_recogniser(path, dim)      ArcFace I/O; output = projection of 4x4 block means
@@ -81,12 +88,12 @@ def _model(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto],
                              producer_name="facefuse-tests")
 
 
-def _swapper_io(dtype: str) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
+def _swapper_io(dtype: str, size: int = SWAP_SIZE_PX, batch: int | str = 1
+                ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
     elem = _ELEM[dtype]
-    size = SWAP_SIZE_PX
-    inputs = [helper.make_tensor_value_info("target", elem, [1, 3, size, size]),
-              helper.make_tensor_value_info("source", elem, [1, LATENT_WIDTH])]
-    return inputs, [helper.make_tensor_value_info("output", elem, [1, 3, size, size])]
+    inputs = [helper.make_tensor_value_info("target", elem, [batch, 3, size, size]),
+              helper.make_tensor_value_info("source", elem, [batch, LATENT_WIDTH])]
+    return inputs, [helper.make_tensor_value_info("output", elem, [batch, 3, size, size])]
 
 
 def _float_inputs() -> list[onnx.NodeProto]:
@@ -119,14 +126,17 @@ def _swapper_initializers(emap: np.ndarray | None, dtype: str,
 
 
 def identity_swapper(path: Path | str, emap: np.ndarray | None = None,
-                     dtype: str = "float32") -> Path:
+                     dtype: str = "float32", size: int = SWAP_SIZE_PX,
+                     batch: int | str = 1) -> Path:
     """inswapper I/O (target 1x3x128x128, source 1x512 -> output 1x3x128x128) with
     output = target + 0 * (ReduceSum(source) + ReduceSum(emap)).
 
     emap (default random_orthogonal(512, seed=0)) is the LAST initializer and may have any shape
     (to test the emap check). dtype "float16" builds the fp16 twin: float16 inputs, output, emap.
+    size: the crop size (inswapper-style builds of 256 or 512 px); batch: 1, or a name for a
+    free batch dimension.
     """
-    inputs, outputs = _swapper_io(dtype)
+    inputs, outputs = _swapper_io(dtype, size, batch)
     body = [*_float_inputs(), *_zero_from_source(),
             helper.make_node("Add", ["target_f", "zero"], ["result"]),
             helper.make_node("Cast", ["result"], ["output"], to=_ELEM[dtype])]
@@ -155,6 +165,153 @@ def colour_swapper(path: Path | str, emap: np.ndarray | None = None,
             _output_cast("result")]
     inits = _swapper_initializers(emap, "float32", consts)
     return _save(_model(body, inputs, outputs, inits, "colour_swapper"), path)
+
+
+def expected_hyperswap_rgb(latent: np.ndarray, gain: float = COLOUR_GAIN) -> np.ndarray:
+    """The flat colour hyperswap_colour paints for a (1, 512) source: float64 (3,) RGB on the
+    0..255 scale, channel c = (tanh(gain * source[c]) + 1) * 127.5 (its [-1, 1] output
+    de-normalised with mean and std 0.5)."""
+    first = np.asarray(latent, dtype=np.float64).reshape(-1)[:3]
+    return (np.tanh(gain * first) + 1.0) * 127.5
+
+
+def _hyperswap_io(size: int, batch: int | str
+                  ) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
+    inputs, (output,) = _swapper_io("float32", size, batch)
+    mask = helper.make_tensor_value_info("mask", TensorProto.FLOAT, [batch, 1, size, size])
+    return inputs, [output, mask]
+
+
+def _hyperswap_mask() -> list[onnx.NodeProto]:
+    """'mask' = 1 everywhere, (batch, 1, S, S), computed from the target (so its shape follows)."""
+    return [helper.make_node("ReduceMean", ["target_f"], ["plane"], axes=[1], keepdims=1),
+            helper.make_node("Mul", ["plane", "zero_const"], ["plane0"]),
+            helper.make_node("Add", ["plane0", "one_const"], ["mask"])]
+
+
+def _hyperswap_consts(extra: list[onnx.TensorProto]) -> list[onnx.TensorProto]:
+    return [numpy_helper.from_array(np.array(0.0, np.float32), "zero_const"),
+            numpy_helper.from_array(np.array(1.0, np.float32), "one_const"), *extra]
+
+
+def _source_zero() -> list[onnx.NodeProto]:
+    """'zero' = 0 * ReduceSum(source_f): a scalar 0 that depends on the fed source."""
+    return [helper.make_node("ReduceSum", ["source_f"], ["source_total"], keepdims=0),
+            helper.make_node("Mul", ["source_total", "zero_const"], ["zero"])]
+
+
+def hyperswap_identity(path: Path | str, size: int = 256, batch: int | str = 1) -> Path:
+    """HyperSwap I/O (target 1x3xSxS, source 1x512 -> "output" 1x3xSxS, "mask" 1x1xSxS), no
+    emap, with output = target + 0 * ReduceSum(source): with the family's [-1, 1] normalisation
+    in and out, the swapped crop is the target crop. size: 256 or 512; batch: 1 or a name."""
+    inputs, outputs = _hyperswap_io(size, batch)
+    body = [*_float_inputs(), *_source_zero(),
+            helper.make_node("Add", ["target_f", "zero"], ["output"]), *_hyperswap_mask()]
+    return _save(_model(body, inputs, outputs, _hyperswap_consts([]), "hyperswap_identity"),
+                 path)
+
+
+def hyperswap_colour(path: Path | str, gain: float = COLOUR_GAIN) -> Path:
+    """HyperSwap I/O at 256 px whose output is one flat colour, a function of the fed source
+    only: channel c = tanh(gain * source[0, c]) in the normalised space (see
+    expected_hyperswap_rgb). The target is used as 0 * target."""
+    inputs, outputs = _hyperswap_io(256, 1)
+    consts = [numpy_helper.from_array(np.array([0], np.int64), "starts"),
+              numpy_helper.from_array(np.array([3], np.int64), "ends"),
+              numpy_helper.from_array(np.array([1], np.int64), "axes"),
+              numpy_helper.from_array(np.array(gain, np.float32), "gain"),
+              numpy_helper.from_array(np.array([1, 3, 1, 1], np.int64), "colour_shape")]
+    body = [*_float_inputs(), *_source_zero(),
+            helper.make_node("Slice", ["source_f", "starts", "ends", "axes"], ["first3"]),
+            helper.make_node("Mul", ["first3", "gain"], ["scaled"]),
+            helper.make_node("Tanh", ["scaled"], ["rgb"]),
+            helper.make_node("Reshape", ["rgb", "colour_shape"], ["rgb4"]),
+            helper.make_node("Mul", ["target_f", "zero"], ["blank"]),
+            helper.make_node("Add", ["blank", "rgb4"], ["output"]), *_hyperswap_mask()]
+    return _save(_model(body, inputs, outputs, _hyperswap_consts(consts), "hyperswap_colour"),
+                 path)
+
+
+OCCLUDE_SIZE_PX = 256
+PARSE_SIZE_PX = 512
+PARSE_CLASSES = 19
+LABEL_GRID = 64  # bisenet_labels: one label per 8x8 block of the 512 px input
+
+
+def xseg_rectangle(path: Path | str, rect: tuple[int, int, int, int]) -> Path:
+    """XSeg I/O ("input" 1x256x256x3 NHWC -> "output" 1x256x256x1): 1 everywhere except 0 in
+    rect = (x0, y0, x1, y1) (exclusive ends, in the model's 256 px space), plus 0 * the input."""
+    size = OCCLUDE_SIZE_PX
+    x0, y0, x1, y1 = rect
+    mask = np.ones((1, size, size, 1), np.float32)
+    mask[0, y0:y1, x0:x1, 0] = 0.0
+    inputs = [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, size, size, 3])]
+    outputs = [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, size, size, 1])]
+    inits = [numpy_helper.from_array(mask, "mask"),
+             numpy_helper.from_array(np.array(0.0, np.float32), "zero_const")]
+    body = [helper.make_node("ReduceSum", ["input"], ["total"], keepdims=0),
+            helper.make_node("Mul", ["total", "zero_const"], ["zero"]),
+            helper.make_node("Add", ["mask", "zero"], ["output"])]
+    return _save(_model(body, inputs, outputs, inits, "xseg_rectangle"), path)
+
+
+def xseg_channel(path: Path | str, channel: int = 0) -> Path:
+    """XSeg I/O whose mask is channel `channel` of the fed NHWC input (so a test sees what the
+    stage feeds: the colour order and the x / 255 scaling)."""
+    size = OCCLUDE_SIZE_PX
+    inputs = [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, size, size, 3])]
+    outputs = [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, size, size, 1])]
+    inits = [numpy_helper.from_array(np.array([channel], np.int64), "starts"),
+             numpy_helper.from_array(np.array([channel + 1], np.int64), "ends"),
+             numpy_helper.from_array(np.array([3], np.int64), "axes")]
+    body = [helper.make_node("Slice", ["input", "starts", "ends", "axes"], ["output"])]
+    return _save(_model(body, inputs, outputs, inits, "xseg_channel"), path)
+
+
+def _parser_io() -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
+    size = PARSE_SIZE_PX
+    inputs = [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, size, size])]
+    outputs = [helper.make_tensor_value_info("output", TensorProto.FLOAT,
+                                             [1, PARSE_CLASSES, size, size])]
+    return inputs, outputs
+
+
+def bisenet_labels(path: Path | str, labels: np.ndarray) -> Path:
+    """BiSeNet I/O ("input" 1x3x512x512 -> "output" 1x19x512x512) whose scores make the class
+    map `labels` (int (64, 64), one label per 8x8 block of the 512 px input) the argmax, plus
+    0 * the input."""
+    grid = np.asarray(labels, dtype=np.int64)
+    if grid.shape != (LABEL_GRID, LABEL_GRID):
+        raise ValueError(f"labels must be {LABEL_GRID}x{LABEL_GRID}")
+    scores = np.zeros((1, PARSE_CLASSES, LABEL_GRID, LABEL_GRID), np.float32)
+    scores[0, grid, np.arange(LABEL_GRID)[:, None], np.arange(LABEL_GRID)[None, :]] = 10.0
+    step = float(PARSE_SIZE_PX // LABEL_GRID)
+    inputs, outputs = _parser_io()
+    inits = [numpy_helper.from_array(scores, "scores"),
+             numpy_helper.from_array(np.array([1, 1, step, step], np.float32), "scales"),
+             numpy_helper.from_array(np.array(0.0, np.float32), "zero_const")]
+    body = [helper.make_node("Resize", ["scores", "", "scales"], ["big"], mode="nearest"),
+            helper.make_node("ReduceSum", ["input"], ["total"], keepdims=0),
+            helper.make_node("Mul", ["total", "zero_const"], ["zero"]),
+            helper.make_node("Add", ["big", "zero"], ["output"])]
+    return _save(_model(body, inputs, outputs, inits, "bisenet_labels"), path)
+
+
+def bisenet_threshold(path: Path | str) -> Path:
+    """BiSeNet I/O whose scores are: class 0 = 0, class 1 = the fed channel 0, classes 2-18 =
+    -1; so class 1 ("skin") wins exactly where the normalised channel 0 is above 0."""
+    inputs, outputs = _parser_io()
+    inits = [numpy_helper.from_array(np.array([0], np.int64), "starts"),
+             numpy_helper.from_array(np.array([1], np.int64), "ends"),
+             numpy_helper.from_array(np.array([1], np.int64), "axes"),
+             numpy_helper.from_array(np.array(0.0, np.float32), "zero_const"),
+             numpy_helper.from_array(np.full((1, PARSE_CLASSES - 2, 1, 1), -1.0, np.float32),
+                                     "rest_const")]
+    body = [helper.make_node("Slice", ["input", "starts", "ends", "axes"], ["first"]),
+            helper.make_node("Mul", ["first", "zero_const"], ["zeros"]),
+            helper.make_node("Add", ["zeros", "rest_const"], ["rest"]),
+            helper.make_node("Concat", ["zeros", "first", "rest"], ["output"], axis=1)]
+    return _save(_model(body, inputs, outputs, inits, "bisenet_threshold"), path)
 
 
 def identity_restorer(path: Path | str, input_name: str = "input") -> Path:

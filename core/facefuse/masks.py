@@ -74,10 +74,11 @@ def soften_model_mask(mask: np.ndarray, sigma_px: float = MODEL_MASK_SIGMA_PX) -
     return ((np.clip(blurred, 0.5, 1.0) - 0.5) * 2.0).astype(np.float32)
 
 
-def keep_out(mask: np.ndarray) -> np.ndarray:
-    """The complement of a softened region mask: 0 where the region is (so the target's own
-    pixels stay there, e.g. the mouth mask), 1 elsewhere."""
-    return (1.0 - np.clip(mask, 0.0, 1.0)).astype(np.float32)
+def keep_out(region: np.ndarray) -> np.ndarray:
+    """A mask that keeps the target's own pixels in a model's region (e.g. the mouth): the
+    complement of the region, softened as soften_model_mask does, so it is exactly 0 over the
+    whole region and the soft edge lies outside it."""
+    return soften_model_mask(1.0 - np.clip(region, 0.0, 1.0))
 
 
 def combine_masks(*masks: np.ndarray) -> np.ndarray:

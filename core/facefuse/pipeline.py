@@ -199,7 +199,7 @@ class Pipeline:
             masks.append(soften_model_mask(self.models.occluder().occlude(crop)))
         if self.settings.mouth_mask:
             mouth = self.models.parser().regions(crop, MOUTH_REGIONS)
-            masks.append(keep_out(soften_model_mask(mouth)))
+            masks.append(keep_out(mouth))
         return masks
 
     def _swapped_masks(self, swapped: AlignedCrop) -> list[np.ndarray]:

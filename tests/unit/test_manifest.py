@@ -142,3 +142,53 @@ def test_bad_manifests_raise_model_error(tmp_path: Path, text: str, words: str) 
 def test_missing_manifest_file_raises_model_error(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match="cannot read"):
         load_manifest(tmp_path / "absent.toml")
+
+
+# -- issue 12: hyperswap, occlusion and region mask models -----------------------------------
+
+# (name, bytes, sha256) from the shared REFERENCE.md, sections 3 and 3b.
+MASK_AND_SWAP_REFERENCE = (
+    ("hyperswap_1a_256", 402742682,
+     "c0e98a8a03a238f461ed3d2570e426b49f46745ee400854a60dceeb70c246add"),
+    ("hyperswap_1c_256", 402742682,
+     "5528c2d76fe9986c99d829278987ef9f3a630cb606db7628d02b57b330f406a5"),
+    ("xseg_1", 70324286, "c4d1498b8a03b5fe2a3a5d2ef2a0402ab03bd51edaf5b2d8d5fb764702a97dd3"),
+    ("xseg_2", 70324286, "cd9a0879eaf43841d765472cf1f8c330dbf9dcb03da0eace93e95f3bcc399042"),
+    ("xseg_3", 70327709, "48ccd7e8541e159a5a754ec9e62df2f12065f7df8f9af842c1750342c6533559"),
+    ("bisenet_resnet_34", 93632546,
+     "4a0b8c958a3c938913bd06a8365dbb3c8761afba6ecbf0d14b3b1f77eb230c96"),
+)
+
+
+@pytest.mark.parametrize(("name", "size", "sha256"), MASK_AND_SWAP_REFERENCE)
+def test_new_models_match_reference(manifest: Manifest, name: str, size: int,
+                                    sha256: str) -> None:
+    entry = manifest.models[name]
+    assert (entry.size_bytes, entry.sha256, entry.unconfirmed) == (size, sha256, "")
+
+
+def test_the_single_record_hyperswap_1b_is_marked_unconfirmed(manifest: Manifest) -> None:
+    entry = manifest.models["hyperswap_1b_256"]
+    assert entry.sha256 == "5124031789c42f71b9558fb71954ef7aedb6da7ed9fac79293e23c61a792a73e"
+    assert "one public record" in entry.unconfirmed
+    assert [m.name for m in manifest.models.values() if m.unconfirmed] == ["hyperswap_1b_256"]
+
+
+def test_mask_families_carry_their_numbers(manifest: Manifest) -> None:
+    from facefuse.config import MASK_REGIONS, Settings
+
+    parser = manifest.families["bisenet"]
+    assert set(MASK_REGIONS) <= set(parser.classes)  # every region a user can name is mapped
+    assert parser.classes["nose"] == 10 and parser.classes["mouth"] == 11
+    assert parser.normalisation() == ((123.675, 116.28, 103.53), (58.395, 57.12, 57.375))
+    occluder = manifest.families["xseg"]
+    assert occluder.normalisation() == ((0.0,) * 3, (255.0,) * 3) and occluder.colour == "bgr"
+    hyperswap = manifest.families["hyperswap"]
+    assert hyperswap.normalisation() == ((127.5,) * 3, (127.5,) * 3)
+    assert manifest.models[Settings().swapper].family == "hyperswap"
+
+
+def test_per_channel_numbers_need_three_values(tmp_path: Path) -> None:
+    family = GOOD_FAMILY + "channel_mean = [1.0, 2.0]\n"
+    with pytest.raises(ModelError, match="2 values for channel_mean"):
+        load_manifest(_write(tmp_path, "schema_version = 1\n" + family + GOOD_MODEL))

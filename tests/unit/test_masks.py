@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from facefuse import masks
 
@@ -37,3 +38,21 @@ def test_combine_is_the_per_pixel_minimum():
     a = np.array([[0.2, 0.9]], np.float32)
     b = np.array([[0.5, 0.1]], np.float32)
     np.testing.assert_array_equal(masks.combine_masks(a, b), np.array([[0.2, 0.1]], np.float32))
+
+
+# -- the mask models' post-processing (issue 12) -------------------------------------------
+
+def test_a_softened_model_mask_keeps_the_region_and_is_exactly_zero_outside() -> None:
+    raw = np.zeros((128, 128), np.float32)
+    raw[30:90, 40:100] = 1.0
+    soft = masks.soften_model_mask(raw)
+    assert soft.dtype == np.float32 and soft.min() == 0.0
+    assert soft[60, 70] == pytest.approx(1.0, abs=1e-4)  # well inside: 1
+    outside = np.ones_like(raw, bool)
+    outside[30:90, 40:100] = False
+    assert soft[outside].max() == 0.0  # the blur crosses 0.5 on the edge: nothing grows
+    assert 0.0 < soft[31, 70] < 1.0  # a soft inside edge
+    kept = masks.keep_out(raw)  # 0 over the region (corners soften)
+    assert kept[35:85, 45:95].max() == 0.0 and kept[5, 5] == pytest.approx(1.0, abs=1e-4)
+    assert 0.0 < kept[28, 70] < 1.0  # the soft edge lies outside the region
+    np.testing.assert_array_equal(masks.soften_model_mask(np.ones((64, 64), np.float32)), 1.0)

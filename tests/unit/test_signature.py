@@ -17,6 +17,7 @@ from facefuse.runtime.signature import (
     TensorInfo,
     check,
     format_shape,
+    named_dims,
     pick_family,
     require,
     shape_matches,
@@ -209,3 +210,45 @@ def test_single_named_input_is_checked_by_position() -> None:
     assert check(signature, family) == [
         "input 1 is named 'x', expected 'input' or 'input.1'",
         "input 'x' has shape [1, 3, 256, 256], expected [1, 3, 512, 512]"]
+
+
+# -- named dims: one family, several crop sizes (issue 12) ------------------------------------
+
+@pytest.mark.parametrize("size", [128, 256, 512])
+def test_an_inswapper_style_model_of_any_listed_size_matches(manifest: Manifest,
+                                                             size: int) -> None:
+    model = Signature.of_session(build_session(
+        [("target", [1, 3, size, size]), ("source", [1, 512])],
+        [("output", [1, 3, size, size])]))
+    assert check(model, manifest.families["inswapper"]) == []
+    assert named_dims(model, manifest.families["inswapper"]) == {"size": size}
+
+
+def test_a_named_dim_must_take_one_value(manifest: Manifest) -> None:
+    model = Signature.of_session(build_session(
+        [("target", [1, 3, 256, 256]), ("source", [1, 512])], [("output", [1, 3, 128, 128])]))
+    assert check(model, manifest.families["inswapper"]) == [
+        "dimension 'size' must take one value but is 128 and 256"]
+
+
+def test_a_named_dim_outside_the_family_list_is_named(manifest: Manifest) -> None:
+    model = Signature.of_session(build_session(
+        [("target", [1, 3, 200, 200]), ("source", [1, 512])], [("output", [1, 3, 200, 200])]))
+    assert check(model, manifest.families["inswapper"]) == [
+        "dimension 'size' is 200, expected one of 128, 256, 512"]
+    with pytest.raises(ModelContractError, match="dimension 'size' is 200"):
+        pick_family(model, manifest.families_for_role("swapper"), "odd.onnx")
+
+
+def test_hyperswap_and_inswapper_are_told_apart_by_their_outputs(manifest: Manifest) -> None:
+    hyperswap = Signature.of_session(build_session(
+        [("target", [1, 3, 256, 256]), ("source", [1, 512])],
+        [("output", [1, 3, 256, 256]), ("mask", [1, 1, 256, 256])]))
+    swappers = manifest.families_for_role("swapper")
+    assert pick_family(hyperswap, swappers, "hs.onnx").name == "hyperswap"
+    assert check(hyperswap, manifest.families["inswapper"]) == ["has 2 outputs, expected 1"]
+    single = Signature.of_session(build_session(
+        [("target", [1, 3, 256, 256]), ("source", [1, 512])], [("output", [1, 3, 256, 256])]))
+    assert pick_family(single, swappers, "in.onnx").name == "inswapper"
+    assert check(single, manifest.families["hyperswap"]) == ["has 1 output, expected 2",
+                                                             "has no output named 'mask'"]
