@@ -24,7 +24,7 @@ from tests import contract_models
 DEFAULTS = {  # default model name -> (family, file served)
     "retinaface_10g": ("yunet", "detector.onnx"),
     "arcface_w600k_r50": ("arcface", "recogniser.onnx"),
-    "inswapper_128": ("inswapper", "swapper.onnx"),
+    "hyperswap_1a_256": ("hyperswap", "swapper.onnx"),
 }
 
 
@@ -39,7 +39,7 @@ def served(tmp_path: Path, testdata: Path) -> Iterator[tuple[str, Path]]:
     root.mkdir()
     shutil.copy(testdata / "models" / "face_detection_yunet_2023mar.onnx", root / "detector.onnx")
     contract_models.contract_recogniser(root / "recogniser.onnx")
-    contract_models.identity_swapper(root / "swapper.onnx")
+    contract_models.hyperswap_identity(root / "swapper.onnx")
     httpd = ThreadingHTTPServer(("127.0.0.1", 0),
                                 functools.partial(QuietHandler, directory=str(root)))
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -79,7 +79,7 @@ def test_first_run_fetches_then_later_runs_work_offline(served, testdata, tmp_pa
             "--providers", "cpu", "--json"]
     first = _run([*swap, "-o", str(tmp_path / "first.png")], env)
     assert first.returncode == 0, first.stderr
-    assert "fetching inswapper_128: 100%" in first.stderr
+    assert "fetching hyperswap_1a_256: 100%" in first.stderr
     assert json.loads(first.stdout)["faces_swapped"] == 1
     assert sorted(p.name for p in models_dir.glob("*.onnx")) == sorted(
         file for _, file in DEFAULTS.values())
@@ -90,8 +90,7 @@ def test_first_run_fetches_then_later_runs_work_offline(served, testdata, tmp_pa
     assert second.returncode == 0, second.stderr
     assert "fetching" not in second.stderr
     assert (tmp_path / "first.png").read_bytes() == (tmp_path / "second.png").read_bytes()
-    verify = _run(["models", "verify", "retinaface_10g", "arcface_w600k_r50", "inswapper_128"],
-                  offline)
+    verify = _run(["models", "verify", *DEFAULTS], offline)
     assert verify.returncode == 0 and verify.stdout.count(" ok ") == 3, verify.stdout
 
 

@@ -15,7 +15,7 @@ from facefuse.models.manifest import Manifest, load_manifest
 from facefuse.models.store import ModelStore
 from tests.unit.store_helpers import make_manifest, swapper_entry
 
-DEFAULT_MODELS = ("retinaface_10g", "arcface_w600k_r50", "inswapper_128")
+DEFAULT_MODELS = ("retinaface_10g", "arcface_w600k_r50", "hyperswap_1a_256")  # Settings()
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def test_the_store_names_every_missing_model_at_once(tmp_path: Path, manifest: M
     assert "3 models (" in message and "offline mode is on" in message
     # present models and paths are not named; online, nothing is raised (locate downloads)
     models_dir.mkdir()
-    (models_dir / manifest.models["inswapper_128"].file).write_bytes(b"x")
+    (models_dir / manifest.models[DEFAULT_MODELS[2]].file).write_bytes(b"x")
     assert [e.name for e in store.missing([*DEFAULT_MODELS, "/my/own.onnx"])] \
         == list(DEFAULT_MODELS[:2])
     ModelStore(manifest, tmp_path / "other", offline=False).require_present(DEFAULT_MODELS)

@@ -180,6 +180,9 @@ class ModelStore:
         if not entry.urls and entry.archive is None:
             raise ModelMissingError(f"model {name} has no download URL; place {entry.file} in "
                                     f"{self.models_dir} yourself")
+        if entry.unconfirmed:
+            log.warning("%s: its manifest record is unconfirmed (%s); the download is still "
+                        "checked against that sha256", name, entry.unconfirmed)
         target = self.path_for(name)
         self.models_dir.mkdir(parents=True, exist_ok=True)
         with FileLock(_sibling(target, ".lock"), self.lock_stale_s,

@@ -167,3 +167,19 @@ def test_every_engine_setting_is_a_strip_property_drawn_and_passed_to_the_engine
             assert getattr(engine(props), option.name) is (not option.default), option.name
     props.use_enhancer = False
     assert engine(props).enhancer is None
+
+
+def test_a_multiple_choice_setting_is_a_set_on_the_strip_and_a_tuple_in_the_engine(
+        shot: SimpleNamespace) -> None:
+    """The "choices" kind (the region mask's face regions): an enum flag property whose set
+    reaches Settings as a tuple in the engine's order."""
+    from facefuse.config import Settings
+
+    props = shot.strip.facefuse
+    engine = module("convert").engine_settings
+    assert set(props.mask_regions) == set(Settings().mask_regions)
+    assert engine(props).mask_regions == Settings().mask_regions
+    props.mask_regions = {"nose", "skin"}
+    assert engine(props).mask_regions == ("skin", "nose")
+    props.use_parser = True
+    assert engine(props).parser == "bisenet_resnet_34"  # the suggestion, once switched on
