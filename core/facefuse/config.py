@@ -107,7 +107,7 @@ class Settings:
     occluder: str | None = _tune(None, "Occlusion Mask", "keep what is in front of the target "
                                  "face (hands, cups, hair) with an occlusion model: none, a "
                                  "manifest name or an .onnx path", "optional-model", "mask",
-                                 "--occluder", suggestion="xseg_2")
+                                 "--occluder", suggestion="xseg_1")
     parser: str | None = _tune(None, "Region Mask", "swap only the chosen face regions "
                                "(--mask-regions), found by a face parser: none, a manifest "
                                "name or an .onnx path", "optional-model", "mask", "--parser",
