@@ -89,16 +89,6 @@ def check(signature: Signature, family: Family) -> list[str]:
     return _named_dim_problems(pairs, family.dims)
 
 
-def named_dims(signature: Signature, family: Family) -> dict[str, int]:
-    """The values the model fixes for the contract's named dims (e.g. {"size": 256}); names the
-    model leaves dynamic are absent. Call it on a signature that passed check()."""
-    inputs_by_name = len(family.inputs) > 1 and all(spec.names for spec in family.inputs)
-    outputs_by_name = bool(family.outputs) and all(spec.names for spec in family.outputs)
-    pairs = (_pairs(signature.inputs, family.inputs, inputs_by_name)
-             + _pairs(signature.outputs, family.outputs, outputs_by_name))
-    return {name: min(values) for name, values in _bindings(pairs).items()}
-
-
 def _pairs(actual: tuple[TensorInfo, ...], specs: tuple[TensorSpec, ...],
            by_name: bool) -> list[tuple[TensorInfo, TensorSpec]]:
     """Each contract spec with the model tensor it was matched to (see check)."""
