@@ -11,8 +11,8 @@ import pytest
 from facefuse.errors import InputError, ModelContractError
 from facefuse.models.manifest import Family
 from facefuse.stages.detect import (
-    ScrfdDetector,
     CONTAINED_SHARE,
+    ScrfdDetector,
     YunetDetector,
     box_inside_share,
     decode_scrfd,
