@@ -42,6 +42,10 @@ DEFAULT_RATE_HZ = 24.0  # image sequences carry no rate; smoothing assumes film 
 # What an analysis cache entry holds: 1 detections and embeddings, 2 also the frames' cut
 # signatures. Part of the key, so entries written by another version are never read.
 ANALYSIS_VERSION = 2
+# How plan_targets decides what to swap: 1 tracks over the whole range and the largest track;
+# 2 cuts, tracks per shot, people, pose smoothing. Part of the render fingerprint, so frames a
+# render made with other decisions are not taken as done.
+PLAN_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)

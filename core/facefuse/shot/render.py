@@ -31,6 +31,7 @@ from ..pipeline import Pipeline
 from ..types import Face, SourceIdentity
 from . import provenance
 from .analysis import (
+    PLAN_VERSION,
     AnalysisCache,
     AnalysisKey,
     ShotAnalysis,
@@ -165,6 +166,7 @@ class RenderJob:
         memo.flush()
         analysed = self.frames.analysed
         extra = {"smoothing": repr(self._smoothing()), "frames": (analysed[0], analysed[-1]),
+                 "plan": PLAN_VERSION,
                  "start_number": self.request.start_number, "input": content_sha256,
                  "reference": references, "enhancer": bool(self.request.settings.enhancer),
                  "conform_vfr": self.request.conform_vfr}
