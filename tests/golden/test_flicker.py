@@ -9,7 +9,7 @@ less than 5% of the face scale), over the pixels either matte covers (> 0.01):
 - matte flicker: the mean absolute change of the matte (0..1);
 - pasted flicker: the mean absolute change of the output pixels (8-bit levels).
 
-Measured on onnxruntime 1.32 CPU, opencv 5.0, numpy 2.4 (reproduce with
+Measured on onnxruntime 1.32 CPU, opencv 4.11, numpy 1.26 (reproduce with
 ``FACEFUSE_TESTDATA=../shared/testdata python -m pytest tests/golden/test_flicker.py -s -q``):
 
     clip (still pairs)    raw matte / pasted   landmarks          + pose (default)
