@@ -53,8 +53,10 @@ def frame_signature(frame: np.ndarray, colour: DisplayConversion | None = None
                     ) -> FrameSignature:
     """The signature of a frame (any engine dtype, BGR(A); see types.py); colour converts a
     plate's space to display, as for detection (None: already display-referred)."""
-    bgr = np.ascontiguousarray(frame[..., :3])
-    small = to_display_uint8(cv2.resize(bgr, HISTOGRAM_WH, interpolation=cv2.INTER_AREA), colour)
+    # Resize first, alpha and all (a channel view of a 4K plate would be copied whole).
+    pixels = frame if frame.flags.c_contiguous else np.ascontiguousarray(frame)
+    shrunk = cv2.resize(pixels, HISTOGRAM_WH, interpolation=cv2.INTER_AREA)
+    small = to_display_uint8(np.ascontiguousarray(shrunk[..., :3]), colour)
     thumbnail = cv2.resize(small, THUMBNAIL_WH, interpolation=cv2.INTER_AREA)
     levels = small.reshape(-1, 3) // (256 // HISTOGRAM_BINS)
     counts = np.stack([np.bincount(levels[:, c], minlength=HISTOGRAM_BINS) for c in range(3)])
