@@ -40,8 +40,8 @@ log = logging.getLogger(__name__)
 # Two tracks' mean embeddings at least this similar are one person. Averaging over a track's
 # frames makes means steadier than single faces: with the test recogniser (MobileFaceNet) on
 # tests/golden/test_edited_footage.py the same man's tracks in two shots measure 0.95, tracks
-# of different people 0.14-0.23 (ArcFace w600k, the default recogniser, is not available to
-# the tests; its same-person similarities are commonly above 0.5, different people below 0.2).
+# of different people 0.14-0.23. ArcFace w600k, the default recogniser, is not available to
+# the tests: the threshold has not been measured on it.
 PERSON_SIMILARITY = 0.45
 MIN_FRONTALITY = 0.1
 
