@@ -240,8 +240,8 @@ def plan_targets(analysis: ShotAnalysis, selector: str, reference: np.ndarray | 
     built within each shot, never across a cut, and grouped into people by identity within and
     across shots (people.group_people). The selector picks people (one: the most screen
     presence; many; reference), and every track of a chosen person is swapped. Short detection
-    gaps are filled and landmarks smoothed (when `smoothing` is given) along each track, so
-    neither bridges a cut."""
+    gaps are filled, and landmarks and pose smoothed (when `smoothing` is given), along each
+    track, so neither bridges a cut."""
     cuts = analysis.cuts
     tracks = build_shot_tracks(analysis.faces, cuts)
     people = group_people(tracks)
