@@ -29,7 +29,7 @@ DEFAULTS = Settings()
 RELATIVE = {'PATH_SUPPORTS_BLEND_RELATIVE'}
 
 SELECTOR_ITEMS = (
-    ('one', "Largest", "Swap the main face of the shot (the largest one)"),
+    ('one', "Main Person", "Swap the person seen most, in every shot they appear in"),
     ('many', "All", "Swap every face"),
     ('reference', "Reference",
      "Swap the faces that look like a reference face picked under the playhead"),

@@ -88,7 +88,7 @@ class Settings:
     enhancer: str | None = _tune(None, "Enhancer", "face restorer: none, a manifest name or an "
                                  ".onnx path", "optional-model", "detail", "--enhancer",
                                  suggestion="gfpgan_1.4")
-    selector: str = _tune("one", "Target Face", "which faces to replace: one (the largest), many "
+    selector: str = _tune("one", "Target Face", "which faces to replace: one (main person), many "
                           "(all), or reference (those like --reference)", "choice", "faces",
                           "--selector", choices=SELECTORS)
     reference_images: tuple[Path, ...] = ()

@@ -45,8 +45,9 @@ import onnxruntime as ort
 import pytest
 
 from facefuse.models.manifest import load_manifest
+from facefuse.shot.people import group_people, select_people
 from facefuse.shot.smoothing import lag_frames, landmark_jitter_px, smooth_landmarks, smooth_tracks
-from facefuse.shot.tracking import Track, build_tracks, select_tracks
+from facefuse.shot.tracking import Track, build_tracks
 from facefuse.stages.detect import YunetDetector
 from facefuse.stages.embed import ArcFaceEmbedder
 from facefuse.types import Face
@@ -121,7 +122,8 @@ def shots(testdata: Path) -> dict[str, Shot]:
 
 
 def _main_track(shot: Shot) -> Track:
-    (track,) = select_tracks(build_tracks(shot.detections), "one")
+    (person,) = select_people(group_people(build_tracks(shot.detections)), "one")
+    (track,) = person.tracks
     return track
 
 
@@ -213,4 +215,5 @@ def test_real_identities_keep_their_tracks_and_come_back(shots: dict[str, Shot])
     assert all(face.bbox_xyxy[0] < width for face in signer.faces)
     assert all(face.bbox_xyxy[0] >= width for face in man.faces)
     reference = right.detections[0][0].embedding
-    assert select_tracks(tracks, "reference", reference, threshold=0.5) == (man,)
+    (person,) = select_people(group_people(tracks), "reference", reference, threshold=0.5)
+    assert person.tracks == (man,)

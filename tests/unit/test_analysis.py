@@ -1,22 +1,26 @@
 """Pass 1's pure parts (shot.analysis, shot.tracking): the cache's pack/unpack round trip and
-key, gap filling, and the plan of faces to swap per frame."""
+key, gap filling, and the plan of faces to swap per frame (within shots, never across a cut)."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from facefuse.shot.analysis import (
+    ANALYSIS_VERSION,
     AnalysisCache,
     AnalysisKey,
+    ShotAnalysis,
     analyse_frames,
     missing_frames,
     pack_detections,
     plan_targets,
     unpack_detections,
 )
+from facefuse.shot.cuts import FrameSignature, frame_signature
 from facefuse.shot.smoothing import OneEuroParams
 from facefuse.shot.tracking import Track, fill_short_gaps
 from facefuse.types import Face
@@ -60,22 +64,43 @@ def test_pack_without_embeddings_unpacks_none():
     assert back[1][0].embedding is None
 
 
+def _picture(level: int) -> np.ndarray:
+    """A flat grey frame: pictures of different levels are different shots."""
+    return np.full((36, 64, 3), level, np.uint8)
+
+
+def _signatures(levels: dict[int, int]) -> dict[int, FrameSignature]:
+    return {n: frame_signature(_picture(level)) for n, level in levels.items()}
+
+
 def test_the_cache_round_trip_and_damage_is_a_miss(tmp_path: Path):
     cache = AnalysisCache(tmp_path / "analysis")
     detections = {1: (_face(0, _unit(0)),), 2: ()}
-    assert cache.load(KEY) == {}
-    cache.save(KEY, detections)
+    assert cache.load(KEY).faces == {} and cache.load(KEY).signatures == {}
+    cache.save(KEY, ShotAnalysis(detections, _signatures({1: 40, 2: 200})))
     loaded = cache.load(KEY)
-    assert list(loaded) == [1, 2] and _same(loaded[1][0], detections[1][0])
+    assert list(loaded.faces) == [1, 2] and _same(loaded.faces[1][0], detections[1][0])
+    assert list(loaded.signatures) == [1, 2] and loaded.cuts == (2,)
+    np.testing.assert_array_equal(loaded.signatures[2].thumbnail, np.full((18, 32, 3), 200))
     cache.path(KEY).write_bytes(b"not an npz")
-    assert cache.load(KEY) == {}
+    assert cache.load(KEY).faces == {}
 
 
 def test_the_key_depends_on_everything_that_changes_detections():
     others = [replace(KEY, content_sha256="d" * 64), replace(KEY, detector="det:9"),
               replace(KEY, recogniser="rec:9"), replace(KEY, detector_size_px=320),
-              replace(KEY, detector_score=0.6), replace(KEY, colorspace="ACEScg")]
-    assert len({KEY.digest, *(k.digest for k in others)}) == 7
+              replace(KEY, detector_score=0.6), replace(KEY, colorspace="ACEScg"),
+              replace(KEY, version=1)]
+    assert len({KEY.digest, *(k.digest for k in others)}) == 8
+
+
+def test_entries_without_cut_signatures_are_never_read():
+    """Version 1 entries (detections only) were keyed by the same fields without a version: the
+    current key names another file, so the shot is analysed again, signatures and all."""
+    assert ANALYSIS_VERSION == 2 and KEY.version == ANALYSIS_VERSION
+    text = "\n".join(str(v) for v in ("c" * 64, "det:1", "rec:2", 640, 0.5, None))
+    assert replace(KEY, version=1).digest == hashlib.sha256(text.encode()).hexdigest()
+    assert KEY.digest != replace(KEY, version=1).digest
 
 
 def test_analyse_frames_skips_failures_and_stops_when_cancelled():
@@ -83,10 +108,22 @@ def test_analyse_frames_skips_failures_and_stops_when_cancelled():
     seen: list[int] = []
     found = analyse_frames([(1, frame), (2, "failed"), (3, frame)], lambda f: (_face(0),),
                            on_frame=seen.append)
-    assert list(found) == [1, 3] and seen == [1, 2, 3]
+    assert list(found.faces) == [1, 3] and list(found.signatures) == [1, 3] and seen == [1, 2, 3]
     calls = iter([False, True])
-    assert list(analyse_frames([(1, frame), (2, frame)], lambda f: (), lambda: next(calls))) == [1]
-    assert missing_frames([1, 2, 3], found) == (2,)
+    cancelled = analyse_frames([(1, frame), (2, frame)], lambda f: (), lambda: next(calls))
+    assert list(cancelled.faces) == [1]
+    assert missing_frames([1, 2, 3], found.faces) == (2,)
+
+
+def test_merged_and_over_keep_faces_and_signatures_together():
+    old = ShotAnalysis({1: (_face(0),), 2: ()}, _signatures({1: 40, 2: 40}))
+    new = ShotAnalysis({3: (_face(5),)}, _signatures({3: 200}))
+    both = old.merged(new)
+    assert list(both.faces) == [1, 2, 3] and list(both.signatures) == [1, 2, 3]
+    assert both.cuts == (3,)
+    part = both.over([2, 3, 4])  # 4 was never analysed (it failed to decode)
+    assert list(part.faces) == [2, 3, 4] and part.faces[4] == ()
+    assert list(part.signatures) == [2, 3]
 
 
 def test_short_gaps_are_filled_by_interpolation_long_ones_are_not():
@@ -105,10 +142,29 @@ def test_plan_targets_follows_the_chosen_person_through_a_gap():
     lead, extra = _unit(0), _unit(1)
     detections = {n: (_face(10 + n, lead, width=90), _face(300, extra)) for n in (1, 2, 4, 5)}
     detections[3] = (_face(300, extra),)  # the lead (the larger face) is missed for one frame
-    many = plan_targets(detections, "many", None, 0.4, 24.0, None)
+    analysis = ShotAnalysis(detections)
+    many = plan_targets(analysis, "many", None, 0.4, 24.0, None)
     assert all(len(many[n]) == 2 for n in (1, 2, 4, 5)) and len(many[3]) == 2
-    one = plan_targets(detections, "one", None, 0.4, 24.0, OneEuroParams())
+    one = plan_targets(analysis, "one", None, 0.4, 24.0, OneEuroParams())
     assert sorted(one) == [1, 2, 3, 4, 5] and all(len(faces) == 1 for faces in one.values())
     assert all(faces[0].bbox_xyxy[0] < 200 for faces in one.values()), "the lead, not the extra"
-    reference = plan_targets(detections, "reference", extra, 0.4, 24.0, None)
+    reference = plan_targets(analysis, "reference", extra, 0.4, 24.0, None)
     assert all(faces[0].bbox_xyxy[0] == 300 for faces in reference.values())
+
+
+def test_gap_filling_and_smoothing_never_bridge_a_cut():
+    lead = _unit(0)
+    # The lead is seen in frames 1-4 on the left and, after the cut at frame 6, on the right;
+    # frame 5 (the last before the cut) has no face. Without the cut, frame 5 would be filled
+    # in between and the smoothed landmarks of frames 4 and 6 pulled towards each other.
+    detections = {n: (_face(10, lead),) for n in (1, 2, 3, 4)}
+    detections.update({5: (), 6: (_face(400, lead),), 7: (_face(400, lead),)})
+    levels = {n: 40 if n <= 5 else 200 for n in detections}
+    analysis = ShotAnalysis(detections, _signatures(levels))
+    assert analysis.cuts == (6,)
+    one = plan_targets(analysis, "one", None, 0.4, 24.0, OneEuroParams())
+    assert sorted(one) == [1, 2, 3, 4, 6, 7], "frame 5 is not filled across the cut"
+    np.testing.assert_allclose(one[4][0].kps5, detections[4][0].kps5, atol=1e-4)
+    np.testing.assert_allclose(one[6][0].kps5, detections[6][0].kps5, atol=1e-4)
+    uncut = plan_targets(ShotAnalysis(detections), "one", None, 0.4, 24.0, OneEuroParams())
+    assert 5 in uncut and abs(float(uncut[4][0].kps5[0, 0] - detections[4][0].kps5[0, 0])) > 0.3

@@ -22,7 +22,8 @@ from facefuse.cache import hashes as hashes_module
 from facefuse.cache.embeddings import EmbeddingCache
 from facefuse.cache.hashes import HashMemo, sha256_file
 from facefuse.shot import analysis as analysis_module
-from facefuse.shot.analysis import AnalysisCache, AnalysisKey, pack_detections
+from facefuse.shot.analysis import AnalysisCache, AnalysisKey, ShotAnalysis, pack_detections
+from facefuse.shot.cuts import frame_signature, pack_signatures
 from facefuse.stages import swap as swap_module
 from facefuse.stages.roles import ModelFile
 from facefuse.types import Face
@@ -121,8 +122,14 @@ def _detections() -> dict[int, tuple[Face, ...]]:
     return {1: (_face(10, _unit()), _face(100, _unit(index=1))), 2: (), 3: (_face(12, _unit()),)}
 
 
+def _analysis() -> ShotAnalysis:
+    frames = {n: np.full((40, 60, 3), 60 * n, np.uint8) for n in (1, 2, 3)}
+    return ShotAnalysis(_detections(), {n: frame_signature(f) for n, f in frames.items()})
+
+
 def _poisoned_analyses() -> dict[str, bytes]:
-    good = pack_detections(_detections())
+    analysis = _analysis()
+    good = {**pack_detections(analysis.faces), **pack_signatures(analysis.signatures)}
     good_bytes = _npz(good)
 
     def changed(**arrays: np.ndarray) -> bytes:
@@ -138,6 +145,10 @@ def _poisoned_analyses() -> dict[str, bytes]:
     nan_emb[0, 0] = np.nan
     without = dict(good)
     del without["scores"]
+    unsigned = dict(good)
+    del unsigned["thumbnails"]
+    nan_histogram = good["histograms"].copy()
+    nan_histogram[1, 2, 3] = np.nan
     return {
         "nan boxes": changed(boxes=nan_boxes), "inf kps": changed(kps=inf_kps),
         "nan score": changed(scores=np.array([0.9, np.nan, 0.9], np.float32)),
@@ -150,6 +161,12 @@ def _poisoned_analyses() -> dict[str, bytes]:
         "embeddings rows": changed(embeddings=good["embeddings"][:1]),
         "float frames": changed(frames=good["frames"].astype(np.float32)),
         "no scores": _npz(without),
+        "no thumbnails (an analysis without cut signatures)": _npz(unsigned),
+        "nan histogram": changed(histograms=nan_histogram),
+        "unnormalised histogram": changed(histograms=good["histograms"] * 2),
+        "float thumbnails": changed(thumbnails=good["thumbnails"].astype(np.float32)),
+        "thumbnails short": changed(thumbnails=good["thumbnails"][:2]),
+        "a frame signed twice": changed(signature_frames=np.array([1, 1, 3], np.int64)),
         "zero-byte": b"", "truncated": good_bytes[: len(good_bytes) // 2],
         "not a zip": b"PK\x03\x04 not really",
     }
@@ -161,17 +178,18 @@ def test_a_poisoned_or_damaged_analysis_is_a_miss_and_replaced(
     cache = AnalysisCache(tmp_path)
     cache.path(KEY).write_bytes(_poisoned_analyses()[kind])
     with caplog.at_level(logging.WARNING):
-        assert cache.load(KEY) == {}
+        assert cache.load(KEY).faces == {}
     assert cache.path(KEY).name in caplog.text
-    cache.save(KEY, _detections())
+    cache.save(KEY, _analysis())
     loaded = cache.load(KEY)
-    assert sorted(loaded) == [1, 2, 3] and len(loaded[1]) == 2
+    assert sorted(loaded.faces) == [1, 2, 3] and len(loaded.faces[1]) == 2
+    assert sorted(loaded.signatures) == [1, 2, 3]
 
 
 def test_all_zero_embedding_rows_mean_none(tmp_path: Path) -> None:
     cache = AnalysisCache(tmp_path)
-    cache.save(KEY, {5: (_face(10, None), _face(90, _unit(index=3)))})
-    loaded = cache.load(KEY)
+    cache.save(KEY, ShotAnalysis({5: (_face(10, None), _face(90, _unit(index=3)))}))
+    loaded = cache.load(KEY).faces
     assert loaded[5][0].embedding is None and loaded[5][1].embedding is not None
     np.testing.assert_array_equal(loaded[5][1].embedding, _unit(index=3))
 
@@ -183,9 +201,9 @@ def test_an_unwritable_analysis_cache_warns_and_carries_on(
                         _refuse(OSError(errno.EROFS, "Read-only file system")))
     cache = AnalysisCache(tmp_path / "analysis")
     with caplog.at_level(logging.WARNING):
-        cache.save(KEY, _detections())
+        cache.save(KEY, _analysis())
     assert "cannot write the analysis cache" in caplog.text
-    assert str(tmp_path / "analysis") in caplog.text and cache.load(KEY) == {}
+    assert str(tmp_path / "analysis") in caplog.text and cache.load(KEY).faces == {}
 
 
 # ---- the swapper's emap cache -----------------------------------------------------------------

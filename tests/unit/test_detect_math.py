@@ -11,8 +11,10 @@ import pytest
 from facefuse.errors import InputError, ModelContractError
 from facefuse.models.manifest import Family
 from facefuse.stages.detect import (
+    CONTAINED_SHARE,
     ScrfdDetector,
     YunetDetector,
+    box_inside_share,
     decode_scrfd,
     decode_yunet,
     letterbox,
@@ -96,6 +98,32 @@ def test_nms_identical_boxes_keep_first_of_ties_and_empty_input() -> None:
 def test_nms_ignores_degenerate_boxes() -> None:
     boxes = np.array([[0, 0, 0, 0], [0, 0, 0, 0]], dtype=np.float32)
     assert nms(boxes, np.array([0.9, 0.8]), 0.4).tolist() == [0, 1]
+
+
+def test_a_weaker_box_mostly_inside_a_stronger_one_is_dropped() -> None:
+    face = [100, 100, 200, 220]         # 0: a real face, score .9
+    eye = [120, 130, 150, 155]          # 1: nested low-score box, IoU .06, all inside the face
+    half_out = [170, 150, 230, 210]     # 2: half of it inside the face (a neighbour behind)
+    stronger_inside = [110, 110, 140, 140]  # 3: inside the face but scores higher: kept
+    boxes = np.array([face, eye, half_out, stronger_inside], np.float32)
+    scores = np.array([0.9, 0.55, 0.6, 0.95], np.float32)
+    assert box_inside_share(boxes[0], boxes[1:]).tolist() == pytest.approx([1.0, 0.5, 1.0])
+    assert nms(boxes, scores, 0.4).tolist() == [3, 0, 2, 1]  # IoU alone keeps the nested box
+    assert nms(boxes, scores, 0.4, CONTAINED_SHARE).tolist() == [3, 0, 2]
+    kps = np.zeros((4, 5, 2), np.float32)
+    faces = to_faces((boxes, scores, kps), 1.0, (400, 400), 0.4)
+    assert [f.score for f in faces] == pytest.approx([0.95, 0.9, 0.6])
+
+
+def test_containment_threshold_is_a_share_of_the_weaker_box() -> None:
+    big = [0, 0, 100, 100]
+    mostly_in, less_in = [90, 0, 102, 10], [90, 0, 103, 10]  # 10/12 = .83 and 10/13 = .77 inside
+    boxes = np.array([big, mostly_in, less_in], np.float32)
+    assert box_inside_share(boxes[0], boxes[1:]).tolist() == pytest.approx([10 / 12, 10 / 13])
+    assert CONTAINED_SHARE == 0.8
+    assert nms(boxes[:2], np.array([0.9, 0.5]), 0.4, CONTAINED_SHARE).tolist() == [0]
+    assert nms(boxes[::2], np.array([0.9, 0.5]), 0.4, CONTAINED_SHARE).tolist() == [0, 1]
+    assert box_inside_share(boxes[0], np.zeros((1, 4))).tolist() == [0.0]  # empty box
 
 
 # ------------------------------------------------------------------------------- preprocessing

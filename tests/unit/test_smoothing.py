@@ -1,4 +1,5 @@
-"""The One Euro filter, zero-phase landmark smoothing, the jitter and lag measures, and tracks."""
+"""The One Euro filter, zero-phase landmark and pose smoothing, the jitter and lag measures, and
+tracks."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 from facefuse.errors import InputError
 from facefuse.shot.smoothing import (
     MAX_BRIDGED_FRAMES,
+    POSE_SMOOTHING,
     OneEuroParams,
     face_scale_px,
     lag_frames,
@@ -15,6 +17,7 @@ from facefuse.shot.smoothing import (
     landmark_spread_px,
     one_euro,
     smooth_landmarks,
+    smooth_pose,
     smooth_tracks,
 )
 from facefuse.shot.tracking import Track
@@ -177,6 +180,71 @@ def test_smooth_tracks_moves_landmarks_and_boxes_together():
         expected = new.kps5.mean(axis=0) + (old_centre - old.kps5.mean(axis=0)) * scale
         np.testing.assert_allclose(new_centre, expected, atol=1e-3)
         assert np.abs(shift).max() < 2.0
-    np.testing.assert_allclose(smoothed.kps_series(), smooth_landmarks(raw, range(30), RATE_HZ),
-                               atol=1e-5)
+    points = smooth_landmarks(raw, range(30), RATE_HZ)
+    np.testing.assert_allclose(smoothed.kps_series(), smooth_pose(points, range(30), RATE_HZ),
+                               atol=1e-4)
+    (points_only,) = smooth_tracks([track], RATE_HZ, pose=None)
+    np.testing.assert_allclose(points_only.kps_series(), points, atol=1e-5)
     assert smooth_tracks([], RATE_HZ) == ()
+
+
+def _posed(roll_rad: np.ndarray, scale: np.ndarray, centre: np.ndarray | None = None
+           ) -> np.ndarray:
+    """FACE (centred) turned by roll and scaled, per frame: (T, 5, 2)."""
+    shape = FACE - FACE.mean(axis=0)
+    centre = np.full((len(roll_rad), 2), 200.0) if centre is None else centre
+    cos, sin = np.cos(roll_rad)[:, None, None], np.sin(roll_rad)[:, None, None]
+    x, y = shape[None, :, 0], shape[None, :, 1]
+    turned = np.stack([cos[..., 0] * x - sin[..., 0] * y, sin[..., 0] * x + cos[..., 0] * y], -1)
+    return turned * scale[:, None, None] + centre[:, None, :]
+
+
+def _roll_and_scale(kps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Roll (radians) and size (spread) per frame, from the eye line."""
+    eyes = kps[:, 1] - kps[:, 0]
+    return np.arctan2(eyes[:, 1], eyes[:, 0]), landmark_spread_px(kps)
+
+
+def test_pose_smoothing_calms_scale_and_roll_and_keeps_centre_and_shape():
+    rng = np.random.default_rng(5)
+    frames = 60
+    roll = rng.normal(0, 0.02, frames)        # about 1 degree of roll jitter
+    scale = 1 + rng.normal(0, 0.02, frames)   # 2% size jitter
+    centre = 200 + np.cumsum(rng.normal(0, 1.0, (frames, 2)), axis=0)  # free to wander
+    kps = _posed(roll, scale, centre)
+    out = smooth_pose(kps, range(frames), RATE_HZ)
+    assert out.dtype == np.float32 and out.shape == kps.shape
+    np.testing.assert_allclose(out.mean(axis=1), centre, atol=1e-3)  # centroids kept
+    out_roll, out_size = _roll_and_scale(out.astype(np.float64))
+    in_roll, in_size = _roll_and_scale(kps)
+    assert np.std(out_roll) < 0.5 * np.std(in_roll)
+    assert np.std(out_size) < 0.5 * np.std(in_size)
+    # The shape is kept: undoing each frame's roll and size gives the same points.
+    unroll = np.stack([[[np.cos(-r), -np.sin(-r)], [np.sin(-r), np.cos(-r)]] for r in out_roll])
+    centred = out - out.mean(axis=1, keepdims=True)
+    undone = np.einsum("tij,tpj->tpi", unroll, centred) * (
+        landmark_spread_px(FACE) / out_size)[:, None, None]
+    shape = np.broadcast_to(FACE - FACE.mean(axis=0), undone.shape)
+    np.testing.assert_allclose(undone, shape, atol=1e-3)
+
+
+def test_pose_smoothing_follows_a_fast_roll_without_lag():
+    t = np.arange(45) / RATE_HZ
+    roll = np.radians(30) * np.clip((t - 0.5) / 0.5, 0, 1)  # 30 degrees in half a second
+    kps = _posed(roll, np.ones(len(t)))
+    out = smooth_pose(kps, range(len(t)), RATE_HZ)
+    out_roll, _ = _roll_and_scale(out.astype(np.float64))
+    assert abs(lag_frames(roll, out_roll)) < 0.05
+    assert np.abs(out_roll - roll).max() < np.radians(2.0)
+    assert np.abs(out_roll[-5:] - roll[-5:]).max() < np.radians(0.5)  # settles on the end pose
+    causal = smooth_pose(kps, range(len(t)), RATE_HZ, zero_phase=False)
+    assert lag_frames(roll, _roll_and_scale(causal.astype(np.float64))[0]) > 0.3
+
+
+def test_pose_smoothing_restarts_after_a_gap_and_leaves_degenerate_runs():
+    assert POSE_SMOOTHING.min_cutoff < OneEuroParams().min_cutoff
+    kps = _posed(np.r_[np.zeros(10), np.full(10, 0.5)], np.ones(20))
+    frames = [*range(10), *range(10 + MAX_BRIDGED_FRAMES + 2, 20 + MAX_BRIDGED_FRAMES + 2)]
+    np.testing.assert_allclose(smooth_pose(kps, frames, RATE_HZ), kps, atol=1e-4)
+    flat = np.zeros((4, 5, 2))
+    np.testing.assert_array_equal(smooth_pose(flat, range(4), RATE_HZ), flat)

@@ -1,4 +1,4 @@
-"""Tracks from synthetic detections: crossings, gaps, re-identification, newcomers, selection."""
+"""Tracks from synthetic detections: crossings, gaps, re-identification, newcomers, cuts."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from facefuse.shot.tracking import (
     Track,
     assign,
     box_iou_matrix,
+    build_shot_tracks,
     build_tracks,
-    select_tracks,
 )
 from facefuse.types import Face
 
@@ -149,30 +149,22 @@ def test_frame_listed_twice_is_refused():
     assert build_tracks({}) == ()
 
 
-def _track(track_id: int, size: float, frames: int, identity: np.ndarray | None) -> Track:
-    faces = tuple(_face(300, 300, size, None if identity is None else _seen(identity, f))
-                  for f in range(frames))
-    return Track(track_id, tuple(range(frames)), faces)
-
-
-def test_select_one_many_reference():
-    alice, bob, carol = _identity(1), _identity(2), _identity(3)
-    big_brief = _track(0, 100, 5, alice)   # 10000 px^2 x 5 frames
-    main = _track(1, 60, 40, bob)          # 3600 px^2 x 40 frames: the main face
-    small = _track(2, 30, 40, carol)
-    tracks = (big_brief, main, small)
-    assert select_tracks(tracks, "one") == (main,)
-    assert select_tracks(tracks, "many") == (main, big_brief, small)
-    assert select_tracks(tracks, "reference", alice) == (big_brief,)
-    both = select_tracks(tracks, "reference", (alice + 0.8 * bob), threshold=0.3)
-    assert both == (big_brief, main)
-    assert select_tracks((), "one") == ()
-    with pytest.raises(InputError):
-        select_tracks(tracks, "reference")
-    with pytest.raises(InputError):
-        select_tracks(tracks, "largest")
-    with pytest.raises(ValueError):
-        select_tracks((_track(4, 30, 3, None),), "reference", alice)
+def test_tracks_never_cross_a_cut():
+    alice, bob = _identity(1), _identity(2)
+    # Alice is seen in the same place on both sides of the cut at frame 10 (a reverse shot);
+    # after the cut Bob is seen beside her.
+    detections = {f: [_face(100, 100, 60, _seen(alice, f))] for f in range(10)}
+    for f in range(10, 20):
+        detections[f] = [_face(300, 100, 60, _seen(bob, f)), _face(102, 100, 60, _seen(alice, f))]
+    assert build_tracks(detections)[0].frames == tuple(range(20))  # crosses it
+    tracks = build_shot_tracks(detections, cuts=(10,))
+    assert [t.frames for t in tracks] == [tuple(range(10)), tuple(range(10, 20)),
+                                          tuple(range(10, 20))]
+    assert [t.track_id for t in tracks] == [0, 1, 2]
+    assert _people(tracks, [alice, bob]) == [[0] * 10, [1] * 10, [0] * 10]
+    without_cuts = build_shot_tracks(detections, cuts=())
+    assert [t.frames for t in without_cuts] == [tuple(range(20)), tuple(range(10, 20))]
+    assert build_shot_tracks({}, cuts=(3,)) == ()
 
 
 def test_track_helpers():

@@ -1,9 +1,11 @@
-"""Per-shot analysis (pass 1 of a render): detections with embeddings for every frame, cached.
+"""Per-shot analysis (pass 1 of a render): detections with embeddings and a cut-detection
+signature for every frame, cached.
 
 The cache key is the input's content hash plus everything that changes detections (detector and
-recogniser identities, detector size and threshold, colour space), so a re-render with another
-swapper, enhancer or mask skips analysis. Tracking, shot-level selection and smoothing are cheap
-and run on every render from the cached detections (see plan_targets).
+recogniser identities, detector size and threshold, colour space) and the version of what an
+entry holds, so a re-render with another swapper, enhancer or mask skips analysis. Cuts,
+tracking, grouping into people, shot-level selection and smoothing are cheap and run on every
+render from the cached analysis (see plan_targets).
 """
 
 from __future__ import annotations
@@ -12,21 +14,38 @@ import hashlib
 import io
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..cache.embeddings import UNREADABLE_NPY, unit_rows_problem
+from ..geometry import DisplayConversion
 from ..io.files import atomic_write_bytes
 from ..types import Face
+from .cuts import (
+    FrameSignature,
+    find_cuts,
+    frame_signature,
+    pack_signatures,
+    signatures_problem,
+    unpack_signatures,
+)
+from .people import group_people, select_people
 from .smoothing import OneEuroParams, smooth_tracks
-from .tracking import build_tracks, fill_short_gaps, select_tracks
+from .tracking import build_shot_tracks, fill_short_gaps
 
 log = logging.getLogger(__name__)
 
 Detections = Mapping[int, tuple[Face, ...]]
 DEFAULT_RATE_HZ = 24.0  # image sequences carry no rate; smoothing assumes film rate
+# What an analysis cache entry holds: 1 detections and embeddings, 2 also the frames' cut
+# signatures. Part of the key, so entries written by another version are never read.
+ANALYSIS_VERSION = 2
+# How plan_targets decides what to swap: 1 tracks over the whole range and the largest track;
+# 2 cuts, tracks per shot, people, pose smoothing. Part of the render fingerprint, so frames a
+# render made with other decisions are not taken as done.
+PLAN_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +58,41 @@ class AnalysisKey:
     detector_size_px: int
     detector_score: float
     colorspace: str | None
+    version: int = ANALYSIS_VERSION
 
     @property
     def digest(self) -> str:
         text = "\n".join(str(v) for v in (self.content_sha256, self.detector, self.recogniser,
                                           self.detector_size_px, self.detector_score,
                                           self.colorspace))
+        if self.version != 1:  # version 1 entries were keyed without it
+            text += f"\nanalysis-v{self.version}"
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ShotAnalysis:
+    """What pass 1 knows of a shot: the faces per frame number (frame pixels, with embeddings)
+    and the cut-detection signature of every frame that decoded."""
+
+    faces: Mapping[int, tuple[Face, ...]] = field(default_factory=dict)
+    signatures: Mapping[int, FrameSignature] = field(default_factory=dict)
+
+    def merged(self, newer: ShotAnalysis) -> ShotAnalysis:
+        """This analysis with `newer`'s frames added (newer wins where both have a frame)."""
+        return ShotAnalysis({**self.faces, **newer.faces},
+                            {**self.signatures, **newer.signatures})
+
+    def over(self, frames: Sequence[int]) -> ShotAnalysis:
+        """The analysis of `frames` only; a frame not analysed (it failed to decode) has no
+        faces and no signature."""
+        return ShotAnalysis({n: self.faces.get(n, ()) for n in frames},
+                            {n: self.signatures[n] for n in frames if n in self.signatures})
+
+    @property
+    def cuts(self) -> tuple[int, ...]:
+        """The frame numbers that start a new shot (cuts.find_cuts)."""
+        return find_cuts(self.signatures)
 
 
 class AnalysisCache:
@@ -57,31 +104,32 @@ class AnalysisCache:
     def path(self, key: AnalysisKey) -> Path:
         return self.directory / f"{key.digest}.npz"
 
-    def load(self, key: AnalysisKey) -> dict[int, tuple[Face, ...]]:
-        """Cached detections per frame number; empty when nothing is cached, or the entry is
-        damaged (0-byte, truncated) or implausible (inconsistent shapes, NaN, embeddings that are
-        not unit length): then a warning names the file, and the render analyses and replaces
-        it."""
+    def load(self, key: AnalysisKey) -> ShotAnalysis:
+        """The cached analysis; empty when nothing is cached, or the entry is damaged (0-byte,
+        truncated) or implausible (inconsistent shapes, NaN, embeddings that are not unit
+        length, histograms that do not sum to 1): then a warning names the file, and the render
+        analyses and replaces it."""
         path = self.path(key)
         if not path.is_file():
-            return {}
+            return ShotAnalysis()
         try:
             with np.load(path, allow_pickle=False) as data:
                 arrays = {name: data[name] for name in data.files}
         except (*UNREADABLE_NPY, KeyError) as exc:
             log.warning("ignoring the damaged analysis cache %s (%s); the shot will be analysed "
                         "again", path, exc)
-            return {}
-        problem = detections_problem(arrays)
+            return ShotAnalysis()
+        problem = detections_problem(arrays) or signatures_problem(arrays)
         if problem is not None:
             log.warning("ignoring the analysis cache %s: %s; the shot will be analysed again",
                         path, problem)
-            return {}
-        return unpack_detections(arrays)
+            return ShotAnalysis()
+        return ShotAnalysis(unpack_detections(arrays), unpack_signatures(arrays))
 
-    def save(self, key: AnalysisKey, detections: Detections) -> None:
+    def save(self, key: AnalysisKey, analysis: ShotAnalysis) -> None:
         buffer = io.BytesIO()
-        np.savez(buffer, **pack_detections(detections))  # type: ignore[arg-type]
+        arrays = {**pack_detections(analysis.faces), **pack_signatures(analysis.signatures)}
+        np.savez(buffer, **arrays)  # type: ignore[arg-type]
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(self.path(key), buffer.getvalue())
@@ -163,37 +211,48 @@ FrameAnalyser = Callable[[np.ndarray], tuple[Face, ...]]
 def analyse_frames(frames: Iterable[tuple[int, np.ndarray | object]],
                    analyse_frame: FrameAnalyser,
                    cancelled: Callable[[], bool] = lambda: False,
-                   on_frame: Callable[[int], None] | None = None) -> dict[int, tuple[Face, ...]]:
-    """Detections for decoded frames; frames that failed to decode (not arrays) are left out."""
+                   on_frame: Callable[[int], None] | None = None,
+                   colour: DisplayConversion | None = None) -> ShotAnalysis:
+    """Detections and cut signatures of decoded frames (colour: the plate-to-display conversion
+    detection uses, for the signatures); frames that failed to decode (not arrays) are left
+    out."""
     found: dict[int, tuple[Face, ...]] = {}
+    signatures: dict[int, FrameSignature] = {}
     for number, frame in frames:
         if cancelled():
             break
         if isinstance(frame, np.ndarray):
             found[number] = analyse_frame(frame)
+            signatures[number] = frame_signature(frame, colour)
         if on_frame is not None:
             on_frame(number)
-    return found
+    return ShotAnalysis(found, signatures)
 
 
 def missing_frames(wanted: Sequence[int], cached: Mapping[int, object]) -> tuple[int, ...]:
     return tuple(n for n in wanted if n not in cached)
 
 
-def plan_targets(detections: Detections, selector: str, reference: np.ndarray | None,
+def plan_targets(analysis: ShotAnalysis, selector: str, reference: np.ndarray | None,
                  similarity: float, rate_hz: float | None,
                  smoothing: OneEuroParams | None) -> dict[int, tuple[Face, ...]]:
-    """The faces to swap in each frame: tracks built over the whole analysed range, the shot's
-    chosen identities (selector one|many|reference applied per track, not per frame), short
-    detection gaps filled, and landmarks smoothed when `smoothing` is given."""
-    tracks = build_tracks(detections)
-    chosen = tuple(fill_short_gaps(t) for t in select_tracks(tracks, selector, reference,
-                                                               similarity))
+    """The faces to swap in each frame. Cuts split the analysed range into shots; tracks are
+    built within each shot, never across a cut, and grouped into people by identity within and
+    across shots (people.group_people). The selector picks people (one: the most screen
+    presence; many; reference), and every track of a chosen person is swapped. Short detection
+    gaps are filled, and landmarks and pose smoothed (when `smoothing` is given), along each
+    track, so neither bridges a cut."""
+    cuts = analysis.cuts
+    tracks = build_shot_tracks(analysis.faces, cuts)
+    people = group_people(tracks)
+    chosen_people = select_people(people, selector, reference, similarity)
+    chosen = tuple(fill_short_gaps(t) for person in chosen_people for t in person.tracks)
     if smoothing is not None:
         chosen = smooth_tracks(chosen, float(rate_hz or DEFAULT_RATE_HZ), smoothing)
     targets: dict[int, list[Face]] = {}
     for track in chosen:
         for frame, face in zip(track.frames, track.faces):
             targets.setdefault(frame, []).append(face)
-    log.info("%d tracks, %d chosen for swapping", len(tracks), len(chosen))
+    log.info("%d cuts, %d tracks, %d people; %d people (%d tracks) chosen for swapping",
+             len(cuts), len(tracks), len(people), len(chosen_people), len(chosen))
     return {frame: tuple(faces) for frame, faces in targets.items()}

@@ -30,7 +30,15 @@ from ..models.manifest import ROLES
 from ..pipeline import Pipeline
 from ..types import Face, SourceIdentity
 from . import provenance
-from .analysis import AnalysisCache, AnalysisKey, analyse_frames, missing_frames, plan_targets
+from .analysis import (
+    PLAN_VERSION,
+    AnalysisCache,
+    AnalysisKey,
+    ShotAnalysis,
+    analyse_frames,
+    missing_frames,
+    plan_targets,
+)
 from .frames import plan_frames
 from .inputs import ShotInput, open_input
 from .outputs import FrameWriter, Processed, open_writer
@@ -133,9 +141,9 @@ class RenderJob:
         todo = self._todo(fingerprint)
         if not todo:
             return True
-        detections = self._analysis(pipeline, content, cancelled)
-        self.found = {n: len(faces) for n, faces in detections.items()}
-        targets = plan_targets(detections, self.request.settings.selector,
+        analysis = self._analysis(pipeline, content, cancelled)
+        self.found = {n: len(faces) for n, faces in analysis.faces.items()}
+        targets = plan_targets(analysis, self.request.settings.selector,
                                pipeline.reference_embedding(), self.request.settings.similarity,
                                float(self.shot.rate) if self.shot.rate else None,
                                self._smoothing())
@@ -158,6 +166,7 @@ class RenderJob:
         memo.flush()
         analysed = self.frames.analysed
         extra = {"smoothing": repr(self._smoothing()), "frames": (analysed[0], analysed[-1]),
+                 "plan": PLAN_VERSION,
                  "start_number": self.request.start_number, "input": content_sha256,
                  "reference": references, "enhancer": bool(self.request.settings.enhancer),
                  "conform_vfr": self.request.conform_vfr}
@@ -199,7 +208,7 @@ class RenderJob:
 
     # -- pass 1 -----------------------------------------------------------------------------
     def _analysis(self, pipeline: Pipeline, content_sha256: str,
-                  cancelled: CancelCheck) -> dict[int, tuple[Face, ...]]:
+                  cancelled: CancelCheck) -> ShotAnalysis:
         settings = self.request.settings
         key = AnalysisKey(content_sha256, pipeline.models.identity("detector"),
                           pipeline.models.identity("recogniser"), settings.detector_size_px,
@@ -216,20 +225,19 @@ class RenderJob:
         wanted = self.frames.analysed
         try:
             with lock:
-                detections = cache.load(key)
-                missing = missing_frames(wanted, detections)
+                analysis = cache.load(key)
+                missing = missing_frames(wanted, analysis.faces)
                 self.phase(PhaseProgress("analysis", len(wanted) - len(missing), len(wanted)))
                 if missing:
-                    detections = {**detections,
-                                  **self._analyse(pipeline, missing, cancelled, lock)}
+                    analysis = analysis.merged(self._analyse(pipeline, missing, cancelled, lock))
                     if not cancelled():
-                        cache.save(key, detections)
+                        cache.save(key, analysis)
         except LockWaitCancelled:
-            return {}
-        return {n: detections.get(n, ()) for n in wanted}
+            return ShotAnalysis()
+        return analysis.over(wanted)
 
     def _analyse(self, pipeline: Pipeline, missing: Sequence[int], cancelled: CancelCheck,
-                 lock: FileLock) -> dict[int, tuple[Face, ...]]:
+                 lock: FileLock) -> ShotAnalysis:
         log.info("analysing %d frames (detection, tracking)", len(missing))
         colour = self.colour
         total = len(self.frames.analysed)
@@ -243,7 +251,8 @@ class RenderJob:
             done[0] += 1
             self.phase(PhaseProgress("analysis", done[0], total))
 
-        return analyse_frames(self.shot.read(missing), analyse, cancelled, on_frame=analysed)
+        return analyse_frames(self.shot.read(missing), analyse, cancelled, on_frame=analysed,
+                              colour=colour)
 
     # -- pass 2 -----------------------------------------------------------------------------
     def _pass_two(self, pipeline: Pipeline, identity: SourceIdentity,

@@ -1,16 +1,19 @@
-"""Face tracks across the frames of a shot: association, re-identification and shot selection.
+"""Face tracks across the frames of a shot: association and re-identification.
 
 A Track is one person's faces through a shot (frame numbers ascending, a face per listed frame).
 ``build_tracks`` links per-frame detections greedily in frame order: in each frame an optimal
 one-to-one assignment between live tracks and detections maximises IoU with the track's last
 box plus cosine similarity to the track's running mean embedding. Tracks outlive up to
 ``max_gap`` frames without a detection; after that a face comes back to its track only through
-its embedding (re-identification). ``select_tracks`` picks the tracks to swap for a whole shot,
-so the choice does not flicker from frame to frame as per-frame selection (selection.py) can.
+its embedding (re-identification). ``build_shot_tracks`` runs it shot by shot between cuts
+(shot.cuts), so no track crosses a cut; shot.people groups the tracks into people and picks the
+people to swap for the whole range, so the choice does not flicker from frame to frame as
+per-frame selection (selection.py) can.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import logging
@@ -20,7 +23,6 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..errors import InputError
-from ..selection import most_similar
 from ..types import Face
 from ..vectors import l2_normalise
 
@@ -283,33 +285,18 @@ def build_tracks(detections: FrameDetections, iou_threshold: float = 0.3,
     return tuple(track.freeze() for track in tracks)
 
 
-# --------------------------------------------------------------------------------------------
-# Selection for a shot.
-
-
-def track_prominence(track: Track) -> float:
-    """Mean box area (px^2) times length (frames): how much a track is the shot's main face."""
-    return track.mean_area_px * track.length
-
-
-def select_tracks(tracks: Sequence[Track], mode: str, reference: np.ndarray | None = None,
-                  threshold: float = 0.4) -> tuple[Track, ...]:
-    """The tracks to swap in a shot.
-
-    mode "one": the most prominent track (track_prominence; ties to the lower track_id);
-    "many": every track, most prominent first; "reference": tracks whose mean embedding has
-    cosine similarity >= threshold to `reference` (D,), most similar first (every track must
-    carry embeddings).
-    """
-    ranked = sorted(tracks, key=lambda t: (-track_prominence(t), t.track_id))
-    if mode == "one":
-        return tuple(ranked[:1])
-    if mode == "many":
-        return tuple(ranked)
-    if mode == "reference":
-        by_id = sorted(tracks, key=lambda t: t.track_id)
-        return most_similar(by_id, lambda track: track.mean_embedding, reference, threshold)
-    raise InputError(f"unknown face selector {mode!r}; use one, many or reference")
+def build_shot_tracks(detections: Mapping[int, Sequence[Face]], cuts: Sequence[int]
+                      ) -> tuple[Track, ...]:
+    """Tracks built shot by shot: `cuts` (frame numbers that start a new shot, see shot.cuts)
+    split the frames, build_tracks runs on each shot alone, so no track crosses a cut. Track
+    ids are renumbered 0, 1, ... across the shots in order of first appearance."""
+    bounds = sorted({int(c) for c in cuts})
+    shots: dict[int, dict[int, Sequence[Face]]] = {}
+    for frame, faces in detections.items():
+        shots.setdefault(bisect.bisect_right(bounds, int(frame)), {})[int(frame)] = faces
+    tracks = [track for index in sorted(shots) for track in build_tracks(shots[index])]
+    tracks.sort(key=lambda t: (t.frames[0], t.track_id))
+    return tuple(replace(track, track_id=number) for number, track in enumerate(tracks))
 
 
 def fill_short_gaps(track: Track, max_missing: int = 3) -> Track:

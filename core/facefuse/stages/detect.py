@@ -35,6 +35,11 @@ log = logging.getLogger(__name__)
 
 STRIDES = (8, 16, 32)
 NMS_IOU = 0.4
+# A box with at least this share of its own area inside a higher-scoring kept box is dropped: a
+# spurious low-score box nested in a real face (an eye or a mouth taken for a small face) has a
+# small IoU with it, so IoU-based NMS alone keeps it. Two real faces overlap far less than this
+# (a face half hidden behind another one shares about half of its box).
+CONTAINED_SHARE = 0.8
 _GROUP_WIDTHS = MappingProxyType({"score": 1, "bbox": 4, "kps": 10})
 
 # Decoded detections in canvas pixels: boxes float32 (N, 4) xyxy, scores float32 (N,),
@@ -80,19 +85,38 @@ def box_iou(box: np.ndarray, others: np.ndarray) -> np.ndarray:
     return iou
 
 
-def nms(boxes_xyxy: np.ndarray, scores: np.ndarray, iou_threshold: float) -> np.ndarray:
+def box_inside_share(box: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """Share of each of the boxes `others` (N, 4) that lies inside one xyxy box (4,): the
+    intersection over the other box's own area; float64 (N,), 0 for empty boxes."""
+    box = np.asarray(box, dtype=np.float64)
+    others = np.asarray(others, dtype=np.float64).reshape(-1, 4)
+    size = np.clip(np.minimum(box[2:], others[:, 2:]) - np.maximum(box[:2], others[:, :2]), 0.0,
+                   None)
+    inter = size[:, 0] * size[:, 1]
+    areas = np.prod(np.clip(others[:, 2:] - others[:, :2], 0.0, None), axis=1)
+    share: np.ndarray = np.zeros_like(inter)
+    np.divide(inter, areas, out=share, where=areas > 0)
+    return share
+
+
+def nms(boxes_xyxy: np.ndarray, scores: np.ndarray, iou_threshold: float,
+        contained_share: float | None = None) -> np.ndarray:
     """Greedy non-maximum suppression.
 
     boxes_xyxy: (N, 4) any float dtype, any pixel space; scores: (N,). A box is dropped when its
-    IoU with a higher-scoring kept box exceeds iou_threshold. Returns int64 indices of the kept
-    boxes, highest score first (ties keep the input order).
+    IoU with a higher-scoring kept box exceeds iou_threshold or, with contained_share given, when
+    at least that share of its own area lies inside a higher-scoring kept box (box_inside_share).
+    Returns int64 indices of the kept boxes, highest score first (ties keep the input order).
     """
     order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
     keep: list[int] = []
     while order.size:
         best, rest = int(order[0]), order[1:]
         keep.append(best)
-        order = rest[box_iou(boxes_xyxy[best], boxes_xyxy[rest]) <= iou_threshold]
+        drop = box_iou(boxes_xyxy[best], boxes_xyxy[rest]) > iou_threshold
+        if contained_share is not None:
+            drop |= box_inside_share(boxes_xyxy[best], boxes_xyxy[rest]) >= contained_share
+        order = rest[~drop]
     return np.asarray(keep, dtype=np.int64)
 
 
@@ -251,10 +275,10 @@ def to_faces(detections: Detections, scale: float, frame_hw: tuple[int, int],
              nms_iou: float) -> tuple[Face, ...]:
     """NMS in canvas pixels, then map to frame pixels (divide by scale), highest score first.
 
-    Boxes are clipped to the frame (width frame_hw[1], height frame_hw[0]); landmarks are not.
+    NMS also drops boxes lying mostly inside a stronger one (CONTAINED_SHARE). Boxes are clipped to the frame (width frame_hw[1], height frame_hw[0]); landmarks are not.
     """
     boxes, scores, kps = detections
-    keep = nms(boxes, scores, nms_iou)
+    keep = nms(boxes, scores, nms_iou, CONTAINED_SHARE)
     limit = np.array([frame_hw[1], frame_hw[0]] * 2, dtype=np.float32)
     faces = []
     for i in keep:
