@@ -186,10 +186,14 @@ local function sandboxed()
                                                                      true) ~= nil
 end
 
--- runs `command`; true when it exited with 0 (os.execute differs between Lua 5.1 and 5.2+)
+-- runs `command`; (exited with 0, exit code). Lua 5.1 returns the raw wait status (the code
+-- times 256 on POSIX), 5.2+ returns true/nil, "exit", code.
 local function run(command)
   local a, _, code = os.execute(command)
-  if type(a) == "number" then return a == 0, a end
+  if type(a) == "number" then
+    if not WINDOWS and a > 255 then a = math.floor(a / 256) end
+    return a == 0, a
+  end
   return a == true, code
 end
 
