@@ -15,9 +15,16 @@ from pathlib import Path
 import cv2
 import numpy as np
 import pytest
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QImage
-from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, QSpinBox
+from PySide6.QtWidgets import (
+    QApplication,
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QLineEdit,
+    QSpinBox,
+)
 
 from addon.panel.host import FileHost, JobHost, clip_from_file
 from addon.panel.widgets import DIVIDER_PX
@@ -327,3 +334,35 @@ def test_without_pyside_the_launcher_still_gets_a_result(tmp_path: Path, clip: P
     placement, message = read_result(result)
     assert placement is None and "needs PySide6" in message
     assert main(["panel", str(clip)]) == 2
+
+
+def _close_panels_soon(qtbot, seen: list[PanelWindow]) -> None:
+    """Close the panel a command opens once it is shown (the command blocks until then)."""
+    def close() -> None:
+        panels = [w for w in QApplication.topLevelWidgets()
+                  if isinstance(w, PanelWindow) and w.isVisible()]
+        if not panels:
+            QTimer.singleShot(50, close)
+            return
+        seen.extend(panels)
+        for panel in panels:
+            panel.close()
+    QTimer.singleShot(50, close)
+
+
+def test_the_commands_open_the_panel_and_return_when_it_closes(qtbot, clip: Path,
+                                                               tmp_path: Path):
+    from facefuse.cli.main import main
+
+    seen: list[PanelWindow] = []
+    result = tmp_path / "result.json"
+    _close_panels_soon(qtbot, seen)
+    assert main(["resolve", "open", "--job", str(_job_file(tmp_path, job(clip))),
+                 "--result", str(result)]) == 2  # closed without a render: nothing placed
+    assert seen and "plate.mp4 (V1" in seen[0].clip_label.text()
+    assert read_result(result) == (None, "The panel was closed before a render finished: "
+                                         "nothing placed")
+    _close_panels_soon(qtbot, seen)
+    assert main(["panel", str(clip)]) == 0
+    assert seen[-1].clip_label.text() == "Clip: plate.mp4"
+    assert main(["panel", str(tmp_path / "missing.mp4")]) == 2
