@@ -360,8 +360,8 @@ def test_the_commands_open_the_panel_and_return_when_it_closes(qtbot, clip: Path
     assert main(["resolve", "open", "--job", str(_job_file(tmp_path, job(clip))),
                  "--result", str(result)]) == 2  # closed without a render: nothing placed
     assert seen and "plate.mp4 (V1" in seen[0].clip_label.text()
-    assert read_result(result) == (None, "The panel was closed before a render finished: "
-                                         "nothing placed")
+    placement, message = read_result(result)
+    assert placement is None and message.startswith("The panel was closed before a render")
     _close_panels_soon(qtbot, seen)
     assert main(["panel", str(clip)]) == 0
     assert seen[-1].clip_label.text() == "Clip: plate.mp4"
