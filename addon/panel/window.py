@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from PySide6.QtCore import QTimer
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QComboBox,
@@ -66,6 +67,12 @@ class PanelWindow(QMainWindow):
         self.show_clip(host.clip)
         if host.problem:
             self.log.say(host.problem, "ERROR")
+        facts = host.clip.facts if host.clip is not None else None
+        if facts is not None:  # from Resolve: show the faces under the playhead at once
+            self.log.say(f"{facts.edition.label}: {host.clip.label}, frames "
+                         f"{facts.span.engine_frames[0]}-{facts.span.engine_frames[1]} of "
+                         f"{facts.media.name} at timeline frame {facts.span.record_start}")
+            QTimer.singleShot(0, self.find_faces)
 
     # -- layout ---------------------------------------------------------------------------------
     def _build(self) -> None:

@@ -255,6 +255,8 @@ def test_in_resolve_the_render_is_placed_at_the_items_record_frame(qtbot, clip: 
     window.sources.add([source])
     window.start_render()
     _idle(qtbot, window)
+    assert len(window.faces.tiles) == 1  # the faces under the playhead, found at once
+    assert "DaVinci Resolve Studio 19.1.3: plate.mp4" in _log(window)
     window.grab().save(str(tmp_path / "panel.png"))
     window.close()
     placement, message = read_result(result)

@@ -9,6 +9,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import cv2
 import pytest
 
 from addon.resolve import bridge, install
@@ -18,7 +19,8 @@ from facefuse.errors import ExitCode
 from facefuse.hosting import resolve_plan
 from facefuse.hosting.resolve_jobs import ClipError, parse_job
 from tests.hosts import resolve_fake as fake
-from tests.render_media import YUNET_NAME, face_photo, make_face_clip
+from tests.media_factory import read_marker
+from tests.render_media import YUNET_NAME, decode_video, face_photo, make_face_clip
 from tests.resolve_facts import read_only_folder
 
 CLIP_FRAMES = 20
@@ -171,10 +173,30 @@ def test_resolve_swap_renders_the_used_range_and_places_it(
     out = clip.parent / "facefuse"
     assert sorted(p.name for p in out.glob("*.png")) == [f"plate.{n:04d}.png"
                                                           for n in range(4, 14)]
+    # frame for frame: the file placed at record frame 86448 + k holds source frame 3 + k
+    for k in range(10):
+        assert read_marker(cv2.imread(str(out / f"plate.{4 + k:04d}.png"))) == 3 + k
     timeline = resolve.GetProjectManager().GetCurrentProject().GetCurrentTimeline()
     (placed,) = timeline.GetItemListInTrack("video", 2)
     assert (placed.GetStart(), placed.GetDuration()) == (86448, 10)
     assert "Placed plate facefuse on video track 2" in capsys.readouterr().out
+
+
+def test_a_movie_output_holds_just_the_used_range_and_is_placed(
+        clip: Path, testdata: Path, render_models: Path, render_cache: Path,
+        monkeypatch: pytest.MonkeyPatch):
+    resolve = fake.world(clip, tracks=2, start=86400 + 100, left_offset=5, duration=8,
+                         playhead=86400 + 101)
+    monkeypatch.setitem(sys.modules, "DaVinciResolveScript", fake.Module(resolve))
+    source = testdata / "media" / "astronaut.png"
+    args = _swap_args(render_models, render_cache, source, "--output", "prores_4444")
+    assert main(args) == ExitCode.OK
+    movie = clip.parent / "facefuse" / "plate_facefuse.mov"
+    frames = decode_video(movie)
+    assert [read_marker(f) for f in frames] == list(range(5, 13))
+    timeline = resolve.GetProjectManager().GetCurrentProject().GetCurrentTimeline()
+    (placed,) = timeline.GetItemListInTrack("video", 2)
+    assert (placed.GetStart(), placed.GetDuration(), placed.GetLeftOffset()) == (86500, 8, 0)
 
 
 def test_resolve_swap_without_resolve_or_into_a_read_only_folder_places_nothing(
