@@ -61,6 +61,7 @@ class PanelWindow(QMainWindow):
         self.reference: Path | None = None
         self.last_request: RenderRequest | None = None
         self.pending_thumbnails: list[Path] = []
+        self.thumbnailed: set[Path] = set()
         self.render_started = 0.0
         self.setWindowTitle("facefuse")
         self._build()
@@ -185,7 +186,9 @@ class PanelWindow(QMainWindow):
         self.sources.add([Path(n) for n in names])
 
     def _sources_changed(self, paths: list[Path]) -> None:
-        self.pending_thumbnails = list(paths)
+        self.pending_thumbnails += [p for p in paths if p not in self.thumbnailed
+                                    and p not in self.pending_thumbnails]
+        self.thumbnailed.update(paths)
         self._next_thumbnail()
 
     def _next_thumbnail(self) -> None:

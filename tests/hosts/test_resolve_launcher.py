@@ -24,7 +24,7 @@ from tests.render_media import YUNET_NAME, face_photo, make_face_clip
 HERE = Path(__file__).resolve().parent
 LAUNCHER = HERE.parents[1] / "addon" / "resolve" / "facefuse.lua"
 FAKE = HERE / "resolve_fake.lua"
-RUNTIMES = ("lupa.luajit21", "lupa.lua54")
+RUNTIMES = ("lupa.luajit21", "lupa.lua51", "lupa.lua54")
 START, DURATION, LEFT = 86448, 10, 3
 STUB = """
 import os, shutil, sys
@@ -142,6 +142,24 @@ def test_the_launcher_hands_python_the_facts_and_places_the_result(
     assert bin_.name == "facefuse"
     assert "placed plate facefuse on video track 2 at frame 86448" in launcher.output
     assert not list(tmp_path.glob("facefuse-resolve-*")), "temporary files left behind"
+
+
+def test_paths_with_spaces_quotes_and_accents_survive_both_ways(tmp_path: Path, stub,
+                                                                monkeypatch: pytest.MonkeyPatch):
+    odd = tmp_path / "Jo's café – rushes"
+    odd.mkdir()
+    media = odd / "plan séquence 01.mp4"
+    media.write_bytes(b"a movie")
+    capture = stub(_known_result(tmp_path, media))
+    monkeypatch.setenv("TMPDIR", str(odd))
+    launcher = Launcher(RUNTIMES[0], _config(media))
+    assert launcher.run() is True, launcher.output
+    seen = json.loads(capture.read_text(encoding="utf-8"))
+    assert seen["item"]["media"]["File Path"] == str(media)
+    (placed,) = launcher.track(2)
+    assert placed.media.GetClipProperty(placed.media, "File Path") == \
+        str(odd / "facefuse" / "plate.%04d.png")
+    assert not list(odd.glob("facefuse-resolve-*"))
 
 
 def test_the_launcher_finds_the_track_without_get_track_type_and_index(

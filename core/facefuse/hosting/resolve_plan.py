@@ -137,7 +137,9 @@ def result_record(placement: Placement | None, message: str) -> dict[str, Any]:
 
 def write_result(path: Path, placement: Placement | None, message: str) -> None:
     """Write the result file atomically (the launcher never reads half a file)."""
-    data = json.dumps(result_record(placement, message), indent=1).encode("utf-8")
+    # raw UTF-8, not \u escapes: the Lua launcher copies path bytes as they are
+    data = json.dumps(result_record(placement, message), indent=1,
+                      ensure_ascii=False).encode("utf-8")
     atomic_write_bytes(Path(path), data)
 
 
