@@ -60,6 +60,8 @@ def _isolate_blender_user_dirs() -> BlenderUserDirs:
 
 
 _USER_DIRS = _isolate_blender_user_dirs()
+# the Qt panel's tests draw offscreen, whatever the caller's display (set before Qt loads)
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
 
 def pytest_unconfigure() -> None:

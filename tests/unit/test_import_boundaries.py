@@ -194,3 +194,13 @@ def test_no_module_level_mutable_state_in_core():
                 assert not isinstance(value, (ast.List, ast.Dict, ast.Set, ast.ListComp,
                                               ast.DictComp, ast.SetComp)), (
                     f"{path}:{node.lineno} module-level mutable container")
+
+
+def test_the_panel_and_resolve_hosts_are_checked_like_blender():
+    """addon/panel and addon/resolve are hosts: the checks above cover them (no cv2, no
+    onnxruntime), and only the Resolve bridge names Resolve's scripting module."""
+    assert {"blender", "panel", "resolve"} <= set(HOST_FOLDERS)
+    naming = sorted(str(p.relative_to(ROOT)) for folder in ("core", "addon")
+                    for p in (ROOT / folder).rglob("*.py")
+                    if ".scriptapp(" in p.read_text(encoding="utf-8"))
+    assert naming == ["addon/resolve/bridge.py"]

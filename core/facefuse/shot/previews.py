@@ -7,6 +7,8 @@
 - faces_overlay: one frame with its faces outlined and numbered, to pick a reference face.
 - reference_face: a crop of one of those faces, written as a reference image for the
   "reference" selector (Settings.reference_images).
+- frame_picture / face_pictures: the frame as it is (a before/after preview's "before") and a
+  tile per face (a face picker's grid), for the Qt panel.
 
 Faces in a frame are numbered left to right by their box centre (`ordered_faces`): the numbers
 faces_overlay draws are the indices reference_face takes.
@@ -46,6 +48,7 @@ from .request import RenderRequest
 
 THUMBNAIL_PX = 256  # long side of a source thumbnail
 OVERLAY_PX = 1280  # long side of a faces overlay
+FACE_TILE_PX = 128  # long side of a face picker tile
 REFERENCE_MARGIN = 0.6  # reference crop: the face box grown by this fraction of its size per side
 USED_BGR = (80, 220, 80)
 OTHER_BGR = (40, 180, 255)
@@ -241,3 +244,31 @@ def _write_png(path: Path, picture: np.ndarray) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(path, encode_image(np.ascontiguousarray(picture), ".png"))
     return path
+
+
+def frame_picture(request: RenderRequest, frame_number: int, out_dir: Path | None = None) -> Path:
+    """Frame `frame_number` of the request's input as it is, in display space, as a PNG (the
+    "before" of a before/after preview; same size as preview_frame's picture). One file per
+    input (rewritten)."""
+    with _frame(request, frame_number) as (frame, colour):
+        picture = geometry.to_display_uint8(frame, colour)
+    name = f"frame-{_digest(request.input)}.png"
+    return _write_png(_folder(out_dir, request.settings) / name, picture)
+
+
+def face_pictures(request: RenderRequest, frame_number: int, pipeline: Pipeline | None = None,
+                  out_dir: Path | None = None, size_px: int = FACE_TILE_PX) -> tuple[Path, ...]:
+    """Each face of frame `frame_number`, numbered as ordered_faces numbers them (the indices
+    reference_face takes), as a PNG of the face box grown by REFERENCE_MARGIN and shrunk to at
+    most `size_px`: the tiles of a face picker. () when the frame has no face."""
+    with _frame(request, frame_number) as (frame, colour), \
+            _pipeline(request.settings, pipeline) as p:
+        faces = ordered_faces(p.detect(frame, colour))
+        picture = geometry.to_display_uint8(frame, colour)
+    folder = _folder(out_dir, request.settings)
+    key = _digest(request.input, frame_number)
+    tiles = []
+    for index, face in enumerate(faces):
+        tile, _ = geometry.shrink_to_fit(_crop(picture, face), size_px)
+        tiles.append(_write_png(folder / f"face-{key}-{index}.png", tile))
+    return tuple(tiles)

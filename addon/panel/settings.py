@@ -1,0 +1,156 @@
+"""The settings form, built from facefuse.config.tunable_options(): one control per tunable, in a
+group box per Tunable.group, so a Settings field added to the engine appears here with no panel
+code. Kinds: model -> line edit; optional-model -> check box + line edit; choice -> combo box;
+float / int -> spin boxes bounded by the tunable's range; bool -> check box.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLineEdit,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from facefuse.config import Settings, Tunable, tunable_options
+
+SPIN_LIMIT = 1e9
+
+
+class SettingsForm(QWidget):
+    """Every tunable Settings field as a control; `changed` when any of them changes."""
+
+    changed = Signal()
+
+    def __init__(self, initial: Settings, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.options = tunable_options()
+        self.controls: dict[str, QWidget] = {}
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        groups: dict[str, QFormLayout] = {}
+        for option in self.options:
+            if option.group not in groups:
+                box = QGroupBox(option.group.capitalize(), self)
+                groups[option.group] = QFormLayout(box)
+                layout.addWidget(box)
+            control = self._control(option, getattr(initial, option.name))
+            control.setToolTip(option.help)
+            control.setObjectName(f"setting-{option.name}")
+            self.controls[option.name] = control
+            groups[option.group].addRow(option.label, control)
+
+    def _control(self, option: Tunable, value: Any) -> QWidget:
+        builders = {"model": _model, "optional-model": _optional_model, "choice": _choice,
+                    "float": _float, "int": _int, "bool": _bool}
+        control, signal = builders[option.kind](option, value, self)
+        signal.connect(self.changed)
+        return control
+
+    def values(self) -> dict[str, Any]:
+        """The tunable field values the controls hold, by Settings field name."""
+        return {option.name: _read(option, self.controls[option.name])
+                for option in self.options}
+
+    def settings(self, base: Settings) -> Settings:
+        """`base` with the form's values (Settings checks their ranges: InputError)."""
+        return replace(base, **self.values())
+
+    def set_value(self, name: str, value: Any) -> None:
+        option = next(o for o in self.options if o.name == name)
+        _write(option, self.controls[name], value)
+
+
+def _model(option: Tunable, value: Any, parent: QWidget) -> tuple[QWidget, Any]:
+    edit = QLineEdit(str(value or ""), parent)
+    edit.setPlaceholderText("manifest name or .onnx path")
+    return edit, edit.textChanged
+
+
+def _optional_model(option: Tunable, value: Any, parent: QWidget) -> tuple[QWidget, Any]:
+    box = QWidget(parent)
+    row = QHBoxLayout(box)
+    row.setContentsMargins(0, 0, 0, 0)
+    use = QCheckBox(box)
+    edit = QLineEdit(str(value or option.suggestion), box)
+    use.setChecked(value is not None)
+    edit.setEnabled(value is not None)
+    use.toggled.connect(edit.setEnabled)
+    row.addWidget(use)
+    row.addWidget(edit)
+    box.use, box.edit = use, edit  # type: ignore[attr-defined]
+    use.toggled.connect(lambda _: edit.textChanged.emit(edit.text()))
+    return box, edit.textChanged
+
+
+def _choice(option: Tunable, value: Any, parent: QWidget) -> tuple[QWidget, Any]:
+    combo = QComboBox(parent)
+    combo.addItems(list(option.choices))
+    combo.setCurrentText(str(value))
+    return combo, combo.currentTextChanged
+
+
+def _float(option: Tunable, value: Any, parent: QWidget) -> tuple[QWidget, Any]:
+    spin = QDoubleSpinBox(parent)
+    spin.setDecimals(3)
+    spin.setSingleStep(0.05)
+    spin.setRange(_bound(option.minimum, -SPIN_LIMIT), _bound(option.maximum, SPIN_LIMIT))
+    spin.setValue(float(value))
+    return spin, spin.valueChanged
+
+
+def _int(option: Tunable, value: Any, parent: QWidget) -> tuple[QWidget, Any]:
+    spin = QSpinBox(parent)
+    spin.setRange(int(_bound(option.minimum, -2**31)), int(_bound(option.maximum, 2**31 - 1)))
+    spin.setValue(int(value))
+    return spin, spin.valueChanged
+
+
+def _bool(option: Tunable, value: Any, parent: QWidget) -> tuple[QWidget, Any]:
+    check = QCheckBox(parent)
+    check.setChecked(bool(value))
+    return check, check.toggled
+
+
+def _bound(value: float | None, default: float) -> float:
+    return float(value) if value is not None else default
+
+
+def _read(option: Tunable, control: Any) -> Any:
+    kind = option.kind
+    if kind == "model":
+        return control.text().strip()
+    if kind == "optional-model":
+        return control.edit.text().strip() if control.use.isChecked() else None
+    if kind == "choice":
+        return control.currentText()
+    if kind in ("float", "int"):
+        return control.value()
+    return control.isChecked()
+
+
+def _write(option: Tunable, control: Any, value: Any) -> None:
+    kind = option.kind
+    if kind == "model":
+        control.setText(str(value))
+    elif kind == "optional-model":
+        control.use.setChecked(value is not None)
+        if value is not None:
+            control.edit.setText(str(value))
+    elif kind == "choice":
+        control.setCurrentText(str(value))
+    elif kind in ("float", "int"):
+        control.setValue(value)
+    else:
+        control.setChecked(bool(value))

@@ -1,0 +1,214 @@
+"""The panel's widgets: they show what they are given and emit signals; they run no engine work.
+
+SourceList: source photos (add, remove, drop files) with the engine's outlined thumbnails.
+FaceGrid: Largest / All and one button per face tile; `picked(mode, index)`.
+SplitView: before | after, split at a divider the user drags; pictures drawn at most 1:1.
+LogPane: plain-words messages, errors marked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QPoint, QRect, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QIcon, QMouseEvent, QPainter, QPaintEvent, QPen, QPixmap
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+THUMB_PX = 96
+DIVIDER_PX = 2
+DIVIDER_COLOUR = QColor(255, 210, 0)
+
+
+class SourceList(QWidget):
+    """Source photos; `changed(paths)` when the list changes, `add_requested` for the Add
+    button (the window shows the file dialog)."""
+
+    changed = Signal(list)
+    add_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.list = QListWidget(self)
+        self.list.setViewMode(QListWidget.ViewMode.IconMode)
+        self.list.setIconSize(QSize(THUMB_PX, THUMB_PX))
+        self.list.setMinimumHeight(THUMB_PX + 36)
+        self.setAcceptDrops(True)
+        add, remove = QPushButton("Add…", self), QPushButton("Remove", self)
+        add.clicked.connect(self.add_requested)
+        remove.clicked.connect(self._remove_selected)
+        buttons = QHBoxLayout()
+        buttons.addWidget(add)
+        buttons.addWidget(remove)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.list)
+        layout.addLayout(buttons)
+
+    def paths(self) -> list[Path]:
+        return [Path(self.list.item(i).data(Qt.ItemDataRole.UserRole))
+                for i in range(self.list.count())]
+
+    def add(self, paths: list[Path]) -> None:
+        known = set(self.paths())
+        for path in paths:
+            if path in known:
+                continue
+            item = QListWidgetItem(path.name)
+            item.setData(Qt.ItemDataRole.UserRole, str(path))
+            item.setToolTip(str(path))
+            self.list.addItem(item)
+        self.changed.emit(self.paths())
+
+    def set_thumbnail(self, path: Path, thumbnail: Path, faces: int) -> None:
+        """Show the engine's outlined thumbnail of source `path` and its face count."""
+        for i in range(self.list.count()):
+            item = self.list.item(i)
+            if Path(item.data(Qt.ItemDataRole.UserRole)) == path:
+                item.setIcon(QIcon(str(thumbnail)))
+                item.setText(f"{path.name}\n{faces} face(s)" if faces else
+                             f"{path.name}\nno face")
+
+    def _remove_selected(self) -> None:
+        for item in self.list.selectedItems():
+            self.list.takeItem(self.list.row(item))
+        self.changed.emit(self.paths())
+
+    def dragEnterEvent(self, event):
+        if event.mimeData().hasUrls():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event):
+        self.add([Path(url.toLocalFile()) for url in event.mimeData().urls()
+                  if url.isLocalFile()])
+
+
+class FaceGrid(QWidget):
+    """Which face to replace: `picked("one" | "many" | "face", index)`; Find asks for tiles."""
+
+    picked = Signal(str, int)
+    find_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.buttons: list[QPushButton] = []
+        self.row = QHBoxLayout()
+        top = QHBoxLayout()
+        for text, mode in (("Largest", "one"), ("All", "many")):
+            button = QPushButton(text, self)
+            button.setCheckable(True)
+            button.clicked.connect(lambda _=False, m=mode: self._pick(m, -1))
+            button.setObjectName(f"pick-{mode}")
+            top.addWidget(button)
+            self.buttons.append(button)
+        find = QPushButton("Find faces", self)
+        find.clicked.connect(self.find_requested)
+        top.addWidget(find)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(top)
+        layout.addLayout(self.row)
+        self.tiles: list[QPushButton] = []
+        self.buttons[0].setChecked(True)
+
+    def show_faces(self, tiles: tuple[Path, ...]) -> None:
+        for tile in self.tiles:
+            self.row.removeWidget(tile)
+            tile.deleteLater()
+        self.tiles = []
+        for index, path in enumerate(tiles):
+            button = QPushButton(f"{index}", self)
+            button.setIcon(QIcon(str(path)))
+            button.setIconSize(QSize(THUMB_PX // 2 + 16, THUMB_PX // 2 + 16))
+            button.setCheckable(True)
+            button.setObjectName(f"face-{index}")
+            button.clicked.connect(lambda _=False, i=index: self._pick("face", i))
+            self.row.addWidget(button)
+            self.tiles.append(button)
+
+    def _pick(self, mode: str, index: int) -> None:
+        for button in [*self.buttons, *self.tiles]:
+            button.setChecked(False)
+        chosen = self.tiles[index] if mode == "face" else self.buttons[mode == "many"]
+        chosen.setChecked(True)
+        self.picked.emit(mode, index)
+
+
+class SplitView(QWidget):
+    """Before (left of the divider) and after (right), drawn centred at most 1:1; drag to move
+    the divider (`divider` is its x in widget pixels)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.before: QPixmap | None = None
+        self.after: QPixmap | None = None
+        self.share = 0.5
+        self.setMinimumSize(240, 160)
+
+    def show_pair(self, before: Path, after: Path) -> None:
+        self.before, self.after = QPixmap(str(before)), QPixmap(str(after))
+        self.update()
+
+    def picture_rect(self) -> QRect:
+        """Where the pictures are drawn: fitted into the widget, never enlarged, centred."""
+        if self.before is None:
+            return QRect()
+        size = self.before.size()
+        if size.width() > self.width() or size.height() > self.height():
+            size = size.scaled(self.size(), Qt.AspectRatioMode.KeepAspectRatio)
+        corner = QPoint((self.width() - size.width()) // 2, (self.height() - size.height()) // 2)
+        return QRect(corner, size)
+
+    @property
+    def divider(self) -> int:
+        area = self.picture_rect()
+        return area.left() + round(self.share * area.width())
+
+    def set_divider(self, x: int) -> None:
+        area = self.picture_rect()
+        if area.width() > 0:
+            self.share = min(1.0, max(0.0, (x - area.left()) / area.width()))
+            self.update()
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.fillRect(self.rect(), QColor(30, 30, 30))
+        if self.before is None or self.after is None:
+            painter.setPen(QColor(180, 180, 180))
+            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "Press Preview")
+            return
+        area, split = self.picture_rect(), self.divider
+        painter.drawPixmap(area, self.before)
+        left_px = round((split - area.left()) * self.after.width() / area.width())
+        right = QRect(split, area.top(), area.left() + area.width() - split, area.height())
+        source = QRect(left_px, 0, self.after.width() - left_px, self.after.height())
+        painter.drawPixmap(right, self.after, source)
+        painter.setPen(QPen(DIVIDER_COLOUR, DIVIDER_PX))
+        painter.drawLine(split, area.top(), split, area.bottom())
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        self.set_divider(round(event.position().x()))
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        if event.buttons() & Qt.MouseButton.LeftButton:
+            self.set_divider(round(event.position().x()))
+
+
+class LogPane(QPlainTextEdit):
+    """What happened, in plain words; errors start with "Error:"."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setReadOnly(True)
+        self.setMaximumBlockCount(500)
+
+    def say(self, text: str, level: str = "INFO") -> None:
+        prefix = {"ERROR": "Error: ", "WARNING": "Warning: "}.get(level, "")
+        self.appendPlainText(prefix + text)

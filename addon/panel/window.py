@@ -1,0 +1,346 @@
+"""The panel window: wires the widgets to a host (host.py) and to engine jobs (worker.py).
+
+Every picture comes from facefuse.shot.previews (source_preview, face_pictures, reference_face,
+frame_picture, preview_frame: the functions Blender uses, plus the two a split view and a face
+grid need); every render is facefuse.shot.render.render on a worker thread. The UI thread only
+builds requests, starts jobs and shows what they hand back.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QTimer
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from facefuse.config import Settings
+from facefuse.errors import FacefuseError
+from facefuse.hosting import resolve_plan
+from facefuse.hosting.jobs import HostError, Job, Message
+from facefuse.shot import previews
+from facefuse.shot.request import FrameReport, PhaseProgress, RenderRequest, RenderSummary
+
+from .host import Clip, build_render
+from .settings import SettingsForm
+from .widgets import FaceGrid, LogPane, SourceList, SplitView
+from .worker import Jobs, look_job, render_job
+
+CANCEL_WAIT_MS = 1000
+OUTPUT_LABELS = {"png": "PNG sequence", "exr": "EXR sequence", "tif": "TIFF sequence",
+                 "prores_4444": "ProRes 4444 movie", "dnxhr_444": "DNxHR 444 movie"}
+
+
+class PanelWindow(QMainWindow):
+    """One clip's swap. host: FileHost or JobHost; base: the Settings fields the form does not
+    show (models and cache folders, providers, offline)."""
+
+    def __init__(self, host: Any, base: Settings | None = None, jobs: Jobs | None = None) -> None:
+        super().__init__()
+        self.host, self.base = host, base or Settings()
+        self.jobs = jobs or Jobs(parent=self)
+        self.jobs.finished.connect(self._job_finished)
+        self.reference: Path | None = None
+        self.last_request: RenderRequest | None = None
+        self.pending_thumbnails: list[Path] = []
+        self.thumbnailed: set[Path] = set()
+        self.render_started = 0.0
+        self.setWindowTitle("facefuse")
+        self._build()
+        self.show_clip(host.clip)
+        if host.problem:
+            self.log.say(host.problem, "ERROR")
+        facts = host.clip.facts if host.clip is not None else None
+        if facts is not None:  # from Resolve: show the faces under the playhead at once
+            self.log.say(f"{facts.edition.label}: {host.clip.label}, frames "
+                         f"{facts.span.engine_frames[0]}-{facts.span.engine_frames[1]} of "
+                         f"{facts.media.name} at timeline frame {facts.span.record_start}")
+            QTimer.singleShot(0, self.find_faces)
+
+    # -- layout ---------------------------------------------------------------------------------
+    def _build(self) -> None:
+        self.clip_label = QLabel(self)
+        open_clip = QPushButton("Open clip…", self)
+        open_clip.clicked.connect(self._choose_clip)
+        self.sources = SourceList(self)
+        self.sources.add_requested.connect(self._choose_sources)
+        self.sources.changed.connect(self._sources_changed)
+        self.faces = FaceGrid(self)
+        self.faces.picked.connect(self._face_picked)
+        self.faces.find_requested.connect(self.find_faces)
+        self.form = SettingsForm(self.base, self)
+        scroll = QScrollArea(self)
+        scroll.setWidget(self.form)
+        scroll.setWidgetResizable(True)
+        left = QVBoxLayout()
+        for title, widget in (("Sources", self.sources), ("Target face", self.faces)):
+            box = QGroupBox(title, self)
+            QVBoxLayout(box).addWidget(widget)
+            left.addWidget(box)
+        left.addWidget(scroll, 1)
+        self.view = SplitView(self)
+        self.frame = QSpinBox(self)
+        self.preview_button = QPushButton("Preview", self)
+        self.preview_button.clicked.connect(self.preview)
+        self.output = QComboBox(self)
+        for kind in resolve_plan.OUTPUT_KINDS:
+            self.output.addItem(OUTPUT_LABELS[kind], kind)
+        self.folder = QLineEdit(self)
+        browse = QPushButton("…", self)
+        browse.clicked.connect(self._choose_folder)
+        self.render_button = QPushButton("Render", self)
+        self.render_button.clicked.connect(self.start_render)
+        self.cancel_button = QPushButton("Cancel", self)
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel_render)
+        self.progress = QProgressBar(self)
+        self.status = QLabel("", self)
+        self.log = LogPane(self)
+        right = QGridLayout()
+        right.addWidget(self.view, 0, 0, 1, 4)
+        right.addWidget(QLabel("Frame", self), 1, 0)
+        right.addWidget(self.frame, 1, 1)
+        right.addWidget(self.preview_button, 1, 3)
+        right.addWidget(self.output, 2, 0, 1, 2)
+        right.addWidget(self.folder, 2, 2)
+        right.addWidget(browse, 2, 3)
+        right.addWidget(self.render_button, 3, 0, 1, 2)
+        right.addWidget(self.cancel_button, 3, 2, 1, 2)
+        right.addWidget(self.progress, 4, 0, 1, 4)
+        right.addWidget(self.status, 5, 0, 1, 4)
+        right.addWidget(self.log, 6, 0, 1, 4)
+        right.setRowStretch(0, 3)
+        right.setRowStretch(6, 1)
+        top = QHBoxLayout()
+        top.addWidget(self.clip_label, 1)
+        top.addWidget(open_clip)
+        body = QHBoxLayout()
+        body.addLayout(left, 2)
+        body.addLayout(right, 3)
+        root = QVBoxLayout()
+        root.addLayout(top)
+        root.addLayout(body)
+        central = QWidget(self)
+        central.setLayout(root)
+        self.setCentralWidget(central)
+        self.resize(1100, 760)
+
+    def show_clip(self, clip: Clip | None) -> None:
+        self.clip_label.setText(f"Clip: {clip.label}" if clip else "No clip")
+        self.render_button.setEnabled(clip is not None)
+        self.preview_button.setEnabled(clip is not None)
+        if clip is None:
+            return
+        first, last = clip.frames or (clip.start_number, 2**31 - 1)
+        self.frame.setRange(first, last)
+        self.frame.setValue(clip.preview_frame if clip.preview_frame is not None else first)
+        self.folder.setText(str(clip.folder))
+
+    # -- requests ---------------------------------------------------------------------------------
+    def settings(self) -> Settings:
+        """The form's settings on the base ones, with the picked reference face."""
+        chosen = self.form.settings(self.base)
+        if chosen.selector == "reference" and self.reference is not None:
+            return replace(chosen, reference_images=(self.reference,))
+        return chosen
+
+    def look_request(self, settings: Settings | None = None) -> RenderRequest:
+        clip = self.host.clip
+        return RenderRequest(sources=tuple(self.sources.paths()), input=clip.input,
+                             output=str(clip.folder / "look.####.png"),
+                             settings=settings or self.settings(),
+                             start_number=clip.start_number)
+
+    def _look(self, kind: str, label: str, look: Any, done: Any,
+              settings: Settings | None = None) -> None:
+        try:
+            settings = settings or self.settings()
+            job = look_job(kind, label, self.jobs.runner, settings, look,
+                           lambda _job, result: done(result))
+            self.jobs.start(job)
+        except (FacefuseError, HostError) as exc:
+            self.log.say(str(exc), "ERROR")
+
+    # -- sources and faces ------------------------------------------------------------------------
+    def _choose_sources(self) -> None:
+        names, _ = QFileDialog.getOpenFileNames(self, "Source photos", "",
+                                                "Images (*.png *.jpg *.jpeg *.tif *.tiff *.exr)")
+        self.sources.add([Path(n) for n in names])
+
+    def _sources_changed(self, paths: list[Path]) -> None:
+        self.pending_thumbnails += [p for p in paths if p not in self.thumbnailed
+                                    and p not in self.pending_thumbnails]
+        self.thumbnailed.update(paths)
+        self._next_thumbnail()
+
+    def _next_thumbnail(self) -> None:
+        if not self.pending_thumbnails or self.jobs.busy("thumbnail"):
+            return
+        path = self.pending_thumbnails.pop(0)
+
+        def shown(result: tuple[Path, int]) -> Message:
+            self.sources.set_thumbnail(path, *result)
+            return Message("INFO", f"{path.name}: {result[1]} face(s)")
+        self._look("thumbnail", f"Thumbnail of {path.name}",
+                   lambda p: previews.source_preview(path, p.settings, pipeline=p), shown)
+
+    def find_faces(self) -> None:
+        if self.host.clip is None:
+            return
+        request, frame = self.look_request(), self.frame.value()
+
+        def shown(tiles: tuple[Path, ...]) -> Message:
+            self.faces.show_faces(tiles)
+            return Message("INFO" if tiles else "WARNING",
+                           f"{len(tiles)} face(s) in frame {frame}" if tiles else
+                           f"No face found in frame {frame}: try another frame")
+        self._look("faces", "Finding faces",
+                   lambda p: previews.face_pictures(request, frame, pipeline=p), shown,
+                   request.settings)
+
+    def _face_picked(self, mode: str, index: int) -> None:
+        if mode != "face":
+            self.reference = None
+            self.form.set_value("selector", mode)
+            return
+        request, frame = self.look_request(), self.frame.value()
+        folder = request.settings.cache_dir or self.host.clip.folder
+
+        def chosen(path: Path) -> Message:
+            self.reference = path
+            self.form.set_value("selector", "reference")
+            return Message("INFO", f"Replacing face {index} of frame {frame} (and the same "
+                                   "person in every frame)")
+        self._look("reference", "Picking the face",
+                   lambda p: previews.reference_face(request, frame, index,
+                                                     Path(folder) / "references", p),
+                   chosen, request.settings)
+
+    # -- preview ----------------------------------------------------------------------------------
+    def preview(self) -> None:
+        if not self.sources.paths():
+            self.log.say("Add a source photo first (Sources > Add…)", "ERROR")
+            return
+        request, frame = self.look_request(), self.frame.value()
+
+        def both(p: Any) -> tuple[Path, Path]:
+            return (previews.frame_picture(request, frame),
+                    previews.preview_frame(request, frame, pipeline=p))
+
+        def shown(pair: tuple[Path, Path]) -> Message:
+            self.view.show_pair(*pair)
+            return Message("INFO", f"Preview of frame {frame}: drag the divider to compare")
+        self._look("preview", "Preview", both, shown, request.settings)
+
+    # -- render -----------------------------------------------------------------------------------
+    def start_render(self) -> None:
+        clip = self.host.clip
+        if clip is None or self.jobs.busy("render"):
+            return
+        if not self.sources.paths():
+            self.log.say("Add a source photo first (Sources > Add…)", "ERROR")
+            return
+        try:
+            request, plan = build_render(clip, tuple(self.sources.paths()), self.settings(),
+                                         self.output.currentData(), Path(self.folder.text()))
+            self.last_request = request
+            self.jobs.start(render_job(request, self._render_progress,
+                                       lambda _job, summary: self._render_done(plan, summary)))
+        except (FacefuseError, HostError) as exc:
+            self.log.say(str(exc), "ERROR")
+            return
+        self.render_started = time.monotonic()
+        self.progress.setValue(0)
+        self.render_button.setEnabled(False)
+        self.cancel_button.setEnabled(True)
+        self.log.say(f"Rendering to {request.output}")
+
+    def cancel_render(self) -> None:
+        if self.jobs.cancel("render"):
+            self.status.setText("Cancelling…")
+
+    def _render_progress(self, job: Job, item: Any) -> None:
+        if isinstance(item, PhaseProgress) and item.phase == "encode":
+            self.status.setText("Finishing the output…")
+        elif isinstance(item, PhaseProgress):
+            job.total, job.done, job.status = item.total, item.done, item.phase
+            self.progress.setMaximum(max(1, item.total))
+            self.progress.setValue(item.done)
+            self.status.setText(_progress_text(item, self.render_started))
+        elif isinstance(item, FrameReport) and item.status == "failed":
+            self.log.say(f"frame {item.frame}: {item.error}", "WARNING")
+
+    def _render_done(self, plan: Any, summary: RenderSummary) -> Message:
+        if plan is not None:
+            placement, message = resolve_plan.outcome(plan, summary)
+        else:
+            placement, message = None, (
+                f"{summary.swapped} of {summary.frames} frames swapped"
+                + (" (stopped before the end)" if summary.cancelled else ""))
+        for warning in summary.warnings:
+            self.log.say(warning, "WARNING")
+        self.host.rendered(placement, message)
+        ok = not summary.cancelled and not summary.failed and summary.swapped > 0
+        if ok and plan is not None:
+            message += ": close this window to place it in Resolve"
+        return Message("INFO" if ok else "WARNING", message)
+
+    def _job_finished(self, kind: str, message: Message) -> None:
+        self.log.say(message.text, message.level)
+        if kind == "render":
+            self.render_button.setEnabled(self.host.clip is not None)
+            self.cancel_button.setEnabled(False)
+            self.status.setText(message.text)
+        if kind == "thumbnail":
+            self._next_thumbnail()
+
+    # -- files and closing ------------------------------------------------------------------------
+    def _choose_clip(self) -> None:
+        name, _ = QFileDialog.getOpenFileName(self, "Clip", "", "Video (*.mov *.mp4 *.mxf *.mkv "
+                                              "*.avi);;All files (*)")
+        if name:
+            self.show_clip(self.host.open(Path(name)))
+
+    def _choose_folder(self) -> None:
+        name = QFileDialog.getExistingDirectory(self, "Output folder", self.folder.text())
+        if name:
+            self.folder.setText(name)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        """Closing stops a running render (finished frames stay) and tells the host."""
+        message = ""
+        if self.jobs.busy("render"):
+            self.jobs.cancel("render")
+            self.jobs.wait("render", CANCEL_WAIT_MS * 10)
+            message = "The panel was closed before the render finished: nothing placed"
+        self.jobs.close()
+        self.host.finish(message)
+        event.accept()
+
+
+def _progress_text(step: PhaseProgress, started: float) -> str:
+    elapsed = max(1e-6, time.monotonic() - started)
+    fps = step.done / elapsed if step.phase == "swap" else 0.0
+    left = (step.total - step.done) / fps if fps > 0 else None
+    eta = "" if left is None else f" · {int(left) // 60}:{int(left) % 60:02d} left"
+    rate = f" · {fps:.1f} fps" if fps else ""
+    return f"{step.phase}: {step.done}/{step.total} frames{rate}{eta}"
+

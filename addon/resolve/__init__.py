@@ -1,0 +1,3 @@
+"""facefuse for DaVinci Resolve: facefuse.lua (the Workspace > Scripts menu script, for every
+edition), install.py (puts it into Resolve's Scripts folder) and bridge.py (Studio's external
+scripting). Installed from the wheel as the package ``facefuse_resolve``; see docs/resolve.md."""

@@ -1,0 +1,250 @@
+"""The job file a DaVinci Resolve host hands to facefuse, read into checked clip facts.
+
+The Lua menu script (addon/resolve/facefuse.lua) and the Studio bridge (addon/resolve/bridge.py)
+only collect raw facts of the timeline item under the playhead and write them as JSON:
+
+    {"schema": "facefuse-resolve-job", "version": 1,
+     "product": "DaVinci Resolve" | "DaVinci Resolve Studio", "resolve_version": "19.1.3.7",
+     "platform": "Linux" | "Windows" | "Mac", "sandboxed": false, "project": "name",
+     "timeline": {"name", "start_frame": 86400, "start_timecode": "01:00:00:00",
+                  "current_timecode": "01:00:02:10", "frame_rate": "23.976",
+                  "drop_frame": "0", "video_tracks": 2,
+                  "busy": {"2": [[86400, 86450], ...], ...}},     # item [start, end) per track
+     "item": null | {"name", "start", "end", "duration", "left_offset", "track",
+                     "source_start", "source_end",                 # optional (Resolve 19+)
+                     "media": null | {"File Path", "Type", "FPS", "Frames", "Clip Name"}}}
+
+Numbers may arrive as numbers or strings (Resolve gives clip properties as strings, Lua writes
+what it gets), "drop_frame" as "0"/"1" or a bool. Everything a user can get wrong (no timeline,
+no clip under the playhead, a title or generator, an offline clip, a clip whose rate differs from
+the timeline's, a speed change) is a ClipError: one sentence, nothing placed. The plan built from
+these facts is in facefuse.hosting.resolve_plan.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from .timeline import (
+    ENGINE_START_NUMBER,
+    ItemSpan,
+    TimelineRate,
+    format_rate,
+    parse_rate,
+    same_rate,
+)
+
+JOB_SCHEMA = "facefuse-resolve-job"
+JOB_VERSION = 1
+STUDIO = "studio"
+FREE = "free"
+VIDEO_TYPES = ("video", "video + audio")
+_SEQUENCE = re.compile(r"^(?P<prefix>.*?)\[(?P<first>\d+)-(?P<last>\d+)\](?P<suffix>\.[^.\\/]+)$")
+
+
+class ClipError(InputError):
+    """The timeline item under the playhead cannot be swapped; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Edition:
+    """Which Resolve runs: `kind` is STUDIO or FREE; version as (major, minor, patch)."""
+
+    product: str
+    version: tuple[int, ...]
+    platform: str
+    sandboxed: bool
+
+    @property
+    def kind(self) -> str:
+        return STUDIO if "studio" in self.product.lower() else FREE
+
+    @property
+    def label(self) -> str:
+        shown = ".".join(str(v) for v in self.version) or "unknown version"
+        return f"{self.product or 'DaVinci Resolve'} {shown}"
+
+
+@dataclass(frozen=True, slots=True)
+class ClipFacts:
+    """The checked facts of one timeline item: what to render and where the result goes.
+
+    input: the media as the engine reads it (a movie path, or a name.####.ext pattern for an
+    image sequence). span: record frames <-> source frames. track: its 1-based video track.
+    busy: the [start, end) record ranges already used on each video track above it.
+    """
+
+    edition: Edition
+    project: str
+    timeline: str
+    rate: TimelineRate
+    start_frame: int
+    start_timecode: str
+    current_timecode: str
+    video_tracks: int
+    busy: dict[int, tuple[tuple[int, int], ...]]
+    name: str
+    input: str
+    media: Path
+    span: ItemSpan
+    track: int
+
+    @property
+    def is_sequence(self) -> bool:
+        return self.input != str(self.media)
+
+
+def read_job(path: Path) -> ClipFacts:
+    """Read and check a job file; ClipError (or InputError for a broken file) otherwise."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read the Resolve job file {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise InputError(f"the Resolve job file {path} is not valid JSON: {exc}") from None
+    return parse_job(data)
+
+
+def parse_job(data: Any) -> ClipFacts:
+    """Check the job's facts (see the module docstring) and build ClipFacts from them."""
+    if not isinstance(data, dict) or data.get("schema") != JOB_SCHEMA:
+        raise InputError(f"not a facefuse Resolve job (schema {JOB_SCHEMA!r} expected)")
+    if _integer(data.get("version"), "version") != JOB_VERSION:
+        raise InputError(f"Resolve job version {data.get('version')} is not supported "
+                         f"(this facefuse reads version {JOB_VERSION}): reinstall the launcher "
+                         "with `facefuse resolve install`")
+    edition = _edition(data)
+    timeline = data.get("timeline")
+    if not isinstance(timeline, dict):
+        raise ClipError("No timeline is open in Resolve: open the timeline with the clip to swap")
+    rate = TimelineRate(parse_rate(_text(timeline.get("frame_rate"), "timeline frame rate")),
+                        _flag(timeline.get("drop_frame")))
+    item = data.get("item")
+    if not isinstance(item, dict):
+        raise ClipError("No clip under the playhead: move the playhead over a video clip on an "
+                        "enabled video track and run facefuse again")
+    name = str(item.get("name") or "clip")
+    media_path, input_spec, first_number = _media(item.get("media"), name, rate)
+    span = _span(item, name, first_number)
+    _check_frames(item.get("media") or {}, span, name)
+    return ClipFacts(
+        edition=edition, project=str(data.get("project") or ""),
+        timeline=str(timeline.get("name") or ""), rate=rate,
+        start_frame=_integer(timeline.get("start_frame"), "timeline start frame"),
+        start_timecode=_text(timeline.get("start_timecode"), "timeline start timecode"),
+        current_timecode=_text(timeline.get("current_timecode"), "playhead timecode"),
+        video_tracks=_integer(timeline.get("video_tracks"), "video track count"),
+        busy=_busy(timeline.get("busy")), name=name, input=input_spec, media=media_path,
+        span=span, track=_integer(item.get("track"), "track"))
+
+
+def _edition(data: dict[str, Any]) -> Edition:
+    version = tuple(int(v) for v in re.findall(r"\d+", str(data.get("resolve_version") or "")))
+    return Edition(product=str(data.get("product") or ""), version=version[:3],
+                   platform=str(data.get("platform") or ""),
+                   sandboxed=_flag(data.get("sandboxed")))
+
+
+def _media(media: Any, name: str, rate: TimelineRate) -> tuple[Path, str, int]:
+    """(media path, engine input, engine number of source index 0) of a video clip."""
+    if not isinstance(media, dict):
+        raise ClipError(f"'{name}' is a generator, title or effect with no media file: facefuse "
+                        "swaps video clips from files")
+    kind = str(media.get("Type") or "").strip()
+    if kind.lower() not in VIDEO_TYPES:
+        what = kind.lower() or "clip without a type"
+        raise ClipError(f"'{name}' is a {what} clip: facefuse swaps video clips from files "
+                        "(decompose compound clips and swap the clips inside)")
+    path_text = str(media.get("File Path") or "").strip()
+    if not path_text:
+        raise ClipError(f"Clip '{name}' is offline (it has no media file): relink it in the "
+                        "Media Pool")
+    sequence = _SEQUENCE.match(path_text)
+    if sequence is not None:
+        first = int(sequence["first"])
+        digits = len(sequence["first"])
+        pattern = f"{sequence['prefix']}{'#' * digits}{sequence['suffix']}"
+        media_path = Path(f"{sequence['prefix']}{sequence['first']}{sequence['suffix']}")
+        input_spec, number = pattern, first
+    else:
+        media_path, input_spec, number = Path(path_text), path_text, ENGINE_START_NUMBER
+    if not media_path.is_file():
+        raise ClipError(f"Clip '{name}' is offline: its media {path_text} is missing; relink it "
+                        "in the Media Pool")
+    clip_rate = _clip_rate(media, name)
+    if clip_rate is not None and not same_rate(clip_rate, rate.fps):
+        raise ClipError(
+            f"Clip '{name}' runs at {format_rate(clip_rate)} fps but the timeline at "
+            f"{format_rate(rate.fps)} fps: facefuse swaps clips whose rate matches the timeline "
+            "(set the clip's frame rate in Clip Attributes, or use a timeline of its rate)")
+    return media_path, input_spec, number
+
+
+def _clip_rate(media: dict[str, Any], name: str) -> Fraction | None:
+    text = str(media.get("FPS") or "").strip()
+    if not text:
+        return None
+    try:
+        return parse_rate(text)
+    except InputError:
+        raise ClipError(f"Clip '{name}' has an unreadable frame rate {text!r}") from None
+
+
+def _span(item: dict[str, Any], name: str, first_number: int) -> ItemSpan:
+    start = _integer(item.get("start"), "item start")
+    end = _integer(item.get("end"), "item end")
+    duration = _integer(item.get("duration", end - start), "item duration")
+    if end - start != duration:
+        raise ClipError(f"Clip '{name}' spans {end - start} timeline frames but lasts {duration}:"
+                        " it is retimed; swap the clip at normal speed, then retime the result")
+    return ItemSpan(record_start=start, duration=duration,
+                    left_offset=_integer(item.get("left_offset"), "item left offset"),
+                    first_number=first_number)
+
+
+def _check_frames(media: dict[str, Any], span: ItemSpan, name: str) -> None:
+    """A speed change shows as a used range longer than the media or a source span that is not
+    the item's duration; refuse it rather than map frames wrongly."""
+    frames_text = str(media.get("Frames") or "").strip()
+    if frames_text.isdigit() and span.left_offset + span.duration > int(frames_text):
+        raise ClipError(f"Clip '{name}' uses frames {span.left_offset}-"
+                        f"{span.left_offset + span.duration - 1} of a {frames_text}-frame media:"
+                        " it is retimed or its media was replaced; swap it at normal speed")
+
+
+def _busy(data: Any) -> dict[int, tuple[tuple[int, int], ...]]:
+    if not isinstance(data, dict):
+        return {}
+    busy = {}
+    for track, ranges in data.items():
+        pairs = ranges.values() if isinstance(ranges, dict) else ranges or ()
+        busy[_integer(track, "track")] = tuple(
+            (_integer(pair[0], "item start"), _integer(pair[1], "item end")) for pair in pairs)
+    return busy
+
+
+def _integer(value: Any, what: str) -> int:
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        raise InputError(f"the Resolve job's {what} is not a number: {value!r}") from None
+    if number != int(number):
+        raise ClipError(f"the {what} ({number}) is not a whole frame: facefuse works on whole "
+                        "frames")
+    return int(number)
+
+
+def _text(value: Any, what: str) -> str:
+    if value is None or not str(value).strip():
+        raise InputError(f"the Resolve job has no {what}")
+    return str(value).strip()
+
+
+def _flag(value: Any) -> bool:
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
