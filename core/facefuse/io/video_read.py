@@ -39,6 +39,7 @@ import av
 import numpy as np
 
 from ..errors import InputError
+from ..timing import StageClock
 from .video_common import SUBSAMPLED_8BIT, format_rate, open_input
 
 logger = logging.getLogger(__name__)
@@ -338,11 +339,14 @@ class VideoSource:
         """What the file holds (see VideoInfo)."""
         return self._info
 
-    def read(self, numbers: Iterable[int]) -> Iterator[tuple[int, np.ndarray | DecodeFailure]]:
+    def read(self, numbers: Iterable[int], clock: StageClock | None = None
+             ) -> Iterator[tuple[int, np.ndarray | DecodeFailure]]:
         """Yield ``(number, frame)`` for each wanted frame number (ascending, repeats allowed), in
         the source's numbering. A frame is an (H, W, 3|4) BGR(A) uint8 or uint16 array (see the
         module docstring); one that cannot be decoded comes as ``DecodeFailure`` instead.
-        InputError (raised here, before any decoding) for a number outside the clip."""
+        InputError (raised here, before any decoding) for a number outside the clip.
+        clock: when given, decoding is timed into its "decode" stage and the conversion to an
+        array into "colour" (take() it after each frame for per-frame figures)."""
         wanted = list(numbers)
         first, last = self._info.start_number, self._info.start_number + self._info.frame_count - 1
         for a, b in itertools.pairwise(wanted):
@@ -353,14 +357,14 @@ class VideoSource:
             raise InputError(f"frame {outside[0]} is outside {self._path.name} "
                              f"(frames {first}-{last})")
         self._reader = _Decoder(self._container, self._stream, self._index, self._position)
-        return self._deliver(wanted, self._reader)
+        return self._deliver(wanted, self._reader, clock if clock is not None else StageClock())
 
     def _source_position(self, number: int) -> int:
         slot = number - self._info.start_number
         return self._slots[slot] if self._slots is not None else slot
 
-    def _deliver(self, wanted: list[int],
-                 decoder: _Decoder) -> Iterator[tuple[int, np.ndarray | DecodeFailure]]:
+    def _deliver(self, wanted: list[int], decoder: _Decoder,
+                 clock: StageClock) -> Iterator[tuple[int, np.ndarray | DecodeFailure]]:
         """One read's frames. A later read() takes over the file, so this one then stops."""
         held: tuple[int, Any] | None = None  # the last decoded (position, VideoFrame)
         array: tuple[int, np.ndarray] | None = None  # the last converted (position, array)
@@ -370,12 +374,14 @@ class VideoSource:
                                    "finish one read before starting the next")
             pos = self._source_position(number)
             if held is None or held[0] < pos:
-                held = decoder.frame_at(pos)
+                with clock.measure("decode"):
+                    held = decoder.frame_at(pos)
             if held is None or held[0] != pos:
                 yield number, DecodeFailure(decoder.failure_reason())
                 continue
             if array is None or array[0] != pos:
-                array = (pos, self._to_array(held[1]))
+                with clock.measure("colour"):
+                    array = (pos, self._to_array(held[1]))
             yield number, array[1]
 
     def _to_array(self, frame: Any) -> np.ndarray:

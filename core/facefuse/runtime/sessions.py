@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any, Protocol
 
 import onnxruntime as ort
 
@@ -116,22 +118,67 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-class SessionPool:
-    """Sessions keyed by (resolved model path, providers); each created once and then reused."""
+class SessionTimer(Protocol):
+    """Where session costs go when someone measures them (e.g. timing.RenderTimings)."""
 
-    def __init__(self, providers: Sequence[str], cache_dir: Path | None = None) -> None:
+    def session_created(self, ms: float) -> None: ...
+
+    def inference(self, ms: float) -> None: ...
+
+
+class TimedSession:
+    """An InferenceSession whose run() calls are timed into a SessionTimer; everything else is
+    the session's own (get_inputs, get_providers, io_binding, ...)."""
+
+    def __init__(self, session: ort.InferenceSession, timer: SessionTimer) -> None:
+        self._session, self._timer = session, timer
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return self._session.run(*args, **kwargs)
+        finally:
+            self._timer.inference((time.perf_counter() - start) * 1000.0)
+
+    def run_with_iobinding(self, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return self._session.run_with_iobinding(*args, **kwargs)
+        finally:
+            self._timer.inference((time.perf_counter() - start) * 1000.0)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+
+class SessionPool:
+    """Sessions keyed by (resolved model path, providers); each created once and then reused.
+
+    timer: when given, session creation and every run() are timed into it."""
+
+    def __init__(self, providers: Sequence[str], cache_dir: Path | None = None,
+                 timer: SessionTimer | None = None) -> None:
         self.providers = tuple(providers)
         self._cache_dir = cache_dir
-        self._sessions: dict[tuple[str, tuple[str, ...]], ort.InferenceSession] = {}
+        self._timer = timer
+        self._sessions: dict[tuple[str, tuple[str, ...]], Any] = {}
         self._lock = threading.Lock()
 
-    def get(self, model_path: Path) -> ort.InferenceSession:
+    def get(self, model_path: Path) -> Any:
+        """The session for model_path (an InferenceSession, or a TimedSession over one)."""
         key = (str(Path(model_path).resolve()), self.providers)
         with self._lock:
             if key not in self._sessions:
-                self._sessions[key] = create_session(Path(model_path), self.providers,
-                                                     self._cache_dir)
+                self._sessions[key] = self._create(Path(model_path))
             return self._sessions[key]
+
+    def _create(self, model_path: Path) -> Any:
+        start = time.perf_counter()
+        session = create_session(model_path, self.providers, self._cache_dir)
+        if self._timer is None:
+            return session
+        self._timer.session_created((time.perf_counter() - start) * 1000.0)
+        return TimedSession(session, self._timer)
 
     def __len__(self) -> int:
         return len(self._sessions)

@@ -21,6 +21,7 @@ from ..cache.hashes import HashMemo, content_sha256
 from ..errors import InputError
 from ..io import plates, sequences, video
 from ..io.video import DecodeFailure
+from ..timing import StageClock
 
 FrameOrFailure = np.ndarray | DecodeFailure
 
@@ -60,7 +61,11 @@ class ShotInput(Protocol):
     is_sequence: bool
     plate_format: plates.PlateFormat | None  # what a sequence output should match, if anything
 
-    def read(self, numbers: Iterable[int]) -> Iterator[tuple[int, FrameOrFailure]]: ...
+    def read(self, numbers: Iterable[int], clock: StageClock | None = None
+             ) -> Iterator[tuple[int, FrameOrFailure]]:
+        """Frames by number; `clock` (optional) gets each frame's "decode" (and, for videos,
+        "colour": the conversion to BGR) milliseconds."""
+        ...
 
     def content_sha256(self, memo: HashMemo) -> str: ...
 
@@ -88,10 +93,13 @@ class SequenceInput:
         self.plate_format: plates.PlateFormat | None = first_format
         self.pixel_type = first_format.pixel_type
 
-    def read(self, numbers: Iterable[int]) -> Iterator[tuple[int, FrameOrFailure]]:
+    def read(self, numbers: Iterable[int], clock: StageClock | None = None
+             ) -> Iterator[tuple[int, FrameOrFailure]]:
+        clock = clock if clock is not None else StageClock()
         for number in numbers:
             try:
-                frame, _ = plates.read_plate(self.frame_files[number])
+                with clock.measure("decode"):
+                    frame, _ = plates.read_plate(self.frame_files[number])
             except InputError as exc:
                 yield number, DecodeFailure(str(exc))
                 continue
@@ -128,8 +136,9 @@ class VideoInput:
         self.is_sequence = False
         self.plate_format: plates.PlateFormat | None = None
 
-    def read(self, numbers: Iterable[int]) -> Iterator[tuple[int, FrameOrFailure]]:
-        return self.source.read(numbers)
+    def read(self, numbers: Iterable[int], clock: StageClock | None = None
+             ) -> Iterator[tuple[int, FrameOrFailure]]:
+        return self.source.read(numbers, clock)
 
     def content_sha256(self, memo: HashMemo) -> str:
         return content_sha256([self.path], memo)

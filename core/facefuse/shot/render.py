@@ -17,7 +17,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -28,6 +30,7 @@ from ..color import input_conversion
 from ..io.video import DecodeFailure
 from ..models.manifest import ROLES
 from ..pipeline import Pipeline
+from ..timing import RenderTimings, StageClock
 from ..types import Face, SourceIdentity
 from . import provenance
 from .analysis import AnalysisCache, AnalysisKey, analyse_frames, missing_frames, plan_targets
@@ -53,7 +56,8 @@ ANALYSIS_LOCK_STALE_S = 120.0
 
 def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
            cancel: CancelCheck | None = None,
-           on_phase: PhaseCallback | None = None) -> RenderSummary:
+           on_phase: PhaseCallback | None = None,
+           timings: RenderTimings | None = None) -> RenderSummary:
     """Render a shot (see the module docstring); the CLI, Blender, Resolve and farms call this.
 
     on_progress(FrameReport) is called once per frame: from the calling thread for frames skipped
@@ -62,12 +66,14 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
     calling thread for analysis and encode, from the writer thread for swap.
     cancel() is checked between frames; cancelling leaves only complete output frames (and no
     video file). User errors raise FacefuseError subclasses before any output is written.
+    timings: when given, every stage of every frame, session creation and inference are timed
+    into it (see timing.RenderTimings; `facefuse bench` reads it).
     """
     started = time.perf_counter()
     shot = open_input(request.input, request.start_number, request.conform_vfr)
     try:
-        job = RenderJob(request, shot, on_progress or _ignore, on_phase or _ignore)
-        with Pipeline(request.settings) as pipeline:
+        job = RenderJob(request, shot, on_progress or _ignore, on_phase or _ignore, timings)
+        with Pipeline(request.settings, timer=timings) as pipeline:
             finished = job.run(pipeline, cancel or _never)
     finally:
         shot.close()
@@ -80,7 +86,8 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
                          no_face=counts.no_face, skipped=counts.skipped,
                          failed=tuple(counts.failed), seconds=time.perf_counter() - started,
                          cancelled=not finished and not stopped_by_failure,
-                         unselected=counts.unselected, warnings=warnings)
+                         unselected=counts.unselected, warnings=warnings,
+                         analysis_cached=job.analysis_cached)
 
 
 def _warnings(request: RenderRequest, counts: Counts) -> tuple[str, ...]:
@@ -107,8 +114,10 @@ class RenderJob:
     that counts frames and reports them to the host."""
 
     def __init__(self, request: RenderRequest, shot: ShotInput,
-                 report: ProgressCallback, phase: PhaseCallback) -> None:
+                 report: ProgressCallback, phase: PhaseCallback,
+                 timings: RenderTimings | None = None) -> None:
         self.request, self.shot, self.report, self.phase = request, shot, report, phase
+        self.timings = timings if timings is not None else RenderTimings()
         self.frames = plan_frames(shot.frame_numbers, request.frames, request.chunk, shot.label,
                                   contiguous=shot.is_sequence)
         self.colour, self.colour_name = input_conversion(request.colorspace, shot.suffix,
@@ -116,6 +125,9 @@ class RenderJob:
         self.writer: FrameWriter = open_writer(request, shot, self.frames.rendered, self.colour)
         self.counts = Counts()
         self.found: dict[int, int] = {}  # faces the analysis found, per frame number
+        # Stage times of frames analysed in this run (not cached), until the frame is reported.
+        self.analysis_ms: dict[int, Mapping[str, float]] = {}
+        self.analysis_cached = 0  # frames whose analysis came from the cache
         self.settled = 0
         self.todo_total = 0
 
@@ -135,10 +147,12 @@ class RenderJob:
             return True
         detections = self._analysis(pipeline, content, cancelled)
         self.found = {n: len(faces) for n, faces in detections.items()}
-        targets = plan_targets(detections, self.request.settings.selector,
-                               pipeline.reference_embedding(), self.request.settings.similarity,
-                               float(self.shot.rate) if self.shot.rate else None,
-                               self._smoothing())
+        with self.timings.measure("track"):
+            targets = plan_targets(detections, self.request.settings.selector,
+                                   pipeline.reference_embedding(),
+                                   self.request.settings.similarity,
+                                   float(self.shot.rate) if self.shot.rate else None,
+                                   self._smoothing())
         return self._pass_two(pipeline, identity, targets, todo, metadata, cancelled)
 
     def _smoothing(self) -> OneEuroParams | None:
@@ -179,7 +193,8 @@ class RenderJob:
 
     def _settle(self, items: Iterable[Processed]) -> None:
         """Count and report frames the writer has settled (all their files are in place)."""
-        for item in items:
+        for settled in items:
+            item = self._timed_item(settled)
             if item.frame is None:
                 self.counts.failed.append((item.number, item.error))
                 log.error("frame %d failed: %s", item.number, item.error)
@@ -196,6 +211,18 @@ class RenderJob:
                                         item.faces, item.ms, found=found))
             self.settled += 1
             self.phase(PhaseProgress("swap", self.settled, self.todo_total))
+
+    def _timed_item(self, item: Processed) -> Processed:
+        """Record a settled frame's pass-2 stage times; the item with its analysis stage times
+        (this run's, prefixed "analysis." except detect and embed) added for the host."""
+        self.timings.frame("swap", item.ms)
+        if item.frame is not None:
+            self.timings.mark("first_output")
+        analysed = self.analysis_ms.pop(item.number, None)
+        if not analysed:
+            return item
+        ms = {(k if k in ("detect", "embed") else f"analysis.{k}"): v for k, v in analysed.items()}
+        return replace(item, ms=MappingProxyType({**ms, **item.ms}))
 
     # -- pass 1 -----------------------------------------------------------------------------
     def _analysis(self, pipeline: Pipeline, content_sha256: str,
@@ -218,6 +245,7 @@ class RenderJob:
             with lock:
                 detections = cache.load(key)
                 missing = missing_frames(wanted, detections)
+                self.analysis_cached = len(wanted) - len(missing)
                 self.phase(PhaseProgress("analysis", len(wanted) - len(missing), len(wanted)))
                 if missing:
                     detections = {**detections,
@@ -234,16 +262,26 @@ class RenderJob:
         colour = self.colour
         total = len(self.frames.analysed)
         done = [total - len(missing)]  # a cell the callback below counts in
+        clock = StageClock()  # decode and colour (the reader), detect and embed (here)
+        rendered = set(self.frames.rendered)
 
         def analyse(frame: np.ndarray) -> tuple[Face, ...]:
             lock.refresh()
-            return tuple(pipeline.embed_faces(frame, pipeline.detect(frame, colour), colour))
+            with clock.measure("detect"):
+                faces = pipeline.detect(frame, colour)
+            with clock.measure("embed"):
+                return tuple(pipeline.embed_faces(frame, faces, colour))
 
-        def analysed(_number: int) -> None:
+        def analysed(number: int) -> None:
             done[0] += 1
+            ms = clock.take()
+            self.timings.frame("analysis", ms)
+            if number in rendered:
+                self.analysis_ms[number] = ms
             self.phase(PhaseProgress("analysis", done[0], total))
 
-        return analyse_frames(self.shot.read(missing), analyse, cancelled, on_frame=analysed)
+        return analyse_frames(self.shot.read(missing, clock), analyse, cancelled,
+                              on_frame=analysed)
 
     # -- pass 2 -----------------------------------------------------------------------------
     def _pass_two(self, pipeline: Pipeline, identity: SourceIdentity,
@@ -255,14 +293,14 @@ class RenderJob:
         # frame after it is processed, let alone written; frames before it still complete.
         failed_here: list[int] = []
 
-        def process(item: tuple[int, Any, float]) -> Processed:
-            number, frame, decode_ms = item
+        def process(item: tuple[int, Any, Mapping[str, float]]) -> Processed:
+            number, frame, read_ms = item
             if isinstance(frame, DecodeFailure):
                 failed_here.append(number)
-                return Processed(number, None, None, 0, {"decode": decode_ms}, frame.reason)
+                return Processed(number, None, None, 0, read_ms, frame.reason)
             result = pipeline.swap_faces(frame, identity, targets.get(number, ()), colour)
             return Processed(number, result.frame, result.matte, len(result.swapped),
-                             {"decode": round(decode_ms, 3), **result.timings_ms})
+                             MappingProxyType({**read_ms, **result.timings_ms}))
 
         def sink(item: Processed) -> None:
             self._settle(self.writer.write(item, metadata))
@@ -272,25 +310,22 @@ class RenderJob:
 
         finished = False
         try:
-            finished = stream(_timed(self.shot.read(todo)), process, sink, stop)
+            finished = stream(_timed(self.shot, todo), process, sink, stop)
         finally:
             self.phase(PhaseProgress("encode", 0, 1))
             stopped = fail_fast and bool(failed_here or self.counts.failed)
-            self._settle(self.writer.finish(finished and not stopped))
+            with self.timings.measure("encode_finish"):
+                self._settle(self.writer.finish(finished and not stopped))
             self.phase(PhaseProgress("encode", 1, 1))
         return finished and not (fail_fast and bool(failed_here))
 
 
-def _timed(frames: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, Any, float]]:
-    """The frames with the milliseconds each took to decode."""
-    iterator = iter(frames)
-    while True:
-        start = time.perf_counter()
-        try:
-            number, frame = next(iterator)
-        except StopIteration:
-            return
-        yield number, frame, (time.perf_counter() - start) * 1000.0
+def _timed(shot: ShotInput, numbers: Sequence[int]
+           ) -> Iterator[tuple[int, Any, Mapping[str, float]]]:
+    """The frames with the milliseconds each took to decode (and convert to BGR: "colour")."""
+    clock = StageClock()
+    for number, frame in shot.read(numbers, clock):
+        yield number, frame, clock.take()
 
 
 def _ignore(_report: FrameReport | PhaseProgress) -> None:
