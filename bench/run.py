@@ -28,7 +28,6 @@ from typing import Any
 import av
 import cv2
 import numpy as np
-
 import standins
 
 HERE = Path(__file__).resolve().parent
@@ -74,8 +73,9 @@ def models_for(scenario: dict[str, Any], built: dict[str, dict[str, dict[str, An
 
 
 def run_scenario(scenario: dict[str, Any], clip: Path, source: Path, models: list[str],
-                 work: Path) -> dict[str, Any]:
-    """One `facefuse bench` process; its figures with the scenario added."""
+                 work: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """One `facefuse bench` process (environment `env`, default this one's); its figures with
+    the scenario added."""
     out_dir = work / "out" / scenario["name"]
     out_dir.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "facefuse", "bench", "-s", str(source), "-i", str(clip),
@@ -83,11 +83,29 @@ def run_scenario(scenario: dict[str, Any], clip: Path, source: Path, models: lis
                "--providers", scenario["providers"], "--offline",
                "--models-dir", str(work / "models"), "--frames", str(scenario["frames"]),
                "--json", *scenario.get("extra", [])]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
     if done.returncode != 0:
         return {"scenario": scenario, "error": done.stderr.strip().splitlines()[-1:]}
     figures = json.loads(done.stdout.strip().splitlines()[-1])["bench"]
     return {"scenario": scenario, **figures}
+
+
+def load_scenarios(path: Path, providers: str,
+                   only: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The scenarios of `path` for `providers`, all or those named in `only`."""
+    return [s for s in tomllib.loads(path.read_text())["scenario"]
+            if s["providers"] == providers and (not only or s["name"] in only)]
+
+
+def clip_for(scenario: dict[str, Any], scenarios: Sequence[dict[str, Any]], testdata: Path,
+             work: Path) -> Path:
+    """The scenario's clip, built in `work` long enough for every scenario using it."""
+    base = testdata / "media" / "asl_yes.mp4"
+    if scenario["clip"] == "480p":
+        return base
+    frames = max(s["frames"] for s in scenarios if s["clip"] == scenario["clip"])
+    return build_clip(base, work / "clips" / f"{scenario['clip']}.mp4",
+                      SIZES[scenario["clip"]], frames)
 
 
 def machine() -> dict[str, Any]:
@@ -111,18 +129,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.testdata is None:
         parser.error("set FACEFUSE_TESTDATA or give --testdata")
-    scenarios = [s for s in tomllib.loads(args.scenarios.read_text())["scenario"]
-                 if s["providers"] == args.providers and (not args.only or s["name"] in args.only)]
+    scenarios = load_scenarios(args.scenarios, args.providers, args.only)
     built = {kind: standins.build_all(args.work / "models", light=kind == "light")
              for kind in ("standin", "light")}
     testdata = Path(args.testdata)
-    source, base = testdata / "media" / "obama.jpg", testdata / "media" / "asl_yes.mp4"
+    source = testdata / "media" / "obama.jpg"
     results = []
     args.out.mkdir(parents=True, exist_ok=True)
     for scenario in scenarios:
-        clip = base if scenario["clip"] == "480p" else build_clip(
-            base, args.work / "clips" / f"{scenario['clip']}.mp4", SIZES[scenario["clip"]],
-            max(s["frames"] for s in scenarios if s["clip"] == scenario["clip"]))
+        clip = clip_for(scenario, scenarios, testdata, args.work)
         result = run_scenario(scenario, clip, source, models_for(scenario, built, testdata),
                               args.work)
         result["standins"] = built["light" if scenario.get("models") == "same-work"

@@ -91,6 +91,10 @@ def create_session(model_path: Path, providers: Sequence[str],
     # Errors only: ONNX Runtime otherwise warns on every run about harmless graph details, e.g.
     # "Removing initializer 'emap'" of inswapper (an input the model carries but never uses).
     options.log_severity_level = ORT_LOG_ERROR
+    # Idle intra-op workers sleep instead of spinning: a render's decode, paste and encode
+    # threads need those cores between runs (spinning showed as CPU time, not speed).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     provider_list = [(p, provider_options(p, cache_dir)) for p in providers]
     try:
         session = ort.InferenceSession(str(model_path), sess_options=options,

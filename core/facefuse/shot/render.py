@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
@@ -47,7 +48,7 @@ from .request import (
     RenderSummary,
 )
 from .smoothing import OneEuroParams
-from .streaming import stream
+from .streaming import prefetch, stream
 
 log = logging.getLogger(__name__)
 
@@ -262,8 +263,16 @@ class RenderJob:
         colour = self.colour
         total = len(self.frames.analysed)
         done = [total - len(missing)]  # a cell the callback below counts in
-        clock = StageClock()  # decode and colour (the reader), detect and embed (here)
+        clock = StageClock()  # detect and embed (decode and colour come with each frame)
         rendered = set(self.frames.rendered)
+        read_ms: dict[int, Mapping[str, float]] = {}
+
+        def frames() -> Generator[tuple[int, Any], None, None]:
+            # Decoding runs ahead on a worker thread, overlapping detection.
+            with closing(prefetch(_timed(self.shot, missing))) as read:
+                for number, frame, ms in read:
+                    read_ms[number] = ms
+                    yield number, frame
 
         def analyse(frame: np.ndarray) -> tuple[Face, ...]:
             lock.refresh()
@@ -274,14 +283,14 @@ class RenderJob:
 
         def analysed(number: int) -> None:
             done[0] += 1
-            ms = clock.take()
+            ms = MappingProxyType({**read_ms.pop(number, {}), **clock.take()})
             self.timings.frame("analysis", ms)
             if number in rendered:
                 self.analysis_ms[number] = ms
             self.phase(PhaseProgress("analysis", done[0], total))
 
-        return analyse_frames(self.shot.read(missing, clock), analyse, cancelled,
-                              on_frame=analysed)
+        with closing(frames()) as source:  # a cancel stops the reader at once
+            return analyse_frames(source, analyse, cancelled, on_frame=analysed)
 
     # -- pass 2 -----------------------------------------------------------------------------
     def _pass_two(self, pipeline: Pipeline, identity: SourceIdentity,
