@@ -20,10 +20,12 @@ import numpy as np
 from ..cache.hashes import HashMemo, content_sha256
 from ..errors import InputError
 from ..io import plates, sequences, video
+from ..io.analysis_pictures import AnalysisPicture
 from ..io.video import DecodeFailure
 from ..timing import StageClock
 
 FrameOrFailure = np.ndarray | DecodeFailure
+AnalysisItem = AnalysisPicture | np.ndarray | DecodeFailure
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,12 @@ class ShotInput(Protocol):
         "colour": the conversion to BGR) milliseconds."""
         ...
 
+    def read_analysis(self, numbers: Iterable[int], max_side_px: int,
+                      clock: StageClock | None = None) -> Iterator[tuple[int, AnalysisItem]]:
+        """As read(), for shot analysis: pictures may come as AnalysisPicture (small for a
+        detector of max_side_px, full size only where faces are) instead of frames."""
+        ...
+
     def content_sha256(self, memo: HashMemo) -> str: ...
 
     def files(self, numbers: Sequence[int]) -> tuple[Path, ...]: ...
@@ -105,6 +113,10 @@ class SequenceInput:
                 continue
             yield number, frame
 
+    def read_analysis(self, numbers: Iterable[int], max_side_px: int,
+                      clock: StageClock | None = None) -> Iterator[tuple[int, AnalysisItem]]:
+        return self.read(numbers, clock)  # plates are read whole
+
     def content_sha256(self, memo: HashMemo) -> str:
         return content_sha256([self.frame_files[n] for n in self.frame_numbers], memo)
 
@@ -139,6 +151,10 @@ class VideoInput:
     def read(self, numbers: Iterable[int], clock: StageClock | None = None
              ) -> Iterator[tuple[int, FrameOrFailure]]:
         return self.source.read(numbers, clock)
+
+    def read_analysis(self, numbers: Iterable[int], max_side_px: int,
+                      clock: StageClock | None = None) -> Iterator[tuple[int, AnalysisItem]]:
+        return self.source.read_analysis(numbers, max_side_px, clock)
 
     def content_sha256(self, memo: HashMemo) -> str:
         return content_sha256([self.path], memo)

@@ -28,6 +28,7 @@ import numpy as np
 from ..cache.hashes import HashMemo
 from ..cache.locking import FileLock, LockWaitCancelled
 from ..color import input_conversion
+from ..io.analysis_pictures import AnalysisPicture
 from ..io.video import DecodeFailure
 from ..models.manifest import ROLES
 from ..pipeline import Pipeline
@@ -35,6 +36,7 @@ from ..timing import RenderTimings, StageClock
 from ..types import Face, SourceIdentity
 from . import provenance
 from .analysis import AnalysisCache, AnalysisKey, analyse_frames, missing_frames, plan_targets
+from .analysis_pass import FrameAnalysis
 from .frames import plan_frames
 from .inputs import ShotInput, open_input
 from .outputs import FrameWriter, Processed, open_writer
@@ -260,30 +262,29 @@ class RenderJob:
     def _analyse(self, pipeline: Pipeline, missing: Sequence[int], cancelled: CancelCheck,
                  lock: FileLock) -> dict[int, tuple[Face, ...]]:
         log.info("analysing %d frames (detection, tracking)", len(missing))
-        colour = self.colour
         total = len(self.frames.analysed)
         done = [total - len(missing)]  # a cell the callback below counts in
         clock = StageClock()  # detect and embed (decode and colour come with each frame)
+        analysis = FrameAnalysis(pipeline, self.colour, clock)
         rendered = set(self.frames.rendered)
         read_ms: dict[int, Mapping[str, float]] = {}
+        current: list[Any] = [None]  # the picture whose frame analyse_frames is handed
 
         def frames() -> Generator[tuple[int, Any], None, None]:
             # Decoding runs ahead on a worker thread, overlapping detection.
-            with closing(prefetch(_timed(self.shot, missing))) as read:
-                for number, frame, ms in read:
-                    read_ms[number] = ms
-                    yield number, frame
+            with closing(prefetch(self._analysis_pictures(pipeline, missing))) as read:
+                for number, picture, ms in read:
+                    read_ms[number], current[0] = ms, picture
+                    yield number, (picture.small if isinstance(picture, AnalysisPicture)
+                                   else picture)
 
-        def analyse(frame: np.ndarray) -> tuple[Face, ...]:
+        def analyse(_frame: np.ndarray) -> tuple[Face, ...]:
             lock.refresh()
-            with clock.measure("detect"):
-                faces = pipeline.detect(frame, colour)
-            with clock.measure("embed"):
-                return tuple(pipeline.embed_faces(frame, faces, colour))
+            return analysis.faces(current[0])
 
         def analysed(number: int) -> None:
             done[0] += 1
-            ms = MappingProxyType({**read_ms.pop(number, {}), **clock.take()})
+            ms = _sum_ms(read_ms.pop(number, {}), clock.take())
             self.timings.frame("analysis", ms)
             if number in rendered:
                 self.analysis_ms[number] = ms
@@ -291,6 +292,19 @@ class RenderJob:
 
         with closing(frames()) as source:  # a cancel stops the reader at once
             return analyse_frames(source, analyse, cancelled, on_frame=analysed)
+
+    def _analysis_pictures(self, pipeline: Pipeline, numbers: Sequence[int]
+                           ) -> Iterator[tuple[int, Any, Mapping[str, float]]]:
+        """The pictures pass 1 analyses, with their decode and colour times: small ones where
+        the input allows (see io.analysis_pictures), full frames for colour-managed shots."""
+        clock = StageClock()
+        if self.colour is None:
+            side = max(pipeline.models.detector().input_size)
+            pictures = self.shot.read_analysis(numbers, side, clock)
+        else:
+            pictures = self.shot.read(numbers, clock)
+        for number, picture in pictures:
+            yield number, picture, clock.take()
 
     # -- pass 2 -----------------------------------------------------------------------------
     def _pass_two(self, pipeline: Pipeline, identity: SourceIdentity,
@@ -335,6 +349,15 @@ def _timed(shot: ShotInput, numbers: Sequence[int]
     clock = StageClock()
     for number, frame in shot.read(numbers, clock):
         yield number, frame, clock.take()
+
+
+def _sum_ms(*parts: Mapping[str, float]) -> Mapping[str, float]:
+    """Stage times added up over several clocks' snapshots."""
+    total: dict[str, float] = {}
+    for part in parts:
+        for stage, ms in part.items():
+            total[stage] = round(total.get(stage, 0.0) + ms, 3)
+    return MappingProxyType(total)
 
 
 def _ignore(_report: FrameReport | PhaseProgress) -> None:
