@@ -45,7 +45,8 @@ def build_clip(source: Path, out: Path, size: tuple[int, int], frames: int) -> P
     with av.open(str(source)) as clip:
         pictures = [f.to_ndarray(format="bgr24") for f in clip.decode(video=0)]
     out.parent.mkdir(parents=True, exist_ok=True)
-    with av.open(str(out), "w") as container:
+    partial = out.with_name(f".{out.stem}.partial{out.suffix}")  # renamed once complete
+    with av.open(str(partial), "w") as container:
         stream = container.add_stream("libx264", rate=CLIP_RATE)
         stream.width, stream.height, stream.pix_fmt = size[0], size[1], "yuv420p"
         stream.options = {"preset": "ultrafast", "crf": "18"}
@@ -54,6 +55,7 @@ def build_clip(source: Path, out: Path, size: tuple[int, int], frames: int) -> P
             frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(picture), format="bgr24")
             container.mux(stream.encode(frame))
         container.mux(stream.encode())
+    partial.replace(out)
     return out
 
 
