@@ -27,6 +27,7 @@ from .masks import box_mask, combine_masks, keep_out, landmark_hull_mask, soften
 from .models.manifest import Manifest
 from .paste import paste_into
 from .runtime.loading import DownloadProgress, ModelLoader
+from .runtime.sessions import SessionTimer
 from .selection import largest_face, select_faces
 from .stages import Swapper
 from .stages.boost import boost_factor
@@ -45,17 +46,19 @@ class Pipeline:
 
     settings: the one Settings object. manifest: defaults to the shipped one.
     on_download(name, done_bytes, total_bytes): progress of model downloads, if any happen.
+    timer: when given, session creation and inference are timed into it (`facefuse bench`).
     """
 
     def __init__(self, settings: Settings, manifest: Manifest | None = None,
-                 on_download: DownloadProgress | None = None) -> None:
+                 on_download: DownloadProgress | None = None,
+                 timer: SessionTimer | None = None) -> None:
         if settings.mouth_mask and not settings.parser:
             raise InputError("the mouth mask finds the mouth with the face parser: choose one "
                              "(--parser bisenet_resnet_34) or switch the mouth mask off")
         self.settings = settings
         self.cache = CacheLayout.at(settings.cache_dir)
         self.hashes = HashMemo(self.cache.hashes)
-        self.models = ModelLoader(settings, self.hashes, manifest, on_download)
+        self.models = ModelLoader(settings, self.hashes, manifest, on_download, timer)
         self.embedding_cache = EmbeddingCache(self.cache.embeddings)
         self._latents: dict[bytes, np.ndarray] = {}
         self._box_masks: dict[int, np.ndarray] = {}

@@ -1,11 +1,25 @@
-"""Per-stage wall-clock timing, owned by whoever measures (no global state)."""
+"""Wall-clock timing, owned by whoever measures (no global state).
+
+StageClock: milliseconds per stage name for one frame (or one job step). RenderTimings: what a
+whole render measured, for `facefuse bench`: every frame's stage times per pass (so medians and
+percentiles can be taken), one-off costs (session creation, tracking), when the first output
+frame was settled, and the time spent inside ONNX Runtime's run(). RenderTimings is written
+from several threads (the render's reader, inference and writer threads) and locks itself.
+"""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from types import MappingProxyType
+
+import numpy as np
+
+INFERENCE = "onnxruntime"  # the RenderTimings total for time inside session.run()
+SESSIONS = "sessions"  # the RenderTimings total for session creation
 
 
 class StageClock:
@@ -20,8 +34,101 @@ class StageClock:
         try:
             yield
         finally:
-            elapsed_ms = (time.perf_counter() - start) * 1000.0
-            self._totals_ms[stage] = self._totals_ms.get(stage, 0.0) + elapsed_ms
+            self.add(stage, (time.perf_counter() - start) * 1000.0)
+
+    def add(self, stage: str, ms: float) -> None:
+        """Count `ms` milliseconds more for `stage`."""
+        self._totals_ms[stage] = self._totals_ms.get(stage, 0.0) + ms
 
     def snapshot(self) -> Mapping[str, float]:
         return MappingProxyType({k: round(v, 3) for k, v in self._totals_ms.items()})
+
+    def take(self) -> Mapping[str, float]:
+        """The snapshot, and start again from nothing (one clock reused frame after frame)."""
+        snapshot = self.snapshot()
+        self._totals_ms.clear()
+        return snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class StageStats:
+    """One stage of one pass over the frames that ran it: milliseconds per frame."""
+
+    frames: int
+    median_ms: float
+    p95_ms: float
+    total_ms: float
+
+    @classmethod
+    def of(cls, samples_ms: list[float]) -> StageStats:
+        values = np.asarray(samples_ms, np.float64)
+        return cls(int(values.size), round(float(np.median(values)), 3),
+                   round(float(np.percentile(values, 95)), 3), round(float(values.sum()), 3))
+
+
+@dataclass(frozen=True, slots=True)
+class TimingReport:
+    """What RenderTimings measured. stages: pass -> stage -> StageStats; totals: one-off or
+    summed costs in ms (INFERENCE, SESSIONS, "track", ...); marks: seconds after the start at
+    which something first happened ("first_output")."""
+
+    stages: Mapping[str, Mapping[str, StageStats]]
+    totals_ms: Mapping[str, float]
+    marks_s: Mapping[str, float]
+
+
+class RenderTimings:
+    """Timings of one render, from every thread that does its work (see the module docstring).
+
+    started: the perf_counter() value marks are measured from (default: when it was made)."""
+
+    def __init__(self, started: float | None = None) -> None:
+        self.started = time.perf_counter() if started is None else started
+        self._lock = threading.Lock()
+        self._samples: dict[str, dict[str, list[float]]] = {}
+        self._totals_ms: dict[str, float] = {}
+        self._marks_s: dict[str, float] = {}
+
+    def frame(self, pass_name: str, ms: Mapping[str, float]) -> None:
+        """One frame's milliseconds per stage in pass `pass_name` ("analysis" or "swap")."""
+        with self._lock:
+            stages = self._samples.setdefault(pass_name, {})
+            for stage, value in ms.items():
+                stages.setdefault(stage, []).append(float(value))
+
+    def add(self, name: str, ms: float) -> None:
+        """Count `ms` more for the one-off or summed cost `name`."""
+        with self._lock:
+            self._totals_ms[name] = self._totals_ms.get(name, 0.0) + float(ms)
+
+    @contextmanager
+    def measure(self, name: str) -> Iterator[None]:
+        """Time a block and add it to the total `name`."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(name, (time.perf_counter() - start) * 1000.0)
+
+    def mark(self, name: str) -> None:
+        """Remember when `name` first happened (later marks of the same name are ignored)."""
+        at = time.perf_counter() - self.started
+        with self._lock:
+            self._marks_s.setdefault(name, at)
+
+    def inference(self, ms: float) -> None:
+        """Time spent inside one session.run()."""
+        self.add(INFERENCE, ms)
+
+    def session_created(self, ms: float) -> None:
+        """Time spent creating one ONNX Runtime session."""
+        self.add(SESSIONS, ms)
+
+    def report(self) -> TimingReport:
+        with self._lock:
+            stages = {p: MappingProxyType({s: StageStats.of(v) for s, v in stages.items()})
+                      for p, stages in self._samples.items()}
+            totals = {k: round(v, 3) for k, v in self._totals_ms.items()}
+            marks = {k: round(v, 4) for k, v in self._marks_s.items()}
+        return TimingReport(MappingProxyType(stages), MappingProxyType(totals),
+                            MappingProxyType(marks))

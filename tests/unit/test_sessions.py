@@ -74,3 +74,22 @@ def test_pool_creates_each_session_once(tiny_model):
     assert pool.get(tiny_model) is first and len(pool) == 1
     pool.close()
     assert len(pool) == 0 and pool.get(tiny_model) is not first
+
+
+def test_a_timed_pool_times_creation_and_every_run_and_answers_like_the_session(tiny_model):
+    import numpy as np
+
+    from facefuse.timing import INFERENCE, SESSIONS, RenderTimings
+
+    timings = RenderTimings()
+    pool = sessions.SessionPool(["CPUExecutionProvider"], timer=timings)
+    session = pool.get(tiny_model)
+    assert pool.get(tiny_model) is session
+    assert [i.name for i in session.get_inputs()] == ["x"]  # the session's own methods
+    for _ in range(3):
+        (y,) = session.run(None, {"x": np.array([[-1.0, 2.0]], np.float32)})
+    assert y.tolist() == [[0.0, 2.0]]
+    totals = timings.report().totals_ms
+    assert totals[SESSIONS] > 0 and totals[INFERENCE] > 0
+    untimed = sessions.SessionPool(["CPUExecutionProvider"]).get(tiny_model)
+    assert isinstance(untimed, ort.InferenceSession)

@@ -68,3 +68,49 @@ def test_an_error_in_any_stage_is_raised_and_nothing_hangs(where):
 
     with pytest.raises(RuntimeError, match="boom"):
         stream(source(), process, sink, depth=2)
+
+
+def test_prefetch_yields_in_order_from_another_thread_and_stays_bounded():
+    from facefuse.shot.streaming import prefetch
+
+    produced, threads = [], set()
+
+    def source():
+        for i in range(40):
+            produced.append(i)
+            threads.add(threading.current_thread().name)
+            yield i
+
+    seen = []
+    for item in prefetch(source(), depth=3):
+        time.sleep(0.001)
+        assert len(produced) - len(seen) <= 3 + 2  # queue + one being put + one handed out
+        seen.append(item)
+    assert seen == list(range(40))
+    assert threads == {"facefuse-prefetch"}
+
+
+def test_prefetch_raises_the_readers_error_and_stops_when_closed_early():
+    from facefuse.shot.streaming import prefetch
+
+    def failing():
+        yield 1
+        raise ValueError("broken file")
+
+    with pytest.raises(ValueError, match="broken file"):
+        list(prefetch(failing()))
+
+    produced = []
+
+    def endless():
+        while True:
+            produced.append(1)
+            yield len(produced)
+
+    items = prefetch(endless(), depth=2)
+    assert next(items) == 1
+    items.close()  # the reader thread is stopped and joined
+    stopped_at = len(produced)
+    time.sleep(0.05)
+    assert len(produced) == stopped_at
+    assert not any(t.name == "facefuse-prefetch" for t in threading.enumerate())

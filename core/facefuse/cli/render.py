@@ -198,7 +198,8 @@ def summary_record(summary: RenderSummary) -> dict[str, Any]:
                         "skipped": summary.skipped,
                         "failed": [{"frame": n, "error": e} for n, e in summary.failed],
                         "seconds": round(summary.seconds, 3), "fps": round(summary.fps, 3),
-                        "cancelled": summary.cancelled, "warnings": list(summary.warnings)}}
+                        "cancelled": summary.cancelled, "warnings": list(summary.warnings),
+                        "analysis_cached": summary.analysis_cached}}
 
 
 def cmd_render(args: argparse.Namespace) -> int:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 import logging
 import struct
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -39,6 +39,8 @@ import av
 import numpy as np
 
 from ..errors import InputError
+from ..timing import StageClock
+from .analysis_pictures import AnalysisPicture, analysis_picture
 from .video_common import SUBSAMPLED_8BIT, format_rate, open_input
 
 logger = logging.getLogger(__name__)
@@ -338,11 +340,31 @@ class VideoSource:
         """What the file holds (see VideoInfo)."""
         return self._info
 
-    def read(self, numbers: Iterable[int]) -> Iterator[tuple[int, np.ndarray | DecodeFailure]]:
+    def read(self, numbers: Iterable[int], clock: StageClock | None = None
+             ) -> Iterator[tuple[int, np.ndarray | DecodeFailure]]:
         """Yield ``(number, frame)`` for each wanted frame number (ascending, repeats allowed), in
         the source's numbering. A frame is an (H, W, 3|4) BGR(A) uint8 or uint16 array (see the
         module docstring); one that cannot be decoded comes as ``DecodeFailure`` instead.
-        InputError (raised here, before any decoding) for a number outside the clip."""
+        InputError (raised here, before any decoding) for a number outside the clip.
+        clock: when given, decoding is timed into its "decode" stage and the conversion to an
+        array into "colour" (take() it after each frame for per-frame figures)."""
+        return self._start(numbers, self._to_array, clock)
+
+    def read_analysis(self, numbers: Iterable[int], max_side_px: int,
+                      clock: StageClock | None = None
+                      ) -> Iterator[tuple[int, AnalysisPicture | np.ndarray | DecodeFailure]]:
+        """As read(), for shot analysis: 8-bit 4:2:0 pictures come as AnalysisPicture (small
+        for a detector of `max_side_px`, full size only where asked; see analysis_pictures),
+        other pictures as frames. The conversion is timed as "colour"."""
+        def convert(picture: Any) -> AnalysisPicture | np.ndarray:
+            fast = None if self._turns else analysis_picture(picture, max_side_px)
+            return fast if fast is not None else self._to_array(picture)
+
+        return self._start(numbers, convert, clock)
+
+    def _start(self, numbers: Iterable[int], convert: Callable[[Any], Any],
+               clock: StageClock | None) -> Iterator[tuple[int, Any]]:
+        """Check the numbers (see read) and start a read that converts with `convert`."""
         wanted = list(numbers)
         first, last = self._info.start_number, self._info.start_number + self._info.frame_count - 1
         for a, b in itertools.pairwise(wanted):
@@ -353,29 +375,32 @@ class VideoSource:
             raise InputError(f"frame {outside[0]} is outside {self._path.name} "
                              f"(frames {first}-{last})")
         self._reader = _Decoder(self._container, self._stream, self._index, self._position)
-        return self._deliver(wanted, self._reader)
+        return self._deliver(wanted, self._reader, convert,
+                             clock if clock is not None else StageClock())
 
     def _source_position(self, number: int) -> int:
         slot = number - self._info.start_number
         return self._slots[slot] if self._slots is not None else slot
 
-    def _deliver(self, wanted: list[int],
-                 decoder: _Decoder) -> Iterator[tuple[int, np.ndarray | DecodeFailure]]:
+    def _deliver(self, wanted: list[int], decoder: _Decoder, convert: Callable[[Any], Any],
+                 clock: StageClock) -> Iterator[tuple[int, Any]]:
         """One read's frames. A later read() takes over the file, so this one then stops."""
         held: tuple[int, Any] | None = None  # the last decoded (position, VideoFrame)
-        array: tuple[int, np.ndarray] | None = None  # the last converted (position, array)
+        array: tuple[int, Any] | None = None  # the last converted (position, picture)
         for number in wanted:
             if self._reader is not decoder:
                 raise RuntimeError("another read() started on this VideoSource; "
                                    "finish one read before starting the next")
             pos = self._source_position(number)
             if held is None or held[0] < pos:
-                held = decoder.frame_at(pos)
+                with clock.measure("decode"):
+                    held = decoder.frame_at(pos)
             if held is None or held[0] != pos:
                 yield number, DecodeFailure(decoder.failure_reason())
                 continue
             if array is None or array[0] != pos:
-                array = (pos, self._to_array(held[1]))
+                with clock.measure("colour"):
+                    array = (pos, convert(held[1]))
             yield number, array[1]
 
     def _to_array(self, frame: Any) -> np.ndarray:

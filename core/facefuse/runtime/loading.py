@@ -28,7 +28,7 @@ from ..stages import (
     Stage,
     Swapper,
 )
-from .sessions import SessionPool, resolve_providers
+from .sessions import SessionPool, SessionTimer, resolve_providers
 from .signature import Signature, pick_family, require
 
 log = logging.getLogger(__name__)
@@ -51,10 +51,12 @@ class ModelLoader:
     optional enhancer, occluder and parser: see models.manifest.ROLES).
 
     hashes: where the sha256 of a user's own model files is remembered (by size and mtime).
+    timer: when given, session creation and inference are timed into it (`facefuse bench`).
     """
 
     def __init__(self, settings: Settings, hashes: HashMemo, manifest: Manifest | None = None,
-                 on_download: DownloadProgress | None = None) -> None:
+                 on_download: DownloadProgress | None = None,
+                 timer: SessionTimer | None = None) -> None:
         self.settings = settings
         self.manifest = manifest if manifest is not None else load_manifest()
         self.models_dir = default_models_dir(settings.models_dir)
@@ -62,7 +64,7 @@ class ModelLoader:
                                 offline=settings.offline or offline_from_env(),
                                 on_progress=on_download)
         self.providers = resolve_providers(settings.providers)
-        self.sessions = SessionPool(self.providers, cache_dir=self.models_dir)
+        self.sessions = SessionPool(self.providers, cache_dir=self.models_dir, timer=timer)
         self._hashes = hashes
         self._located: dict[str, LocatedModel] = {}
         self._loaded: dict[str, LoadedModel] = {}

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any, Protocol
 
 import onnxruntime as ort
 
@@ -89,6 +91,10 @@ def create_session(model_path: Path, providers: Sequence[str],
     # Errors only: ONNX Runtime otherwise warns on every run about harmless graph details, e.g.
     # "Removing initializer 'emap'" of inswapper (an input the model carries but never uses).
     options.log_severity_level = ORT_LOG_ERROR
+    # Idle intra-op workers sleep instead of spinning: a render's decode, paste and encode
+    # threads need those cores between runs (spinning showed as CPU time, not speed).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     provider_list = [(p, provider_options(p, cache_dir)) for p in providers]
     try:
         session = ort.InferenceSession(str(model_path), sess_options=options,
@@ -116,22 +122,67 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-class SessionPool:
-    """Sessions keyed by (resolved model path, providers); each created once and then reused."""
+class SessionTimer(Protocol):
+    """Where session costs go when someone measures them (e.g. timing.RenderTimings)."""
 
-    def __init__(self, providers: Sequence[str], cache_dir: Path | None = None) -> None:
+    def session_created(self, ms: float) -> None: ...
+
+    def inference(self, ms: float) -> None: ...
+
+
+class TimedSession:
+    """An InferenceSession whose run() calls are timed into a SessionTimer; everything else is
+    the session's own (get_inputs, get_providers, io_binding, ...)."""
+
+    def __init__(self, session: ort.InferenceSession, timer: SessionTimer) -> None:
+        self._session, self._timer = session, timer
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return self._session.run(*args, **kwargs)
+        finally:
+            self._timer.inference((time.perf_counter() - start) * 1000.0)
+
+    def run_with_iobinding(self, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return self._session.run_with_iobinding(*args, **kwargs)
+        finally:
+            self._timer.inference((time.perf_counter() - start) * 1000.0)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+
+class SessionPool:
+    """Sessions keyed by (resolved model path, providers); each created once and then reused.
+
+    timer: when given, session creation and every run() are timed into it."""
+
+    def __init__(self, providers: Sequence[str], cache_dir: Path | None = None,
+                 timer: SessionTimer | None = None) -> None:
         self.providers = tuple(providers)
         self._cache_dir = cache_dir
-        self._sessions: dict[tuple[str, tuple[str, ...]], ort.InferenceSession] = {}
+        self._timer = timer
+        self._sessions: dict[tuple[str, tuple[str, ...]], Any] = {}
         self._lock = threading.Lock()
 
-    def get(self, model_path: Path) -> ort.InferenceSession:
+    def get(self, model_path: Path) -> Any:
+        """The session for model_path (an InferenceSession, or a TimedSession over one)."""
         key = (str(Path(model_path).resolve()), self.providers)
         with self._lock:
             if key not in self._sessions:
-                self._sessions[key] = create_session(Path(model_path), self.providers,
-                                                     self._cache_dir)
+                self._sessions[key] = self._create(Path(model_path))
             return self._sessions[key]
+
+    def _create(self, model_path: Path) -> Any:
+        start = time.perf_counter()
+        session = create_session(model_path, self.providers, self._cache_dir)
+        if self._timer is None:
+            return session
+        self._timer.session_created((time.perf_counter() - start) * 1000.0)
+        return TimedSession(session, self._timer)
 
     def __len__(self) -> int:
         return len(self._sessions)

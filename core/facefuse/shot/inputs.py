@@ -20,9 +20,12 @@ import numpy as np
 from ..cache.hashes import HashMemo, content_sha256
 from ..errors import InputError
 from ..io import plates, sequences, video
+from ..io.analysis_pictures import AnalysisPicture
 from ..io.video import DecodeFailure
+from ..timing import StageClock
 
 FrameOrFailure = np.ndarray | DecodeFailure
+AnalysisItem = AnalysisPicture | np.ndarray | DecodeFailure
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +63,17 @@ class ShotInput(Protocol):
     is_sequence: bool
     plate_format: plates.PlateFormat | None  # what a sequence output should match, if anything
 
-    def read(self, numbers: Iterable[int]) -> Iterator[tuple[int, FrameOrFailure]]: ...
+    def read(self, numbers: Iterable[int], clock: StageClock | None = None
+             ) -> Iterator[tuple[int, FrameOrFailure]]:
+        """Frames by number; `clock` (optional) gets each frame's "decode" (and, for videos,
+        "colour": the conversion to BGR) milliseconds."""
+        ...
+
+    def read_analysis(self, numbers: Iterable[int], max_side_px: int,
+                      clock: StageClock | None = None) -> Iterator[tuple[int, AnalysisItem]]:
+        """As read(), for shot analysis: pictures may come as AnalysisPicture (small for a
+        detector of max_side_px, full size only where faces are) instead of frames."""
+        ...
 
     def content_sha256(self, memo: HashMemo) -> str: ...
 
@@ -88,14 +101,21 @@ class SequenceInput:
         self.plate_format: plates.PlateFormat | None = first_format
         self.pixel_type = first_format.pixel_type
 
-    def read(self, numbers: Iterable[int]) -> Iterator[tuple[int, FrameOrFailure]]:
+    def read(self, numbers: Iterable[int], clock: StageClock | None = None
+             ) -> Iterator[tuple[int, FrameOrFailure]]:
+        clock = clock if clock is not None else StageClock()
         for number in numbers:
             try:
-                frame, _ = plates.read_plate(self.frame_files[number])
+                with clock.measure("decode"):
+                    frame, _ = plates.read_plate(self.frame_files[number])
             except InputError as exc:
                 yield number, DecodeFailure(str(exc))
                 continue
             yield number, frame
+
+    def read_analysis(self, numbers: Iterable[int], max_side_px: int,
+                      clock: StageClock | None = None) -> Iterator[tuple[int, AnalysisItem]]:
+        return self.read(numbers, clock)  # plates are read whole
 
     def content_sha256(self, memo: HashMemo) -> str:
         return content_sha256([self.frame_files[n] for n in self.frame_numbers], memo)
@@ -128,8 +148,13 @@ class VideoInput:
         self.is_sequence = False
         self.plate_format: plates.PlateFormat | None = None
 
-    def read(self, numbers: Iterable[int]) -> Iterator[tuple[int, FrameOrFailure]]:
-        return self.source.read(numbers)
+    def read(self, numbers: Iterable[int], clock: StageClock | None = None
+             ) -> Iterator[tuple[int, FrameOrFailure]]:
+        return self.source.read(numbers, clock)
+
+    def read_analysis(self, numbers: Iterable[int], max_side_px: int,
+                      clock: StageClock | None = None) -> Iterator[tuple[int, AnalysisItem]]:
+        return self.source.read_analysis(numbers, max_side_px, clock)
 
     def content_sha256(self, memo: HashMemo) -> str:
         return content_sha256([self.path], memo)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
+import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -173,7 +174,7 @@ class SequenceWriter:
         self.extras = extras
         self.linear = linear  # display-referred input to EXR: see _writes_linear_exr
         self._pool = ThreadPoolExecutor(WRITE_WORKERS, thread_name_prefix="facefuse-encode")
-        self._pending: deque[tuple[Processed, Future[None] | None]] = deque()
+        self._pending: deque[tuple[Processed, Future[float] | None]] = deque()
 
     @property
     def outputs(self) -> tuple[SequenceOutput, ...]:
@@ -192,18 +193,21 @@ class SequenceWriter:
             settled.append(self._settle_oldest())
         return settled
 
-    def _write_files(self, item: Processed, metadata: Mapping[str, str]) -> None:
+    def _write_files(self, item: Processed, metadata: Mapping[str, str]) -> float:
+        """Write the frame's files; the milliseconds it took."""
         assert item.frame is not None
+        start = time.perf_counter()
         frame = (item.frame if self.linear is None
                  else display_to_linear(item.frame, self.linear))
         self.main.write(item.number, frame, metadata)
         self.extras.write(item, frame, metadata)  # the patch holds what the main output holds
+        return (time.perf_counter() - start) * 1000.0
 
     def _settle_oldest(self) -> Processed:
         item, future = self._pending.popleft()
-        if future is not None:
-            future.result()  # re-raises a failed write
-        return item
+        if future is None:
+            return item
+        return _with_encode_ms(item, future.result())  # result() re-raises a failed write
 
     def finish(self, complete: bool) -> list[Processed]:
         """Wait for the frames in flight (they complete even when cancelled); settle them."""
@@ -236,6 +240,7 @@ class VideoWriter:
         return False
 
     def write(self, item: Processed, metadata: Mapping[str, str]) -> list[Processed]:
+        start = time.perf_counter()
         frame = item.frame if item.frame is not None else self.last
         if frame is None:  # nothing to stand in yet: the first good frame will, once per failure
             self.leading_failures += 1
@@ -246,9 +251,10 @@ class VideoWriter:
                 self.sink.write(self._display(frame))
             self.leading_failures = 0
             self.last = frame
-        if item.frame is not None:
-            self.extras.write(item, item.frame, metadata)
-        return [item]
+        if item.frame is None:
+            return [item]
+        self.extras.write(item, item.frame, metadata)
+        return [_with_encode_ms(item, (time.perf_counter() - start) * 1000.0)]
 
     def _display(self, frame: np.ndarray) -> np.ndarray:
         """The frame as the video shows it: display-encoded when the plate is scene-referred."""
@@ -279,6 +285,11 @@ class VideoWriter:
                                quality=request.crf, preset=request.preset,
                                audio_from=audio.path, audio_start_s=audio.start_s,
                                audio_duration_s=audio.duration_s)
+
+
+def _with_encode_ms(item: Processed, ms: float) -> Processed:
+    """The item with the milliseconds its writing took as its "encode" stage."""
+    return dataclasses.replace(item, ms=MappingProxyType({**item.ms, "encode": round(ms, 3)}))
 
 
 def _video_info(path: Path, source: video.VideoInfo | None, rate: Fraction, count: int,

@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
+from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -25,9 +28,11 @@ import numpy as np
 from ..cache.hashes import HashMemo
 from ..cache.locking import FileLock, LockWaitCancelled
 from ..color import input_conversion
+from ..io.analysis_pictures import AnalysisPicture
 from ..io.video import DecodeFailure
 from ..models.manifest import ROLES
 from ..pipeline import Pipeline
+from ..timing import RenderTimings, StageClock
 from ..types import Face, SourceIdentity
 from . import provenance
 from .analysis import (
@@ -39,6 +44,7 @@ from .analysis import (
     missing_frames,
     plan_targets,
 )
+from .analysis_pass import FrameAnalysis
 from .frames import plan_frames
 from .inputs import ShotInput, open_input
 from .outputs import FrameWriter, Processed, open_writer
@@ -52,7 +58,7 @@ from .request import (
     RenderSummary,
 )
 from .smoothing import OneEuroParams
-from .streaming import stream
+from .streaming import prefetch, stream
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +67,8 @@ ANALYSIS_LOCK_STALE_S = 120.0
 
 def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
            cancel: CancelCheck | None = None,
-           on_phase: PhaseCallback | None = None) -> RenderSummary:
+           on_phase: PhaseCallback | None = None,
+           timings: RenderTimings | None = None) -> RenderSummary:
     """Render a shot (see the module docstring); the CLI, Blender, Resolve and farms call this.
 
     on_progress(FrameReport) is called once per frame: from the calling thread for frames skipped
@@ -70,12 +77,14 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
     calling thread for analysis and encode, from the writer thread for swap.
     cancel() is checked between frames; cancelling leaves only complete output frames (and no
     video file). User errors raise FacefuseError subclasses before any output is written.
+    timings: when given, every stage of every frame, session creation and inference are timed
+    into it (see timing.RenderTimings; `facefuse bench` reads it).
     """
     started = time.perf_counter()
     shot = open_input(request.input, request.start_number, request.conform_vfr)
     try:
-        job = RenderJob(request, shot, on_progress or _ignore, on_phase or _ignore)
-        with Pipeline(request.settings) as pipeline:
+        job = RenderJob(request, shot, on_progress or _ignore, on_phase or _ignore, timings)
+        with Pipeline(request.settings, timer=timings) as pipeline:
             finished = job.run(pipeline, cancel or _never)
     finally:
         shot.close()
@@ -88,7 +97,8 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
                          no_face=counts.no_face, skipped=counts.skipped,
                          failed=tuple(counts.failed), seconds=time.perf_counter() - started,
                          cancelled=not finished and not stopped_by_failure,
-                         unselected=counts.unselected, warnings=warnings)
+                         unselected=counts.unselected, warnings=warnings,
+                         analysis_cached=job.analysis_cached)
 
 
 def _warnings(request: RenderRequest, counts: Counts) -> tuple[str, ...]:
@@ -115,8 +125,10 @@ class RenderJob:
     that counts frames and reports them to the host."""
 
     def __init__(self, request: RenderRequest, shot: ShotInput,
-                 report: ProgressCallback, phase: PhaseCallback) -> None:
+                 report: ProgressCallback, phase: PhaseCallback,
+                 timings: RenderTimings | None = None) -> None:
         self.request, self.shot, self.report, self.phase = request, shot, report, phase
+        self.timings = timings if timings is not None else RenderTimings()
         self.frames = plan_frames(shot.frame_numbers, request.frames, request.chunk, shot.label,
                                   contiguous=shot.is_sequence)
         self.colour, self.colour_name = input_conversion(request.colorspace, shot.suffix,
@@ -124,6 +136,9 @@ class RenderJob:
         self.writer: FrameWriter = open_writer(request, shot, self.frames.rendered, self.colour)
         self.counts = Counts()
         self.found: dict[int, int] = {}  # faces the analysis found, per frame number
+        # Stage times of frames analysed in this run (not cached), until the frame is reported.
+        self.analysis_ms: dict[int, Mapping[str, float]] = {}
+        self.analysis_cached = 0  # frames whose analysis came from the cache
         self.settled = 0
         self.todo_total = 0
 
@@ -143,10 +158,12 @@ class RenderJob:
             return True
         analysis = self._analysis(pipeline, content, cancelled)
         self.found = {n: len(faces) for n, faces in analysis.faces.items()}
-        targets = plan_targets(analysis, self.request.settings.selector,
-                               pipeline.reference_embedding(), self.request.settings.similarity,
-                               float(self.shot.rate) if self.shot.rate else None,
-                               self._smoothing())
+        with self.timings.measure("track"):
+            targets = plan_targets(analysis, self.request.settings.selector,
+                                   pipeline.reference_embedding(),
+                                   self.request.settings.similarity,
+                                   float(self.shot.rate) if self.shot.rate else None,
+                                   self._smoothing())
         return self._pass_two(pipeline, identity, targets, todo, metadata, cancelled)
 
     def _smoothing(self) -> OneEuroParams | None:
@@ -188,7 +205,8 @@ class RenderJob:
 
     def _settle(self, items: Iterable[Processed]) -> None:
         """Count and report frames the writer has settled (all their files are in place)."""
-        for item in items:
+        for settled in items:
+            item = self._timed_item(settled)
             if item.frame is None:
                 self.counts.failed.append((item.number, item.error))
                 log.error("frame %d failed: %s", item.number, item.error)
@@ -205,6 +223,18 @@ class RenderJob:
                                         item.faces, item.ms, found=found))
             self.settled += 1
             self.phase(PhaseProgress("swap", self.settled, self.todo_total))
+
+    def _timed_item(self, item: Processed) -> Processed:
+        """Record a settled frame's pass-2 stage times; the item with its analysis stage times
+        (this run's, prefixed "analysis." except detect and embed) added for the host."""
+        self.timings.frame("swap", item.ms)
+        if item.frame is not None:
+            self.timings.mark("first_output")
+        analysed = self.analysis_ms.pop(item.number, None)
+        if not analysed:
+            return item
+        ms = {(k if k in ("detect", "embed") else f"analysis.{k}"): v for k, v in analysed.items()}
+        return replace(item, ms=MappingProxyType({**ms, **item.ms}))
 
     # -- pass 1 -----------------------------------------------------------------------------
     def _analysis(self, pipeline: Pipeline, content_sha256: str,
@@ -227,6 +257,7 @@ class RenderJob:
             with lock:
                 analysis = cache.load(key)
                 missing = missing_frames(wanted, analysis.faces)
+                self.analysis_cached = len(wanted) - len(missing)
                 self.phase(PhaseProgress("analysis", len(wanted) - len(missing), len(wanted)))
                 if missing:
                     analysis = analysis.merged(self._analyse(pipeline, missing, cancelled, lock))
@@ -239,20 +270,52 @@ class RenderJob:
     def _analyse(self, pipeline: Pipeline, missing: Sequence[int], cancelled: CancelCheck,
                  lock: FileLock) -> ShotAnalysis:
         log.info("analysing %d frames (detection, tracking)", len(missing))
-        colour = self.colour
         total = len(self.frames.analysed)
         done = [total - len(missing)]  # a cell the callback below counts in
+        clock = StageClock()  # detect and embed (decode and colour come with each frame)
+        analysis = FrameAnalysis(pipeline, self.colour, clock)
+        rendered = set(self.frames.rendered)
+        read_ms: dict[int, Mapping[str, float]] = {}
+        current: list[Any] = [None]  # the picture whose frame analyse_frames is handed
 
-        def analyse(frame: np.ndarray) -> tuple[Face, ...]:
+        def frames() -> Generator[tuple[int, Any], None, None]:
+            # Decoding runs ahead on a worker thread, overlapping detection.
+            with closing(prefetch(self._analysis_pictures(pipeline, missing))) as read:
+                for number, picture, ms in read:
+                    read_ms[number], current[0] = ms, picture
+                    yield number, (picture.small if isinstance(picture, AnalysisPicture)
+                                   else picture)
+
+        def analyse(_frame: np.ndarray) -> tuple[Face, ...]:
             lock.refresh()
-            return tuple(pipeline.embed_faces(frame, pipeline.detect(frame, colour), colour))
+            return analysis.faces(current[0])
 
-        def analysed(_number: int) -> None:
+        def analysed(number: int) -> None:
             done[0] += 1
+            ms = _sum_ms(read_ms.pop(number, {}), clock.take())
+            self.timings.frame("analysis", ms)
+            if number in rendered:
+                self.analysis_ms[number] = ms
             self.phase(PhaseProgress("analysis", done[0], total))
 
-        return analyse_frames(self.shot.read(missing), analyse, cancelled, on_frame=analysed,
-                              colour=colour)
+        with closing(frames()) as source:  # a cancel stops the reader at once
+            # the cut signatures come from the picture detection sees (small or full, in display
+            # colour: colour is only set for full frames of colour-managed shots)
+            return analyse_frames(source, analyse, cancelled, on_frame=analysed,
+                                  colour=self.colour)
+
+    def _analysis_pictures(self, pipeline: Pipeline, numbers: Sequence[int]
+                           ) -> Iterator[tuple[int, Any, Mapping[str, float]]]:
+        """The pictures pass 1 analyses, with their decode and colour times: small ones where
+        the input allows (see io.analysis_pictures), full frames for colour-managed shots."""
+        clock = StageClock()
+        if self.colour is None:
+            side = max(pipeline.models.detector().input_size)
+            pictures = self.shot.read_analysis(numbers, side, clock)
+        else:
+            pictures = self.shot.read(numbers, clock)
+        for number, picture in pictures:
+            yield number, picture, clock.take()
 
     # -- pass 2 -----------------------------------------------------------------------------
     def _pass_two(self, pipeline: Pipeline, identity: SourceIdentity,
@@ -264,14 +327,14 @@ class RenderJob:
         # frame after it is processed, let alone written; frames before it still complete.
         failed_here: list[int] = []
 
-        def process(item: tuple[int, Any, float]) -> Processed:
-            number, frame, decode_ms = item
+        def process(item: tuple[int, Any, Mapping[str, float]]) -> Processed:
+            number, frame, read_ms = item
             if isinstance(frame, DecodeFailure):
                 failed_here.append(number)
-                return Processed(number, None, None, 0, {"decode": decode_ms}, frame.reason)
+                return Processed(number, None, None, 0, read_ms, frame.reason)
             result = pipeline.swap_faces(frame, identity, targets.get(number, ()), colour)
             return Processed(number, result.frame, result.matte, len(result.swapped),
-                             {"decode": round(decode_ms, 3), **result.timings_ms})
+                             MappingProxyType({**read_ms, **result.timings_ms}))
 
         def sink(item: Processed) -> None:
             self._settle(self.writer.write(item, metadata))
@@ -281,25 +344,31 @@ class RenderJob:
 
         finished = False
         try:
-            finished = stream(_timed(self.shot.read(todo)), process, sink, stop)
+            finished = stream(_timed(self.shot, todo), process, sink, stop)
         finally:
             self.phase(PhaseProgress("encode", 0, 1))
             stopped = fail_fast and bool(failed_here or self.counts.failed)
-            self._settle(self.writer.finish(finished and not stopped))
+            with self.timings.measure("encode_finish"):
+                self._settle(self.writer.finish(finished and not stopped))
             self.phase(PhaseProgress("encode", 1, 1))
         return finished and not (fail_fast and bool(failed_here))
 
 
-def _timed(frames: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, Any, float]]:
-    """The frames with the milliseconds each took to decode."""
-    iterator = iter(frames)
-    while True:
-        start = time.perf_counter()
-        try:
-            number, frame = next(iterator)
-        except StopIteration:
-            return
-        yield number, frame, (time.perf_counter() - start) * 1000.0
+def _timed(shot: ShotInput, numbers: Sequence[int]
+           ) -> Iterator[tuple[int, Any, Mapping[str, float]]]:
+    """The frames with the milliseconds each took to decode (and convert to BGR: "colour")."""
+    clock = StageClock()
+    for number, frame in shot.read(numbers, clock):
+        yield number, frame, clock.take()
+
+
+def _sum_ms(*parts: Mapping[str, float]) -> Mapping[str, float]:
+    """Stage times added up over several clocks' snapshots."""
+    total: dict[str, float] = {}
+    for part in parts:
+        for stage, ms in part.items():
+            total[stage] = round(total.get(stage, 0.0) + ms, 3)
+    return MappingProxyType(total)
 
 
 def _ignore(_report: FrameReport | PhaseProgress) -> None:

@@ -103,7 +103,9 @@ class PhaseProgress:
 class RenderSummary:
     """The outcome of one render: frames in its range, how each ended, and whether it was
     cancelled (failed: (frame, reason) pairs). unselected: frames counted in no_face where faces
-    were found but none was selected; warnings: sentences the host should show the user."""
+    were found but none was selected; warnings: sentences the host should show the user.
+    analysis_cached: frames whose analysis (pass 1) came from the cache instead of being run:
+    timings of a render with cached analysis are warm."""
 
     frames: int
     swapped: int
@@ -114,6 +116,7 @@ class RenderSummary:
     cancelled: bool
     unselected: int = 0
     warnings: tuple[str, ...] = ()
+    analysis_cached: int = 0
 
     @property
     def done(self) -> int:

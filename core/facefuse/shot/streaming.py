@@ -3,13 +3,14 @@
 Decoding and encoding overlap inference while at most 2 * depth items are in flight, so memory
 stays flat however long the shot is. The caller's process() runs on the calling thread (ONNX
 Runtime sessions stay on one thread); an exception in any stage stops the others and is raised.
+`prefetch` is the reading half alone: an iterator whose items a worker thread produces ahead.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import TypeVar
 
 In = TypeVar("In")
@@ -100,3 +101,31 @@ def _drain(q: queue.Queue[object]) -> None:
             q.get_nowait()
         except queue.Empty:
             return
+
+
+def prefetch(source: Iterable[In], depth: int = 4) -> Generator[In, None, None]:
+    """The items of `source` in order, produced by a worker thread up to `depth` ahead of the
+    consumer (so decoding overlaps whatever the consumer does with each item). An exception in
+    the worker is raised here; closing the iterator early stops the worker."""
+    inbox: queue.Queue[object] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            for item in source:
+                if not _put(inbox, item, lambda: not stop.is_set()):
+                    return
+        finally:
+            _put(inbox, _END, lambda: not stop.is_set())
+
+    reader = _Stage(read, "facefuse-prefetch")
+    reader.thread.start()
+    try:
+        while (item := inbox.get()) is not _END:
+            yield item  # type: ignore[misc]
+    finally:
+        stop.set()
+        _drain(inbox)
+        reader.thread.join()
+    if reader.error is not None:
+        raise reader.error

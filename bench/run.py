@@ -1,0 +1,167 @@
+"""Run the benchmark scenarios of bench/scenarios.toml and write their figures as JSON.
+
+    python bench/run.py --providers cpu --out results/ [--only NAME ...] [--work DIR]
+
+It builds what the scenarios need in the work folder (never in the repository): the stand-in
+models (bench/standins.py, full and light), and 1080p / 4K clips made from the test clip
+asl_yes.mp4 (upscaled with OpenCV, looped to the length needed, encoded with PyAV as h264 4:2:0).
+Then it runs `python -m facefuse bench ... --json` once per scenario, each in a fresh process
+(so every one is cold: new sessions, empty caches), and writes OUT/results.json (all scenarios,
+plus the machine) and one OUT/<scenario>.json each. Needs FACEFUSE_TESTDATA (or --testdata)
+pointing at the test data folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tomllib
+from collections.abc import Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import av
+import cv2
+import numpy as np
+import standins
+
+HERE = Path(__file__).resolve().parent
+SIZES = {"1080p": (1920, 1080), "4k": (3840, 2160)}
+CLIP_RATE = Fraction(30)
+YUNET = "face_detection_yunet_2023mar.onnx"
+
+
+def build_clip(source: Path, out: Path, size: tuple[int, int], frames: int) -> Path:
+    """`source` resized to `size` (width, height) and looped to `frames` frames, h264 4:2:0."""
+    if out.is_file():
+        with av.open(str(out)) as existing:
+            if existing.streams.video[0].frames >= frames:
+                return out
+    with av.open(str(source)) as clip:
+        pictures = [f.to_ndarray(format="bgr24") for f in clip.decode(video=0)]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(f".{out.stem}.partial{out.suffix}")  # renamed once complete
+    with av.open(str(partial), "w") as container:
+        stream = container.add_stream("libx264", rate=CLIP_RATE)
+        stream.width, stream.height, stream.pix_fmt = size[0], size[1], "yuv420p"
+        stream.options = {"preset": "ultrafast", "crf": "18"}
+        for i in range(frames):
+            picture = cv2.resize(pictures[i % len(pictures)], size, interpolation=cv2.INTER_LINEAR)
+            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(picture), format="bgr24")
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode())
+    partial.replace(out)
+    return out
+
+
+def models_for(scenario: dict[str, Any], built: dict[str, dict[str, dict[str, Any]]],
+               testdata: Path) -> list[str]:
+    """The model options of a scenario."""
+    kind = scenario.get("models", "standin")
+    models = built["light" if kind == "same-work" else kind]
+    three = scenario.get("faces", 1) == 3
+    detector = (str(testdata / "models" / YUNET) if kind == "same-work"
+                else models["detector_3faces" if three else "detector"]["path"])
+    args = ["--detector", detector, "--recogniser", models["recogniser"]["path"],
+            "--swapper", models["swapper"]["path"]]
+    if scenario.get("enhancer"):
+        args += ["--enhancer", models["enhancer"]["path"]]
+    return args
+
+
+def run_scenario(scenario: dict[str, Any], clip: Path, source: Path, models: list[str],
+                 work: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """One `facefuse bench` process (environment `env`, default this one's); its figures with
+    the scenario added."""
+    out_dir = work / "out" / scenario["name"]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "facefuse", "bench", "-s", str(source), "-i", str(clip),
+               "-o", str(out_dir / scenario["output"]), *models,
+               "--providers", scenario["providers"], "--offline",
+               "--models-dir", str(work / "models"), "--frames", str(scenario["frames"]),
+               "--json", *scenario.get("extra", [])]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+    if done.returncode != 0:
+        return {"scenario": scenario, "error": done.stderr.strip().splitlines()[-1:]}
+    figures = json.loads(done.stdout.strip().splitlines()[-1])["bench"]
+    return {"scenario": scenario, **figures}
+
+
+def load_scenarios(path: Path, providers: str,
+                   only: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The scenarios of `path` for `providers`, all or those named in `only`."""
+    return [s for s in tomllib.loads(path.read_text())["scenario"]
+            if s["providers"] == providers and (not only or s["name"] in only)]
+
+
+def clip_for(scenario: dict[str, Any], scenarios: Sequence[dict[str, Any]], testdata: Path,
+             work: Path) -> Path:
+    """The scenario's clip, built in `work` long enough for every scenario using it."""
+    base = testdata / "media" / "asl_yes.mp4"
+    if scenario["clip"] == "480p":
+        return base
+    frames = max(s["frames"] for s in scenarios if s["clip"] == scenario["clip"])
+    return build_clip(base, work / "clips" / f"{scenario['clip']}.mp4",
+                      SIZES[scenario["clip"]], frames)
+
+
+def machine() -> dict[str, Any]:
+    import onnxruntime
+
+    return {"platform": platform.platform(), "processor": platform.processor(),
+            "cpus": os.cpu_count(), "python": platform.python_version(),
+            "onnxruntime": onnxruntime.__version__,
+            "available_providers": onnxruntime.get_available_providers()}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Run bench/scenarios.toml.")
+    parser.add_argument("--providers", default="cpu", help="run the scenarios of these "
+                        "providers (cpu or cuda)")
+    parser.add_argument("--out", type=Path, required=True, help="folder for the JSON results")
+    parser.add_argument("--only", nargs="*", help="scenario names to run (default: all)")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/facefuse-bench-work"))
+    parser.add_argument("--testdata", type=Path, default=os.environ.get("FACEFUSE_TESTDATA"))
+    parser.add_argument("--scenarios", type=Path, default=HERE / "scenarios.toml")
+    args = parser.parse_args(argv)
+    if args.testdata is None:
+        parser.error("set FACEFUSE_TESTDATA or give --testdata")
+    scenarios = load_scenarios(args.scenarios, args.providers, args.only)
+    built = {kind: standins.build_all(args.work / "models", light=kind == "light")
+             for kind in ("standin", "light")}
+    testdata = Path(args.testdata)
+    source = testdata / "media" / "obama.jpg"
+    results = []
+    args.out.mkdir(parents=True, exist_ok=True)
+    for scenario in scenarios:
+        clip = clip_for(scenario, scenarios, testdata, args.work)
+        result = run_scenario(scenario, clip, source, models_for(scenario, built, testdata),
+                              args.work)
+        result["standins"] = built["light" if scenario.get("models") == "same-work"
+                                   else "standin"]
+        results.append(result)
+        (args.out / f"{scenario['name']}.json").write_text(json.dumps(result, indent=1))
+        print(summary_line(result), flush=True)
+    (args.out / "results.json").write_text(json.dumps({"machine": machine(),
+                                                       "results": results}, indent=1))
+    return 1 if any("error" in r for r in results) else 0
+
+
+def summary_line(result: dict[str, Any]) -> str:
+    name = result["scenario"]["name"]
+    if "error" in result:
+        return f"{name}: failed: {' '.join(result['error'])}"
+    return (f"{name}: {result['frames']} frames, {result['fps']:.2f} fps, "
+            f"{result['cpu_s_per_frame']:.3f} CPU s/frame, first output "
+            f"{result['first_output_s']} s, outside onnxruntime "
+            f"{result['outside_onnxruntime'] * 100:.1f}%, peak RSS {result['peak_rss_mib']} MiB, "
+            f"device {result['peak_device_mib']} MiB")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,250 @@
+"""`facefuse bench`: time the real render path on a clip and say where the time goes.
+
+It renders with shot.render.render and a RenderRequest, like `facefuse render`, and reads the
+figures from the timing.RenderTimings the render fills in as it works: frames per second end to
+end, milliseconds per frame of every stage of both passes (median and p95), time to the first
+output frame, session creation, time inside ONNX Runtime, CPU seconds per frame, peak memory.
+
+Cold by default: the render gets a fresh, empty cache folder, so nothing (source embedding,
+shot analysis, file hashes) is reused. --warm renders the same frames once first, untimed, into
+that folder, then times a second render that finds everything cached (its analysis pass is
+skipped: the figures say so). The output goes to a temporary file unless -o names one (which is
+overwritten).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from ..errors import ExitCode, InputError
+from ..io.sequences import parse_frame_range
+from ..io.video import VIDEO_CODECS
+from ..runtime.sessions import resolve_providers
+from ..shot.inputs import open_input
+from ..shot.render import render
+from ..shot.request import RenderRequest, RenderSummary
+from ..timing import INFERENCE, SESSIONS, RenderTimings, StageStats, TimingReport
+from .options import engine_options, settings_from_args
+from .render import usage_type
+
+# The stages each pass reports (a stage that did not run, e.g. enhance without an enhancer,
+# is null), in the order a frame goes through them.
+PASS_STAGES = MappingProxyType({
+    "analysis": ("decode", "colour", "detect", "embed"),
+    "swap": ("decode", "colour", "swap", "enhance", "paste", "encode"),
+})
+DEVICE_POLL_S = 0.05
+
+
+def add_parser(commands: Any) -> None:
+    p = commands.add_parser("bench", help="time a render of a clip, stage by stage",
+                            description="Render a clip through the real render path and report "
+                            "frames/s, ms per frame of every stage of both passes (median, "
+                            "p95), time to the first output frame, session creation, the share "
+                            "of time outside ONNX Runtime and peak memory. Cold (empty caches) "
+                            "unless --warm.")
+    p.add_argument("-i", "--input", required=True, help="video file or image-sequence pattern")
+    p.add_argument("-o", "--output", help="where to write the render (overwritten; default: a "
+                   "temporary .mp4, removed afterwards)")
+    engine_options(p)
+    p.add_argument("--frames", type=usage_type(frames_option), metavar="N|A-B",
+                   help="time the first N frames, or the inclusive range A-B as render's "
+                   "--frames (default: all)")
+    p.add_argument("--warm", action="store_true", help="render once untimed first, then time "
+                   "a render that reuses the caches (analysis, embeddings, hashes)")
+    p.add_argument("--codec", choices=VIDEO_CODECS, default="h264", help="for video outputs")
+    p.add_argument("--crf", type=int, metavar="N", help="h264/h265 constant rate factor")
+    p.add_argument("--preset", metavar="NAME", help="h264/h265 speed preset")
+    p.add_argument("--compression", metavar="NAME", help="EXR or TIFF sequence compression")
+    p.add_argument("--json", action="store_true", help="print the figures as one JSON line")
+    p.set_defaults(handler=cmd_bench)
+
+
+def frames_option(text: str) -> int | tuple[int, int]:
+    """`--frames`: a count of frames ("30") or an inclusive range ("1001-1100")."""
+    if text.strip().isdigit():
+        count = int(text)
+        if count < 1:
+            raise InputError(f"--frames {text} must be at least 1 frame")
+        return count
+    return parse_frame_range(text)
+
+
+def _frame_range(spec: str, frames: int | tuple[int, int] | None) -> tuple[int, int] | None:
+    """The inclusive range to render: `frames` itself, or the input's first `frames` frames
+    (None: all of them)."""
+    if frames is None or isinstance(frames, tuple):
+        return frames
+    shot = open_input(spec)
+    try:
+        numbers = shot.frame_numbers
+    finally:
+        shot.close()
+    return numbers[0], numbers[min(frames, len(numbers)) - 1]
+
+
+def request_from_args(args: argparse.Namespace, work: Path) -> RenderRequest:
+    """The render a bench times; caches in `work`/cache, output in `work` unless -o."""
+    settings = replace(settings_from_args(args), cache_dir=work / "cache")
+    if settings.selector == "reference" and not settings.reference_images:
+        raise InputError("--selector reference needs --reference IMAGE (the person to replace)")
+    output = args.output or str(work / "bench.mp4")
+    return RenderRequest(sources=tuple(args.source), input=args.input, output=output,
+                         settings=settings, frames=_frame_range(args.input, args.frames),
+                         codec=args.codec, overwrite=True, crf=args.crf, preset=args.preset,
+                         compression=args.compression)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    work = Path(tempfile.mkdtemp(prefix="facefuse-bench-"))
+    try:
+        request = request_from_args(args, work)
+        if args.warm:
+            render(request)
+        figures = measure(request, warm=args.warm)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if args.json:
+        print(json.dumps({"bench": figures}), flush=True)
+    else:
+        print(format_figures(figures))
+    return ExitCode.FRAMES_FAILED if figures["failed"] else ExitCode.OK
+
+
+def measure(request: RenderRequest, warm: bool = False) -> dict[str, Any]:
+    """Render `request` once with timings on; the bench figures (see format_figures)."""
+    providers = resolve_providers(request.settings.providers)
+    timings = RenderTimings()
+    cpu_start = _cpu_seconds()
+    with _device_peak(providers) as device_mib:
+        summary = render(request, timings=timings)
+    cpu_s = _cpu_seconds() - cpu_start
+    return _figures(request, summary, timings.report(), providers, cpu_s, warm,
+                    device_mib[0] if device_mib else None)
+
+
+def _figures(request: RenderRequest, summary: RenderSummary, report: TimingReport,
+             providers: tuple[str, ...], cpu_s: float, warm: bool,
+             device_mib: float | None) -> dict[str, Any]:
+    frames = max(summary.done, 1)
+    wall_ms = summary.seconds * 1000.0
+    inside_ms = report.totals_ms.get(INFERENCE, 0.0)
+    return {
+        "input": request.input, "output": request.output, "frames": summary.done,
+        "failed": len(summary.failed), "cache": "warm" if warm else "cold",
+        "analysis_cached": summary.analysis_cached, "providers": list(providers),
+        "models": {role: getattr(request.settings, role) for role in
+                   ("detector", "recogniser", "swapper", "enhancer")},
+        "seconds": round(summary.seconds, 3), "fps": round(summary.done / summary.seconds, 3)
+        if summary.seconds > 0 else 0.0,
+        "ms_per_frame": round(wall_ms / frames, 3),
+        "cpu_s_per_frame": round(cpu_s / frames, 4),
+        "first_output_s": report.marks_s.get("first_output"),
+        "sessions_ms": report.totals_ms.get(SESSIONS, 0.0),
+        "onnxruntime_ms_per_frame": round(inside_ms / frames, 3),
+        "outside_onnxruntime": round(1.0 - inside_ms / wall_ms, 4) if wall_ms > 0 else None,
+        "track_ms_per_frame": round(report.totals_ms.get("track", 0.0) / frames, 3),
+        "encode_finish_ms": report.totals_ms.get("encode_finish", 0.0),
+        "peak_rss_mib": _peak_rss_mib(), "peak_device_mib": device_mib,
+        "stages": {name: {stage: _stats(report.stages.get(name, {}).get(stage))
+                          for stage in stages} for name, stages in PASS_STAGES.items()},
+    }
+
+
+def _stats(stats: StageStats | None) -> dict[str, float] | None:
+    if stats is None:
+        return None
+    return {"median_ms": stats.median_ms, "p95_ms": stats.p95_ms, "frames": stats.frames}
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process so far (every thread)."""
+    times = os.times()
+    return float(times.user + times.system)
+
+
+def _peak_rss_mib() -> float | None:
+    """The process's peak resident memory (None where the platform does not say)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
+
+
+@contextmanager
+def _device_peak(providers: tuple[str, ...]) -> Iterator[list[float]]:
+    """On CUDA, the peak GPU memory in use while the block runs (MiB, sampled with nvidia-smi);
+    the list stays empty elsewhere or without nvidia-smi."""
+    peak: list[float] = []
+    smi = shutil.which("nvidia-smi")
+    if smi is None or not {"CUDAExecutionProvider", "TensorrtExecutionProvider"} & set(providers):
+        yield peak
+        return
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.wait(DEVICE_POLL_S):
+            used = _device_used_mib(smi)
+            if used is not None:
+                peak[:] = [max(used, *peak)]
+
+    thread = threading.Thread(target=poll, name="facefuse-bench-gpu", daemon=True)
+    thread.start()
+    try:
+        yield peak
+    finally:
+        done.set()
+        thread.join()
+
+
+def _device_used_mib(smi: str) -> float | None:
+    try:
+        out = subprocess.run([smi, "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=5, check=True).stdout
+        return float(out.split()[0])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+
+
+def format_figures(figures: Mapping[str, Any]) -> str:
+    """The figures as a short table for a terminal."""
+    outside = figures["outside_onnxruntime"]
+    lines = [
+        (f"{figures['frames']} frames of {figures['input']} ({figures['cache']}, analysis "
+        f"cached for {figures['analysis_cached']}) on {', '.join(figures['providers'])}"),
+        (f"  {figures['fps']:.2f} frames/s end to end, {figures['ms_per_frame']:.1f} ms/frame, "
+        f"{figures['cpu_s_per_frame']:.3f} CPU s/frame"),
+        (f"  first output frame after {_seconds(figures['first_output_s'])}, sessions "
+        f"{figures['sessions_ms']:.0f} ms, outside onnxruntime "
+        f"{'-' if outside is None else f'{outside * 100:.0f}%'}, peak RSS "
+        f"{figures['peak_rss_mib']} MiB, peak device memory {figures['peak_device_mib']} MiB"),
+        f"  track {figures['track_ms_per_frame']:.2f} ms/frame",
+        f"  {'pass':9}{'stage':9}{'median ms':>10}{'p95 ms':>10}{'frames':>8}",
+    ]
+    for name, stages in figures["stages"].items():
+        for stage, stats in stages.items():
+            if stats is None:
+                lines.append(f"  {name:9}{stage:9}{'-':>10}{'-':>10}{0:>8}")
+            else:
+                lines.append(f"  {name:9}{stage:9}{stats['median_ms']:>10.2f}"
+                             f"{stats['p95_ms']:>10.2f}{stats['frames']:>8}")
+    return "\n".join(lines)
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} s"

@@ -1,0 +1,74 @@
+"""Decoded pictures as shot analysis needs them: small for the detector, full size only where
+faces are.
+
+The reader turns an 8-bit subsampled picture into BGR in two swscale steps: upsampling to 4:4:4
+(cheap), then the YUV to BGR matrix (the costly part: most of 20 ms a 1080p frame, 80 ms at 4K),
+yet the detector sees the picture shrunk to its input size and the recogniser sees a 112 px
+crop around each face. An AnalysisPicture keeps the 4:4:4 planes of the first step and gives:
+`small`, the whole picture shrunk (area filter) and converted to BGR in one swscale pass, and
+`frame_with(boxes)`, a full-size BGR frame in which only the given boxes are converted (the rest
+is black). The matrix step works pixel by pixel, so those boxes are bit-identical to the full
+conversion: recogniser crops inside them are exactly what they were. `small` differs slightly
+from shrinking the full conversion (docs/performance.md has the measured effect on detections).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .video_common import SUBSAMPLED_8BIT
+
+FULL_CHROMA = ("yuv444p", "yuvj444p")
+Box = tuple[int, int, int, int]  # x0, y0, x1, y1 in frame pixels, x1/y1 exclusive
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class AnalysisPicture:
+    """One decoded picture for analysis.
+
+    small: BGR uint8 (h, w, 3), the whole picture with its long side at most the size asked
+    for. scale: small pixels per frame pixel (< 1). picture: the 4:4:4 av.VideoFrame at full
+    resolution (its format and colour tags decide the conversion)."""
+
+    small: np.ndarray
+    scale: float
+    picture: Any
+
+    def frame_with(self, boxes: Sequence[Box]) -> np.ndarray:
+        """A BGR uint8 (H, W, 3) frame, black except inside `boxes` (clipped to the frame),
+        which hold exactly what the full conversion holds there."""
+        height, width = self.picture.height, self.picture.width
+        frame = np.zeros((height, width, 3), np.uint8)
+        for x0, y0, x1, y1 in boxes:
+            x0, y0, x1, y1 = max(0, x0), max(0, y0), min(width, x1), min(height, y1)
+            if x1 > x0 and y1 > y0:
+                frame[y0:y1, x0:x1] = self._region(x0, y0, x1, y1)
+        return frame
+
+    def _region(self, x0: int, y0: int, x1: int, y1: int) -> np.ndarray:
+        import av
+
+        planes = np.stack([np.frombuffer(p, np.uint8).reshape(p.height, p.line_size)[y0:y1, x0:x1]
+                           for p in self.picture.planes])  # views of the frame's buffers
+        region = av.VideoFrame.from_ndarray(planes, format=self.picture.format.name)
+        region.colorspace, region.color_range = self.picture.colorspace, self.picture.color_range
+        return region.to_ndarray(format="bgr24")
+
+
+def analysis_picture(picture: Any, max_side_px: int) -> AnalysisPicture | None:
+    """The picture for analysis, or None when it does not take this path: not 8-bit YUV
+    (4:2:0, 4:2:2 or 4:4:4), or no larger than the detector (then the full conversion is as
+    cheap)."""
+    name = picture.format.name
+    scale = max_side_px / max(picture.height, picture.width)
+    if scale >= 1.0 or (name not in SUBSAMPLED_8BIT and name not in FULL_CHROMA):
+        return None
+    full = picture.reformat(format=SUBSAMPLED_8BIT[name]) if name in SUBSAMPLED_8BIT else picture
+    size = (max(1, round(picture.width * scale)), max(1, round(picture.height * scale)))
+    small = full.reformat(format="bgr24", width=size[0], height=size[1],
+                          interpolation="AREA").to_ndarray()
+    return AnalysisPicture(np.ascontiguousarray(small), float(size[0] / picture.width), full)

@@ -1,0 +1,71 @@
+"""Pass 1 of a render, one frame at a time: detect the faces of a decoded picture and embed them,
+timing each stage.
+
+A picture comes either as a full frame (any format; colour-managed shots always) or as an
+io.analysis_pictures.AnalysisPicture (8-bit 4:2:0 video): then the detector gets the picture's
+small conversion, and the recogniser crops come from a frame converted at full resolution only
+around each face (the footprint of the recogniser's crop), which saves converting the rest.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..geometry import (
+    DisplayConversion,
+    frame_to_crop_matrix,
+    invert_affine,
+    scale_face,
+    transform_points,
+)
+from ..io.analysis_pictures import AnalysisPicture, Box
+from ..pipeline import Pipeline
+from ..timing import StageClock
+from ..types import Face
+
+CROP_MARGIN_PX = 4  # around a crop's footprint: bilinear sampling reads one pixel beyond it
+
+
+class FrameAnalysis:
+    """Detect and embed the faces of one picture at a time with one pipeline (one thread).
+
+    colour: the shot's conversion to display space (None: display-referred already).
+    clock: gets "detect", "embed" and, for AnalysisPictures, the "colour" of the face regions.
+    """
+
+    def __init__(self, pipeline: Pipeline, colour: DisplayConversion | None,
+                 clock: StageClock) -> None:
+        self.pipeline, self.colour, self.clock = pipeline, colour, clock
+
+    def faces(self, picture: AnalysisPicture | np.ndarray) -> tuple[Face, ...]:
+        """The faces of a picture with their embeddings, in frame pixels, best first."""
+        if isinstance(picture, AnalysisPicture):
+            return self._from_picture(picture)
+        with self.clock.measure("detect"):
+            faces = self.pipeline.detect(picture, self.colour)
+        with self.clock.measure("embed"):
+            return self.pipeline.embed_faces(picture, faces, self.colour)
+
+    def _from_picture(self, picture: AnalysisPicture) -> tuple[Face, ...]:
+        with self.clock.measure("detect"):
+            found = self.pipeline.detect(picture.small)
+            faces = tuple(scale_face(face, 1.0 / picture.scale) for face in found)
+        if not faces:
+            return ()
+        with self.clock.measure("colour"):
+            frame = picture.frame_with([self._crop_box(face) for face in faces])
+        with self.clock.measure("embed"):
+            return self.pipeline.embed_faces(frame, faces)
+
+    def _crop_box(self, face: Face) -> Box:
+        """The frame pixels the recogniser's crop of `face` reads (its corners mapped back,
+        plus a margin)."""
+        template, size_px = self.pipeline.models.load("recogniser").family.crop_spec()
+        crop_to_frame = invert_affine(frame_to_crop_matrix(face.kps5, template, size_px))
+        corners = np.array([[0, 0], [size_px, 0], [0, size_px], [size_px, size_px]], np.float64)
+        points = transform_points(corners, crop_to_frame)
+        low, high = points.min(axis=0), points.max(axis=0)
+        return (math.floor(low[0]) - CROP_MARGIN_PX, math.floor(low[1]) - CROP_MARGIN_PX,
+                math.ceil(high[0]) + CROP_MARGIN_PX + 1, math.ceil(high[1]) + CROP_MARGIN_PX + 1)

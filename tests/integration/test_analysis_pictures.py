@@ -1,0 +1,95 @@
+"""The analysis pass's small-picture path (io/analysis_pictures, shot/analysis_pass) on video
+larger than the detector: it finds the faces the full conversion finds, the recogniser's crops
+come from real pixels, and a render through it changes nothing outside the face."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import av
+import cv2
+import numpy as np
+import pytest
+
+from facefuse.io.analysis_pictures import analysis_picture
+from facefuse.pipeline import Pipeline
+from facefuse.shot.analysis_pass import FrameAnalysis
+from facefuse.shot.render import render
+from facefuse.timing import RenderTimings, StageClock
+from tests.integration.render_helpers import read_bgr
+from tests.render_media import (
+    decode_video,
+    face_photo,
+    make_face_clip,
+    render_request,
+    render_settings,
+)
+
+SIZE = (1280, 720)  # twice the detector's 640: the small path is taken
+FRAMES = 3
+
+
+@pytest.fixture(scope="module")
+def hd_clip(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Path:
+    face = face_photo(testdata, (192, 240))
+    return make_face_clip(tmp_path_factory.mktemp("hd") / "hd.mp4", face, frames=FRAMES,
+                          size=SIZE, audio=None)
+
+
+def _pictures(clip: Path) -> list:
+    with av.open(str(clip)) as container:
+        return list(container.decode(video=0))
+
+
+@pytest.mark.parametrize("codec", ["h264", "mjpeg"])  # yuv420p (limited) and yuvj (full range)
+def test_face_regions_are_exactly_the_full_conversion_and_small_stays_close(
+        codec: str, testdata: Path, tmp_path: Path) -> None:
+    face = face_photo(testdata, (192, 240))
+    clip = make_face_clip(tmp_path / f"c.{'mov' if codec == 'mjpeg' else 'mp4'}", face,
+                          frames=2, size=SIZE, audio=None, codec=codec)
+    picture = _pictures(clip)[1]
+    full = decode_video(clip)[1]  # as the swap pass converts it (via 4:4:4)
+    small = analysis_picture(picture, 640)
+    assert small is not None and small.small.shape == (360, 640, 3) and small.scale == 0.5
+    frame = small.frame_with([(101, 51, 501, 401), (1200, 700, 1400, 800)])
+    assert frame.shape == (720, 1280, 3)
+    np.testing.assert_array_equal(frame[51:401, 101:501], full[51:401, 101:501])
+    np.testing.assert_array_equal(frame[700:, 1200:], full[700:, 1200:])  # clipped to the frame
+    frame[51:401, 101:501] = 0
+    frame[700:, 1200:] = 0
+    assert not frame.any()  # black elsewhere
+    shrunk = cv2.resize(full, (640, 360), interpolation=cv2.INTER_AREA).astype(int)
+    assert np.abs(small.small.astype(int) - shrunk).mean() < 1.0
+    assert analysis_picture(picture, 1280) is None  # small enough: the full conversion
+
+
+def test_small_path_finds_the_same_faces_and_embeddings(hd_clip: Path, render_models: Path,
+                                                        tmp_path: Path) -> None:
+    settings = render_settings(render_models, tmp_path / "cache")
+    clock = StageClock()
+    with Pipeline(settings) as pipeline:
+        analysis = FrameAnalysis(pipeline, None, clock)
+        for picture in _pictures(hd_clip):
+            frame = picture.reformat(format="yuv444p").to_ndarray(format="bgr24")
+            old = pipeline.embed_faces(frame, pipeline.detect(frame))
+            new = analysis.faces(analysis_picture(picture, 640))
+            assert len(old) == len(new) == 1
+            assert np.abs(old[0].kps5 - new[0].kps5).max() < 1.5
+            assert float(old[0].embedding @ new[0].embedding) > 0.999
+    assert {"detect", "colour", "embed"} <= set(clock.take())
+
+
+def test_a_render_through_the_small_path_changes_only_the_face(
+        hd_clip: Path, render_models: Path, testdata: Path, tmp_path: Path) -> None:
+    request = render_request(render_models, tmp_path / "cache", testdata / "media" / "obama.jpg",
+                             hd_clip, tmp_path / "out.#.png", swapper="colour",
+                             matte=str(tmp_path / "matte.#.png"))
+    timings = RenderTimings()
+    summary = render(request, timings=timings)
+    assert summary.swapped == FRAMES and not summary.failed
+    assert timings.report().stages["analysis"]["colour"].frames == FRAMES
+    for index, ref in enumerate(decode_video(hd_clip)):
+        out = read_bgr(tmp_path / f"out.{index + 1}.png")
+        matte = read_bgr(tmp_path / f"matte.{index + 1}.png")[..., 0]
+        np.testing.assert_array_equal(out[matte == 0], ref[matte == 0])
+        assert (np.abs(out.astype(int) - ref).max(axis=2) > 20).sum() > 2000  # the face changed

@@ -1,0 +1,97 @@
+"""`facefuse bench` on a short real clip with the contract models, and the per-frame stage
+times `render --progress json` reports (every stage, cold or warm said)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from facefuse.cli.bench import PASS_STAGES
+from facefuse.cli.main import main
+from tests.render_media import cli_args
+
+FRAMES = 6
+
+
+def _bench(capsys: pytest.CaptureFixture[str], args: list[str]) -> dict:
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1
+    return json.loads(lines[0])["bench"]
+
+
+def _bench_args(render_models: Path, testdata: Path, output: Path, *extra: str) -> list[str]:
+    clip = testdata / "media" / "asl_yes.mp4"
+    args = cli_args(render_models, testdata / "media" / "obama.jpg", clip, output, *extra)
+    return ["bench", *args[1:], "--frames", str(FRAMES), "--json"]
+
+
+def test_cold_bench_times_every_stage_of_both_passes(capsys: pytest.CaptureFixture[str],
+                                                     render_models: Path, testdata: Path,
+                                                     tmp_path: Path) -> None:
+    out = tmp_path / "bench.mp4"
+    figures = _bench(capsys, _bench_args(render_models, testdata, out))
+    assert figures["cache"] == "cold" and figures["analysis_cached"] == 0
+    assert figures["frames"] == FRAMES and figures["failed"] == 0
+    assert out.is_file() and out.stat().st_size > 0
+    for name, stages in PASS_STAGES.items():
+        assert set(figures["stages"][name]) == set(stages)
+    ran = {name: {stage for stage, stats in stages.items() if stats}
+           for name, stages in figures["stages"].items()}
+    assert ran["analysis"] == {"decode", "colour", "detect", "embed"}
+    assert ran["swap"] == {"decode", "colour", "swap", "paste", "encode"}  # no enhancer
+    for stages in figures["stages"].values():
+        for stats in filter(None, stages.values()):
+            assert stats["frames"] == FRAMES
+            assert 0 < stats["median_ms"] <= stats["p95_ms"]
+    assert figures["fps"] > 0 and figures["cpu_s_per_frame"] > 0
+    assert 0 < figures["first_output_s"] < figures["seconds"]
+    assert figures["sessions_ms"] > 0 and figures["onnxruntime_ms_per_frame"] > 0
+    assert 0 < figures["outside_onnxruntime"] < 1
+    assert figures["peak_rss_mib"] > 50 and figures["track_ms_per_frame"] >= 0
+    assert figures["providers"] == ["CPUExecutionProvider"]
+
+
+def test_warm_bench_says_so_and_skips_the_analysis(capsys: pytest.CaptureFixture[str],
+                                                   render_models: Path, testdata: Path,
+                                                   tmp_path: Path) -> None:
+    figures = _bench(capsys, _bench_args(render_models, testdata, tmp_path / "b.mp4", "--warm"))
+    assert figures["cache"] == "warm" and figures["analysis_cached"] == FRAMES
+    assert all(stats is None for stats in figures["stages"]["analysis"].values())
+    assert figures["stages"]["swap"]["swap"]["frames"] == FRAMES
+
+
+def test_bench_table_names_every_stage(capsys: pytest.CaptureFixture[str], render_models: Path,
+                                       testdata: Path, tmp_path: Path) -> None:
+    args = [a for a in _bench_args(render_models, testdata, tmp_path / "t.mp4") if a != "--json"]
+    assert main([*args[:-2], "--frames", "3-4"]) == 0  # a range, as render takes it
+    table = capsys.readouterr().out
+    assert table.startswith("2 frames of ")
+    assert "(cold, analysis cached for 0)" in table and "frames/s end to end" in table
+    for stage in ("decode", "colour", "detect", "embed", "swap", "enhance", "paste", "encode"):
+        assert f" {stage} " in table
+
+
+def test_progress_json_times_every_stage_and_says_when_analysis_was_cached(
+        capsys: pytest.CaptureFixture[str], render_models: Path, testdata: Path,
+        tmp_path: Path) -> None:
+    clip = testdata / "media" / "asl_yes.mp4"
+    args = [*cli_args(render_models, testdata / "media" / "obama.jpg", clip,
+                      tmp_path / "o.#.png", "--frames", "1-3", "--progress", "json",
+                      "--cache-dir", str(tmp_path / "cache"))]
+    runs = []
+    for _ in range(2):
+        assert main([*args, "--overwrite"]) == 0
+        lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        runs.append(([x for x in lines if "frame" in x], lines[-1]["summary"]))
+    (cold, cold_summary), (warm, warm_summary) = runs
+    assert cold_summary["analysis_cached"] == 0 and warm_summary["analysis_cached"] == 3
+    for line in cold:
+        assert {"analysis.decode", "analysis.colour", "detect", "embed", "decode", "colour",
+                "swap", "paste", "encode"} <= set(line["ms"])
+        assert all(v >= 0 for v in line["ms"].values())
+    for line in warm:  # nothing was analysed this time, and the lines show it
+        assert {"decode", "colour", "swap", "paste", "encode"} <= set(line["ms"])
+        assert not {"detect", "embed", "analysis.decode"} & set(line["ms"])

@@ -1,0 +1,105 @@
+"""The scripts under bench/: the production-compute stand-ins have the production contracts and
+about the production compute, behave as documented (identity swap and restore, fixed faces), and
+bench/gpu.sh stops with one clear line where onnxruntime offers no CUDA."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from facefuse.config import Settings
+from facefuse.pipeline import Pipeline
+from facefuse.types import AlignedCrop
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _standins() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("standins", ROOT / "bench" / "standins.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("standins", module)  # dataclasses look their module up there
+    spec.loader.exec_module(sys.modules["standins"])
+    return sys.modules["standins"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    standins = _standins()
+    root = tmp_path_factory.mktemp("standins")
+    return {"full": standins.build_all(root / "full"), "light": standins.build_all(root / "light",
+                                                                                  light=True)}
+
+
+def _settings(models: dict, root: Path, detector: str = "detector") -> Settings:
+    return Settings(detector=models[detector]["path"], recogniser=models["recogniser"]["path"],
+                    swapper=models["swapper"]["path"], enhancer=models["enhancer"]["path"],
+                    providers=("CPUExecutionProvider",), models_dir=root / "m",
+                    cache_dir=root / "c", offline=True)
+
+
+def test_full_standins_have_about_the_production_compute_and_contracts(
+        built: dict[str, dict], tmp_path: Path) -> None:
+    for role, facts in built["full"].items():
+        assert 0.5 <= facts["gflop"] / facts["production_gflop"] <= 2.0, role
+    with Pipeline(_settings(built["full"], tmp_path)) as pipeline:
+        families = {role: pipeline.models.load(role).family.name
+                    for role in ("detector", "recogniser", "swapper", "enhancer")}
+    assert families == {"detector": "scrfd", "recogniser": "arcface", "swapper": "inswapper",
+                        "enhancer": "gfpgan"}
+
+
+@pytest.mark.parametrize(("detector", "expected"), [("detector", 1), ("detector_3faces", 3)])
+def test_the_standin_detector_finds_its_fixed_faces_in_any_picture(
+        built: dict[str, dict], tmp_path: Path, detector: str, expected: int) -> None:
+    kind = "full" if detector == "detector" else "light"  # one full-compute run is enough
+    frame = np.random.default_rng(0).integers(0, 255, (1080, 1920, 3), np.uint8)
+    with Pipeline(_settings(built[kind], tmp_path, detector)) as pipeline:
+        faces = pipeline.detect(frame)
+    assert len(faces) == expected
+    widths = [float(f.bbox_xyxy[2] - f.bbox_xyxy[0]) for f in faces]
+    assert all(250 <= w <= 310 for w in widths)  # 90-100 canvas px, x3 for 1920 wide
+    for face in faces:  # landmarks inside their box, eyes above the mouth
+        x1, y1, x2, y2 = face.bbox_xyxy
+        assert np.all((face.kps5 >= [x1, y1]) & (face.kps5 <= [x2, y2]))
+        assert face.kps5[0, 1] < face.kps5[3, 1]
+
+
+def test_the_light_standins_swap_and_restore_as_identities(built: dict[str, dict],
+                                                           tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    with Pipeline(_settings(built["light"], tmp_path)) as pipeline:
+        swapper, restorer = pipeline.models.swapper(), pipeline.models.restorer()
+        crop = rng.uniform(0, 255, (128, 128, 3)).astype(np.float32)
+        latent = swapper.latent(np.ones(512, np.float32) / np.sqrt(512))
+        swapped = swapper.swap(AlignedCrop(crop, np.eye(2, 3), "arcface_128", 128), latent)
+        big = rng.uniform(0, 255, (512, 512, 3)).astype(np.float32)
+        restored = restorer.enhance(AlignedCrop(big, np.eye(2, 3), "ffhq_512", 512))
+        crops = [AlignedCrop(rng.uniform(0, 255, (112, 112, 3)).astype(np.float32),
+                             np.eye(2, 3), "arcface_112_v2", 112) for _ in range(2)]
+        a, b = pipeline.models.embedder().embed_many(crops)
+    np.testing.assert_allclose(swapped, crop, atol=1e-3)
+    np.testing.assert_allclose(restored, big, atol=1e-3)
+    assert abs(float(a @ b)) < 0.99  # different faces, different embeddings
+
+
+def test_gpu_script_stops_cleanly_without_cuda(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path)}
+    require = "CUDAExecutionProvider"
+    if require in ort.get_available_providers():  # a CUDA build: insist on what none offers
+        require = env["REQUIRE"] = "NoSuchExecutionProvider"
+    done = subprocess.run(["bash", str(ROOT / "bench" / "gpu.sh")], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 3
+    lines = done.stdout.strip().splitlines()
+    assert lines[0].startswith("onnxruntime ") and "CPUExecutionProvider" in lines[0]
+    assert lines[-1].startswith(f"{require} is not offered")
+    assert (tmp_path / "providers.txt").is_file() and not (tmp_path / "results.json").exists()
