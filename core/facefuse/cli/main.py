@@ -12,7 +12,7 @@ from typing import NoReturn
 
 from .. import __version__
 from ..errors import ExitCode, FacefuseError, InputError
-from . import doctor, models, render, swap
+from . import doctor, farm, models, render, swap
 
 DESCRIPTION = "Local face replacement for film and video work."
 EPILOG = ("exit codes: 0 done, 2 bad input or usage, 3 no face in a source, 4 model missing or "
@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_parser(commands)
     models.add_parsers(commands)
     doctor.add_parser(commands)
+    farm.add_parser(commands)
     return parser
 
 

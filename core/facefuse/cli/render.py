@@ -60,6 +60,12 @@ def add_parser(commands: Any) -> None:
     p = commands.add_parser("render", help="swap faces through a whole shot (video or sequence)",
                             description="Swap faces through a whole shot: a video file or an "
                             "image sequence in, a video or an image sequence out.")
+    render_options(p)
+    p.set_defaults(handler=cmd_render)
+
+
+def render_options(p: argparse.ArgumentParser) -> None:
+    """The options of `facefuse render` (farm commands take the same ones)."""
     p.add_argument("-i", "--input", help="video file, or sequence: name.####.exr, "
                    "name.%%04d.dpx, name.#.png")
     p.add_argument("-o", "--output", help="video file, or sequence pattern as for --input")
@@ -109,7 +115,6 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--provenance", choices=PROVENANCE_MODES, default="names",
                    help="what output metadata names: file names and hashes (names), or local "
                    "paths too (full)")
-    p.set_defaults(handler=cmd_render)
 
 
 def request_from_args(args: argparse.Namespace) -> RenderRequest:
@@ -200,7 +205,8 @@ class Progress:
                 print(f"openjd_progress: {percent}", flush=True)
         elif step.phase == "analysis" and (last is None or percent // 10 != last // 10):
             print(f"openjd_status: analysis {step.done}/{step.total} frames", flush=True)
-        elif step.phase == "encode" and step.done == step.total:
+        elif step.phase == "encode" and step.done == step.total and \
+                self._openjd_last.get("swap") != 100:
             print("openjd_progress: 100", flush=True)
 
     def _draw(self) -> None:

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from ..cli import render as cli_render
 from ..config import Settings
 from ..errors import InputError
 from ..shot.request import RenderRequest
-from ..cli import render as cli_render
 
 DEFAULT_SETTINGS = Settings()
 DEFAULT_REQUEST = RenderRequest(sources=(), input="", output="")
