@@ -124,6 +124,8 @@ def cmd_dask(args: argparse.Namespace) -> int:
     from ..farm import dask_jobs  # loads distributed (the farm extra) only for this command
 
     chunks = dask_jobs.chunk_args(request, args.chunk_size, root)
+    if args.verbose < 2:  # the scheduler's and workers' own chatter only with -vv
+        logging.getLogger("distributed").setLevel(logging.WARNING)
 
     def report(result: Any, done: int) -> None:
         if args.json:
