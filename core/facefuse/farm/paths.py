@@ -51,9 +51,10 @@ def check_inside(root: Path, outputs: Iterable[str | None], what: str = "output"
     for output in outputs:
         if output is None or inside(root, Path(output).parent):
             continue
+        written = Path(os.path.abspath(Path(output).parent))  # as written, links not followed
         if ".." in _parts(output):
             why = "its '..' leads out of it"
-        elif Path(output).is_absolute():
+        elif not written.is_relative_to(os.path.abspath(root)):
             why = "it is an absolute path elsewhere"
         else:
             why = "a symbolic link on the way leads elsewhere"
