@@ -17,7 +17,7 @@ import argparse
 import json
 import logging
 import shlex
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +49,6 @@ def add_parser(commands: Any) -> None:
                     "(template.yaml, parameter_values.yaml)")
     jd.add_argument("--facefuse", default="facefuse", metavar="PROGRAM",
                     help="the facefuse program on the workers (default: facefuse on PATH)")
-    jd.add_argument("--allow-downloads", action="store_true", help="let tasks download missing "
-                    "models (default: a missing model fails the session's model check)")
     jd.add_argument("--blend", type=Path, help="swap the strips marked Swap on Farm in this "
                     ".blend instead (the Blender extension's headless entry)")
     jd.add_argument("--chunks", type=int, default=DEFAULT_BLEND_CHUNKS, metavar="M",
@@ -77,6 +75,8 @@ def _job_options(p: argparse.ArgumentParser) -> None:
                    help=f"frames per task ({DEFAULT_CHUNK_SIZE})")
     p.add_argument("--output-dir", type=Path, help="the job's output folder; no task writes "
                    "outside it (default: the folder of -o)")
+    p.add_argument("--allow-downloads", action="store_true", help="let tasks download missing "
+                   "models (default: offline, a missing model fails at once, naming it)")
 
 
 def _sources_optional(p: argparse.ArgumentParser) -> None:
@@ -94,6 +94,8 @@ def _shot_request(args: argparse.Namespace) -> tuple[RenderRequest, Path]:
     if not args.source:
         raise InputError("a shot job needs -s SOURCE (or --blend FILE for a .blend job)")
     request = request_from_args(args)
+    if not args.allow_downloads:  # workers never download in the middle of a job
+        request = replace(request, settings=replace(request.settings, offline=True))
     if not is_frame_pattern(request.output):
         raise InputError(f"farm jobs write image sequences, not {request.output}; give a "
                          "pattern such as out/shot.####.exr (encode a video afterwards)")
