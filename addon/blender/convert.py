@@ -26,7 +26,7 @@ from typing import Any
 
 import bpy
 
-from facefuse.config import Settings
+from facefuse.config import Settings, Tunable, tunable_options
 from facefuse.hosting import models
 from facefuse.hosting.jobs import HostError
 from facefuse.io import sequences
@@ -138,14 +138,18 @@ def engine_settings(props: Any) -> Settings:
     if props.selector == 'reference' and props.reference_image:
         reference = (Path(bpy.path.abspath(props.reference_image)),)
     return Settings(
-        detector=_model(props.detector), recogniser=_model(props.recogniser),
-        swapper=_model(props.swapper),
-        enhancer=_model(props.enhancer) if props.use_enhancer else None,
-        selector=props.selector, reference_images=reference, similarity=props.similarity,
-        mask_blur=props.mask_blur, enhancer_blend=props.enhancer_blend,
+        **{option.name: _tunable_value(props, option) for option in tunable_options()},
+        reference_images=reference,
         providers="auto" if props.providers == 'auto' else ("CPUExecutionProvider",),
         models_dir=_folder(props.models_dir), cache_dir=_folder(props.cache_dir),
         offline=not online_access())
+
+
+def _tunable_value(props: Any, option: Tunable) -> Any:
+    value = getattr(props, option.name)
+    if option.kind == "optional-model" and not getattr(props, f"use_{option.name}"):
+        return None
+    return _model(value) if option.kind in ("model", "optional-model") else value
 
 
 def online_access() -> bool:

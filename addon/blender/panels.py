@@ -18,6 +18,7 @@ from typing import Any
 import bpy
 from bpy.types import Panel, UIList
 
+from facefuse.config import tunable_options
 from facefuse.hosting import models
 from facefuse.hosting.jobs import Job
 
@@ -27,6 +28,8 @@ from .convert import StripError
 CATEGORY = "Face Swap"
 WRAP_CHARS = 48
 LEVEL_ICONS = {'INFO': 'INFO', 'WARNING': 'ERROR', 'ERROR': 'CANCEL'}
+# the Target Face panel draws these with the reference-picking workflow around them
+DRAWN_BY_HAND = frozenset({"selector", "similarity"})
 
 _thumbnails: Any = None  # bpy.utils.previews collection, between register() and unregister()
 
@@ -198,13 +201,8 @@ class SEQUENCER_PT_facefuse_models(StripPanel, Panel):
             wrapped(layout, "Some models are not downloaded yet; they are fetched on first "
                             "use, or now:", 'INFO')
             layout.operator("facefuse.fetch_models", icon='IMPORT')
-        for name in ("detector", "recogniser", "swapper"):
-            layout.prop(props, name)
-        layout.prop(props, "use_enhancer")
-        sub = layout.column()
-        sub.active = props.use_enhancer
-        sub.prop(props, "enhancer")
-        sub.prop(props, "enhancer_blend", slider=True)
+        for group in ("models", "detail", "detection"):
+            draw_tunables(layout, props, group)
         layout.prop(props, "providers")
         layout.prop(props, "models_dir")
         layout.prop(props, "cache_dir")
@@ -219,7 +217,7 @@ class SEQUENCER_PT_facefuse_output(StripPanel, Panel):
         layout.use_property_split = True
         strip = swappable_strip(context)
         props = strip.facefuse
-        layout.prop(props, "mask_blur", slider=True)
+        draw_tunables(layout, props, "mask")
         layout.prop(props, "use_smoothing")
         layout.separator()
         layout.prop(props, "output_dir")
@@ -229,6 +227,20 @@ class SEQUENCER_PT_facefuse_output(StripPanel, Panel):
         layout.prop(props, "farm")
         if props.result_strip:
             layout.label(text=f"Result: {props.result_strip}", icon='SEQUENCE')
+
+
+def draw_tunables(layout: Any, props: Any, group: str) -> None:
+    """Every engine setting of a group, as the engine describes it (config.tunable_options);
+    an optional model greys out what depends on it while it is off."""
+    column = layout
+    for option in tunable_options():
+        if option.group != group or option.name in DRAWN_BY_HAND:
+            continue
+        if option.kind == "optional-model":
+            layout.prop(props, f"use_{option.name}")
+            column = layout.column()
+            column.active = getattr(props, f"use_{option.name}")
+        column.prop(props, option.name, slider=option.kind == "float")
 
 
 def model_problems(context: Any) -> list[str]:

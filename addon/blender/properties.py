@@ -7,6 +7,8 @@ Blender's `//` (relative to the .blend) and are resolved with bpy.path.abspath w
 
 from __future__ import annotations
 
+from typing import Any
+
 import bpy
 from bpy.props import (
     BoolProperty,
@@ -19,7 +21,7 @@ from bpy.props import (
 )
 from bpy.types import PropertyGroup
 
-from facefuse.config import Settings
+from facefuse.config import Settings, Tunable, tunable_options
 
 from . import convert
 
@@ -80,22 +82,7 @@ class FacefuseStripSettings(PropertyGroup):
     reference_image: StringProperty(name="Reference", subtype='FILE_PATH', options=RELATIVE,
                                      description="Picture of the face to replace (made by "
                                                  "'Use Face'; any photo works)")
-    similarity: FloatProperty(name="Similarity", min=-1.0, max=1.0, default=DEFAULTS.similarity,
-                              description="How alike a face must be to the reference to be "
-                                          "swapped (cosine similarity of identities)")
 
-    detector: StringProperty(name="Detector", default=DEFAULTS.detector,
-                             description="Face detector: a model name or an .onnx file")
-    recogniser: StringProperty(name="Recogniser", default=DEFAULTS.recogniser,
-                               description="Identity model: a model name or an .onnx file")
-    swapper: StringProperty(name="Swapper", default=DEFAULTS.swapper,
-                            description="Face swapper: a model name or an .onnx file")
-    use_enhancer: BoolProperty(name="Enhance", default=False,
-                               description="Restore detail in the swapped face (slower)")
-    enhancer: StringProperty(name="Enhancer", default="gfpgan_1.4",
-                             description="Face restorer: a model name or an .onnx file")
-    enhancer_blend: FloatProperty(name="Enhancer Blend", min=0.0, max=1.0,
-                                  default=DEFAULTS.enhancer_blend, subtype='FACTOR')
     providers: EnumProperty(name="Runtime", items=PROVIDER_ITEMS, default='auto')
     models_dir: StringProperty(name="Models Folder", subtype='DIR_PATH', options=RELATIVE,
                                description="Where models are kept (empty: facefuse's default, "
@@ -104,8 +91,6 @@ class FacefuseStripSettings(PropertyGroup):
                               description="Embedding cache (empty: facefuse's default); the "
                                           "analysis cache and previews sit beside it")
 
-    mask_blur: FloatProperty(name="Mask Blur", min=0.0, max=1.0, default=DEFAULTS.mask_blur,
-                             subtype='FACTOR', description="Feathering of the pasted face")
     use_smoothing: BoolProperty(name="Smooth Landmarks", default=True,
                                 description="Steady the face over time (no lag)")
 
@@ -122,6 +107,40 @@ class FacefuseStripSettings(PropertyGroup):
                               description="On a result strip: the strip it was swapped from")
 
 
+def tunable_property(option: Tunable) -> dict[str, Any]:
+    """Blender properties for one tunable engine setting, by attribute name.
+
+    An optional model becomes two: `use_<name>` (on/off) and `<name>` (the model to use).
+    """
+    text = {"name": option.label, "description": option.help[:1].upper() + option.help[1:]}
+    if option.kind == "bool":
+        return {option.name: BoolProperty(default=option.default, **text)}
+    if option.kind in ("model", "optional-model"):
+        model = StringProperty(default=option.default or option.suggestion, **text)
+        if option.kind == "model":
+            return {option.name: model}
+        switch = BoolProperty(name=f"Use {option.label}", default=option.default is not None,
+                              description=f"Use a {option.label.lower()} model")
+        return {f"use_{option.name}": switch, option.name: model}
+    if option.kind == "choice":
+        items = tuple((choice, choice.title(), "") for choice in option.choices)
+        return {option.name: EnumProperty(items=items, default=option.default, **text)}
+    bounds = {"min": option.minimum, "max": option.maximum}
+    if option.kind == "int":
+        return {option.name: IntProperty(default=option.default, **bounds, **text)}
+    factor = {"subtype": 'FACTOR'} if (option.minimum, option.maximum) == (0.0, 1.0) else {}
+    return {option.name: FloatProperty(default=option.default, **bounds, **factor, **text)}
+
+
+def _add_tunable_properties(group: type) -> None:
+    """Every engine setting the strip does not describe by hand becomes a strip property, so a
+    new setting reaches the panel, the swap and the farm without host code of its own."""
+    for option in tunable_options():
+        if option.name not in group.__annotations__:
+            group.__annotations__.update(tunable_property(option))
+
+
+_add_tunable_properties(FacefuseStripSettings)
 CLASSES = (FacefuseSource, FacefuseStripSettings)
 
 

@@ -1,13 +1,58 @@
-"""The one settings object a Pipeline is built from. Frozen: change it with dataclasses.replace."""
+"""The one settings object a Pipeline is built from, and the description every host shows of it.
+
+Settings is frozen: change it with dataclasses.replace. The fields a user tunes carry a `Tunable`
+(label, help, kind, range, command-line flag) in their metadata; `tunable_options()` lists them, so
+the command line, the Blender panel and the Qt panel all offer the same options from one place.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from .errors import InputError
 
 SELECTORS = ("one", "many", "reference")
+TUNABLE_KINDS = ("model", "optional-model", "choice", "float", "int", "bool")
+TUNABLE_GROUPS = ("models", "faces", "detection", "mask", "detail")
+
+
+@dataclass(frozen=True, slots=True)
+class Tunable:
+    """How hosts show one Settings field: `name` is the field, `flag` its command-line switch.
+
+    kind: "model" (manifest name or .onnx path), "optional-model" (the same, or None for off),
+    "choice" (one of `choices`), "float", "int" or "bool". group: where panels put it.
+    minimum/maximum bound floats and ints (inclusive) and are checked by Settings itself.
+    suggestion: the model a panel offers when an optional model is switched on.
+    """
+
+    name: str
+    label: str
+    help: str
+    kind: str
+    group: str
+    flag: str
+    default: Any = None
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()
+    suggestion: str = ""
+
+    @property
+    def cli_dest(self) -> str:
+        """The argparse attribute the flag fills."""
+        return self.flag.removeprefix("--").replace("-", "_")
+
+
+def _tune(default: Any, label: str, help: str, kind: str, group: str, flag: str,
+          minimum: float | None = None, maximum: float | None = None,
+          choices: tuple[str, ...] = (), suggestion: str = "") -> Any:
+    described = Tunable(name="", label=label, help=help, kind=kind, group=group, flag=flag,
+                        minimum=minimum, maximum=maximum, choices=choices,
+                        suggestion=suggestion)
+    return field(default=default, metadata={"tunable": described})
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,20 +66,36 @@ class Settings:
     else the user cache folder.
     """
 
-    detector: str = "retinaface_10g"
-    recogniser: str = "arcface_w600k_r50"
-    swapper: str = "inswapper_128"
-    enhancer: str | None = None
-    selector: str = "one"
+    detector: str = _tune("retinaface_10g", "Detector", "face detection model: manifest name or "
+                          ".onnx path", "model", "models", "--detector")
+    recogniser: str = _tune("arcface_w600k_r50", "Recogniser", "face recognition model: manifest "
+                            "name or .onnx path", "model", "models", "--recogniser")
+    swapper: str = _tune("inswapper_128", "Swapper", "face swap model: manifest name or .onnx "
+                         "path", "model", "models", "--swapper")
+    enhancer: str | None = _tune(None, "Enhancer", "face restorer: none, a manifest name or an "
+                                 ".onnx path", "optional-model", "detail", "--enhancer",
+                                 suggestion="gfpgan_1.4")
+    selector: str = _tune("one", "Target Face", "which faces to replace: one (the largest), many "
+                          "(all), or reference (those like --reference)", "choice", "faces",
+                          "--selector", choices=SELECTORS)
     reference_images: tuple[Path, ...] = ()
-    similarity: float = 0.4
-    detector_score: float = 0.5
-    detector_size_px: int = 640
-    mask_blur: float = 0.3
+    similarity: float = _tune(0.4, "Similarity", "minimum cosine similarity to the reference "
+                              "face", "float", "faces", "--similarity", -1.0, 1.0)
+    detector_score: float = _tune(0.5, "Detector Score", "minimum detector confidence, 0-1",
+                                  "float", "detection", "--detector-score", 0.0, 1.0)
+    detector_size_px: int = _tune(640, "Detector Size", "pixels the detector looks at (larger "
+                                  "finds smaller faces, slower)", "int", "detection",
+                                  "--detector-size", 128, 4096)
+    mask_blur: float = _tune(0.3, "Mask Blur", "softness of the blend edge, as a share of the "
+                             "face size", "float", "mask", "--mask-blur", 0.0, 1.0)
     mask_padding: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
-    landmark_mask: bool = False
-    enhancer_blend: float = 0.8
-    codeformer_fidelity: float = 0.5
+    landmark_mask: bool = _tune(False, "Landmark Mask", "also limit the blend to the area around "
+                                "the landmarks", "bool", "mask", "--landmark-mask")
+    enhancer_blend: float = _tune(0.8, "Enhancer Blend", "how much of the enhanced face to keep, "
+                                  "0-1", "float", "detail", "--enhancer-blend", 0.0, 1.0)
+    codeformer_fidelity: float = _tune(0.5, "CodeFormer Fidelity", "CodeFormer: 0 sharper, 1 "
+                                       "closer to the swapped face", "float", "detail",
+                                       "--codeformer-fidelity", 0.0, 1.0)
     normalise_latent: bool = True
     providers: str | tuple[str, ...] = "auto"
     models_dir: Path | None = None
@@ -43,11 +104,28 @@ class Settings:
     use_embedding_cache: bool = True
 
     def __post_init__(self) -> None:
-        if self.selector not in SELECTORS:
-            raise InputError(f"selector must be one of {', '.join(SELECTORS)}, not {self.selector!r}")
-        if not 0.0 <= self.mask_blur <= 1.0:
-            raise InputError(f"mask blur must be within 0..1, not {self.mask_blur}")
-        if not -1.0 <= self.similarity <= 1.0:
-            raise InputError(f"similarity must be within -1..1, not {self.similarity}")
-        if not 0.0 <= self.enhancer_blend <= 1.0:
-            raise InputError(f"enhancer blend must be within 0..1, not {self.enhancer_blend}")
+        for option in tunable_options():
+            _check_value(option, getattr(self, option.name))
+
+
+def tunable_options() -> tuple[Tunable, ...]:
+    """The Settings fields a user tunes, in declaration order, with their defaults filled in."""
+    return tuple(
+        Tunable(**{**_as_dict(item.metadata["tunable"]), "name": item.name,
+                   "default": item.default})
+        for item in fields(Settings) if "tunable" in item.metadata)
+
+
+def _as_dict(option: Tunable) -> dict[str, Any]:
+    return {item.name: getattr(option, item.name) for item in fields(Tunable)}
+
+
+def _check_value(option: Tunable, value: Any) -> None:
+    label = option.label.lower()
+    if option.choices and value not in option.choices:
+        raise InputError(f"{label} must be one of {', '.join(option.choices)}, not {value!r}")
+    if option.minimum is None or option.maximum is None:
+        return
+    if not option.minimum <= value <= option.maximum:
+        bounds = f"{option.minimum:g}..{option.maximum:g}"
+        raise InputError(f"{label} must be within {bounds}, not {value}")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-from ..config import SELECTORS, Settings
+from ..config import Settings, Tunable, tunable_options
 from ..runtime.sessions import parse_providers
 
 DEFAULTS = Settings()
@@ -40,35 +40,13 @@ def model_options(parser: argparse.ArgumentParser) -> None:
 
 
 def engine_options(p: argparse.ArgumentParser) -> None:
-    """Options shared by swap and render: sources, models, selection, mask, runtime."""
+    """Options shared by swap and render: sources, every tunable setting, runtime, caches."""
     p.add_argument("-s", "--source", type=Path, action="append", required=True,
                    help="source face image (repeat to average several photos of one person)")
-    p.add_argument("--detector", default=DEFAULTS.detector,
-                   help="face detection model: manifest name or .onnx path")
-    p.add_argument("--recogniser", default=DEFAULTS.recogniser,
-                   help="face recognition model: manifest name or .onnx path")
-    p.add_argument("--swapper", default=DEFAULTS.swapper,
-                   help="face swap model: manifest name or .onnx path")
-    p.add_argument("--enhancer", default="none", help="none, a manifest name or an .onnx path")
-    p.add_argument("--enhancer-blend", type=float, default=DEFAULTS.enhancer_blend,
-                   help="how much of the enhanced face to keep, 0-1")
-    p.add_argument("--codeformer-fidelity", type=float, default=DEFAULTS.codeformer_fidelity,
-                   help="CodeFormer: 0 sharper, 1 closer to the swapped face")
-    p.add_argument("--selector", choices=SELECTORS, default=DEFAULTS.selector,
-                   help="which faces to replace: one (the largest), many (all), or reference "
-                   "(those like --reference)")
     p.add_argument("--reference", type=Path, action="append", default=[],
                    help="image of the target person to replace (selector reference)")
-    p.add_argument("--similarity", type=float, default=DEFAULTS.similarity,
-                   help="minimum cosine similarity to the reference face")
-    p.add_argument("--mask-blur", type=float, default=DEFAULTS.mask_blur,
-                   help="softness of the blend edge, as a share of the face size")
-    p.add_argument("--landmark-mask", action="store_true", help="also limit the blend to the "
-                   "area around the landmarks")
-    p.add_argument("--detector-size", type=int, default=DEFAULTS.detector_size_px,
-                   help="pixels the detector looks at (larger finds smaller faces, slower)")
-    p.add_argument("--detector-score", type=float, default=DEFAULTS.detector_score,
-                   help="minimum detector confidence, 0-1")
+    for option in tunable_options():
+        _add_tunable(p, option)
     p.add_argument("--providers", default="auto", help="auto, or a list such as cuda,cpu")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the "
                    "source embedding cache")
@@ -77,15 +55,32 @@ def engine_options(p: argparse.ArgumentParser) -> None:
     model_options(p)
 
 
+def _add_tunable(p: argparse.ArgumentParser, option: Tunable) -> None:
+    if option.kind == "bool":
+        if option.default:
+            raise ValueError(f"{option.name}: a switch must default to off")
+        p.add_argument(option.flag, action="store_true", help=option.help)
+        return
+    kinds: dict[str, type] = {"float": float, "int": int}
+    default = "none" if option.kind == "optional-model" and option.default is None \
+        else option.default
+    p.add_argument(option.flag, type=kinds.get(option.kind, str), default=default,
+                   choices=option.choices or None, help=option.help)
+
+
+def tunable_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The tunable Settings fields a parsed command line sets, by field name."""
+    values = {option.name: getattr(args, option.cli_dest) for option in tunable_options()}
+    for option in tunable_options():
+        if option.kind == "optional-model" and str(values[option.name]).lower() == "none":
+            values[option.name] = None
+    return values
+
+
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    """The Settings a `swap` command line asks for."""
-    enhancer = None if args.enhancer.lower() == "none" else args.enhancer
+    """The Settings a `swap` or `render` command line asks for."""
     return Settings(
-        detector=args.detector, recogniser=args.recogniser, swapper=args.swapper,
-        enhancer=enhancer, selector=args.selector, reference_images=tuple(args.reference),
-        similarity=args.similarity, mask_blur=args.mask_blur, landmark_mask=args.landmark_mask,
-        detector_size_px=args.detector_size, detector_score=args.detector_score,
-        enhancer_blend=args.enhancer_blend, codeformer_fidelity=args.codeformer_fidelity,
+        **tunable_values(args), reference_images=tuple(args.reference),
         providers=parse_providers(args.providers), models_dir=args.models_dir,
         offline=args.offline, cache_dir=args.cache_dir, use_embedding_cache=not args.no_cache,
     )

@@ -139,3 +139,31 @@ def test_panels_and_status_bar_draw_a_running_job(addon: Any) -> None:
     assert [c["factor"] for c in layout.calls_of("progress")] == [0.4]
     assert "Face swap of 'plate': 40%" in layout.calls_of("progress")[0]["text"]
     assert bar.calls_of("progress") and bar.calls_of("operator")[0]["idname"] == "facefuse.cancel"
+
+
+def test_every_engine_setting_is_a_strip_property_drawn_and_passed_to_the_engine(
+        shot: SimpleNamespace) -> None:
+    """The strip's controls come from config.tunable_options: a setting added to the engine
+    appears in the panels and reaches the swap with no Blender code of its own."""
+    from facefuse.config import tunable_options
+
+    props = shot.strip.facefuse
+    props.use_enhancer = True
+    drawn = {c["name"] for c in draw_panels().calls_of("prop")}
+    engine = module("convert").engine_settings
+    for option in tunable_options():
+        assert option.name in props.bl_rna.properties, option.name
+        if option.name not in module("panels").DRAWN_BY_HAND or props.selector == 'reference':
+            assert option.name in drawn or option.name == "similarity", option.name
+        if option.kind == "float":
+            value = option.maximum if option.maximum is not None else option.default + 0.5
+            setattr(props, option.name, value)
+            assert getattr(engine(props), option.name) == pytest.approx(value), option.name
+        elif option.kind == "int":
+            setattr(props, option.name, option.default + 32)
+            assert getattr(engine(props), option.name) == option.default + 32, option.name
+        elif option.kind == "bool":
+            setattr(props, option.name, not option.default)
+            assert getattr(engine(props), option.name) is (not option.default), option.name
+    props.use_enhancer = False
+    assert engine(props).enhancer is None
