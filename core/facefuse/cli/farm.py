@@ -43,8 +43,7 @@ def add_parser(commands: Any) -> None:
     engines = farm.add_subparsers(dest="engine", required=True, metavar="ENGINE")
     jd = engines.add_parser("openjd", help="write an Open Job Description job bundle (AWS "
                             "Deadline Cloud; `openjd run` runs it on this machine)")
-    render_options(jd)
-    _sources_optional(jd)
+    render_options(jd, sources_required=False)
     jd.add_argument("--bundle", type=Path, required=True, help="the job bundle folder to write "
                     "(template.yaml, parameter_values.yaml)")
     jd.add_argument("--facefuse", default="facefuse", metavar="PROGRAM",
@@ -77,12 +76,6 @@ def _job_options(p: argparse.ArgumentParser) -> None:
                    "outside it (default: the folder of -o)")
     p.add_argument("--allow-downloads", action="store_true", help="let tasks download missing "
                    "models (default: offline, a missing model fails at once, naming it)")
-
-
-def _sources_optional(p: argparse.ArgumentParser) -> None:
-    for action in p._actions:  # -s is required for shots only, not for --blend
-        if action.dest == "source":
-            action.required = False
 
 
 def _shot_request(args: argparse.Namespace) -> tuple[RenderRequest, Path]:

@@ -64,12 +64,13 @@ def add_parser(commands: Any) -> None:
     p.set_defaults(handler=cmd_render)
 
 
-def render_options(p: argparse.ArgumentParser) -> None:
-    """The options of `facefuse render` (farm commands take the same ones)."""
+def render_options(p: argparse.ArgumentParser, sources_required: bool = True) -> None:
+    """The options of `facefuse render` (farm commands take the same ones; a .blend farm job
+    needs no -s)."""
     p.add_argument("-i", "--input", help="video file, or sequence: name.####.exr, "
                    "name.%%04d.dpx, name.#.png")
     p.add_argument("-o", "--output", help="video file, or sequence pattern as for --input")
-    engine_options(p)
+    engine_options(p, sources_required)
     p.add_argument("--frames", type=usage_type(parse_frame_range), metavar="A-B",
                    help="inclusive range in the input's own frame numbers (clipped to the "
                    "frames the input has)")

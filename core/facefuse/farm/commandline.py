@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from ..cli import render as cli_render
-from ..config import Settings
+from ..config import Settings, tunable_options
 from ..errors import InputError
 from ..shot.request import RenderRequest
 
@@ -54,20 +54,18 @@ def _settings_args(settings: Settings) -> list[str]:
         if getattr(settings, name) != getattr(DEFAULT_SETTINGS, name):
             raise ValueError(f"Settings.{name} has no command-line option; a farm task cannot "
                              "carry it")
-    args = _changed(settings, DEFAULT_SETTINGS, (
-        ("detector", "--detector"), ("recogniser", "--recogniser"), ("swapper", "--swapper"),
-        ("enhancer_blend", "--enhancer-blend"),
-        ("codeformer_fidelity", "--codeformer-fidelity"), ("selector", "--selector"),
-        ("similarity", "--similarity"), ("mask_blur", "--mask-blur"),
-        ("detector_size_px", "--detector-size"), ("detector_score", "--detector-score"),
-        ("models_dir", "--models-dir"), ("cache_dir", "--cache-dir")))
-    if settings.enhancer is not None:
-        args += ["--enhancer", settings.enhancer]
+    args = []
+    for option in tunable_options():  # the flags the command line builds from Settings
+        value = getattr(settings, option.name)
+        if value == option.default or value is None:
+            continue
+        args += [option.flag] if option.kind == "bool" else [option.flag, str(value)]
     args += [arg for path in settings.reference_images for arg in ("--reference", str(path))]
     if settings.providers != "auto":
         args += ["--providers", ",".join(settings.providers)]
-    return args + _flags(settings, (("landmark_mask", "--landmark-mask", True),
-                                    ("offline", "--offline", True),
+    args += _changed(settings, DEFAULT_SETTINGS, (("models_dir", "--models-dir"),
+                                                  ("cache_dir", "--cache-dir")))
+    return args + _flags(settings, (("offline", "--offline", True),
                                     ("use_embedding_cache", "--no-cache", False)))
 
 

@@ -69,38 +69,43 @@ class ChunkResult:
 
 
 class PipelinePlugin(WorkerPlugin):
-    """Keeps one Pipeline per Settings in a worker process, built on first use and closed
-    when the worker shuts down; renders one chunk at a time (a Pipeline is not shared between
-    threads, so run workers with one thread: `dask worker --nthreads 1`)."""
+    """Keeps one Pipeline in a worker process, built on first use (again only when a chunk
+    brings other settings) and closed when the worker shuts down; renders one chunk at a time
+    (a Pipeline is not shared between threads: run workers with `--nthreads 1`)."""
 
     name = PLUGIN_NAME
 
     def __init__(self) -> None:
-        self._pipelines: dict[Settings, Pipeline] = {}
+        self._pipeline: Pipeline | None = None
         self._lock = threading.Lock()
         self.created = 0
         self.address = ""
 
     def __reduce__(self) -> tuple[type[PipelinePlugin], tuple[()]]:
-        return PipelinePlugin, ()  # each worker starts with its own empty pool
+        return PipelinePlugin, ()  # each worker starts with its own, empty
 
     def setup(self, worker: Any) -> None:
+        """Called by the worker when the plugin is registered."""
         self.address = worker.address
 
     def teardown(self, worker: Any) -> None:
-        for pipeline in self._pipelines.values():
-            pipeline.close()
-        self._pipelines.clear()
+        """Called by the worker when it closes: the sessions are freed."""
+        if self._pipeline is not None:
+            self._pipeline.close()
+            self._pipeline = None
 
     def sessions(self) -> int:
-        return sum(len(p.models.sessions) for p in self._pipelines.values())
+        """ONNX Runtime sessions the kept Pipeline holds."""
+        return len(self._pipeline.models.sessions) if self._pipeline is not None else 0
 
     def pipeline(self, settings: Settings) -> Pipeline:
-        if settings not in self._pipelines:
-            self._pipelines[settings] = Pipeline(settings)
+        """The kept Pipeline, built (and an older one closed) when `settings` differ."""
+        if self._pipeline is None or self._pipeline.settings != settings:
+            self.teardown(None)
+            self._pipeline = Pipeline(settings)
             self.created += 1
             log.info("worker %s: pipeline %d built", os.getpid(), self.created)
-        return self._pipelines[settings]
+        return self._pipeline
 
     def run(self, args: Sequence[str]) -> ChunkResult:
         """Render the chunk `facefuse render ARGS` describes with this worker's Pipeline."""
@@ -122,21 +127,14 @@ class PipelinePlugin(WorkerPlugin):
         chunk = request.chunk_frames or request.frames or (0, 0)
         return ChunkResult(chunk, summary.frames, summary.swapped, summary.no_face,
                            summary.skipped, summary.failed, summary.seconds,
-                           first[0] if first else None, self.address,
-                           os.getpid(), self.created, sessions)
+                           first[0] if first else None, self.address, os.getpid(),
+                           self.created, sessions)
 
 
 def render_chunk(args: Sequence[str]) -> ChunkResult:
     """The task: `facefuse render ARGS` on this worker, with its kept Pipeline."""
     plugin = cast(PipelinePlugin, get_worker().plugins[PLUGIN_NAME])
     return plugin.run(args)
-
-
-def worker_stats(dask_worker: Any) -> dict[str, int]:
-    """For `client.run`: the pid and the Pipelines and sessions a worker created."""
-    plugin = dask_worker.plugins.get(PLUGIN_NAME)
-    return {"pid": os.getpid(), "pipelines": plugin.created if plugin else 0,
-            "sessions": plugin.sessions() if plugin else 0}
 
 
 def chunk_args(request: RenderRequest, chunk_size: int, output_root: Path) -> list[list[str]]:
