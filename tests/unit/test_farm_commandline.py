@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from facefuse.cli.main import main
 from facefuse.cli.render import Progress
 from facefuse.config import Settings
 from facefuse.errors import InputError
@@ -123,3 +124,24 @@ def test_openjd_progress_lines() -> None:
     assert [line for line in lines if line.startswith("openjd_progress")] == [
         f"openjd_progress: {p}" for p in (25, 50, 75, 100)]
     assert not any(line.startswith("{") for line in lines)  # plain lines, not JSON
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["farm", "openjd", "--blend", "edit.blend", "-i", "shot.mov", "--bundle", "job"],
+     "drop -s, -i and -o"),
+    (["farm", "openjd", "-i", "shot.mov", "-o", "out/x.####.png", "--bundle", "job"],
+     "needs -s SOURCE"),
+    (["farm", "openjd", "-s", "a.jpg", "-i", "shot.mov", "-o", "out/x.####.png", "--chunk",
+      "1/2", "--bundle", "job"], "--chunk is not for farm jobs"),
+    (["farm", "dask", "-s", "a.jpg", "-i", "shot.mov", "-o", "out.mov", "--local", "2"],
+     "farm jobs write image sequences"),
+    (["farm", "dask", "-s", "a.jpg", "-i", "shot.mov", "-o", "o/x.####.png", "--local", "0"],
+     "--local 0 must be at least 1"),
+    (["farm", "dask", "-s", "a.jpg", "-i", "shot.mov", "-o", "o/x.####.png"],
+     "one of the arguments --scheduler --local is required"),
+])
+def test_farm_usage_errors_are_one_sentence_exit_2(argv: list[str], message: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err

@@ -98,6 +98,9 @@ def _shot_request(args: argparse.Namespace) -> tuple[RenderRequest, Path]:
 
 
 def cmd_openjd(args: argparse.Namespace) -> int:
+    if args.blend is not None and (args.source or args.input or args.output):
+        raise InputError("a --blend job takes its shots, sources and outputs from the .blend's "
+                         "strips; drop -s, -i and -o")
     if args.blend is not None:
         bundle = openjd.blend_bundle(args.blend, args.chunks, args.blender, args.python)
         tasks = args.chunks
@@ -115,6 +118,8 @@ def cmd_openjd(args: argparse.Namespace) -> int:
 
 
 def cmd_dask(args: argparse.Namespace) -> int:
+    if args.local is not None and args.local < 1:
+        raise InputError(f"--local {args.local} must be at least 1 worker process")
     request, root = _shot_request(args)
     from ..farm import dask_jobs  # loads distributed (the farm extra) only for this command
 

@@ -33,7 +33,7 @@ from typing import Any, cast
 from distributed import Client, LocalCluster, WorkerPlugin, as_completed, get_worker
 
 from ..config import Settings
-from ..errors import FacefuseError
+from ..errors import FacefuseError, InputError
 from ..pipeline import Pipeline
 from ..shot.render import render
 from ..shot.request import FrameReport, RenderRequest
@@ -150,7 +150,12 @@ def connect(scheduler: str | None, local: int | None) -> Iterator[Client]:
     """A client of the scheduler at `scheduler`, or of a local cluster of `local` worker
     processes (one thread each) that ends with the block."""
     if scheduler is not None:
-        with Client(scheduler) as client:
+        try:
+            client = Client(scheduler)
+        except (OSError, ValueError) as exc:  # refused, timed out, or not an address
+            raise InputError(f"cannot reach the Dask scheduler at {scheduler} ({exc}); start "
+                             "it with `dask scheduler` or use --local N") from exc
+        with client:
             yield client
         return
     with LocalCluster(n_workers=local or 1, threads_per_worker=1, processes=True,
