@@ -5,6 +5,9 @@ farm's frame chunks; the openjd progress lines. Nothing here runs a render."""
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 from contextlib import redirect_stdout
 from dataclasses import fields, replace
 from fractions import Fraction
@@ -145,3 +148,13 @@ def test_farm_usage_errors_are_one_sentence_exit_2(argv: list[str], message: str
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1, err
+
+
+def test_the_command_line_imports_no_farm_library() -> None:
+    """`facefuse` starts every farm task: it must not pay for importing dask or openjd."""
+    code = ("import sys, facefuse.cli.main; print(sorted({m.split('.')[0] for m in sys.modules} "
+            "& {'dask', 'distributed', 'openjd', 'yaml'}))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+                            timeout=60, check=True)
+    assert result.stdout.strip() == "[]"
