@@ -48,6 +48,8 @@ def add_parser(commands: Any) -> None:
                     "(template.yaml, parameter_values.yaml)")
     jd.add_argument("--facefuse", default="facefuse", metavar="PROGRAM",
                     help="the facefuse program on the workers (default: facefuse on PATH)")
+    jd.add_argument("--no-task-chunking", action="store_true", help="for schedulers without "
+                    "the TASK_CHUNKING extension: the chunks fixed now, one task each")
     jd.add_argument("--blend", type=Path, help="swap the strips marked Swap on Farm in this "
                     ".blend instead (the Blender extension's headless entry)")
     jd.add_argument("--chunks", type=int, default=DEFAULT_BLEND_CHUNKS, metavar="M",
@@ -108,7 +110,8 @@ def cmd_openjd(args: argparse.Namespace) -> int:
         request, root = _shot_request(args)
         frames = shot_frames(request)
         bundle = openjd.shot_bundle(request, (frames[0], frames[-1]), args.chunk_size,
-                                    args.facefuse, args.allow_downloads, root)
+                                    args.facefuse, args.allow_downloads, root,
+                                    task_chunking=not args.no_task_chunking)
         tasks = len(chunk_ranges(frames, args.chunk_size))
     written = openjd.write_bundle(bundle, args.bundle)
     print(f"wrote {', '.join(str(p) for p in written)}: {tasks} tasks; run it here with "

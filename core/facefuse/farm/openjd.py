@@ -11,7 +11,9 @@ tasks with the TASK_CHUNKING extension (contiguous chunks of ChunkSize frames; t
 may resize them towards a target run time). Each task runs the `facefuse render` command a
 user would type (farm.commandline), with `--frames` the whole range (analysed once through the
 shared analysis cache, so every chunk makes the same decisions), `--chunk-frames` its chunk,
-`--output-root` the output folder and `--progress openjd`. A step environment runs
+`--output-root` the output folder and `--progress openjd`. Without the extension
+(`task_chunking=False`) the chunks are fixed when the job is made, as (ChunkStart, ChunkEnd)
+task parameter pairs. A step environment runs
 `facefuse models check` once per worker session, and points FACEFUSE_MODELS and FACEFUSE_CACHE
 at the shared folders with downloads off (FACEFUSE_OFFLINE=1) unless the job allows them.
 
@@ -33,6 +35,7 @@ from ..io.files import atomic_write_bytes
 from ..models.store import default_models_dir
 from ..shot.request import RenderRequest
 from . import commandline
+from .chunks import chunk_ranges
 from .paths import check_pattern, relative_to_root
 
 SPEC = "jobtemplate-2023-09"
@@ -82,37 +85,61 @@ class Bundle:
 
 def shot_bundle(request: RenderRequest, frames: tuple[int, int], chunk_size: int,
                 executable: str = "facefuse", downloads: bool = False,
-                output_dir: Path | None = None) -> Bundle:
+                output_dir: Path | None = None, task_chunking: bool = True) -> Bundle:
     """The job that renders `request` over `frames` (inclusive) in chunks of `chunk_size`.
 
     output_dir: the job's output folder (default: the folder of request.output); every output
     must lie inside it.
     downloads: let tasks fetch missing manifest models (default: a missing model fails the
-    session's model check at once, naming it). InputError for outputs outside the folder."""
+    session's model check at once, naming it). InputError for outputs outside the folder.
+    task_chunking: the frame range as a CHUNK[INT] parameter (TASK_CHUNKING; Frames and
+    ChunkSize stay job parameters); False for schedulers without the extension: the chunks
+    are fixed here, as (ChunkStart, ChunkEnd) task parameter pairs."""
     if chunk_size < 1:
         raise InputError(f"chunk size {chunk_size} must be at least 1 frame")
     params = _Params()
     params.add("Facefuse", "STRING", executable, "the facefuse program on the workers")
-    params.add("Frames", "STRING", f"{frames[0]}-{frames[1]}",
-               "the frame range, START-END (analysed as a whole)")
-    params.add("ChunkSize", "INT", chunk_size, "frames per task", minValue=1)
+    space, frames_arg, chunk_arg = (_chunked_space if task_chunking else _listed_space)(
+        params, frames, chunk_size)
     root = (output_dir or Path(request.output).parent).resolve()
     templated = _templated_request(request, params, downloads, root)
-    args = [*commandline.render_args(templated), "--frames", ref("Frames"),
-            "--chunk-frames", "{{Task.Param.Frame}}", "--output-root", ref("OutputDir"),
+    args = [*commandline.render_args(templated), "--frames", frames_arg,
+            "--chunk-frames", chunk_arg, "--output-root", ref("OutputDir"),
             "--progress", "openjd"]
     step = {"name": "Swap", "description": "swap faces through the shot, chunk by chunk",
-            "parameterSpace": {"taskParameterDefinitions": [{
-                "name": "Frame", "type": "CHUNK[INT]", "range": ref("Frames"),
-                "chunks": {"defaultTaskCount": ref("ChunkSize"),
-                           "rangeConstraint": "CONTIGUOUS"}}]},
+            "parameterSpace": space,
             "stepEnvironments": [_models_environment(templated, downloads)],
             "script": {"actions": {"onRun": {"command": ref("Facefuse"),
                                              "args": ["render", *args]}}}}
     name = f"facefuse {Path(request.input).name} {frames[0]}-{frames[1]}"
-    template = {"specificationVersion": SPEC, "extensions": ["TASK_CHUNKING"],
-                "name": name, "parameterDefinitions": params.definitions, "steps": [step]}
+    template = {"specificationVersion": SPEC, "name": name,
+                "parameterDefinitions": params.definitions, "steps": [step]}
+    if task_chunking:
+        template = {"specificationVersion": SPEC, "extensions": ["TASK_CHUNKING"], **template}
     return Bundle(template, params.values())
+
+
+def _chunked_space(params: _Params, frames: tuple[int, int], chunk_size: int
+                   ) -> tuple[dict[str, Any], str, str]:
+    """The frame range as one CHUNK[INT] task parameter, chunked by the scheduler."""
+    params.add("Frames", "STRING", f"{frames[0]}-{frames[1]}",
+               "the frame range, START-END (analysed as a whole)")
+    params.add("ChunkSize", "INT", chunk_size, "frames per task", minValue=1)
+    space = {"taskParameterDefinitions": [{
+        "name": "Frame", "type": "CHUNK[INT]", "range": ref("Frames"),
+        "chunks": {"defaultTaskCount": ref("ChunkSize"), "rangeConstraint": "CONTIGUOUS"}}]}
+    return space, ref("Frames"), "{{Task.Param.Frame}}"
+
+
+def _listed_space(_params: _Params, frames: tuple[int, int], chunk_size: int
+                  ) -> tuple[dict[str, Any], str, str]:
+    """The chunks of the range as (ChunkStart, ChunkEnd) pairs (no extension needed)."""
+    chunks = chunk_ranges(range(frames[0], frames[1] + 1), chunk_size)
+    space = {"taskParameterDefinitions": [
+        {"name": "ChunkStart", "type": "INT", "range": [first for first, _ in chunks]},
+        {"name": "ChunkEnd", "type": "INT", "range": [last for _, last in chunks]}],
+        "combination": "(ChunkStart, ChunkEnd)"}
+    return space, f"{frames[0]}-{frames[1]}", "{{Task.Param.ChunkStart}}-{{Task.Param.ChunkEnd}}"
 
 
 def _templated_request(request: RenderRequest, params: _Params, downloads: bool,

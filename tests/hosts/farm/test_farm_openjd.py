@@ -158,3 +158,24 @@ def test_no_parameter_writes_outside_the_output_folder(shot: Farm, bundle: Path,
     matte = make_bundle(shot, facefuse_program, tmp_path / "second", "--matte",
                         str(tmp_path / "elsewhere" / "matte.####.png"))
     assert matte.returncode == 2 and "outside the job's output folder" in matte.stderr
+
+
+def test_without_task_chunking_listed_chunks_give_the_same_files(
+        shot: Farm, facefuse_program: Path, tmp_path: Path) -> None:
+    """--no-task-chunking: plain 2023-09 (no extension), the chunks fixed as (ChunkStart,
+    ChunkEnd) pairs: 1-10, 11-20, 21-30, 31-36; the same files as one render."""
+    made = make_bundle(shot, facefuse_program, tmp_path, "--no-task-chunking")
+    assert made.returncode == 0, made.stderr
+    template = yaml.safe_load((tmp_path / "job" / "template.yaml").read_text())
+    assert "extensions" not in template
+    space = template["steps"][0]["parameterSpace"]
+    assert space["combination"] == "(ChunkStart, ChunkEnd)"
+    assert [p["range"] for p in space["taskParameterDefinitions"]] == [[1, 11, 21, 31],
+                                                                      [10, 20, 30, 36]]
+    run = openjd_run(tmp_path / "job" / "template.yaml", "--extensions", "")
+    log = run.stdout + run.stderr
+    assert run.returncode == 0, log[-3000:]
+    assert log.count("Running Task") == 4 and "openjd_status: swapping 6 frames" in log
+    files = assert_only_outputs(tmp_path / "out", "png", max_temps=0)
+    assert list(files) == list(range(1, SHOT_FRAMES + 1))
+    assert_identical_to(files, shot.reference)
