@@ -1,21 +1,21 @@
 """Open Job Description job bundles (spec jobtemplate-2023-09), as AWS Deadline Cloud takes them.
 
-A bundle is a folder with template.yaml and parameter_values.yaml (`deadline bundle submit
-FOLDER`; `openjd run FOLDER/template.yaml` runs the same template on one machine). Every file
-a task reads or writes is a PATH job parameter (path mapping and job attachments apply), every
-other choice is a job parameter a submitter may change, and the template's defaults are the
-values given here, so the template alone describes the job.
+A bundle is a folder with template.yaml, parameter_values.yaml (`deadline bundle submit
+FOLDER`) and job_parameters.json (the same values for `openjd run FOLDER/template.yaml -p
+file://FOLDER/job_parameters.json` on one machine). Every file a task reads or writes is a PATH
+job parameter (path mapping and job attachments apply) and every other choice a job parameter
+a submitter may change. The spec keeps PATH defaults inside the bundle folder, so paths
+elsewhere have no default and come from the value files.
 
 A shot job (`shot_bundle`) has one step whose parameter space is the frame range, chunked into
-tasks with the TASK_CHUNKING extension (contiguous chunks of ChunkSize frames; the scheduler
-may resize them towards a target run time). Each task runs the `facefuse render` command a
-user would type (farm.commandline), with `--frames` the whole range (analysed once through the
-shared analysis cache, so every chunk makes the same decisions), `--chunk-frames` its chunk,
-`--output-root` the output folder and `--progress openjd`. Without the extension
-(`task_chunking=False`) the chunks are fixed when the job is made, as (ChunkStart, ChunkEnd)
-task parameter pairs. A step environment runs
-`facefuse models check` once per worker session, and points FACEFUSE_MODELS and FACEFUSE_CACHE
-at the shared folders with downloads off (FACEFUSE_OFFLINE=1) unless the job allows them.
+tasks with the TASK_CHUNKING extension (contiguous chunks of at most ChunkSize frames). Each
+task runs the `facefuse render` command a user would type (farm.commandline), with `--frames`
+the whole range (analysed once through the shared analysis cache, so every chunk makes the same
+decisions), `--chunk-frames` its chunk, `--output-root` the output folder and `--progress
+openjd`. Without the extension (`task_chunking=False`) the chunks are fixed when the job is
+made, as (ChunkStart, ChunkEnd) task parameter pairs. A step environment runs `facefuse models
+check` once per worker session and points FACEFUSE_MODELS and FACEFUSE_CACHE at the shared
+folders with downloads off (FACEFUSE_OFFLINE=1) unless the job allows them.
 
 A .blend job (`blend_bundle`) runs the Blender extension's headless entry, one task per chunk
 index (`--chunk N/M` of every marked strip), with bpy as a Python module or a Blender binary.
