@@ -35,7 +35,7 @@ from tests.integration.farm_helpers import (
 
 DASK = Path(sys.executable).with_name("dask")
 MODELS_PER_PIPELINE = 3  # detector, recogniser, swapper
-CHUNK = 6
+CHUNK = 9
 RANGES = chunk_ranges(range(1, SHOT_FRAMES + 1), CHUNK)
 
 
@@ -107,7 +107,7 @@ def wait_until_mid_chunk(client: Client, out: Path, proc: subprocess.Popen[bytes
 
 
 def test_two_real_workers_one_killed_mid_task(shot: Farm, tmp_path: Path) -> None:
-    """6 chunks of 6 frames on two workers; one worker is killed (SIGKILL) while it renders a
+    """4 chunks of 9 frames on two workers; one worker is killed (SIGKILL) while it renders a
     chunk, some of whose frames are written. The job completes, that chunk is re-run on the other worker, no frame is missing
     or damaged, and every worker built one Pipeline and three sessions."""
     out = tmp_path / "out"
