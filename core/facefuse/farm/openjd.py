@@ -226,7 +226,7 @@ def blend_bundle(blend: Path, chunks: int, blender: str | None = None,
                 "IN")
     params.add("Chunks", "INT", chunks, "tasks per strip range", minValue=1)
     params.add("ExtensionModule", "STRING", module, "the facefuse extension's module")
-    chunk = ["--chunk", "{{Task.Param.Chunk}}/" + ref("Chunks")]
+    chunk = ["--chunk", "{{Task.Param.Chunk}}/" + ref("Chunks"), "--progress", "openjd"]
     if blender is not None:
         command = params.add("Blender", "STRING", blender, "the Blender program on the workers")
         expr = ("import importlib; importlib.import_module('" + ref("ExtensionModule")

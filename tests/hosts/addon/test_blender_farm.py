@@ -74,6 +74,8 @@ def test_openjd_blend_job_renders_exactly_the_marked_strips_frames(
     log = run.stdout + run.stderr
     assert run.returncode == 0, log[-3000:]
     assert log.count("Running Task") == 3
+    assert log.count("openjd_status: Scene/plate: swapping") == 3
+    assert log.count("openjd_progress: 100") == 3, "each task reports its share to the end"
     expected = [f"plate.{n:04d}.png" for n in range(TRIM_START + 1, TRIM_START + TRIMMED + 1)]
     assert sorted(p.name for p in shot.out.iterdir()) == expected
     assert not (shot.folder / "facefuse" / "unmarked").exists()
