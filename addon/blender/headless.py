@@ -1,7 +1,8 @@
 """Swap strips without a UI: on a render farm, or from a script with bpy as a module.
 
     blender -b shot.blend --python-expr "from bl_ext.user_default.facefuse import headless; \
-headless.main()" -- [--strip NAME] [--frames A-B] [--chunk N/M] [--add-strips]
+headless.main()" -- [--strip NAME] [--frames A-B] [--chunk N/M] [--add-strips] \
+[--progress openjd]
 
     python -c "import bpy; from bl_ext.user_default.facefuse import headless; \
 raise SystemExit(headless.main(['shot.blend', '--chunk', '2/3']))"
@@ -65,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--chunk", type=_chunk, help="the Nth of M slices of each range: N/M")
     parser.add_argument("--add-strips", action="store_true",
                         help="add the result strips of complete strips and save the .blend")
+    parser.add_argument("--progress", choices=("text", "openjd"), default="text",
+                        help="openjd: also print openjd_status / openjd_progress lines (Open "
+                        "Job Description tasks)")
     return parser
 
 
@@ -138,8 +142,11 @@ def _swap(scene: Any, strip: Any, args: argparse.Namespace) -> int:
         plan = convert.plan_swap(scene, strip, frames=args.frames, chunk=args.chunk)
         total = len(plan.todo())
         _say(f"{label}: {total} frame(s) -> {plan.output_dir}")
+        openjd = args.progress == "openjd"
+        if openjd:
+            print(f"openjd_status: {label}: swapping {total} frame(s)", flush=True)
         with _sigterm() as stopped:
-            summary = render(plan.request, on_progress=_progress(label, total),
+            summary = render(plan.request, on_progress=_progress(label, total, openjd),
                              cancel=stopped.is_set)
     except StripError as exc:
         _say(f"{label}: error: {exc}")
@@ -159,13 +166,15 @@ def _swap(scene: Any, strip: Any, args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _progress(label: str, total: int) -> Any:
+def _progress(label: str, total: int, openjd: bool = False) -> Any:
     count = [0]
 
     def report(frame_report: Any) -> None:  # runs on the engine's writer thread
         count[0] += 1
         _say(f"{label}: frame {frame_report.frame} {frame_report.status} "
              f"({count[0]}/{total})")
+        if openjd and total:
+            print(f"openjd_progress: {100 * count[0] // total}", flush=True)
     return report
 
 

@@ -31,8 +31,11 @@ LAYERS = (
     ("facefuse.pipeline",),
     ("facefuse.shot",),
     ("facefuse.hosting",),
-    ("facefuse.cli", "facefuse.__main__"),
+    ("facefuse.cli", "facefuse.__main__", "facefuse.farm"),
 )
+# Modules that import an optional extra (dask) when loaded: the command needing them imports
+# them in a function. The graph above still reads those imports, so no circle can hide there.
+LAZY_MODULES = {"facefuse.farm.dask_jobs"}
 
 
 def _module_name(path: Path) -> str:
@@ -140,8 +143,10 @@ def test_the_engine_imports_its_own_modules_at_module_level_only():
             if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in top_level:
                 resolved = (_resolve(node, _module_name(path), path.name == "__init__.py")
                             if isinstance(node, ast.ImportFrom) else node.names[0].name)
-                if resolved.startswith("facefuse") or (isinstance(node, ast.ImportFrom)
-                                                        and node.level > 0):
+                lazy = resolved in LAZY_MODULES or any(
+                    f"{resolved}.{alias.name}" in LAZY_MODULES for alias in node.names)
+                if not lazy and (resolved.startswith("facefuse") or (
+                        isinstance(node, ast.ImportFrom) and node.level > 0)):
                     hidden.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert modules and not hidden, hidden
 

@@ -18,9 +18,12 @@ DEFAULT_MODELS = (DEFAULTS.detector, DEFAULTS.recogniser, DEFAULTS.swapper)
 
 def add_parsers(commands: Any) -> None:
     models = commands.add_parser("models", help="list, fetch or verify model files")
-    models.add_argument("action", choices=("list", "fetch", "verify", "path"),
-                        help="list the models, fetch or verify them, or print their folder")
-    models.add_argument("names", nargs="*", help="model names (default: the default set)")
+    models.add_argument("action", choices=("list", "fetch", "verify", "check", "path"),
+                        help="list the models, fetch or verify them, check that the ones a "
+                        "job needs are here (never downloads: exit 4 naming any missing), or "
+                        "print their folder")
+    models.add_argument("names", nargs="*", help="model names (default: the default set); "
+                        "check also takes .onnx paths")
     models.add_argument("--all", action="store_true", help="fetch every model in the manifest")
     models.add_argument("--force", action="store_true", help="fetch again, replacing a file that "
                         "fails verification")
@@ -49,6 +52,8 @@ def cmd_models(args: argparse.Namespace) -> int:
         _print_model_table(store.status())
         return ExitCode.OK
     names = list(args.names) or (list(store.manifest.models) if args.all else list(DEFAULT_MODELS))
+    if args.action == "check":
+        return _check(store, names)
     if args.action == "fetch":
         for name in names:
             print(f"{name}: {store.fetch(name, force=args.force)}")
@@ -59,6 +64,20 @@ def cmd_models(args: argparse.Namespace) -> int:
         print(f"{result.name:22} {state:8} {result.reason}")
     ok = all(r.ok for r in results if r.present or args.names)
     return ExitCode.OK if ok else ExitCode.MODEL
+
+
+def _check(store: ModelStore, names: Sequence[str]) -> int:
+    """Every model in `names` present (manifest models verified, .onnx paths existing), with no
+    download whatever the settings: one error naming every missing manifest model, else the
+    first bad file (a farm's step environment runs this once per worker session)."""
+    offline = ModelStore(store.manifest, store.models_dir, offline=True)
+    offline.require_present(names)
+    for name in names:
+        entry = offline.manifest.models.get(name)
+        role = offline.manifest.families[entry.family].role if entry is not None else "detector"
+        located = offline.locate(name, role)
+        print(f"{located.label:22} ok       {located.path}")
+    return ExitCode.OK
 
 
 def _print_model_table(rows: Sequence[ModelStatus]) -> None:

@@ -39,9 +39,9 @@ def model_options(parser: argparse.ArgumentParser) -> None:
                         "(also FACEFUSE_OFFLINE=1)")
 
 
-def engine_options(p: argparse.ArgumentParser) -> None:
+def engine_options(p: argparse.ArgumentParser, sources_required: bool = True) -> None:
     """Options shared by swap and render: sources, every tunable setting, runtime, caches."""
-    p.add_argument("-s", "--source", type=Path, action="append", required=True,
+    p.add_argument("-s", "--source", type=Path, action="append", required=sources_required,
                    help="source face image (repeat to average several photos of one person)")
     p.add_argument("--reference", type=Path, action="append", default=[],
                    help="image of the target person to replace (selector reference)")

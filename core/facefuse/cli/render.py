@@ -10,10 +10,12 @@ import threading
 import time
 from collections.abc import Callable
 from fractions import Fraction
+from pathlib import Path
 from typing import Any, TextIO
 
 from ..color import list_colorspaces
 from ..errors import ExitCode, InputError
+from ..farm.paths import check_inside
 from ..io.sequences import parse_chunk, parse_frame_range
 from ..io.video import VIDEO_CODECS
 from ..io.video_common import CRF_RANGE, DEFAULT_CRF, DEFAULT_PRESET
@@ -58,15 +60,27 @@ def add_parser(commands: Any) -> None:
     p = commands.add_parser("render", help="swap faces through a whole shot (video or sequence)",
                             description="Swap faces through a whole shot: a video file or an "
                             "image sequence in, a video or an image sequence out.")
+    render_options(p)
+    p.set_defaults(handler=cmd_render)
+
+
+def render_options(p: argparse.ArgumentParser, sources_required: bool = True) -> None:
+    """The options of `facefuse render` (farm commands take the same ones; a .blend farm job
+    needs no -s)."""
     p.add_argument("-i", "--input", help="video file, or sequence: name.####.exr, "
                    "name.%%04d.dpx, name.#.png")
     p.add_argument("-o", "--output", help="video file, or sequence pattern as for --input")
-    engine_options(p)
+    engine_options(p, sources_required)
     p.add_argument("--frames", type=usage_type(parse_frame_range), metavar="A-B",
                    help="inclusive range in the input's own frame numbers (clipped to the "
                    "frames the input has)")
     p.add_argument("--chunk", type=usage_type(parse_chunk), metavar="N/M",
                    help="render the Nth of M equal slices of the range (farm work)")
+    p.add_argument("--chunk-frames", type=usage_type(parse_frame_range), metavar="A-B",
+                   help="render only frames A-B of the --frames range, which is still "
+                   "analysed whole (a farm task's chunk of frames)")
+    p.add_argument("--output-root", help="refuse any output (-o, --matte, --patch) whose "
+                   "folder is not inside this one (farm jobs)")
     p.add_argument("--matte", help="sequence pattern for the blend mask (one channel)")
     p.add_argument("--patch", help="sequence pattern for the swapped face alone "
                    "(premultiplied RGBA)")
@@ -93,15 +107,15 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--no-smooth", action="store_true", help="do not smooth landmarks over time")
     p.add_argument("--smooth-min-cutoff", type=float, help="One Euro min cutoff, Hz (1.0)")
     p.add_argument("--smooth-beta", type=float, help="One Euro beta, per face size (3.0)")
-    p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
-                   help="progress of every phase: a bar on stderr (auto: on a terminal), JSON "
-                   "lines on stdout, or none")
+    p.add_argument("--progress", choices=("auto", "bar", "json", "openjd", "none"),
+                   default="auto", help="progress of every phase: a bar on stderr (auto: on a "
+                   "terminal), JSON lines on stdout, Open Job Description `openjd_progress:` "
+                   "and `openjd_status:` lines on stdout, or none")
     p.add_argument("--json", action="store_true", help="print one JSON summary line (as "
                    "`swap --json`); --progress json prints it too, after the progress lines")
     p.add_argument("--provenance", choices=PROVENANCE_MODES, default="names",
                    help="what output metadata names: file names and hashes (names), or local "
                    "paths too (full)")
-    p.set_defaults(handler=cmd_render)
 
 
 def request_from_args(args: argparse.Namespace) -> RenderRequest:
@@ -110,6 +124,7 @@ def request_from_args(args: argparse.Namespace) -> RenderRequest:
     return RenderRequest(
         sources=tuple(args.source), input=args.input, output=args.output,
         settings=settings_from_args(args), frames=args.frames, chunk=args.chunk,
+        chunk_frames=args.chunk_frames,
         matte=args.matte, patch=args.patch, colorspace=args.colorspace, codec=args.codec,
         overwrite=args.overwrite, fail_fast=args.fail_fast, smoothing=not args.no_smooth,
         smoothing_min_cutoff=args.smooth_min_cutoff, smoothing_beta=args.smooth_beta,
@@ -145,12 +160,15 @@ class Progress:
         self._rates: dict[str, _Rate] = {}
         self._last: FrameReport | None = None
         self._phase: PhaseProgress | None = None
+        self._openjd_last: dict[str, int] = {}
 
     def __call__(self, report: FrameReport) -> None:
         with self._lock:
             self.done += 1
             self._last = report
-            if self.mode == "json":
+            if self.mode == "openjd" and report.status == "failed":
+                print(f"openjd_status: frame {report.frame} failed: {report.error}", flush=True)
+            elif self.mode == "json":
                 print(json.dumps({"frame": report.frame, "status": report.status,
                                   "faces": report.faces, "found": report.found,
                                   "ms": dict(report.ms),
@@ -170,8 +188,27 @@ class Progress:
                                   "percent": percent, "fps": round(fps, 3),
                                   "eta_s": None if eta is None else round(eta, 1)}),
                       flush=True)
+            elif self.mode == "openjd":
+                self._openjd(step)
             elif self.mode == "bar":
                 self._draw()
+
+    def _openjd(self, step: PhaseProgress) -> None:
+        """Open Job Description lines: a status when a phase starts and every tenth of the
+        analysis, the swap's share of this task's frames as its progress, 100 once encoded."""
+        percent = int(100 * step.done / step.total) if step.total else 100
+        last = self._openjd_last.get(step.phase)
+        self._openjd_last[step.phase] = percent
+        if step.phase == "swap":
+            if last is None:
+                print(f"openjd_status: swapping {step.total} frames", flush=True)
+            if percent != last:
+                print(f"openjd_progress: {percent}", flush=True)
+        elif step.phase == "analysis" and (last is None or percent // 10 != last // 10):
+            print(f"openjd_status: analysis {step.done}/{step.total} frames", flush=True)
+        elif step.phase == "encode" and step.done == step.total and \
+                self._openjd_last.get("swap") != 100:
+            print("openjd_progress: 100", flush=True)
 
     def _draw(self) -> None:
         last = self._last
@@ -207,6 +244,8 @@ def cmd_render(args: argparse.Namespace) -> int:
         print("\n".join(list_colorspaces()))
         return ExitCode.OK
     request = request_from_args(args)
+    if args.output_root is not None:
+        check_inside(Path(args.output_root), (request.output, request.matte, request.patch))
     progress = Progress(args.progress)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -226,6 +265,9 @@ def _print_summary(summary: RenderSummary, mode: str, as_json: bool = False) -> 
     if mode == "json" or as_json:
         print(json.dumps(summary_record(summary)), flush=True)
         return
+    if mode == "openjd":
+        print(f"openjd_status: {summary.done} done, {summary.skipped} already done, "
+              f"{len(summary.failed)} failed of {summary.frames} frames", flush=True)
     failed = ", ".join(str(n) for n, _ in summary.failed) or "none"
     unselected = f" (faces found but none selected in {summary.unselected})" \
         if summary.unselected else ""

@@ -23,9 +23,11 @@ class FramePlan:
 
 def plan_frames(available: Sequence[int], frames: tuple[int, int] | None,
                 chunk: tuple[int, int] | None, label: str,
-                contiguous: bool = False) -> FramePlan:
+                contiguous: bool = False,
+                chunk_frames: tuple[int, int] | None = None) -> FramePlan:
     """The frames of `available` (sorted input numbers) inside `frames` (inclusive; None: all),
-    and the `chunk` (index, count; 1-based) of them to render.
+    and the `chunk` (index, count; 1-based) of them to render, or those inside `chunk_frames`
+    (inclusive; it must lie within `frames`).
 
     InputError when the range misses the input or, with `contiguous` (image sequences), when
     numbers are missing inside it.
@@ -40,5 +42,16 @@ def plan_frames(available: Sequence[int], frames: tuple[int, int] | None,
         shown = ", ".join(str(n) for n in gaps[:8]) + (" ..." if len(gaps) > 8 else "")
         raise InputError(f"{label} has gaps: frame {shown} missing ({len(gaps)} in all); render "
                          "the ranges on either side with --frames, or fill the gap")
+    if chunk_frames is not None:
+        return FramePlan(chosen, _sub_range(chosen, (lo, hi), chunk_frames))
     rendered = sequences.chunk_of(chosen, *chunk) if chunk else chosen
     return FramePlan(chosen, rendered)
+
+
+def _sub_range(chosen: tuple[int, ...], frames: tuple[int, int],
+               chunk_frames: tuple[int, int]) -> tuple[int, ...]:
+    (lo, hi), (first, last) = frames, chunk_frames
+    if first < lo or last > hi:
+        raise InputError(f"chunk frames {first}-{last} are not inside the analysed range "
+                         f"{lo}-{hi} (--frames)")
+    return tuple(n for n in chosen if first <= n <= last)

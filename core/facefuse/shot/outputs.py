@@ -346,8 +346,8 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
         if not video.is_video_path(video_path):
             raise InputError(f"{video_path} needs a frame token for an image sequence "
                              "(name.####.exr) or a video extension (.mov, .mp4, .mkv)")
-        if request.chunk is not None:
-            raise InputError("--chunk needs an image-sequence output: a video is written in "
+        if request.chunk is not None or request.chunk_frames is not None:
+            raise InputError("--chunk and --chunk-frames need an image-sequence output: a video is written in "
                              "one pass (render a sequence on the farm, then encode it)")
         if request.compression is not None:
             raise InputError("--compression applies to EXR and TIFF sequence outputs only; for "

@@ -68,7 +68,8 @@ ANALYSIS_LOCK_STALE_S = 120.0
 def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
            cancel: CancelCheck | None = None,
            on_phase: PhaseCallback | None = None,
-           timings: RenderTimings | None = None) -> RenderSummary:
+           timings: RenderTimings | None = None,
+           pipeline: Pipeline | None = None) -> RenderSummary:
     """Render a shot (see the module docstring); the CLI, Blender, Resolve and farms call this.
 
     on_progress(FrameReport) is called once per frame: from the calling thread for frames skipped
@@ -78,14 +79,22 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
     cancel() is checked between frames; cancelling leaves only complete output frames (and no
     video file). User errors raise FacefuseError subclasses before any output is written.
     timings: when given, every stage of every frame, session creation and inference are timed
-    into it (see timing.RenderTimings; `facefuse bench` reads it).
+    into it (see timing.RenderTimings; `facefuse bench` reads it); session creation and
+    inference only when render() builds the Pipeline itself.
+    pipeline: one built from request.settings that the caller keeps (a farm worker's, so its
+    sessions load once per process); it is used and left open. None: one is built and closed.
     """
     started = time.perf_counter()
+    if pipeline is not None and pipeline.settings != request.settings:
+        raise ValueError("the pipeline given to render() was built from other settings")
     shot = open_input(request.input, request.start_number, request.conform_vfr)
     try:
         job = RenderJob(request, shot, on_progress or _ignore, on_phase or _ignore, timings)
-        with Pipeline(request.settings, timer=timings) as pipeline:
+        if pipeline is not None:
             finished = job.run(pipeline, cancel or _never)
+        else:
+            with Pipeline(request.settings, timer=timings) as own:
+                finished = job.run(own, cancel or _never)
     finally:
         shot.close()
     counts = job.counts
@@ -130,7 +139,8 @@ class RenderJob:
         self.request, self.shot, self.report, self.phase = request, shot, report, phase
         self.timings = timings if timings is not None else RenderTimings()
         self.frames = plan_frames(shot.frame_numbers, request.frames, request.chunk, shot.label,
-                                  contiguous=shot.is_sequence)
+                                  contiguous=shot.is_sequence,
+                                  chunk_frames=request.chunk_frames)
         self.colour, self.colour_name = input_conversion(request.colorspace, shot.suffix,
                                                          shot.pixel_type)
         self.writer: FrameWriter = open_writer(request, shot, self.frames.rendered, self.colour)

@@ -27,7 +27,9 @@ class RenderRequest:
 
     input: a video file or an image-sequence pattern (name.####.exr, name.%04d.exr, name.#.exr).
     output: a video file or an image-sequence pattern. frames: inclusive (first, last) in the
-    input's own numbering, None for all. chunk: (index, count), 1-based. matte / patch: optional
+    input's own numbering, None for all. chunk: (index, count), 1-based. chunk_frames: an
+    inclusive (first, last) sub-range of `frames` to render (a farm task's chunk of frames;
+    the whole of `frames` is still analysed); not together with chunk. matte / patch: optional
     image-sequence patterns for the blend mask and the premultiplied RGBA face patch.
     colorspace: the input's OCIO colour space; None picks a default per format, "none" disables
     conversion. smoothing: landmark smoothing on/off; smoothing_min_cutoff / beta tune it.
@@ -47,6 +49,7 @@ class RenderRequest:
     settings: Settings = field(default_factory=Settings)
     frames: tuple[int, int] | None = None
     chunk: tuple[int, int] | None = None
+    chunk_frames: tuple[int, int] | None = None
     matte: str | None = None
     patch: str | None = None
     colorspace: str | None = None
@@ -68,6 +71,8 @@ class RenderRequest:
         if self.provenance not in PROVENANCE_MODES:
             raise InputError(f"provenance {self.provenance!r} is not one of "
                              f"{', '.join(PROVENANCE_MODES)}")
+        if self.chunk is not None and self.chunk_frames is not None:
+            raise InputError("give --chunk N/M or --chunk-frames A-B, not both")
 
 
 @dataclass(frozen=True, slots=True)

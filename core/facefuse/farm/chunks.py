@@ -1,0 +1,34 @@
+"""A shot's frame range and its chunks of frames: what a farm job splits into tasks.
+
+Chunks are contiguous runs of `size` frames of the range (the last may be shorter), given to
+each task as `--chunk-frames A-B` while `--frames` stays the whole range: every task analyses
+(or reads from the shared cache) the same range and makes the same decisions, so any chunk can
+run anywhere, twice or again, and writes the same files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import InputError
+from ..shot.frames import plan_frames
+from ..shot.inputs import open_input
+from ..shot.request import RenderRequest
+
+
+def shot_frames(request: RenderRequest) -> tuple[int, ...]:
+    """The input's frame numbers inside request.frames (all when None); opens the input."""
+    shot = open_input(request.input, request.start_number, request.conform_vfr)
+    try:
+        return plan_frames(shot.frame_numbers, request.frames, None, shot.label,
+                           contiguous=shot.is_sequence).analysed
+    finally:
+        shot.close()
+
+
+def chunk_ranges(frames: Sequence[int], size: int) -> list[tuple[int, int]]:
+    """Inclusive (first, last) of each run of `size` consecutive entries of `frames`."""
+    if size < 1:
+        raise InputError(f"chunk size {size} must be at least 1 frame")
+    return [(frames[i], frames[min(i + size, len(frames)) - 1])
+            for i in range(0, len(frames), size)]

@@ -1,0 +1,72 @@
+"""Fixtures of the farm tests: a short shot, its reference render, and the farm tools.
+
+`shot` is a 36-frame clip (tests/integration/farm_helpers.make_face_clip: a real face YuNet
+finds in every frame, frame i carrying marker i) with the contract colour swapper, rendered once
+per session by one real `facefuse render` process: the reference every farm run must match
+byte for byte. `facefuse_program` is an executable that runs this checkout's facefuse with this
+interpreter, as a farm's `facefuse` on PATH would. These tests need the farm extra (openjd-cli,
+dask[distributed]); the numpy-2 CI run, which installs the engine alone, does not collect
+tests/hosts/farm.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration import farm_helpers
+from tests.integration.farm_helpers import Farm
+
+SHOT_FRAMES = 36
+
+
+@pytest.fixture(autouse=True)
+def _no_process_outlives_its_test() -> Iterator[None]:
+    yield
+    farm_helpers.kill_started()
+
+
+@pytest.fixture(scope="session")
+def shot(tmp_path_factory: pytest.TempPathFactory, testdata: Path, contract_dir: Path) -> Farm:
+    """The clip, models and source, and the reference render of all its frames (PNG)."""
+    root = tmp_path_factory.mktemp("farm-shot")
+    shot = Farm(root=root, clip=farm_helpers.make_face_clip(root / "shot.mkv", SHOT_FRAMES,
+                                                            testdata),
+                cache=root / "ref-cache", models=root / "models",
+                source=testdata / "media" / "obama.jpg",
+                detector=testdata / "models" / "face_detection_yunet_2023mar.onnx",
+                recogniser=contract_dir / "recogniser_512.onnx",
+                swapper=contract_dir / "colour_swapper.onnx",
+                reference={}, reference_log=[], reference_seconds=0.0)
+    shot.models.mkdir()
+    ref = root / "ref"
+    ref.mkdir()
+    result = farm_helpers.run(shot, shot.command(ref / "out.####.png"), root / "ref")
+    assert result.returncode == 0, result.stderr
+    shot.reference = farm_helpers.frame_files(ref)
+    assert list(shot.reference) == list(range(1, SHOT_FRAMES + 1))
+    assert result.summary["swapped"] == SHOT_FRAMES
+    return shot
+
+
+@pytest.fixture(scope="session")
+def facefuse_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`facefuse` for task commands: this interpreter running this checkout's package."""
+    path = tmp_path_factory.mktemp("bin") / "facefuse"
+    path.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m facefuse "$@"\n')
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+def farm_env(**extra: str) -> dict[str, str]:
+    """This environment with the checkout first on PYTHONPATH (workers import it) and `extra`."""
+    root = Path(__file__).resolve().parents[3]
+    paths = [str(root / "core"), str(root)]
+    current = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths + ([current] if current else [])),
+            **extra}

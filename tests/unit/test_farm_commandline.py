@@ -1,0 +1,160 @@
+"""farm.commandline: a RenderRequest becomes the `facefuse render` arguments and the command
+line's own parser reads them back to the same request, for every field a user can set; the
+farm's frame chunks; the openjd progress lines. Nothing here runs a render."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from contextlib import redirect_stdout
+from dataclasses import fields, replace
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from facefuse.cli.main import main
+from facefuse.cli.render import Progress
+from facefuse.config import Settings
+from facefuse.errors import InputError
+from facefuse.farm import commandline
+from facefuse.farm.chunks import chunk_ranges
+from facefuse.shot.frames import plan_frames
+from facefuse.shot.request import PhaseProgress, RenderRequest
+
+BASE = RenderRequest(sources=(Path("actor.jpg"),), input="shot.mov",
+                     output="out/shot.####.exr")
+# A value other than the default for every field the command line can set.
+REQUEST_CHANGES = {
+    "sources": (Path("a.jpg"), Path("b b.jpg")), "input": "plate.%04d.dpx",
+    "output": "o/x.####.exr", "frames": (1001, 1240), "chunk": (2, 5), "matte": "o/m.####.exr",
+    "patch": "o/p.####.exr", "colorspace": "ACEScg", "codec": "prores_4444", "overwrite": True,
+    "fail_fast": True, "smoothing": False, "smoothing_min_cutoff": 0.7, "smoothing_beta": 2.5,
+    "start_number": 1001, "conform_vfr": True, "rate": Fraction(24000, 1001),
+    "provenance": "full", "crf": 12, "preset": "slow", "compression": "piz"}
+SETTINGS_CHANGES = {
+    "detector": "yunet_2023mar", "recogniser": "r.onnx", "swapper": "inswapper_128_fp16",
+    "enhancer": "gfpgan_1.4", "selector": "reference", "reference_images": (Path("ref.png"),),
+    "similarity": 0.25, "detector_score": 0.3, "detector_size_px": 320, "mask_blur": 0.5,
+    "landmark_mask": True, "enhancer_blend": 0.6, "codeformer_fidelity": 0.9,
+    "providers": ("CUDAExecutionProvider", "CPUExecutionProvider"),
+    "models_dir": Path("/models"), "cache_dir": Path("/cache"), "offline": True,
+    "use_embedding_cache": False}
+
+
+def test_the_defaults_round_trip_to_a_short_command() -> None:
+    args = commandline.render_args(BASE)
+    assert args == ["-s", "actor.jpg", "-i", "shot.mov", "-o", "out/shot.####.exr"]
+    assert commandline.request_from_args(args) == BASE
+
+
+@pytest.mark.parametrize("name", sorted(REQUEST_CHANGES))
+def test_every_request_field_round_trips(name: str) -> None:
+    request = replace(BASE, **{name: REQUEST_CHANGES[name]})
+    assert commandline.request_from_args(commandline.render_args(request)) == request
+
+
+@pytest.mark.parametrize("name", sorted(SETTINGS_CHANGES))
+def test_every_settings_field_round_trips(name: str) -> None:
+    request = replace(BASE, settings=replace(Settings(), **{name: SETTINGS_CHANGES[name]}))
+    assert commandline.request_from_args(commandline.render_args(request)) == request
+
+
+def test_everything_changed_at_once_round_trips_and_chunk_frames_too() -> None:
+    settings = replace(Settings(), **SETTINGS_CHANGES)
+    request = replace(BASE, **{**REQUEST_CHANGES, "chunk": None}, chunk_frames=(1011, 1020),
+                      settings=settings)
+    args = commandline.render_args(request)
+    assert commandline.request_from_args(args) == request
+    command = commandline.render_command(request, "/opt/facefuse", output_root="o")
+    assert command[:2] == ["/opt/facefuse", "render"] and command[-2:] == ["--output-root", "o"]
+    assert commandline.output_root_of(command[2:]) == Path("o")
+
+
+def test_the_tables_cover_every_field() -> None:
+    """A field added to RenderRequest or Settings must be added here (and to the command line)."""
+    assert {f.name for f in fields(RenderRequest)} - set(REQUEST_CHANGES) == {
+        "settings", "chunk_frames"}
+    assert {f.name for f in fields(Settings)} - set(SETTINGS_CHANGES) == set(
+        commandline.UNSPEAKABLE)
+
+
+@pytest.mark.parametrize("name, value", [("mask_padding", (0.1, 0.0, 0.0, 0.0)),
+                                         ("normalise_latent", False)])
+def test_settings_without_an_option_are_refused(name: str, value: object) -> None:
+    request = replace(BASE, settings=replace(Settings(), **{name: value}))
+    with pytest.raises(ValueError, match=name):
+        commandline.render_args(request)
+
+
+def test_a_bad_command_line_is_one_input_error() -> None:
+    with pytest.raises(InputError, match="--chunk-frames"):
+        commandline.request_from_args(["-s", "a.jpg", "-i", "x", "-o", "y",
+                                       "--chunk-frames", "9-3"])
+    with pytest.raises(InputError, match="not both"):
+        commandline.request_from_args(["-s", "a.jpg", "-i", "x", "-o", "y", "--chunk", "1/2",
+                                       "--chunk-frames", "1-3"])
+
+
+def test_chunk_frames_render_a_sub_range_of_the_analysed_range() -> None:
+    plan = plan_frames(tuple(range(1, 101)), (11, 60), None, "shot", chunk_frames=(21, 30))
+    assert plan.analysed == tuple(range(11, 61)) and plan.rendered == tuple(range(21, 31))
+    with pytest.raises(InputError, match="not inside the analysed range 11-60"):
+        plan_frames(tuple(range(1, 101)), (11, 60), None, "shot", chunk_frames=(55, 65))
+
+
+def test_chunk_ranges_cover_the_range_once() -> None:
+    assert chunk_ranges(range(1001, 1011), 4) == [(1001, 1004), (1005, 1008), (1009, 1010)]
+    assert chunk_ranges([5], 10) == [(5, 5)]
+    with pytest.raises(InputError):
+        chunk_ranges(range(3), 0)
+
+
+def test_openjd_progress_lines() -> None:
+    progress = Progress("openjd", io.StringIO())
+    out = io.StringIO()
+    with redirect_stdout(out):
+        for done in range(0, 21, 5):
+            progress.phase(PhaseProgress("analysis", done, 20))
+        for done in range(1, 5):
+            progress.phase(PhaseProgress("swap", done, 4))
+        progress.phase(PhaseProgress("encode", 1, 1))
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "openjd_status: analysis 0/20 frames"
+    assert "openjd_status: swapping 4 frames" in lines
+    assert [line for line in lines if line.startswith("openjd_progress")] == [
+        f"openjd_progress: {p}" for p in (25, 50, 75, 100)]
+    assert not any(line.startswith("{") for line in lines)  # plain lines, not JSON
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["farm", "openjd", "--blend", "edit.blend", "-i", "shot.mov", "--bundle", "job"],
+     "drop -s, -i and -o"),
+    (["farm", "openjd", "-i", "shot.mov", "-o", "out/x.####.png", "--bundle", "job"],
+     "needs -s SOURCE"),
+    (["farm", "openjd", "-s", "a.jpg", "-i", "shot.mov", "-o", "out/x.####.png", "--chunk",
+      "1/2", "--bundle", "job"], "--chunk is not for farm jobs"),
+    (["farm", "dask", "-s", "a.jpg", "-i", "shot.mov", "-o", "out.mov", "--local", "2"],
+     "farm jobs write image sequences"),
+    (["farm", "dask", "-s", "a.jpg", "-i", "shot.mov", "-o", "o/x.####.png", "--local", "0"],
+     "--local 0 must be at least 1"),
+    (["farm", "dask", "-s", "a.jpg", "-i", "shot.mov", "-o", "o/x.####.png"],
+     "one of the arguments --scheduler --local is required"),
+])
+def test_farm_usage_errors_are_one_sentence_exit_2(argv: list[str], message: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+
+
+def test_the_command_line_imports_no_farm_library() -> None:
+    """`facefuse` starts every farm task: it must not pay for importing dask or openjd."""
+    code = ("import sys, facefuse.cli.main; print(sorted({m.split('.')[0] for m in sys.modules} "
+            "& {'dask', 'distributed', 'openjd', 'yaml'}))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+                            timeout=60, check=True)
+    assert result.stdout.strip() == "[]"
