@@ -1,7 +1,8 @@
 """The settings form, built from facefuse.config.tunable_options(): one control per tunable, in a
 group box per Tunable.group, so a Settings field added to the engine appears here with no panel
 code. Kinds: model -> line edit; optional-model -> check box + line edit; choice -> combo box;
-float / int -> spin boxes bounded by the tunable's range; bool -> check box.
+choices -> a check box per choice; float / int -> spin boxes bounded by the tunable's range;
+bool -> check box.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
+    QGridLayout,
     QGroupBox,
     QHBoxLayout,
     QLineEdit,
@@ -26,6 +28,7 @@ from PySide6.QtWidgets import (
 from facefuse.config import Settings, Tunable, tunable_options
 
 SPIN_LIMIT = 1e9
+CHOICE_COLUMNS = 3
 
 
 class SettingsForm(QWidget):
@@ -53,7 +56,7 @@ class SettingsForm(QWidget):
 
     def _control(self, option: Tunable, value: Any) -> QWidget:
         builders = {"model": _model, "optional-model": _optional_model, "choice": _choice,
-                    "float": _float, "int": _int, "bool": _bool}
+                    "choices": _choices, "float": _float, "int": _int, "bool": _bool}
         control, signal = builders[option.kind](option, value, self)
         signal.connect(self.changed)
         return control
@@ -101,6 +104,36 @@ def _choice(option: Tunable, value: Any, parent: QWidget) -> tuple[QWidget, Any]
     return combo, combo.currentTextChanged
 
 
+class ChoiceChecks(QWidget):
+    """Some of a tunable's choices: a check box each; `changed` when any is toggled."""
+
+    changed = Signal()
+
+    def __init__(self, option: Tunable, value: Any, parent: QWidget) -> None:
+        super().__init__(parent)
+        grid = QGridLayout(self)
+        grid.setContentsMargins(0, 0, 0, 0)
+        self.boxes: dict[str, QCheckBox] = {}
+        for index, choice in enumerate(option.choices):
+            box = QCheckBox(choice, self)
+            box.setChecked(choice in value)
+            box.toggled.connect(self.changed)
+            grid.addWidget(box, index // CHOICE_COLUMNS, index % CHOICE_COLUMNS)
+            self.boxes[choice] = box
+
+    def chosen(self) -> tuple[str, ...]:
+        return tuple(choice for choice, box in self.boxes.items() if box.isChecked())
+
+    def choose(self, value: Any) -> None:
+        for choice, box in self.boxes.items():
+            box.setChecked(choice in value)
+
+
+def _choices(option: Tunable, value: Any, parent: QWidget) -> tuple[QWidget, Any]:
+    checks = ChoiceChecks(option, value, parent)
+    return checks, checks.changed
+
+
 def _float(option: Tunable, value: Any, parent: QWidget) -> tuple[QWidget, Any]:
     spin = QDoubleSpinBox(parent)
     spin.setDecimals(3)
@@ -135,6 +168,8 @@ def _read(option: Tunable, control: Any) -> Any:
         return control.edit.text().strip() if control.use.isChecked() else None
     if kind == "choice":
         return control.currentText()
+    if kind == "choices":
+        return control.chosen()
     if kind in ("float", "int"):
         return control.value()
     return control.isChecked()
@@ -150,6 +185,8 @@ def _write(option: Tunable, control: Any, value: Any) -> None:
             control.edit.setText(str(value))
     elif kind == "choice":
         control.setCurrentText(str(value))
+    elif kind == "choices":
+        control.choose(value)
     elif kind in ("float", "int"):
         control.setValue(value)
     else:

@@ -101,6 +101,11 @@ def test_every_tunable_has_a_control_that_reaches_the_render(qtbot, clip: Path, 
             other = next(c for c in option.choices if c != option.default)
             control.setCurrentText(other)
             changed[option.name] = other
+        elif option.kind == "choices":
+            some = option.choices[:2]
+            control.choose(some)
+            assert control.chosen() == some
+            changed[option.name] = some
         elif option.kind in ("float", "int"):
             assert isinstance(control, (QDoubleSpinBox, QSpinBox))
             value = option.maximum if option.maximum != option.default else option.minimum

@@ -39,6 +39,8 @@ SETTINGS_CHANGES = {
     "enhancer": "gfpgan_1.4", "selector": "reference", "reference_images": (Path("ref.png"),),
     "similarity": 0.25, "detector_score": 0.3, "detector_size_px": 320, "mask_blur": 0.5,
     "landmark_mask": True, "enhancer_blend": 0.6, "codeformer_fidelity": 0.9,
+    "swapper_weight": 0.7, "pixel_boost": 256, "occluder": "xseg_1",
+    "parser": "bisenet_resnet_34", "mask_regions": ("skin", "nose"), "mouth_mask": True,
     "providers": ("CUDAExecutionProvider", "CPUExecutionProvider"),
     "models_dir": Path("/models"), "cache_dir": Path("/cache"), "offline": True,
     "use_embedding_cache": False}

@@ -85,6 +85,23 @@ def tunable_values(args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
+def tunable_args(settings: Settings) -> list[str]:
+    """The flags that give `settings`' tunable fields (those at their default left out): the
+    inverse of tunable_values, for command lines written by programs (farm tasks)."""
+    args: list[str] = []
+    for option in tunable_options():
+        value = getattr(settings, option.name)
+        if value == option.default or value is None:
+            continue
+        if option.kind == "bool":
+            args.append(option.flag)
+        elif option.kind == "choices":
+            args += [option.flag, ",".join(value)]
+        else:
+            args += [option.flag, str(value)]
+    return args
+
+
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """The Settings a `swap` or `render` command line asks for."""
     return Settings(

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from ..cli import render as cli_render
-from ..config import Settings, tunable_options
+from ..cli.options import tunable_args
+from ..config import Settings
 from ..errors import InputError
 from ..shot.request import RenderRequest
 
@@ -54,12 +55,7 @@ def _settings_args(settings: Settings) -> list[str]:
         if getattr(settings, name) != getattr(DEFAULT_SETTINGS, name):
             raise ValueError(f"Settings.{name} has no command-line option; a farm task cannot "
                              "carry it")
-    args = []
-    for option in tunable_options():  # the flags the command line builds from Settings
-        value = getattr(settings, option.name)
-        if value == option.default or value is None:
-            continue
-        args += [option.flag] if option.kind == "bool" else [option.flag, str(value)]
+    args = tunable_args(settings)
     args += [arg for path in settings.reference_images for arg in ("--reference", str(path))]
     if settings.providers != "auto":
         args += ["--providers", ",".join(settings.providers)]
