@@ -30,7 +30,7 @@ def host_module(host: str, module: str) -> ModuleType:
         except ModuleNotFoundError as exc:
             if exc.name is not None and not (package.startswith(exc.name)
                                              or exc.name.startswith(package)):
-                raise InputError(f"the facefuse {host} needs {exc.name.split('.')[0]}: "
+                raise InputError(f"the facefuse {host} host needs {exc.name.split('.')[0]}: "
                                  f"pip install 'facefuse[{EXTRAS[host]}]'") from None
-    raise InputError(f"the facefuse {host} is not installed: pip install "
+    raise InputError(f"the facefuse {host} host is not installed: pip install "
                      f"'facefuse[{EXTRAS[host]}]'")
