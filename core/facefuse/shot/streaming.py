@@ -57,19 +57,12 @@ def stream(source: Iterator[In], process: Callable[[In], Out], sink: Callable[[O
     outbox: queue.Queue[object] = queue.Queue(maxsize=depth)
     stop = threading.Event()
 
-    def read() -> None:
-        try:
-            for item in source:
-                if not _put(inbox, item, lambda: not stop.is_set()):
-                    return
-        finally:
-            _put(inbox, _END, lambda: not stop.is_set())
-
     def write() -> None:
         while (item := outbox.get()) is not _END:
             sink(item)  # type: ignore[arg-type]
 
-    reader, writer = _Stage(read, "facefuse-read"), _Stage(write, "facefuse-write")
+    reader = _Stage(lambda: _feed(source, inbox, stop), "facefuse-read")
+    writer = _Stage(write, "facefuse-write")
     reader.thread.start()
     writer.thread.start()
     writer_alive = writer.thread.is_alive
@@ -94,6 +87,19 @@ def stream(source: Iterator[In], process: Callable[[In], Out], sink: Callable[[O
     return finished
 
 
+def _feed(source: Iterable[object], inbox: queue.Queue[object], stop: threading.Event) -> None:
+    """Put every item of `source`, then the end marker, into `inbox` until `stop` is set."""
+    def running() -> bool:
+        return not stop.is_set()
+
+    try:
+        for item in source:
+            if not _put(inbox, item, running):
+                return
+    finally:
+        _put(inbox, _END, running)
+
+
 def _drain(q: queue.Queue[object]) -> None:
     """Empty a queue so a producer blocked on it can notice the stop and leave."""
     while True:
@@ -110,15 +116,7 @@ def prefetch(source: Iterable[In], depth: int = 4) -> Generator[In, None, None]:
     inbox: queue.Queue[object] = queue.Queue(maxsize=depth)
     stop = threading.Event()
 
-    def read() -> None:
-        try:
-            for item in source:
-                if not _put(inbox, item, lambda: not stop.is_set()):
-                    return
-        finally:
-            _put(inbox, _END, lambda: not stop.is_set())
-
-    reader = _Stage(read, "facefuse-prefetch")
+    reader = _Stage(lambda: _feed(source, inbox, stop), "facefuse-prefetch")
     reader.thread.start()
     try:
         while (item := inbox.get()) is not _END:
