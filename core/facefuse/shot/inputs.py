@@ -66,7 +66,8 @@ class ShotInput(Protocol):
     def read(self, numbers: Iterable[int], clock: StageClock | None = None
              ) -> Iterator[tuple[int, FrameOrFailure]]:
         """Frames by number; `clock` (optional) gets each frame's "decode" (and, for videos,
-        "colour": the conversion to BGR) milliseconds."""
+        "colour": the conversion to BGR) milliseconds. Each frame is a writable array of its
+        own (a repeated number included): the caller may modify it."""
         ...
 
     def read_analysis(self, numbers: Iterable[int], max_side_px: int,
