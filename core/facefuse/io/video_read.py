@@ -234,8 +234,10 @@ class VideoSource:
     shows the last frame that starts before the middle of the slot, so frames are repeated or
     dropped as needed. Use as a context manager or call ``close()``."""
 
-    def __init__(self, path: Path | str, start_number: int = 1, conform_vfr: bool = False) -> None:
+    def __init__(self, path: Path | str, start_number: int = 1, conform_vfr: bool = False,
+                 decode_threads: int = _DECODE_THREADS) -> None:
         self._path = Path(path)
+        self._decode_threads = max(1, decode_threads)
         self._container = open_input(self._path)
         try:
             self._setup(start_number, conform_vfr)
@@ -253,7 +255,7 @@ class VideoSource:
                              "sequence pattern (name.####.exr)")
         self._stream = container.streams.video[0]
         self._stream.thread_type = "AUTO"
-        self._stream.codec_context.thread_count = _DECODE_THREADS
+        self._stream.codec_context.thread_count = self._decode_threads
         rows = _scan_packets(container, self._stream, path)
         self._index = _build_index(rows, Fraction(self._stream.time_base))
         self._position = MappingProxyType({p: i for i, p in enumerate(self._index.pts)})

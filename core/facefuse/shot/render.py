@@ -87,7 +87,8 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
     started = time.perf_counter()
     if pipeline is not None and pipeline.settings != request.settings:
         raise ValueError("the pipeline given to render() was built from other settings")
-    shot = open_input(request.input, request.start_number, request.conform_vfr)
+    shot = open_input(request.input, request.start_number, request.conform_vfr,
+                      request.settings.threads)
     try:
         job = RenderJob(request, shot, on_progress or _ignore, on_phase or _ignore, timings)
         if pipeline is not None:
