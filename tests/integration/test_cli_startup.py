@@ -42,6 +42,12 @@ def test_a_command_line_usage_error_loads_no_engine_library(tmp_path: Path) -> N
     assert result == {"code": 2, "loaded": []}
 
 
+def test_a_bad_setting_is_refused_before_the_engine_loads(tmp_path: Path) -> None:
+    result = _probe(tmp_path, "render", "-s", "a.jpg", "-i", "in.mp4", "-o", "o.mp4",
+                    "--threads", "-2", "--providers", "cuda,cpu")
+    assert result == {"code": 2, "loaded": []}
+
+
 def test_the_doctor_loads_the_engine_when_it_runs(tmp_path: Path) -> None:
     # the same probe sees the engine once a command needs it (so the tests above can fail)
     result = _probe(tmp_path, "doctor", "--json")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..config import Settings, Tunable, tunable_options
+from ..runtime.providers import parse_providers
 
 DEFAULTS = Settings()
 
@@ -105,14 +106,6 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     """The Settings a `swap` or `render` command line asks for."""
     return Settings(
         **tunable_values(args), reference_images=tuple(args.reference),
-        providers=_parse_providers(args.providers), models_dir=args.models_dir,
+        providers=parse_providers(args.providers), models_dir=args.models_dir,
         offline=args.offline, cache_dir=args.cache_dir, use_embedding_cache=not args.no_cache,
     )
-
-
-def _parse_providers(text: str) -> str | tuple[str, ...]:
-    """runtime.sessions.parse_providers, imported when a command builds its Settings: ONNX
-    Runtime loads then, not when the command line starts (`facefuse models list` never needs it)."""
-    from ..runtime.sessions import parse_providers
-
-    return parse_providers(text)

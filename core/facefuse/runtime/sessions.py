@@ -7,12 +7,12 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Protocol
 
 import onnxruntime as ort
 
-from ..errors import InputError, ModelError
+from ..errors import ModelError
+from .providers import parse_providers
 
 log = logging.getLogger(__name__)
 
@@ -23,30 +23,8 @@ AUTO_PREFERENCE = (
     "CoreMLExecutionProvider",
     "CPUExecutionProvider",
 )
-SHORT_NAMES = MappingProxyType({
-    "tensorrt": "TensorrtExecutionProvider",
-    "trt": "TensorrtExecutionProvider",
-    "cuda": "CUDAExecutionProvider",
-    "coreml": "CoreMLExecutionProvider",
-    "directml": "DmlExecutionProvider",
-    "dml": "DmlExecutionProvider",
-    "rocm": "ROCMExecutionProvider",
-    "openvino": "OpenVINOExecutionProvider",
-    "cpu": "CPUExecutionProvider",
-})
 CPU = "CPUExecutionProvider"
 ORT_LOG_ERROR = 3  # onnxruntime severities: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal
-
-
-def parse_providers(text: str) -> str | tuple[str, ...]:
-    """"auto" or a comma list of provider names ("cuda,cpu" or full ONNX Runtime names)."""
-    text = text.strip()
-    if text.lower() == "auto":
-        return "auto"
-    names = tuple(SHORT_NAMES.get(part.strip().lower(), part.strip()) for part in text.split(","))
-    if not all(names):
-        raise InputError(f"--providers {text!r} has an empty entry; use e.g. 'cuda,cpu' or 'auto'")
-    return names
 
 
 def resolve_providers(requested: str | Sequence[str]) -> tuple[str, ...]:
