@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import statistics
 import sys
 from collections.abc import Sequence
@@ -44,12 +45,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scenario", required=True)
     parser.add_argument("--providers", default="cpu")
     parser.add_argument("--tree", action="append", required=True, metavar="NAME=PATH")
+    parser.add_argument("--extra", action="append", default=[], metavar="NAME=ARGS",
+                        help="more `facefuse bench` arguments for one tree's runs, e.g. "
+                             "one='--threads 1' (a tree may be named twice with other arguments)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--work", type=Path, default=Path("/tmp/facefuse-bench-work"))
     parser.add_argument("--testdata", type=Path, default=os.environ.get("FACEFUSE_TESTDATA"))
     args = parser.parse_args(argv)
     trees = dict(t.split("=", 1) for t in args.tree)
+    extras = {name: shlex.split(value) for name, value in
+              (e.split("=", 1) for e in args.extra)}
     scenarios = run.load_scenarios(run.HERE / "scenarios.toml", args.providers)
     scenario = next(s for s in scenarios if s["name"] == args.scenario)
     built = {kind: standins.build_all(args.work / "models", light=kind == "light")
@@ -60,7 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for round_ in range(args.rounds):
         for name, tree in trees.items():
             env = {**os.environ, "PYTHONPATH": f"{Path(tree).resolve() / 'core'}"}
-            result = run.run_scenario(scenario, clip, args.testdata / "media" / "obama.jpg",
+            own = {**scenario, "extra": [*scenario.get("extra", []), *extras.get(name, [])]}
+            result = run.run_scenario(own, clip, args.testdata / "media" / "obama.jpg",
                                       models, args.work, env)
             if "error" in result:
                 print(f"{name}: {result['error']}", file=sys.stderr)

@@ -201,7 +201,7 @@ class SEQUENCER_PT_facefuse_models(StripPanel, Panel):
             wrapped(layout, "Some models are not downloaded yet; they are fetched on first "
                             "use, or now:", 'INFO')
             layout.operator("facefuse.fetch_models", icon='IMPORT')
-        for group in ("models", "detail", "detection"):
+        for group in ("models", "detail", "detection", "performance"):
             draw_tunables(layout, props, group)
         layout.prop(props, "providers")
         layout.prop(props, "models_dir")

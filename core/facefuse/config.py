@@ -18,7 +18,7 @@ SELECTORS = ("one", "many", "reference")
 MASK_REGIONS = ("skin", "left-eyebrow", "right-eyebrow", "left-eye", "right-eye", "glasses",
                 "nose", "mouth", "upper-lip", "lower-lip")
 TUNABLE_KINDS = ("model", "optional-model", "choice", "choices", "float", "int", "bool")
-TUNABLE_GROUPS = ("models", "faces", "detection", "mask", "detail")
+TUNABLE_GROUPS = ("models", "faces", "detection", "mask", "detail", "performance")
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +124,9 @@ class Settings:
     codeformer_fidelity: float = _tune(0.5, "CodeFormer Fidelity", "CodeFormer: 0 sharper, 1 "
                                        "closer to the swapped face", "float", "detail",
                                        "--codeformer-fidelity", 0.0, 1.0)
+    threads: int = _tune(0, "Threads", "CPU threads for inference, decoding and encoding (the "
+                         "size of each of their pools); 0: all cores", "int", "performance",
+                         "--threads", 0, 1024)
     normalise_latent: bool = True
     providers: str | tuple[str, ...] = "auto"
     models_dir: Path | None = None

@@ -80,9 +80,10 @@ def paste_into(frame: np.ndarray, crop_bgr: np.ndarray, mask: np.ndarray,
     rows, cols = roi.slices()
     roi_mask = warp_to_roi(np.ascontiguousarray(mask, dtype=np.float32), crop_to_frame, roi)
     roi_crop = warp_to_roi(np.ascontiguousarray(crop_bgr, dtype=np.float32), crop_to_frame, roi)
-    region = frame[rows, cols, :3]
-    blended = _blend(region, roi_crop * np.float32(frame_scale(frame.dtype)), roi_mask)
-    frame[rows, cols, :3] = np.where(roi_mask[..., None] > 0, blended, region)
+    scale = frame_scale(frame.dtype)
+    if scale != 1.0:
+        roi_crop *= np.float32(scale)
+    _blend_into(frame[rows, cols, :3], roi_crop, roi_mask)
     return roi, roi_mask
 
 
@@ -94,10 +95,27 @@ def paste_back(frame: np.ndarray, crop_bgr: np.ndarray, mask: np.ndarray,
     return out
 
 
-def _blend(region: np.ndarray, crop_scaled: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    weight = mask[..., None]
-    mixed = region.astype(np.float32) * (1.0 - weight) + crop_scaled * weight
+def _blend_into(region: np.ndarray, crop_scaled: np.ndarray, mask: np.ndarray) -> None:
+    """region = round(region * (1 - mask) + crop_scaled * mask) where mask > 0, IN PLACE.
+
+    region: a view into the frame, any supported dtype; crop_scaled: float32 at the frame's
+    scale (overwritten); mask: float32 in [0, 1]. The arithmetic runs in float32 only over the
+    bounding box of mask > 0, and only pixels under mask > 0 are written, so every other pixel
+    keeps its exact input value.
+    """
+    inside = mask > 0
+    rows, cols = np.flatnonzero(inside.any(axis=1)), np.flatnonzero(inside.any(axis=0))
+    if rows.size == 0:
+        return
+    box = slice(int(rows[0]), int(rows[-1]) + 1), slice(int(cols[0]), int(cols[-1]) + 1)
+    region, crop_scaled, inside = region[box], crop_scaled[box], inside[box]
+    weight = mask[box][..., None]
+    mixed = region.astype(np.float32)
+    mixed *= 1.0 - weight
+    crop_scaled *= weight
+    mixed += crop_scaled
     if np.issubdtype(region.dtype, np.integer):
         info = np.iinfo(region.dtype)
-        return np.clip(np.rint(mixed), info.min, info.max).astype(region.dtype)
-    return mixed.astype(region.dtype)
+        np.rint(mixed, out=mixed)
+        np.clip(mixed, info.min, info.max, out=mixed)
+    np.copyto(region, mixed, casting="unsafe", where=inside[..., None])

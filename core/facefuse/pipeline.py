@@ -153,33 +153,46 @@ class Pipeline:
 
     def swap_faces(self, frame: np.ndarray, identity: SourceIdentity, targets: Sequence[Face],
                    colour: DisplayConversion | None = None, faces: Sequence[Face] | None = None,
-                   clock: StageClock | None = None) -> FrameResult:
+                   clock: StageClock | None = None, *, in_place: bool = False,
+                   matte: bool = True) -> FrameResult:
         """Swap the given target faces (e.g. tracked, smoothed ones) without detecting again.
 
         faces: every face seen in the frame, for the result record (default: the targets).
+        in_place: paste into `frame` itself (the result's frame is then `frame`), for a caller
+        that owns a freshly decoded frame; otherwise `frame` is left unmodified and the result
+        is a copy. Either way every crop is cut from the frame as it came in, before any paste,
+        so the two give the same pixels. matte: False skips the full-frame float32 matte (the
+        result's matte is then None), for callers that write no matte or patch.
         """
         clock = clock if clock is not None else StageClock()
-        out = frame.copy()
-        matte = np.zeros(frame.shape[:2], np.float32) if targets else None
-        for face in targets:
-            self._swap_face(frame, out, face, identity, matte, clock, colour)
+        cut = [self._cut_face(frame, face, identity, clock, colour) for face in targets]
+        out = frame if in_place else frame.copy()
+        union = np.zeros(frame.shape[:2], np.float32) if targets and matte else None
+        for face, (crop, latent) in zip(targets, cut):
+            self._swap_face(out, face, crop, latent, union, clock, colour)
             if self.settings.enhancer:
                 with clock.measure("enhance"):
                     self._enhance_face(out, face, colour)
         seen = tuple(faces) if faces is not None else tuple(targets)
-        return FrameResult(out, seen, tuple(targets), matte, clock.snapshot())
+        return FrameResult(out, seen, tuple(targets), union, clock.snapshot())
 
-    def _swap_face(self, frame: np.ndarray, out: np.ndarray, face: Face,
-                   identity: SourceIdentity, matte: np.ndarray | None, clock: StageClock,
-                   colour: DisplayConversion | None) -> None:
+    def _cut_face(self, frame: np.ndarray, face: Face, identity: SourceIdentity,
+                  clock: StageClock, colour: DisplayConversion | None
+                  ) -> tuple[AlignedCrop, np.ndarray]:
+        """The swapper's crop of `face` and the latent to swap it to, from the unpasted frame."""
         swapper = self.models.swapper()
         with clock.measure("swap"):
             crop = geometry.warp_crop(frame, face.kps5, swapper.template,
                                       self._swap_size_px(swapper), colour)
+            return crop, self._face_latent(frame, face, identity, colour)
+
+    def _swap_face(self, out: np.ndarray, face: Face, crop: AlignedCrop, latent: np.ndarray,
+                   matte: np.ndarray | None, clock: StageClock,
+                   colour: DisplayConversion | None) -> None:
         with clock.measure("mask"):
             masks = self._target_masks(crop)
         with clock.measure("swap"):
-            swapped = swapper.swap(crop, self._face_latent(frame, face, identity, colour))
+            swapped = self.models.swapper().swap(crop, latent)
         with clock.measure("mask"):
             masks += self._swapped_masks(replace(crop, image=swapped))
         with clock.measure("paste"):

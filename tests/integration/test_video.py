@@ -470,3 +470,11 @@ def test_is_video_path() -> None:
     assert all(is_video_path(f"a{s}") for s in (".mov", ".MP4", ".mkv", ".avi", ".mxf",
                                                 ".webm", ".m4v"))
     assert not any(is_video_path(f"a{s}") for s in (".png", ".exr", ".txt", ""))
+
+
+def test_repeated_numbers_are_arrays_of_their_own(clips: dict[str, Clip]) -> None:
+    # pass 2 pastes into each frame it reads, so a repeat must not be the same array
+    with VideoSource(clips["h264"].path) as source:
+        frames = [frame for _, frame in source.read([7, 7])]
+    assert frames[0] is not frames[1] and frames[0].flags.writeable
+    np.testing.assert_array_equal(frames[0], frames[1])

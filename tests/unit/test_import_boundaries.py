@@ -36,6 +36,11 @@ LAYERS = (
 # Modules that import an optional extra (dask) when loaded: the command needing them imports
 # them in a function. The graph above still reads those imports, so no circle can hide there.
 LAZY_MODULES = {"facefuse.farm.dask_jobs"}
+# Engine modules that load ONNX Runtime, FFmpeg, OpenCV or OpenColorIO: the cli modules import
+# them where their command runs, so the command line starts without them (test_cli_startup.py).
+LAZY_MODULES |= {"facefuse.shot.render", "facefuse.shot.inputs", "facefuse.pipeline",
+                 "facefuse.color", "facefuse.io.images", "facefuse.runtime.sessions",
+                 "facefuse.runtime.doctor"}
 
 
 def _module_name(path: Path) -> str:

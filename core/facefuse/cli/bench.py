@@ -31,10 +31,7 @@ from typing import Any
 
 from ..errors import ExitCode, InputError
 from ..io.sequences import parse_frame_range
-from ..io.video import VIDEO_CODECS
-from ..runtime.sessions import resolve_providers
-from ..shot.inputs import open_input
-from ..shot.render import render
+from ..io.video_common import VIDEO_CODECS
 from ..shot.request import RenderRequest, RenderSummary
 from ..timing import INFERENCE, SESSIONS, RenderTimings, StageStats, TimingReport
 from .options import engine_options, settings_from_args
@@ -88,6 +85,8 @@ def _frame_range(spec: str, frames: int | tuple[int, int] | None) -> tuple[int, 
     (None: all of them)."""
     if frames is None or isinstance(frames, tuple):
         return frames
+    from ..shot.inputs import open_input
+
     shot = open_input(spec)
     try:
         numbers = shot.frame_numbers
@@ -113,6 +112,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     try:
         request = request_from_args(args, work)
         if args.warm:
+            from ..shot.render import render
+
             render(request)
         figures = measure(request, warm=args.warm)
     finally:
@@ -126,6 +127,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def measure(request: RenderRequest, warm: bool = False) -> dict[str, Any]:
     """Render `request` once with timings on; the bench figures (see format_figures)."""
+    from ..runtime.sessions import resolve_providers  # the engine loads when a bench runs
+    from ..shot.render import render
+
     providers = resolve_providers(request.settings.providers)
     timings = RenderTimings()
     cpu_start = _cpu_seconds()

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ExitCode
-from ..runtime.doctor import report
 
 
 def add_parser(commands: Any) -> None:
@@ -20,6 +19,8 @@ def add_parser(commands: Any) -> None:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from ..runtime.doctor import report  # ONNX Runtime loads when the doctor runs
+
     data = report(models_dir=args.models_dir)
     if args.json:
         print(json.dumps(data, default=str, sort_keys=True))

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..config import Settings, Tunable, tunable_options
-from ..runtime.sessions import parse_providers
+from ..runtime.providers import parse_providers
 
 DEFAULTS = Settings()
 

@@ -13,13 +13,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..color import list_colorspaces
 from ..errors import ExitCode, InputError
 from ..farm.paths import check_inside
 from ..io.sequences import parse_chunk, parse_frame_range
-from ..io.video import VIDEO_CODECS
-from ..io.video_common import CRF_RANGE, DEFAULT_CRF, DEFAULT_PRESET
-from ..shot.render import render
+from ..io.video_common import CRF_RANGE, DEFAULT_CRF, DEFAULT_PRESET, VIDEO_CODECS
 from ..shot.request import (
     PROVENANCE_MODES,
     FrameReport,
@@ -241,11 +238,16 @@ def summary_record(summary: RenderSummary) -> dict[str, Any]:
 
 def cmd_render(args: argparse.Namespace) -> int:
     if args.list_colorspaces:
+        from ..color import list_colorspaces  # OpenColorIO loads only for this list
+
         print("\n".join(list_colorspaces()))
         return ExitCode.OK
     request = request_from_args(args)
     if args.output_root is not None:
         check_inside(Path(args.output_root), (request.output, request.matte, request.patch))
+    # the engine loads here, once the request is good, not when the command line starts
+    from ..shot.render import render
+
     progress = Progress(args.progress)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())

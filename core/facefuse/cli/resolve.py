@@ -20,7 +20,6 @@ from ..hosting import resolve_plan
 from ..hosting.addons import host_module
 from ..hosting.jobs import HostError
 from ..hosting.resolve_jobs import ClipFacts, parse_job, read_job
-from ..shot.render import render
 from .options import engine_options, settings_from_args
 from .render import Progress
 
@@ -118,6 +117,8 @@ def _render(facts: ClipFacts, args: argparse.Namespace
             ) -> tuple[resolve_plan.Placement | None, str]:
     swap = resolve_plan.plan(facts, tuple(args.source), settings_from_args(args), args.output,
                              args.output_dir, args.overwrite)
+    from ..shot.render import render  # the engine loads when a render runs
+
     progress = Progress("auto")
     stop = threading.Event()
     summary = render(swap.request, progress, stop.is_set, progress.phase)

@@ -9,13 +9,14 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ExitCode, InputError
-from ..io.images import check_writable_path, read_image, write_image
-from ..pipeline import Pipeline
-from ..types import FrameResult
 from .options import DownloadProgress, engine_options, settings_from_args
+
+if TYPE_CHECKING:
+    from ..pipeline import Pipeline
+    from ..types import FrameResult
 
 log = logging.getLogger("facefuse")
 
@@ -32,6 +33,8 @@ def add_parser(commands: Any) -> None:
 def check_swap_paths(sources: Sequence[Path], target: Path, references: Sequence[Path],
                      output: Path) -> None:
     """InputError for unreadable inputs, a bad output path, or an output that is an input."""
+    from ..io.images import check_writable_path, read_image
+
     check_writable_path(output)
     for path in [*sources, target, *references]:
         read_image(path)
@@ -46,6 +49,10 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def cmd_swap(args: argparse.Namespace) -> int:
+    # the engine loads when a swap runs, not when the command line starts
+    from ..io.images import read_image, write_image
+    from ..pipeline import Pipeline
+
     started = time.perf_counter()
     settings = settings_from_args(args)
     if settings.selector == "reference" and not settings.reference_images:

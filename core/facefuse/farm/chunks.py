@@ -12,12 +12,13 @@ from collections.abc import Sequence
 
 from ..errors import InputError
 from ..shot.frames import plan_frames
-from ..shot.inputs import open_input
 from ..shot.request import RenderRequest
 
 
 def shot_frames(request: RenderRequest) -> tuple[int, ...]:
     """The input's frame numbers inside request.frames (all when None); opens the input."""
+    from ..shot.inputs import open_input  # the decoders load only when a job is made
+
     shot = open_input(request.input, request.start_number, request.conform_vfr)
     try:
         return plan_frames(shot.frame_numbers, request.frames, None, shot.label,

@@ -9,8 +9,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import av
-
 from ..errors import InputError
 
 VIDEO_EXTENSIONS = frozenset({".mov", ".mp4", ".mkv", ".avi", ".mxf", ".webm", ".m4v"})
@@ -39,6 +37,8 @@ def open_input(path: Path, what: str = "video") -> Any:
         raise InputError(f"{path} does not exist")
     if not path.is_file():
         raise InputError(f"{path} is not a file")
+    import av  # here, not at the top: the command line's start-up does not load FFmpeg
+
     try:
         return av.open(str(path), "r")
     except (av.FFmpegError, OSError) as exc:

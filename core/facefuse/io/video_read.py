@@ -234,8 +234,10 @@ class VideoSource:
     shows the last frame that starts before the middle of the slot, so frames are repeated or
     dropped as needed. Use as a context manager or call ``close()``."""
 
-    def __init__(self, path: Path | str, start_number: int = 1, conform_vfr: bool = False) -> None:
+    def __init__(self, path: Path | str, start_number: int = 1, conform_vfr: bool = False,
+                 decode_threads: int = _DECODE_THREADS) -> None:
         self._path = Path(path)
+        self._decode_threads = max(1, decode_threads)
         self._container = open_input(self._path)
         try:
             self._setup(start_number, conform_vfr)
@@ -253,7 +255,7 @@ class VideoSource:
                              "sequence pattern (name.####.exr)")
         self._stream = container.streams.video[0]
         self._stream.thread_type = "AUTO"
-        self._stream.codec_context.thread_count = _DECODE_THREADS
+        self._stream.codec_context.thread_count = self._decode_threads
         rows = _scan_packets(container, self._stream, path)
         self._index = _build_index(rows, Fraction(self._stream.time_base))
         self._position = MappingProxyType({p: i for i, p in enumerate(self._index.pts)})
@@ -347,8 +349,10 @@ class VideoSource:
         module docstring); one that cannot be decoded comes as ``DecodeFailure`` instead.
         InputError (raised here, before any decoding) for a number outside the clip.
         clock: when given, decoding is timed into its "decode" stage and the conversion to an
-        array into "colour" (take() it after each frame for per-frame figures)."""
-        return self._start(numbers, self._to_array, clock)
+        array into "colour" (take() it after each frame for per-frame figures).
+        Every frame is an array of its own, a repeated number included, so the caller may
+        modify it in place (pass 2 pastes into it)."""
+        return self._start(numbers, self._to_array, clock, shared=False)
 
     def read_analysis(self, numbers: Iterable[int], max_side_px: int,
                       clock: StageClock | None = None
@@ -360,11 +364,12 @@ class VideoSource:
             fast = None if self._turns else analysis_picture(picture, max_side_px)
             return fast if fast is not None else self._to_array(picture)
 
-        return self._start(numbers, convert, clock)
+        return self._start(numbers, convert, clock, shared=True)
 
     def _start(self, numbers: Iterable[int], convert: Callable[[Any], Any],
-               clock: StageClock | None) -> Iterator[tuple[int, Any]]:
-        """Check the numbers (see read) and start a read that converts with `convert`."""
+               clock: StageClock | None, shared: bool) -> Iterator[tuple[int, Any]]:
+        """Check the numbers (see read) and start a read that converts with `convert`;
+        shared: a repeated number yields the same object again (else a new conversion)."""
         wanted = list(numbers)
         first, last = self._info.start_number, self._info.start_number + self._info.frame_count - 1
         for a, b in itertools.pairwise(wanted):
@@ -376,14 +381,14 @@ class VideoSource:
                              f"(frames {first}-{last})")
         self._reader = _Decoder(self._container, self._stream, self._index, self._position)
         return self._deliver(wanted, self._reader, convert,
-                             clock if clock is not None else StageClock())
+                             clock if clock is not None else StageClock(), shared)
 
     def _source_position(self, number: int) -> int:
         slot = number - self._info.start_number
         return self._slots[slot] if self._slots is not None else slot
 
     def _deliver(self, wanted: list[int], decoder: _Decoder, convert: Callable[[Any], Any],
-                 clock: StageClock) -> Iterator[tuple[int, Any]]:
+                 clock: StageClock, shared: bool) -> Iterator[tuple[int, Any]]:
         """One read's frames. A later read() takes over the file, so this one then stops."""
         held: tuple[int, Any] | None = None  # the last decoded (position, VideoFrame)
         array: tuple[int, Any] | None = None  # the last converted (position, picture)
@@ -398,7 +403,7 @@ class VideoSource:
             if held is None or held[0] != pos:
                 yield number, DecodeFailure(decoder.failure_reason())
                 continue
-            if array is None or array[0] != pos:
+            if array is None or array[0] != pos or not shared:
                 with clock.measure("colour"):
                     array = (pos, convert(held[1]))
             yield number, array[1]

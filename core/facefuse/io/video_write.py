@@ -168,8 +168,10 @@ class VideoSink:
     def __init__(self, path: Path | str, info_like: VideoInfo, codec: str = "h264",
                  audio_from: Path | None = None, metadata: Mapping[str, str] = _EMPTY,
                  quality: int | None = None, preset: str | None = None,
-                 audio_start_s: float = 0.0, audio_duration_s: float | None = None) -> None:
+                 audio_start_s: float = 0.0, audio_duration_s: float | None = None,
+                 threads: int = 0) -> None:
         self._path = Path(path)
+        self._threads = threads  # the encoder's thread_count (0: FFmpeg's choice)
         self._spec = _check_output(self._path, codec, info_like.width, info_like.height)
         check_encoder_options(codec, quality if codec in CRF_CODECS else None, preset)
         self._info, self._codec = info_like, codec
@@ -277,6 +279,8 @@ class VideoSink:
         if turns:  # the source's display matrix: players show the upright frames written
             stream.set_display_rotation(90 * turns)
         stream.pix_fmt, stream.thread_type = self._pix_fmt, "AUTO"
+        if self._threads > 0:
+            stream.codec_context.thread_count = self._threads
         self._tag_colour(stream.codec_context)
         if spec.quality_option == "q":
             self._fix_qscale(stream.codec_context)

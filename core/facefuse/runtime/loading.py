@@ -30,6 +30,7 @@ from ..stages import (
 )
 from .sessions import SessionPool, SessionTimer, resolve_providers
 from .signature import Signature, pick_family, require
+from .threads import thread_budget
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,8 @@ class ModelLoader:
                                 offline=settings.offline or offline_from_env(),
                                 on_progress=on_download)
         self.providers = resolve_providers(settings.providers)
-        self.sessions = SessionPool(self.providers, cache_dir=self.models_dir, timer=timer)
+        self.sessions = SessionPool(self.providers, cache_dir=self.models_dir, timer=timer,
+                                    threads=thread_budget(settings.threads).inference)
         self._hashes = hashes
         self._located: dict[str, LocatedModel] = {}
         self._loaded: dict[str, LoadedModel] = {}

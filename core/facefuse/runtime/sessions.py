@@ -7,12 +7,12 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Protocol
 
 import onnxruntime as ort
 
-from ..errors import InputError, ModelError
+from ..errors import ModelError
+from .providers import parse_providers
 
 log = logging.getLogger(__name__)
 
@@ -23,30 +23,8 @@ AUTO_PREFERENCE = (
     "CoreMLExecutionProvider",
     "CPUExecutionProvider",
 )
-SHORT_NAMES = MappingProxyType({
-    "tensorrt": "TensorrtExecutionProvider",
-    "trt": "TensorrtExecutionProvider",
-    "cuda": "CUDAExecutionProvider",
-    "coreml": "CoreMLExecutionProvider",
-    "directml": "DmlExecutionProvider",
-    "dml": "DmlExecutionProvider",
-    "rocm": "ROCMExecutionProvider",
-    "openvino": "OpenVINOExecutionProvider",
-    "cpu": "CPUExecutionProvider",
-})
 CPU = "CPUExecutionProvider"
 ORT_LOG_ERROR = 3  # onnxruntime severities: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal
-
-
-def parse_providers(text: str) -> str | tuple[str, ...]:
-    """"auto" or a comma list of provider names ("cuda,cpu" or full ONNX Runtime names)."""
-    text = text.strip()
-    if text.lower() == "auto":
-        return "auto"
-    names = tuple(SHORT_NAMES.get(part.strip().lower(), part.strip()) for part in text.split(","))
-    if not all(names):
-        raise InputError(f"--providers {text!r} has an empty entry; use e.g. 'cuda,cpu' or 'auto'")
-    return names
 
 
 def resolve_providers(requested: str | Sequence[str]) -> tuple[str, ...]:
@@ -84,9 +62,13 @@ def provider_options(provider: str, cache_dir: Path | None) -> dict[str, str]:
 
 
 def create_session(model_path: Path, providers: Sequence[str],
-                   cache_dir: Path | None = None) -> ort.InferenceSession:
-    """One InferenceSession for model_path. A provider that fails to load is a warning, then CPU."""
+                   cache_dir: Path | None = None, threads: int = 0) -> ort.InferenceSession:
+    """One InferenceSession for model_path. A provider that fails to load is a warning, then CPU.
+
+    threads: intra-op worker threads (0: ONNX Runtime's default, one per physical core)."""
     options = ort.SessionOptions()
+    if threads > 0:
+        options.intra_op_num_threads = threads
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     # Errors only: ONNX Runtime otherwise warns on every run about harmless graph details, e.g.
     # "Removing initializer 'emap'" of inswapper (an input the model carries but never uses).
@@ -105,7 +87,7 @@ def create_session(model_path: Path, providers: Sequence[str],
                              f"{_first_line(exc)}") from exc
         log.warning("could not create a session for %s with %s (%s); falling back to CPU",
                     model_path.name, ", ".join(providers), _first_line(exc))
-        return create_session(model_path, [CPU], cache_dir)
+        return create_session(model_path, [CPU], cache_dir, threads)
     _warn_dropped(model_path, providers, session.get_providers())
     return session
 
@@ -158,11 +140,13 @@ class TimedSession:
 class SessionPool:
     """Sessions keyed by (resolved model path, providers); each created once and then reused.
 
-    timer: when given, session creation and every run() are timed into it."""
+    timer: when given, session creation and every run() are timed into it. threads: each
+    session's intra-op threads (0: ONNX Runtime's default)."""
 
     def __init__(self, providers: Sequence[str], cache_dir: Path | None = None,
-                 timer: SessionTimer | None = None) -> None:
+                 timer: SessionTimer | None = None, threads: int = 0) -> None:
         self.providers = tuple(providers)
+        self.threads = threads
         self._cache_dir = cache_dir
         self._timer = timer
         self._sessions: dict[tuple[str, tuple[str, ...]], Any] = {}
@@ -178,7 +162,7 @@ class SessionPool:
 
     def _create(self, model_path: Path) -> Any:
         start = time.perf_counter()
-        session = create_session(model_path, self.providers, self._cache_dir)
+        session = create_session(model_path, self.providers, self._cache_dir, self.threads)
         if self._timer is None:
             return session
         self._timer.session_created((time.perf_counter() - start) * 1000.0)

@@ -22,6 +22,7 @@ from ..errors import InputError
 from ..io import plates, sequences, video
 from ..io.analysis_pictures import AnalysisPicture
 from ..io.video import DecodeFailure
+from ..runtime.threads import thread_budget
 from ..timing import StageClock
 
 FrameOrFailure = np.ndarray | DecodeFailure
@@ -66,7 +67,8 @@ class ShotInput(Protocol):
     def read(self, numbers: Iterable[int], clock: StageClock | None = None
              ) -> Iterator[tuple[int, FrameOrFailure]]:
         """Frames by number; `clock` (optional) gets each frame's "decode" (and, for videos,
-        "colour": the conversion to BGR) milliseconds."""
+        "colour": the conversion to BGR) milliseconds. Each frame is a writable array of its
+        own (a repeated number included): the caller may modify it."""
         ...
 
     def read_analysis(self, numbers: Iterable[int], max_side_px: int,
@@ -135,9 +137,11 @@ class VideoInput:
     from (.mov, .mp4, .mkv, .webm, .avi, animated .gif, ...). Frames arrive upright (see
     VideoInfo.rotation_deg)."""
 
-    def __init__(self, path: Path, start_number: int, conform_vfr: bool) -> None:
+    def __init__(self, path: Path, start_number: int, conform_vfr: bool,
+                 decode_threads: int) -> None:
         self.path = path
-        self.source = video.VideoSource(path, start_number=start_number, conform_vfr=conform_vfr)
+        self.source = video.VideoSource(path, start_number=start_number, conform_vfr=conform_vfr,
+                                        decode_threads=decode_threads)
         self.info = self.source.info
         self.label = str(path)
         first = self.info.start_number
@@ -178,8 +182,10 @@ class VideoInput:
         self.source.close()
 
 
-def open_input(spec: str, start_number: int = 1, conform_vfr: bool = False) -> ShotInput:
+def open_input(spec: str, start_number: int = 1, conform_vfr: bool = False,
+               threads: int = 0) -> ShotInput:
     """A sequence pattern or a video file; InputError naming the problem otherwise.
+    threads: the render's thread budget (Settings.threads; see runtime.threads).
 
     A file is a video input whatever its extension when FFmpeg decodes a video stream from it
     (GIF, WebM, AVI, ...); anything else gets one sentence naming its format and what to convert
@@ -192,4 +198,4 @@ def open_input(spec: str, start_number: int = 1, conform_vfr: bool = False) -> S
     if path.is_dir():
         raise InputError(f"{path} is a folder; give a video file or an image sequence pattern "
                          "(name.####.exr, name.%04d.exr, name.#.exr)")
-    return VideoInput(path, start_number, conform_vfr)
+    return VideoInput(path, start_number, conform_vfr, thread_budget(threads).decode)

@@ -34,6 +34,7 @@ from ..geometry import DisplayConversion, to_model_range
 from ..io import files, plates, sequences, video
 from ..io.video_common import check_encoder_options
 from ..io.video_write import check_container
+from ..runtime.threads import thread_budget
 from .inputs import ShotInput
 from .output_checks import check_folders, check_outputs, sweep_temporaries
 from .request import RenderRequest
@@ -169,11 +170,12 @@ class SequenceWriter:
     is settled only once all its files are renamed into place."""
 
     def __init__(self, pattern: str, like: plates.PlateFormat | None, extras: _Extras,
-                 linear: ColourConverter | None = None, compression: str | None = None) -> None:
+                 linear: ColourConverter | None = None, compression: str | None = None,
+                 workers: int = WRITE_WORKERS) -> None:
         self.main = SequenceOutput(pattern, like, compression=compression)
         self.extras = extras
         self.linear = linear  # display-referred input to EXR: see _writes_linear_exr
-        self._pool = ThreadPoolExecutor(WRITE_WORKERS, thread_name_prefix="facefuse-encode")
+        self._pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="facefuse-encode")
         self._pending: deque[tuple[Processed, Future[float] | None]] = deque()
 
     @property
@@ -278,11 +280,12 @@ class VideoWriter:
                            or DEFAULT_SEQUENCE_RATE, len(self.numbers), frame, timing.timecode)
         audio = timing.audio
         request = self.request
+        threads = thread_budget(request.settings.threads).encode
         if audio is None:
             return video.VideoSink(self.path, info, codec=request.codec, metadata=metadata,
-                                   quality=request.crf, preset=request.preset)
+                                   quality=request.crf, preset=request.preset, threads=threads)
         return video.VideoSink(self.path, info, codec=request.codec, metadata=metadata,
-                               quality=request.crf, preset=request.preset,
+                               quality=request.crf, preset=request.preset, threads=threads,
                                audio_from=audio.path, audio_start_s=audio.start_s,
                                audio_duration_s=audio.duration_s)
 
@@ -332,7 +335,8 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
         linear = (linear_output_converter()
                   if colour is None and _writes_linear_exr(request, shot) else None)
         sequence = SequenceWriter(request.output, shot.plate_format, extras, linear,
-                                  request.compression)
+                                  request.compression,
+                                  thread_budget(request.settings.threads).sequence_writers)
         named = [(_label(request, "-o"), sequence.main), *_extra_labels(request, extras)]
         try:
             protected = check_outputs(named, None, shot, numbers)

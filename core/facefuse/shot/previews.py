@@ -175,7 +175,8 @@ def _pipeline(settings: Settings, given: Pipeline | None) -> Iterator[Pipeline]:
 def _frame(request: RenderRequest, number: int
            ) -> Iterator[tuple[np.ndarray, DisplayConversion | None]]:
     """One decoded frame of the request's input and its colour conversion to display space."""
-    shot = open_input(request.input, request.start_number, request.conform_vfr)
+    shot = open_input(request.input, request.start_number, request.conform_vfr,
+                      request.settings.threads)
     try:
         if number not in shot.frame_numbers:
             first, last = shot.frame_numbers[0], shot.frame_numbers[-1]

@@ -87,7 +87,8 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
     started = time.perf_counter()
     if pipeline is not None and pipeline.settings != request.settings:
         raise ValueError("the pipeline given to render() was built from other settings")
-    shot = open_input(request.input, request.start_number, request.conform_vfr)
+    shot = open_input(request.input, request.start_number, request.conform_vfr,
+                      request.settings.threads)
     try:
         job = RenderJob(request, shot, on_progress or _ignore, on_phase or _ignore, timings)
         if pipeline is not None:
@@ -332,6 +333,7 @@ class RenderJob:
                   targets: Mapping[int, tuple[Face, ...]], todo: Sequence[int],
                   metadata: Mapping[str, str], cancelled: CancelCheck) -> bool:
         fail_fast, colour = self.request.fail_fast, self.colour
+        wants_matte = bool(self.request.matte or self.request.patch)
         self.todo_total = len(todo)
         # Set on this (the inference) thread as soon as a frame fails, so with --fail-fast no
         # frame after it is processed, let alone written; frames before it still complete.
@@ -342,7 +344,9 @@ class RenderJob:
             if isinstance(frame, DecodeFailure):
                 failed_here.append(number)
                 return Processed(number, None, None, 0, read_ms, frame.reason)
-            result = pipeline.swap_faces(frame, identity, targets.get(number, ()), colour)
+            # the frame is this pass's own (see _timed): paste into it, matte only if written
+            result = pipeline.swap_faces(frame, identity, targets.get(number, ()), colour,
+                                         in_place=True, matte=wants_matte)
             return Processed(number, result.frame, result.matte, len(result.swapped),
                              MappingProxyType({**read_ms, **result.timings_ms}))
 
@@ -366,7 +370,8 @@ class RenderJob:
 
 def _timed(shot: ShotInput, numbers: Sequence[int]
            ) -> Iterator[tuple[int, Any, Mapping[str, float]]]:
-    """The frames with the milliseconds each took to decode (and convert to BGR: "colour")."""
+    """The frames with the milliseconds each took to decode (and convert to BGR: "colour");
+    each frame is an array of its own (see VideoSource.read), which pass 2 pastes into."""
     clock = StageClock()
     for number, frame in shot.read(numbers, clock):
         yield number, frame, clock.take()

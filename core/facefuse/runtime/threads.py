@@ -1,0 +1,45 @@
+"""The one CPU thread budget (`Settings.threads`, `--threads N`) and how it sizes each pool.
+
+A render runs three kinds of thread pools: ONNX Runtime's intra-op workers (inference), the
+decoder's (FFmpeg frame/slice threads) and the encoder's (FFmpeg's, or the image-sequence writer
+pool). Pass 2 runs them side by side on a frame each, and idle ONNX Runtime workers sleep rather
+than spin (runtime.sessions), so each pool may use the whole budget when its turn comes; what the
+budget bounds is how many threads any one pool starts. 0 means every core of the machine. A farm
+that packs several renders onto one machine gives each its share (`--threads 4` on 16 cores, four
+tasks); `--threads 1` keeps every pool single-threaded.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+DECODE_THREADS_MAX = 4  # more frame threads only add latency and frames in flight
+SEQUENCE_WRITERS_MAX = 3  # image-sequence files written at once (EXR compression is the cost)
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadBudget:
+    """Threads each pool starts: inference (ONNX Runtime intra-op), decode, encode (FFmpeg's
+    thread_count), sequence_writers (image-sequence files written at once)."""
+
+    inference: int
+    decode: int
+    encode: int
+    sequence_writers: int
+
+
+def machine_cores() -> int:
+    """The cores this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def thread_budget(threads: int, cores: int | None = None) -> ThreadBudget:
+    """The pools' sizes for a budget of `threads` (0: all `cores`, default machine_cores())."""
+    if threads < 0:
+        raise ValueError(f"threads must be 0 (all cores) or more, not {threads}")
+    total = threads or (cores if cores is not None else machine_cores())
+    return ThreadBudget(inference=total, decode=min(total, DECODE_THREADS_MAX), encode=total,
+                        sequence_writers=min(total, SEQUENCE_WRITERS_MAX))

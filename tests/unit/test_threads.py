@@ -1,0 +1,26 @@
+"""The one CPU thread budget and the pool sizes it gives (runtime.threads)."""
+
+from __future__ import annotations
+
+import pytest
+
+from facefuse.runtime.threads import machine_cores, thread_budget
+
+
+def test_zero_means_every_core() -> None:
+    assert thread_budget(0, cores=16) == thread_budget(16)
+    assert thread_budget(0).inference == machine_cores() >= 1
+
+
+def test_each_pool_is_sized_from_the_one_budget() -> None:
+    budget = thread_budget(16)
+    assert (budget.inference, budget.decode, budget.encode, budget.sequence_writers) == (
+        16, 4, 16, 3)
+    one = thread_budget(1, cores=16)
+    assert (one.inference, one.decode, one.encode, one.sequence_writers) == (1, 1, 1, 1)
+    assert thread_budget(0, cores=2).decode == 2
+
+
+def test_a_negative_budget_is_refused() -> None:
+    with pytest.raises(ValueError, match="threads"):
+        thread_budget(-1)
