@@ -9,6 +9,7 @@ builds requests, starts jobs and shows what they hand back.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ from .settings import SettingsForm
 from .widgets import FaceGrid, LogPane, SourceList, SplitView
 from .worker import Jobs, look_job, render_job
 
+LOOK = "look"  # the kind of every look job (thumbnails, faces, reference, preview)
 CANCEL_WAIT_MS = 1000
 OUTPUT_LABELS = {"png": "PNG sequence", "exr": "EXR sequence", "tif": "TIFF sequence",
                  "prores_4444": "ProRes 4444 movie", "dnxhr_444": "DNxHR 444 movie"}
@@ -61,6 +63,7 @@ class PanelWindow(QMainWindow):
         self.reference: Path | None = None
         self.last_request: RenderRequest | None = None
         self.pending_thumbnails: list[Path] = []
+        self.pending_looks: list[Callable[[], None]] = []  # looks asked for while one ran
         self.thumbnailed: set[Path] = set()
         self.render_started = 0.0
         self.setWindowTitle("facefuse")
@@ -169,11 +172,24 @@ class PanelWindow(QMainWindow):
                              settings=settings or self.settings(),
                              start_number=clip.start_number)
 
-    def _look(self, kind: str, label: str, look: Any, done: Any,
-              settings: Settings | None = None) -> None:
+    def _checked_look_request(self) -> RenderRequest | None:
+        """look_request(), or None after saying why the settings cannot be used."""
+        try:
+            return self.look_request()
+        except (FacefuseError, HostError) as exc:
+            self.log.say(str(exc), "ERROR")
+            return None
+
+    def _look(self, label: str, look: Any, done: Any, settings: Settings | None = None) -> None:
+        """Run look(pipeline) as the one look job: looks share the runner's Pipeline, which is
+        not safe to use from two threads (or to replace while another look uses it), so a look
+        asked for while another runs waits for it."""
+        if self.jobs.busy(LOOK):
+            self.pending_looks.append(lambda: self._look(label, look, done, settings))
+            return
         try:
             settings = settings or self.settings()
-            job = look_job(kind, label, self.jobs.runner, settings, look,
+            job = look_job(LOOK, label, self.jobs.runner, settings, look,
                            lambda _job, result: done(result))
             self.jobs.start(job)
         except (FacefuseError, HostError) as exc:
@@ -192,27 +208,29 @@ class PanelWindow(QMainWindow):
         self._next_thumbnail()
 
     def _next_thumbnail(self) -> None:
-        if not self.pending_thumbnails or self.jobs.busy("thumbnail"):
+        if not self.pending_thumbnails or self.jobs.busy(LOOK):
             return
         path = self.pending_thumbnails.pop(0)
 
         def shown(result: tuple[Path, int]) -> Message:
             self.sources.set_thumbnail(path, *result)
             return Message("INFO", f"{path.name}: {result[1]} face(s)")
-        self._look("thumbnail", f"Thumbnail of {path.name}",
+        self._look(f"Thumbnail of {path.name}",
                    lambda p: previews.source_preview(path, p.settings, pipeline=p), shown)
 
     def find_faces(self) -> None:
         if self.host.clip is None:
             return
-        request, frame = self.look_request(), self.frame.value()
+        request, frame = self._checked_look_request(), self.frame.value()
+        if request is None:
+            return
 
         def shown(tiles: tuple[Path, ...]) -> Message:
             self.faces.show_faces(tiles)
             return Message("INFO" if tiles else "WARNING",
                            f"{len(tiles)} face(s) in frame {frame}" if tiles else
                            f"No face found in frame {frame}: try another frame")
-        self._look("faces", "Finding faces",
+        self._look("Finding faces",
                    lambda p: previews.face_pictures(request, frame, pipeline=p), shown,
                    request.settings)
 
@@ -221,7 +239,9 @@ class PanelWindow(QMainWindow):
             self.reference = None
             self.form.set_value("selector", mode)
             return
-        request, frame = self.look_request(), self.frame.value()
+        request, frame = self._checked_look_request(), self.frame.value()
+        if request is None:
+            return
         folder = request.settings.cache_dir or self.host.clip.folder
 
         def chosen(path: Path) -> Message:
@@ -229,7 +249,7 @@ class PanelWindow(QMainWindow):
             self.form.set_value("selector", "reference")
             return Message("INFO", f"Replacing face {index} of frame {frame} (and the same "
                                    "person in every frame)")
-        self._look("reference", "Picking the face",
+        self._look("Picking the face",
                    lambda p: previews.reference_face(request, frame, index,
                                                      Path(folder) / "references", p),
                    chosen, request.settings)
@@ -239,7 +259,9 @@ class PanelWindow(QMainWindow):
         if not self.sources.paths():
             self.log.say("Add a source photo first (Sources > Add…)", "ERROR")
             return
-        request, frame = self.look_request(), self.frame.value()
+        request, frame = self._checked_look_request(), self.frame.value()
+        if request is None:
+            return
 
         def both(p: Any) -> tuple[Path, Path]:
             return (previews.frame_picture(request, frame),
@@ -248,7 +270,7 @@ class PanelWindow(QMainWindow):
         def shown(pair: tuple[Path, Path]) -> Message:
             self.view.show_pair(*pair)
             return Message("INFO", f"Preview of frame {frame}: drag the divider to compare")
-        self._look("preview", "Preview", both, shown, request.settings)
+        self._look("Preview", both, shown, request.settings)
 
     # -- render -----------------------------------------------------------------------------------
     def start_render(self) -> None:
@@ -309,8 +331,11 @@ class PanelWindow(QMainWindow):
             self.render_button.setEnabled(self.host.clip is not None)
             self.cancel_button.setEnabled(False)
             self.status.setText(message.text)
-        if kind == "thumbnail":
-            self._next_thumbnail()
+        if kind == LOOK:
+            if self.pending_looks:
+                self.pending_looks.pop(0)()
+            else:
+                self._next_thumbnail()
 
     # -- files and closing ------------------------------------------------------------------------
     def _choose_clip(self) -> None:

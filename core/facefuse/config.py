@@ -137,6 +137,9 @@ class Settings:
     def __post_init__(self) -> None:
         for option in tunable_options():
             _check_value(option, getattr(self, option.name))
+        if self.mouth_mask and not self.parser:
+            raise InputError("the mouth mask finds the mouth with the face parser: choose one "
+                             "(--parser bisenet_resnet_34) or switch the mouth mask off")
 
 
 def tunable_options() -> tuple[Tunable, ...]:

@@ -125,10 +125,12 @@ def shrink_to_fit(image: np.ndarray, max_side_px: int) -> tuple[np.ndarray, floa
     return cv2.resize(image, size, interpolation=cv2.INTER_AREA), scale
 
 
-def scale_face(face: Face, factor: float) -> Face:
-    """A copy of face with box and landmarks multiplied by factor (pixel coordinates)."""
-    return replace(face, bbox_xyxy=(face.bbox_xyxy * factor).astype(np.float32),
-                   kps5=(face.kps5 * factor).astype(np.float32))
+def scale_face(face: Face, factor: float | tuple[float, float]) -> Face:
+    """A copy of face with box and landmarks multiplied by factor (pixel coordinates); a pair
+    scales x and y apart (pictures resized to a rounded size)."""
+    fx, fy = factor if isinstance(factor, tuple) else (factor, factor)
+    return replace(face, bbox_xyxy=(face.bbox_xyxy * np.array([fx, fy, fx, fy])).astype(np.float32),
+                   kps5=(face.kps5 * np.array([fx, fy])).astype(np.float32))
 
 
 def warp_crop(frame: np.ndarray, kps5: np.ndarray, template: str, size_px: int,

@@ -61,6 +61,19 @@ def warp_to_roi(image: np.ndarray, crop_to_frame: np.ndarray, roi: Roi) -> np.nd
                           flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=(0.0,))
 
 
+def warp_from_roi(roi_image: np.ndarray, frame_to_crop: np.ndarray, roi: Roi,
+                  size_px: int) -> np.ndarray:
+    """A frame-space image held over `roi` (e.g. the mask paste_into returned), warped into a
+    crop of size_px made with frame_to_crop (zero where the ROI does not reach)."""
+    if roi.empty:
+        return np.zeros((size_px, size_px), np.float32)
+    from_roi = frame_to_crop.copy()
+    from_roi[:, 2] += from_roi[:, :2] @ np.array([roi.x0, roi.y0], np.float64)
+    return cv2.warpAffine(np.ascontiguousarray(roi_image, np.float32), from_roi,
+                          (size_px, size_px), flags=cv2.INTER_LINEAR,
+                          borderMode=cv2.BORDER_CONSTANT, borderValue=(0.0,))
+
+
 def paste_into(frame: np.ndarray, crop_bgr: np.ndarray, mask: np.ndarray,
                frame_to_crop: np.ndarray,
                colour: DisplayConversion | None = None) -> tuple[Roi, np.ndarray]:

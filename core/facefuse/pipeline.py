@@ -20,12 +20,12 @@ from .cache.embeddings import EmbeddingCache
 from .cache.hashes import HashMemo, sha256_bytes
 from .cache.layout import CacheLayout
 from .config import Settings
-from .errors import InputError, NoFaceError
+from .errors import NoFaceError
 from .geometry import DisplayConversion
 from .io.images import decode_image, read_image_bytes
 from .masks import box_mask, combine_masks, keep_out, landmark_hull_mask, soften_model_mask
 from .models.manifest import Manifest
-from .paste import paste_into
+from .paste import Roi, paste_into, warp_from_roi
 from .runtime.loading import DownloadProgress, ModelLoader
 from .runtime.sessions import SessionTimer
 from .selection import largest_face, select_faces
@@ -52,9 +52,6 @@ class Pipeline:
     def __init__(self, settings: Settings, manifest: Manifest | None = None,
                  on_download: DownloadProgress | None = None,
                  timer: SessionTimer | None = None) -> None:
-        if settings.mouth_mask and not settings.parser:
-            raise InputError("the mouth mask finds the mouth with the face parser: choose one "
-                             "(--parser bisenet_resnet_34) or switch the mouth mask off")
         self.settings = settings
         self.cache = CacheLayout.at(settings.cache_dir)
         self.hashes = HashMemo(self.cache.hashes)
@@ -169,10 +166,10 @@ class Pipeline:
         out = frame if in_place else frame.copy()
         union = np.zeros(frame.shape[:2], np.float32) if targets and matte else None
         for face, (crop, latent) in zip(targets, cut):
-            self._swap_face(out, face, crop, latent, union, clock, colour)
+            swapped = self._swap_face(out, face, crop, latent, union, clock, colour)
             if self.settings.enhancer:
                 with clock.measure("enhance"):
-                    self._enhance_face(out, face, colour)
+                    self._enhance_face(out, face, colour, swapped)
         seen = tuple(faces) if faces is not None else tuple(targets)
         return FrameResult(out, seen, tuple(targets), union, clock.snapshot())
 
@@ -188,7 +185,8 @@ class Pipeline:
 
     def _swap_face(self, out: np.ndarray, face: Face, crop: AlignedCrop, latent: np.ndarray,
                    matte: np.ndarray | None, clock: StageClock,
-                   colour: DisplayConversion | None) -> None:
+                   colour: DisplayConversion | None) -> tuple[Roi, np.ndarray]:
+        """Swap one face into `out`; returns where it was pasted and the mask used there."""
         with clock.measure("mask"):
             masks = self._target_masks(crop)
         with clock.measure("swap"):
@@ -202,6 +200,15 @@ class Pipeline:
             if matte is not None and not roi.empty:
                 rows, cols = roi.slices()
                 np.maximum(matte[rows, cols], roi_mask, out=matte[rows, cols])
+        return roi, roi_mask
+
+    def check_options(self) -> None:
+        """Refuse, before any frame is written, options that do not fit the chosen models: a
+        pixel boost that is not a multiple of the swapper's size, mask regions the parser does
+        not know (InputError)."""
+        self._swap_size_px(self.models.swapper())
+        if self.settings.parser:
+            self.models.parser().class_indices(self.settings.mask_regions)
 
     def _swap_size_px(self, swapper: Swapper) -> int:
         """The crop size swapped: the model's own, or the pixel-boost size (a multiple of it)."""
@@ -252,13 +259,23 @@ class Pipeline:
                                                 self.settings.mask_padding)
         return self._box_masks[size_px]
 
-    def _enhance_face(self, out: np.ndarray, face: Face,
-                      colour: DisplayConversion | None) -> None:
+    def _enhance_face(self, out: np.ndarray, face: Face, colour: DisplayConversion | None,
+                      swapped: tuple[Roi, np.ndarray]) -> None:
+        """Restore the swapped face. With occlusion, region or mouth masks the restorer is held
+        to the swap's own mask too, so what those masks kept of the target stays the target's."""
         spec = self.models.load("enhancer").family.crop_spec()
         crop = geometry.warp_crop(out, face.kps5, *spec, colour)
         restored = self.models.restorer().enhance(crop)
-        mask = self._box_mask(crop.size_px) * np.float32(self.settings.enhancer_blend)
-        paste_into(out, restored, mask, crop.frame_to_crop, colour)
+        mask = self._box_mask(crop.size_px)
+        if self._uses_model_masks():
+            roi, roi_mask = swapped
+            mask = combine_masks(mask, warp_from_roi(roi_mask, crop.frame_to_crop, roi,
+                                                     crop.size_px))
+        paste_into(out, restored, mask * np.float32(self.settings.enhancer_blend),
+                   crop.frame_to_crop, colour)
+
+    def _uses_model_masks(self) -> bool:
+        return bool(self.settings.occluder or self.settings.parser or self.settings.mouth_mask)
 
     def _latent(self, identity: SourceIdentity) -> np.ndarray:
         key = np.ascontiguousarray(identity.embedding, dtype=np.float32).tobytes()

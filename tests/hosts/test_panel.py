@@ -373,3 +373,17 @@ def test_the_commands_open_the_panel_and_return_when_it_closes(qtbot, clip: Path
     assert main(["panel", str(clip)]) == 0
     assert seen[-1].clip_label.text() == "Clip: plate.mp4"
     assert main(["panel", str(tmp_path / "missing.mp4")]) == 2
+
+
+def test_settings_the_engine_refuses_are_said_in_the_log_for_every_look(qtbot, clip: Path, base,
+                                                                         source: Path):
+    """The form allows unticking every mask region; Settings refuses that. Preview, Find Faces
+    and picking a face say so in the log (no exception leaves the slot, no job starts)."""
+    window = _window(qtbot, FileHost(clip), base)
+    window.sources.add([source])
+    _idle(qtbot, window)
+    window.form.controls["mask_regions"].choose(())
+    window.preview()
+    window.find_faces()
+    window._face_picked("face", 0)
+    assert _log(window).count("must name at least one") == 3

@@ -11,11 +11,13 @@ import cv2
 import numpy as np
 import pytest
 
+from facefuse.geometry import scale_face
 from facefuse.io.analysis_pictures import analysis_picture
 from facefuse.pipeline import Pipeline
 from facefuse.shot.analysis_pass import FrameAnalysis
 from facefuse.shot.render import render
 from facefuse.timing import RenderTimings, StageClock
+from facefuse.types import Face
 from tests.integration.render_helpers import read_bgr
 from tests.render_media import (
     decode_video,
@@ -50,7 +52,7 @@ def test_face_regions_are_exactly_the_full_conversion_and_small_stays_close(
     picture = _pictures(clip)[1]
     full = decode_video(clip)[1]  # as the swap pass converts it (via 4:4:4)
     small = analysis_picture(picture, 640)
-    assert small is not None and small.small.shape == (360, 640, 3) and small.scale == 0.5
+    assert small is not None and small.small.shape == (360, 640, 3) and small.scale_xy == (0.5, 0.5)
     frame = small.frame_with([(101, 51, 501, 401), (1200, 700, 1400, 800)])
     assert frame.shape == (720, 1280, 3)
     np.testing.assert_array_equal(frame[51:401, 101:501], full[51:401, 101:501])
@@ -93,3 +95,17 @@ def test_a_render_through_the_small_path_changes_only_the_face(
         matte = read_bgr(tmp_path / f"matte.{index + 1}.png")[..., 0]
         np.testing.assert_array_equal(out[matte == 0], ref[matte == 0])
         assert (np.abs(out.astype(int) - ref).max(axis=2) > 20).sum() > 2000  # the face changed
+
+
+def test_a_dci_4k_picture_is_scaled_back_per_axis() -> None:
+    """4096x2160 shrinks to 640x338: x and y scale differently (0.15625 vs 0.15648), and a
+    face found in the small picture maps back with each axis's own factor."""
+    picture = av.VideoFrame.from_ndarray(np.zeros((2160, 4096, 3), np.uint8), format="bgr24")
+    small = analysis_picture(picture.reformat(format="yuv420p"), 640)
+    assert small is not None and small.small.shape == (338, 640, 3)
+    assert small.scale_xy == (640 / 4096, 338 / 2160)
+    found = Face(bbox_xyxy=np.array([10, 300, 60, 330], np.float32),
+                 kps5=np.full((5, 2), (30.0, 320.0), np.float32), score=0.9)
+    back = scale_face(found, (1 / small.scale_xy[0], 1 / small.scale_xy[1]))
+    np.testing.assert_allclose(back.kps5[0], (30 * 4096 / 640, 320 * 2160 / 338), rtol=1e-6)
+    assert abs(back.kps5[0, 1] - 320 / small.scale_xy[0]) > 2.5  # one factor would be 3 px off

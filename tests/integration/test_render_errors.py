@@ -282,3 +282,12 @@ def test_cli_subprocess_exit_code_and_stderr(media: Media, render_models: Path,
     assert done.stderr.strip().splitlines() == [
         f"facefuse: error: {tmp_path / 'missing.mp4'} does not exist"]
     assert list(out.iterdir()) == []
+
+
+def test_a_pixel_boost_that_does_not_fit_is_refused_before_any_frame(bad, media: Media,
+                                                                     out_dir: Path) -> None:
+    """The clip's first frames have no face, so a check made at the first swap would come after
+    those frames were written: the boost is checked against the swapper before pass 2."""
+    line = bad(media.clip, out_dir / "f.####.png", "--pixel-boost", "200")
+    assert "pixel boost 200" in line
+    assert list(out_dir.iterdir()) == []

@@ -88,6 +88,23 @@ def test_an_occluded_rectangle_keeps_exactly_the_target_pixels(settings, contrac
     assert np.abs(plain.frame[hidden].astype(int) - astronaut[hidden]).mean() > 20  # it can fail
 
 
+def test_the_enhancer_keeps_what_the_occlusion_mask_kept(settings, contract_dir, masks_dir,
+                                                       testdata, astronaut):
+    """The restorer's paste is held to the swap's mask: the occluded rectangle stays the
+    target's pixels exactly (without that, restoring re-pastes a resampled copy over it), and
+    every pixel the enhanced swap changed is inside the matte."""
+    occluded = replace(settings, swapper=str(contract_dir / "colour_swapper.onnx"),
+                       occluder=str(masks_dir / "xseg_rect.onnx"),
+                       enhancer=str(contract_dir / "identity_restorer.onnx"), enhancer_blend=1.0)
+    result = run(occluded, astronaut, testdata)
+    coords = crop_coords(astronaut.shape, result.swapped[0].kps5, CROP_PX)
+    hidden = inside(coords, tuple(v * CROP_PX / 256 for v in RECT_256), margin=4.0)
+    assert hidden.sum() > 300
+    np.testing.assert_array_equal(result.frame[hidden], astronaut[hidden])
+    changed = np.any(result.frame != astronaut, axis=2)
+    assert changed.sum() > 1000 and result.matte[changed].min() > 0.0
+
+
 def test_a_parser_marking_the_nose_yields_exactly_that_region_in_the_matte(
         settings, masks_dir, testdata, astronaut):
     result = run(replace(settings, parser=str(masks_dir / "bisenet_nose.onnx"),
@@ -125,7 +142,7 @@ def test_the_mouth_mask_keeps_the_targets_own_mouth(settings, contract_dir, mask
 
 def test_the_mouth_mask_without_a_parser_is_refused_at_once(settings):
     with pytest.raises(InputError, match="mouth mask finds the mouth with the face parser"):
-        Pipeline(replace(settings, mouth_mask=True))
+        replace(settings, mouth_mask=True)  # Settings itself: hosts learn it before any job
 
 
 def _psnr(a: np.ndarray, b: np.ndarray) -> float:

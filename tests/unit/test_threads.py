@@ -7,9 +7,12 @@ import pytest
 from facefuse.runtime.threads import machine_cores, thread_budget
 
 
-def test_zero_means_every_core() -> None:
-    assert thread_budget(0, cores=16) == thread_budget(16)
-    assert thread_budget(0).inference == machine_cores() >= 1
+def test_zero_means_every_core_and_onnx_runtimes_own_default() -> None:
+    zero, sixteen = thread_budget(0, cores=16), thread_budget(16)
+    assert (zero.decode, zero.encode, zero.sequence_writers) == (
+        sixteen.decode, sixteen.encode, sixteen.sequence_writers)
+    assert zero.inference == 0 and sixteen.inference == 16  # 0: ORT sizes its own pool
+    assert thread_budget(0).encode == machine_cores() >= 1
 
 
 def test_each_pool_is_sized_from_the_one_budget() -> None:

@@ -31,11 +31,12 @@ class AnalysisPicture:
     """One decoded picture for analysis.
 
     small: BGR uint8 (h, w, 3), the whole picture with its long side at most the size asked
-    for. scale: small pixels per frame pixel (< 1). picture: the 4:4:4 av.VideoFrame at full
+    for. scale_xy: small pixels per frame pixel (< 1), across and down (the small size is
+    rounded, so the two differ slightly unless the aspect divides exactly). picture: the 4:4:4 av.VideoFrame at full
     resolution (its format and colour tags decide the conversion)."""
 
     small: np.ndarray
-    scale: float
+    scale_xy: tuple[float, float]
     picture: Any
 
     def frame_with(self, boxes: Sequence[Box]) -> np.ndarray:
@@ -71,4 +72,5 @@ def analysis_picture(picture: Any, max_side_px: int) -> AnalysisPicture | None:
     size = (max(1, round(picture.width * scale)), max(1, round(picture.height * scale)))
     small = full.reformat(format="bgr24", width=size[0], height=size[1],
                           interpolation="AREA").to_ndarray()
-    return AnalysisPicture(np.ascontiguousarray(small), float(size[0] / picture.width), full)
+    scale_xy = (float(size[0] / picture.width), float(size[1] / picture.height))
+    return AnalysisPicture(np.ascontiguousarray(small), scale_xy, full)

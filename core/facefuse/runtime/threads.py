@@ -37,9 +37,11 @@ def machine_cores() -> int:
 
 
 def thread_budget(threads: int, cores: int | None = None) -> ThreadBudget:
-    """The pools' sizes for a budget of `threads` (0: all `cores`, default machine_cores())."""
+    """The pools' sizes for a budget of `threads`. 0: ONNX Runtime keeps its own default (one
+    thread per physical core, usually faster than one per logical core) and the other pools
+    use all `cores` (default machine_cores())."""
     if threads < 0:
         raise ValueError(f"threads must be 0 (all cores) or more, not {threads}")
     total = threads or (cores if cores is not None else machine_cores())
-    return ThreadBudget(inference=total, decode=min(total, DECODE_THREADS_MAX), encode=total,
+    return ThreadBudget(inference=threads, decode=min(total, DECODE_THREADS_MAX), encode=total,
                         sequence_writers=min(total, SEQUENCE_WRITERS_MAX))

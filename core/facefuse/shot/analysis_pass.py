@@ -51,7 +51,8 @@ class FrameAnalysis:
     def _from_picture(self, picture: AnalysisPicture) -> tuple[Face, ...]:
         with self.clock.measure("detect"):
             found = self.pipeline.detect(picture.small)
-            faces = tuple(scale_face(face, 1.0 / picture.scale) for face in found)
+            back = (1.0 / picture.scale_xy[0], 1.0 / picture.scale_xy[1])
+            faces = tuple(scale_face(face, back) for face in found)
         if not faces:
             return ()
         with self.clock.measure("colour"):

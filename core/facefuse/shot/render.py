@@ -157,6 +157,7 @@ class RenderJob:
     def run(self, pipeline: Pipeline, cancelled: CancelCheck) -> bool:
         """Pass 1 and pass 2; False when cancelled or stopped early by --fail-fast."""
         pipeline.models.require_models()
+        pipeline.check_options()
         identity = pipeline.source_identity(self.request.sources)
         memo = pipeline.hashes
         content = self.shot.content_sha256(memo)

@@ -93,6 +93,10 @@ class Occluder(Protocol):
 
 
 class Parser(Protocol):
+    def class_indices(self, regions: Sequence[str]) -> list[int]:
+        """The model's class indices of region names (InputError for one it does not map)."""
+        ...
+
     def regions(self, crop: AlignedCrop, regions: Sequence[str]) -> np.ndarray:
         """float32 (S, S) in [0, 1]: 1 where the crop shows one of the named face regions."""
         ...

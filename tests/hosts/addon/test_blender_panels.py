@@ -148,7 +148,9 @@ def test_every_engine_setting_is_a_strip_property_drawn_and_passed_to_the_engine
     from facefuse.config import tunable_options
 
     props = shot.strip.facefuse
-    props.use_enhancer = True
+    for option in tunable_options():  # every optional model on (the mouth mask needs the parser)
+        if option.kind == "optional-model":
+            setattr(props, f"use_{option.name}", True)
     drawn = {c["name"] for c in draw_panels().calls_of("prop")}
     engine = module("convert").engine_settings
     for option in tunable_options():
