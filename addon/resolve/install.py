@@ -106,7 +106,9 @@ def _quote(text: str, platform: str) -> str:
 
 
 def _lua_long_string(text: str) -> str:
+    """`text` as a Lua long string literal, with enough `=` that the closing bracket is the
+    first one Lua finds (text holding `]]`, or ending in `]`, needs a level above)."""
     level = 0
-    while f"]{'=' * level}]" in text:
+    while (text + f"]{'=' * level}]").find(f"]{'=' * level}]") != len(text):
         level += 1
     return f"[{'=' * level}[{text}]{'=' * level}]"

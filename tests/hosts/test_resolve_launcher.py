@@ -275,3 +275,12 @@ def test_the_launcher_with_the_real_program_swaps_and_places(
     assert (placed.start, placed.duration) == (START, DURATION)
     assert "placed plate facefuse on video track 2" in launcher.output
     shutil.rmtree(clip.parent / "facefuse")
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("command", ["'/opt/ff/python' -m facefuse resolve open", "run a]",
+                                     "x]]y", "end]=", "a]=]b]=="])
+def test_the_written_command_reads_back_in_lua_whatever_brackets_it_holds(runtime: str,
+                                                                          command: str) -> None:
+    lua = importlib.import_module(runtime).LuaRuntime()
+    assert lua.execute("return " + install._lua_long_string(command)) == command

@@ -135,7 +135,9 @@ def test_openjd_progress_lines() -> None:
 
 @pytest.mark.parametrize("argv, message", [
     (["farm", "openjd", "--blend", "edit.blend", "-i", "shot.mov", "--bundle", "job"],
-     "drop -s, -i and -o"),
+     "drop --input"),
+    (["farm", "openjd", "--blend", "e.blend", "--bundle", "j", "--enhancer", "gfpgan_1.4",
+      "--frames", "1-5", "--chunk-size", "3"], "drop --enhancer, --frames, --chunk-size"),
     (["farm", "openjd", "-i", "shot.mov", "-o", "out/x.####.png", "--bundle", "job"],
      "needs -s SOURCE"),
     (["farm", "openjd", "-s", "a.jpg", "-i", "shot.mov", "-o", "out/x.####.png", "--chunk",
@@ -152,6 +154,25 @@ def test_farm_usage_errors_are_one_sentence_exit_2(argv: list[str], message: str
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1, err
+
+
+def test_dask_tasks_name_every_file_absolutely(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker started in another folder runs the task the same: relative paths given to the
+    client become absolute in the request the tasks are made from."""
+    monkeypatch.chdir(tmp_path)
+    settings = replace(Settings(), swapper="models/s.onnx", models_dir=Path("m"),
+                       reference_images=(Path("ref.png"),))
+    request = replace(BASE, settings=settings, matte="out/matte.####.png")
+    made = commandline.absolute_paths(request)
+    assert made.sources == (tmp_path / "actor.jpg",) and made.input == str(tmp_path / "shot.mov")
+    assert made.output == str(tmp_path / "out/shot.####.exr")
+    assert made.matte == str(tmp_path / "out/matte.####.png")
+    assert made.settings.swapper == str(tmp_path / "models/s.onnx")
+    assert made.settings.detector == Settings().detector  # a manifest name stays a name
+    assert made.settings.models_dir == tmp_path / "m"
+    assert made.settings.reference_images == (tmp_path / "ref.png",)
+    assert commandline.absolute_paths(made) == made
 
 
 def test_the_command_line_imports_no_farm_library() -> None:

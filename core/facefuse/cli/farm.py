@@ -24,6 +24,7 @@ from typing import Any
 from ..errors import ExitCode, InputError
 from ..farm import openjd
 from ..farm.chunks import chunk_ranges, shot_frames
+from ..farm.commandline import absolute_paths
 from ..farm.paths import check_inside
 from ..io.sequences import is_frame_pattern
 from ..shot.request import RenderRequest
@@ -43,7 +44,12 @@ def add_parser(commands: Any) -> None:
     engines = farm.add_subparsers(dest="engine", required=True, metavar="ENGINE")
     jd = engines.add_parser("openjd", help="write an Open Job Description job bundle (AWS "
                             "Deadline Cloud; `openjd run` runs it on this machine)")
+    known = {action.dest for action in jd._actions}
     render_options(jd, sources_required=False)
+    _job_options(jd)
+    jd.set_defaults(shot_options=tuple(  # what a --blend job takes from the .blend instead
+        (action.option_strings[-1], action.dest, action.default) for action in jd._actions
+        if action.dest not in known and action.option_strings))
     jd.add_argument("--bundle", type=Path, required=True, help="the job bundle folder to write "
                     "(template.yaml, parameter_values.yaml)")
     jd.add_argument("--facefuse", default="facefuse", metavar="PROGRAM",
@@ -58,7 +64,6 @@ def add_parser(commands: Any) -> None:
                     "--python-expr ...` (default: a Python with the bpy module)")
     jd.add_argument("--python", default="python", metavar="PATH", help="--blend without "
                     "--blender: the Python with bpy and the extension (python)")
-    _job_options(jd)
     jd.set_defaults(handler=cmd_openjd)
     dk = engines.add_parser("dask", help="run the shot on Dask distributed workers")
     render_options(dk)
@@ -96,14 +101,16 @@ def _shot_request(args: argparse.Namespace) -> tuple[RenderRequest, Path]:
                          "pattern such as out/shot.####.exr (encode a video afterwards)")
     root = (args.output_dir or Path(request.output).parent).resolve()
     check_inside(root, (request.output, request.matte, request.patch))
-    return request, root
+    return absolute_paths(request), root
 
 
 def cmd_openjd(args: argparse.Namespace) -> int:
-    if args.blend is not None and (args.source or args.input or args.output):
-        raise InputError("a --blend job takes its shots, sources and outputs from the .blend's "
-                         "strips; drop -s, -i and -o")
     if args.blend is not None:
+        given = [flag for flag, dest, default in args.shot_options
+                 if getattr(args, dest) != default]
+        if given:
+            raise InputError("a --blend job takes its shots, sources, outputs and settings "
+                             f"from the .blend's strips; drop {', '.join(given)}")
         bundle = openjd.blend_bundle(args.blend, args.chunks, args.blender, args.python)
         tasks = args.chunks
     else:
@@ -124,7 +131,11 @@ def cmd_dask(args: argparse.Namespace) -> int:
     if args.local is not None and args.local < 1:
         raise InputError(f"--local {args.local} must be at least 1 worker process")
     request, root = _shot_request(args)
-    from ..farm import dask_jobs  # loads distributed (the farm extra) only for this command
+    try:  # loads distributed (the farm extra) only for this command
+        from ..farm import dask_jobs
+    except ModuleNotFoundError as exc:
+        raise InputError(f"facefuse farm dask needs {exc.name}: pip install "
+                         "'facefuse[farm]'") from None
 
     chunks = dask_jobs.chunk_args(request, args.chunk_size, root)
     if args.verbose < 2:  # the scheduler's and workers' own chatter only with -vv

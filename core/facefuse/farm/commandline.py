@@ -10,14 +10,17 @@ default are left out, which keeps task commands short and readable; `request_fro
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ..cli import render as cli_render
 from ..cli.options import tunable_args
-from ..config import Settings
+from ..config import Settings, tunable_options
 from ..errors import InputError
+from ..models.store import looks_like_model_path
 from ..shot.request import RenderRequest
 
 DEFAULT_SETTINGS = Settings()
@@ -94,6 +97,27 @@ def _changed(obj: object, default: object, options: Sequence[tuple[str, str]]) -
 
 def _flags(obj: object, flags: Sequence[tuple[str, str, bool]]) -> list[str]:
     return [option for name, option, when in flags if getattr(obj, name) is when]
+
+
+def absolute_paths(request: RenderRequest) -> RenderRequest:
+    """`request` with every file and folder it names made absolute (against this process's
+    working folder), so a task runs the same from any working folder on any worker."""
+    def absolute(path: str | Path) -> str:
+        return os.path.abspath(os.path.expanduser(path))
+
+    settings = request.settings
+    models: dict[str, Any] = {option.name: absolute(value) for option in tunable_options()
+              if option.kind in ("model", "optional-model")
+              and (value := getattr(settings, option.name)) and looks_like_model_path(value)}
+    folders: dict[str, Any] = {name: Path(absolute(value)) for name in ("models_dir", "cache_dir")
+               if (value := getattr(settings, name)) is not None}
+    settings = replace(settings, **models, **folders, reference_images=tuple(
+        Path(absolute(p)) for p in settings.reference_images))
+    return replace(request, settings=settings,
+                   sources=tuple(Path(absolute(p)) for p in request.sources),
+                   input=absolute(request.input), output=absolute(request.output),
+                   matte=absolute(request.matte) if request.matte else None,
+                   patch=absolute(request.patch) if request.patch else None)
 
 
 def parse_render_args(args: Sequence[str]) -> argparse.Namespace:

@@ -32,7 +32,7 @@ from typing import Any
 from ..cache.layout import CacheLayout
 from ..errors import InputError
 from ..io.files import atomic_write_bytes
-from ..models.store import default_models_dir
+from ..models.store import default_models_dir, looks_like_model_path
 from ..shot.request import RenderRequest
 from . import commandline
 from .chunks import chunk_ranges
@@ -181,17 +181,13 @@ def _templated_settings(request: RenderRequest, params: _Params, downloads: bool
                                "offline": not downloads}
     for role in MODEL_ROLES:
         option = getattr(settings, role)
-        if option is not None and _is_model_path(option):
+        if option is not None and looks_like_model_path(option):
             changes[role] = params.path(f"{role.capitalize()}Model", Path(option).resolve(),
                                         f"the {role} model file", "FILE", "IN")
     references = tuple(Path(params.path(f"Reference{i}", Path(p).resolve(),
                                         "reference image of the face to replace", "FILE", "IN"))
                        for i, p in enumerate(settings.reference_images, 1))
     return replace(settings, reference_images=references, **changes)
-
-
-def _is_model_path(option: str) -> bool:
-    return option.lower().endswith(".onnx") or Path(option).is_file()
 
 
 def _models_environment(templated: RenderRequest, downloads: bool) -> dict[str, Any]:
@@ -286,10 +282,11 @@ def write_bundle(bundle: Bundle, folder: Path) -> list[Path]:
     (created; each file written whole or not at all), after checking the template with
     openjd-model."""
     try:
+        import openjd.model  # noqa: F401 - validate() below needs it too
         import yaml
     except ImportError as exc:
-        raise InputError("writing job bundles needs the farm extra: pip install "
-                         "'facefuse[farm]'") from exc
+        raise InputError(f"writing job bundles needs {exc.name or 'the farm extra'}: pip "
+                         "install 'facefuse[farm]'") from None
     template = with_relative_defaults(bundle.template, folder)
     values = {v["name"]: v["value"] for v in bundle.values["parameterValues"]}
     validate(template, values)

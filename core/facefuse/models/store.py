@@ -154,7 +154,7 @@ class ModelStore:
         """
         if role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
-        if _looks_like_path(name_or_path):
+        if looks_like_model_path(name_or_path):
             return self._user_file(name_or_path)
         entry = self._entry_for_role(name_or_path, role)
         target = self.path_for(entry.name)
@@ -359,7 +359,9 @@ class ModelStore:
 
 # ---- helpers ------------------------------------------------------------------------------
 
-def _looks_like_path(text: str) -> bool:
+def looks_like_model_path(text: str) -> bool:
+    """A model option that names a file (an .onnx path or an existing file), not a manifest
+    model."""
     return text.lower().endswith(".onnx") or Path(text).expanduser().is_file()
 
 
