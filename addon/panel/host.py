@@ -21,7 +21,6 @@ from facefuse.shot.request import RenderRequest
 
 log = logging.getLogger(__name__)
 
-OUTPUT_FOLDER = "facefuse"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +40,7 @@ class Clip:
 def clip_from_file(path: Path) -> Clip:
     """A plain video or image sequence: every frame, results in a facefuse folder beside it."""
     path = Path(path)
-    return Clip(input=str(path), label=path.name, folder=path.parent / OUTPUT_FOLDER)
+    return Clip(input=str(path), label=path.name, folder=path.parent / resolve_plan.OUTPUT_FOLDER)
 
 
 def clip_from_facts(facts: ClipFacts) -> Clip:
@@ -63,12 +62,10 @@ def build_render(clip: Clip, sources: tuple[Path, ...], settings: Settings, outp
     if output not in resolve_plan.OUTPUT_KINDS:
         raise ValueError(output)
     check_folder_writable(folder)
-    stem = Path(clip.label).stem.split(".")[0] or "clip"
-    movie = output in resolve_plan.MOVIE_CODECS
-    target = folder / (f"{stem}_facefuse.mov" if movie else f"{stem}.####.{output}")
-    return RenderRequest(sources=sources, input=clip.input, output=str(target),
-                         settings=settings, frames=clip.frames,
-                         codec=output if movie else "h264",
+    stem = resolve_plan.safe_name(clip.label.split(".")[0])
+    target, codec = resolve_plan.output_target(stem, output, folder)
+    return RenderRequest(sources=sources, input=clip.input, output=target,
+                         settings=settings, frames=clip.frames, codec=codec,
                          start_number=clip.start_number), None
 
 

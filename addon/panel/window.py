@@ -8,7 +8,6 @@ builds requests, starts jobs and shows what they hand back.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -33,12 +32,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from facefuse.cache.layout import CacheLayout
 from facefuse.config import Settings
 from facefuse.errors import FacefuseError
 from facefuse.hosting import resolve_plan
 from facefuse.hosting.jobs import HostError, Job, Message
 from facefuse.shot import previews
 from facefuse.shot.request import FrameReport, PhaseProgress, RenderRequest, RenderSummary
+from facefuse.timing import PhaseRate
 
 from .host import Clip, build_render
 from .settings import SettingsForm
@@ -65,7 +66,7 @@ class PanelWindow(QMainWindow):
         self.pending_thumbnails: list[Path] = []
         self.pending_looks: list[Callable[[], None]] = []  # looks asked for while one ran
         self.thumbnailed: set[Path] = set()
-        self.render_started = 0.0
+        self.render_rates: dict[str, PhaseRate] = {}  # of the running render's phases
         self.setWindowTitle("facefuse")
         self._build()
         self.show_clip(host.clip)
@@ -242,7 +243,7 @@ class PanelWindow(QMainWindow):
         request, frame = self._checked_look_request(), self.frame.value()
         if request is None:
             return
-        folder = request.settings.cache_dir or self.host.clip.folder
+        folder = CacheLayout.at(request.settings.cache_dir).previews  # not beside the media
 
         def chosen(path: Path) -> Message:
             self.reference = path
@@ -251,7 +252,7 @@ class PanelWindow(QMainWindow):
                                    "person in every frame)")
         self._look("Picking the face",
                    lambda p: previews.reference_face(request, frame, index,
-                                                     Path(folder) / "references", p),
+                                                     folder / "references", p),
                    chosen, request.settings)
 
     # -- preview ----------------------------------------------------------------------------------
@@ -289,7 +290,7 @@ class PanelWindow(QMainWindow):
         except (FacefuseError, HostError) as exc:
             self.log.say(str(exc), "ERROR")
             return
-        self.render_started = time.monotonic()
+        self.render_rates: dict[str, PhaseRate] = {}
         self.progress.setValue(0)
         self.render_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
@@ -306,7 +307,8 @@ class PanelWindow(QMainWindow):
             job.total, job.done, job.status = item.total, item.done, item.phase
             self.progress.setMaximum(max(1, item.total))
             self.progress.setValue(item.done)
-            self.status.setText(_progress_text(item, self.render_started))
+            rate = self.render_rates.setdefault(item.phase, PhaseRate(item.done))
+            self.status.setText(_progress_text(item, rate))
         elif isinstance(item, FrameReport) and item.status == "failed":
             self.log.say(f"frame {item.frame}: {item.error}", "WARNING")
 
@@ -361,10 +363,8 @@ class PanelWindow(QMainWindow):
         event.accept()
 
 
-def _progress_text(step: PhaseProgress, started: float) -> str:
-    elapsed = max(1e-6, time.monotonic() - started)
-    fps = step.done / elapsed if step.phase == "swap" else 0.0
-    left = (step.total - step.done) / fps if fps > 0 else None
+def _progress_text(step: PhaseProgress, rate: PhaseRate) -> str:
+    fps, left = rate.fps_eta(step.done, step.total)
     eta = "" if left is None else f" · {int(left) // 60}:{int(left) % 60:02d} left"
     rate = f" · {fps:.1f} fps" if fps else ""
     return f"{step.phase}: {step.done}/{step.total} frames{rate}{eta}"

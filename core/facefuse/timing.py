@@ -132,3 +132,17 @@ class RenderTimings:
             marks = {k: round(v, 4) for k, v in self._marks_s.items()}
         return TimingReport(MappingProxyType(stages), MappingProxyType(totals),
                             MappingProxyType(marks))
+
+
+class PhaseRate:
+    """Frames per second and time left within one phase of a render (frames done before it
+    started, e.g. cached analysis, do not count towards the rate). Hosts keep one per phase."""
+
+    def __init__(self, done: int) -> None:
+        self.start, self.first = time.monotonic(), done
+
+    def fps_eta(self, done: int, total: int) -> tuple[float, float | None]:
+        """(frames per second so far, seconds left or None before the first frame)."""
+        elapsed = time.monotonic() - self.start
+        fps = (done - self.first) / elapsed if elapsed > 0 and done > self.first else 0.0
+        return fps, ((total - done) / fps if fps > 0 else None)

@@ -7,7 +7,6 @@ import json
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -24,6 +23,7 @@ from ..shot.request import (
     RenderRequest,
     RenderSummary,
 )
+from ..timing import PhaseRate
 from .options import engine_options, settings_from_args
 
 BAR_WIDTH = 24
@@ -130,19 +130,6 @@ def request_from_args(args: argparse.Namespace) -> RenderRequest:
         compression=args.compression)
 
 
-class _Rate:
-    """Frames per second and time left within one phase (frames done before it started, e.g.
-    cached analysis, do not count towards the rate)."""
-
-    def __init__(self, done: int) -> None:
-        self.start, self.first = time.monotonic(), done
-
-    def fps_eta(self, done: int, total: int) -> tuple[float, float | None]:
-        elapsed = time.monotonic() - self.start
-        fps = (done - self.first) / elapsed if elapsed > 0 and done > self.first else 0.0
-        return fps, ((total - done) / fps if fps > 0 else None)
-
-
 class Progress:
     """Progress of every phase (analysis, swap, encode): a bar on stderr on a terminal, JSON
     lines on stdout with --progress json (one per frame, {"frame", "status", "faces", "found",
@@ -154,7 +141,7 @@ class Progress:
         self.mode = ("bar" if self.stream.isatty() else "none") if mode == "auto" else mode
         self.done = 0
         self._lock = threading.Lock()
-        self._rates: dict[str, _Rate] = {}
+        self._rates: dict[str, PhaseRate] = {}
         self._last: FrameReport | None = None
         self._phase: PhaseProgress | None = None
         self._openjd_last: dict[str, int] = {}
@@ -176,7 +163,7 @@ class Progress:
 
     def phase(self, step: PhaseProgress) -> None:
         with self._lock:
-            rate = self._rates.setdefault(step.phase, _Rate(step.done))
+            rate = self._rates.setdefault(step.phase, PhaseRate(step.done))
             fps, eta = rate.fps_eta(step.done, step.total)
             self._phase = step
             if self.mode == "json":

@@ -87,15 +87,13 @@ def plan(facts: ClipFacts, sources: tuple[Path, ...], settings: Settings,
         raise InputError(f"output must be one of {', '.join(OUTPUT_KINDS)}, not {output!r}")
     folder = Path(folder) if folder is not None else default_output_folder(facts)
     check_folder_writable(folder)
-    stem = _safe_name(facts.name)
+    stem = safe_name(facts.name)
     first, last = facts.span.engine_frames
+    target, codec = output_target(stem, output, folder)
     if output in SEQUENCE_FORMATS:
-        target = str(folder / f"{stem}.####.{output}")
         media, start_index, end_index = str(folder / f"{stem}.%04d.{output}"), first, last
-        codec = "h264"
     else:
-        target = media = str(folder / f"{stem}_facefuse.mov")
-        start_index, end_index, codec = 0, last - first, output
+        media, start_index, end_index = target, 0, last - first
     request = RenderRequest(sources=tuple(sources), input=facts.input, output=target,
                             settings=settings, frames=(first, last), codec=codec,
                             start_number=facts.span.first_number, overwrite=overwrite)
@@ -155,7 +153,17 @@ def read_result(path: Path) -> tuple[Placement | None, str]:
     return (Placement(**placed) if isinstance(placed, dict) else None), str(data.get("message"))
 
 
-def _safe_name(name: str) -> str:
+def output_target(stem: str, output: str, folder: Path) -> tuple[str, str]:
+    """(the render's output path, its codec) for a result named `stem` in `folder`: an image
+    sequence `stem.####.<output>` or the movie `stem_facefuse.mov`; output: one of
+    OUTPUT_KINDS."""
+    if output in SEQUENCE_FORMATS:
+        return str(folder / f"{stem}.####.{output}"), "h264"
+    return str(folder / f"{stem}_facefuse.mov"), output
+
+
+def safe_name(name: str) -> str:
+    """A file stem for results of the clip `name` (its stem, odd characters replaced)."""
     kept = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).stem)
     return kept.strip("._") or "clip"
 
