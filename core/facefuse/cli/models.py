@@ -8,9 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from ..cache.layout import CacheLayout
-from ..errors import ExitCode
+from ..errors import ExitCode, InputError
 from ..models.manifest import load_manifest
-from ..models.store import ModelStatus, ModelStore, default_models_dir, offline_from_env
+from ..models.store import (
+    ModelStatus,
+    ModelStore,
+    default_models_dir,
+    looks_like_model_path,
+    offline_from_env,
+)
 from .options import DEFAULTS, DownloadProgress, model_options
 
 DEFAULT_MODELS = (DEFAULTS.detector, DEFAULTS.recogniser, DEFAULTS.swapper)
@@ -71,6 +77,10 @@ def _check(store: ModelStore, names: Sequence[str]) -> int:
     download whatever the settings: one error naming every missing manifest model, else the
     first bad file (a farm's step environment runs this once per worker session)."""
     offline = ModelStore(store.manifest, store.models_dir, offline=True)
+    for name in names:
+        if name not in offline.manifest.models and not looks_like_model_path(name):
+            raise InputError(f"unknown model {name!r}: give a model name from `facefuse models "
+                             "list` or a path to an .onnx file")
     offline.require_present(names)
     for name in names:
         entry = offline.manifest.models.get(name)

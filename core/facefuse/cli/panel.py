@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..hosting.addons import host_module
+from ..io.sequences import is_frame_pattern
 
 
 def add_parser(commands: Any) -> None:
@@ -19,7 +20,6 @@ def add_parser(commands: Any) -> None:
 
 
 def cmd_panel(args: argparse.Namespace) -> int:
-    if args.clip is not None and "#" not in args.clip.name and "%" not in args.clip.name \
-            and not args.clip.is_file():
+    if args.clip is not None and not is_frame_pattern(str(args.clip)) and not args.clip.is_file():
         raise InputError(f"the clip {args.clip} does not exist")
     return int(host_module("panel", "app").run_standalone(args.clip))

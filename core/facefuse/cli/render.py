@@ -232,20 +232,26 @@ def cmd_render(args: argparse.Namespace) -> int:
     request = request_from_args(args)
     if args.output_root is not None:
         check_inside(Path(args.output_root), (request.output, request.matte, request.patch))
-    # the engine loads here, once the request is good, not when the command line starts
-    from ..shot.render import render
-
     progress = Progress(args.progress)
+    summary, terminated = run_render(request, progress)
+    _print_summary(summary, progress.mode, args.json)
+    if terminated:
+        return ExitCode.TERMINATED
+    return ExitCode.FRAMES_FAILED if summary.failed else ExitCode.OK
+
+
+def run_render(request: RenderRequest, progress: Progress) -> tuple[RenderSummary, bool]:
+    """Render with progress; SIGTERM (a farm or host stopping the program) cancels it cleanly
+    between frames. Returns the summary and whether SIGTERM stopped it."""
+    from ..shot.render import render  # the engine loads here, when a render runs
+
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         summary = render(request, progress, stop.is_set, progress.phase)
     finally:
         signal.signal(signal.SIGTERM, previous)
-    _print_summary(summary, progress.mode, args.json)
-    if summary.cancelled and stop.is_set():
-        return ExitCode.TERMINATED
-    return ExitCode.FRAMES_FAILED if summary.failed else ExitCode.OK
+    return summary, summary.cancelled and stop.is_set()
 
 
 def _print_summary(summary: RenderSummary, mode: str, as_json: bool = False) -> None:

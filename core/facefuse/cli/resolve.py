@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from ..hosting.addons import host_module
 from ..hosting.jobs import HostError
 from ..hosting.resolve_jobs import ClipFacts, parse_job, read_job
 from .options import engine_options, settings_from_args
-from .render import Progress
+from .render import Progress, run_render
 
 
 def add_parser(commands: Any) -> None:
@@ -84,9 +83,10 @@ def cmd_swap(args: argparse.Namespace) -> int:
     bridge = _host("bridge")
     resolve = _hosted(lambda: bridge.connect(bridge.load_module()))
     facts = parse_job(_hosted(lambda: bridge.collect_job(resolve)))
-    placement, message = _render(facts, args)
+    placement, message, code = _render(facts, args)
     if placement is None:
-        raise InputError(message)
+        print(f"facefuse: error: {message}", file=sys.stderr)
+        return code
     print(message)
     print(_hosted(lambda: bridge.place(resolve, placement)))
     return ExitCode.OK
@@ -104,27 +104,31 @@ def cmd_open(args: argparse.Namespace) -> int:
 def cmd_render_job(args: argparse.Namespace) -> int:
     try:
         facts = read_job(args.job)
-        placement, message = _render(facts, args)
+        placement, message, code = _render(facts, args)
     except FacefuseError as exc:
         resolve_plan.write_result(args.result, None, str(exc))
         raise
     resolve_plan.write_result(args.result, placement, message)
     print(message)
-    return ExitCode.OK if placement is not None else ExitCode.USAGE
+    return code
 
 
 def _render(facts: ClipFacts, args: argparse.Namespace
-            ) -> tuple[resolve_plan.Placement | None, str]:
+            ) -> tuple[resolve_plan.Placement | None, str, int]:
+    """Render the item's used range: the placement (None: nothing to place), the sentence
+    saying so and the exit code (143 stopped by SIGTERM, 5 frames failed, 2 nothing swapped)."""
     swap = resolve_plan.plan(facts, tuple(args.source), settings_from_args(args), args.output,
                              args.output_dir, args.overwrite)
-    from ..shot.render import render  # the engine loads when a render runs
-
     progress = Progress("auto")
-    stop = threading.Event()
-    summary = render(swap.request, progress, stop.is_set, progress.phase)
+    summary, terminated = run_render(swap.request, progress)
     if progress.mode == "bar":
         sys.stderr.write("\n")
-    return resolve_plan.outcome(swap, summary)
+    placement, message = resolve_plan.outcome(swap, summary)
+    if placement is not None:
+        return placement, message, ExitCode.OK
+    if terminated:
+        return None, message, ExitCode.TERMINATED
+    return None, message, ExitCode.FRAMES_FAILED if summary.failed else ExitCode.USAGE
 
 
 def _host(module: str) -> Any:
