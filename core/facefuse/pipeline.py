@@ -38,6 +38,7 @@ from .vectors import mean_direction
 
 log = logging.getLogger(__name__)
 
+BLENDED_LATENTS_KEPT = 64  # targets (tracks, in a render) whose blended latent is kept
 MOUTH_REGIONS = ("mouth",)  # the parser's inside of the lips, which the mouth mask keeps
 
 
@@ -58,6 +59,7 @@ class Pipeline:
         self.models = ModelLoader(settings, self.hashes, manifest, on_download, timer)
         self.embedding_cache = EmbeddingCache(self.cache.embeddings)
         self._latents: dict[bytes, np.ndarray] = {}
+        self._blended: dict[bytes, np.ndarray] = {}  # latents at a swapper weight, per target
         self._box_masks: dict[int, np.ndarray] = {}
         self._reference: np.ndarray | None = None
 
@@ -243,8 +245,14 @@ class Pipeline:
         if target is None:
             target = self.embed_faces(frame, [face], colour)[0].embedding
         assert target is not None  # embed_faces always sets it
-        blended = blend_identity(identity.embedding, target, self.settings.swapper_weight)
-        return self.models.swapper().latent(blended)
+        key = b"".join(np.ascontiguousarray(v, dtype=np.float32).tobytes()
+                       for v in (identity.embedding, target))
+        if key not in self._blended:  # a render's faces carry their track's one embedding
+            if len(self._blended) >= BLENDED_LATENTS_KEPT:
+                del self._blended[next(iter(self._blended))]  # the oldest
+            blended = blend_identity(identity.embedding, target, self.settings.swapper_weight)
+            self._blended[key] = self.models.swapper().latent(blended)
+        return self._blended[key]
 
     def _swap_mask(self, size_px: int, kps5_crop: np.ndarray) -> np.ndarray:
         mask = self._box_mask(size_px)
@@ -287,6 +295,7 @@ class Pipeline:
     def close(self) -> None:
         """Free every session; the pipeline can be used again (sessions are re-created)."""
         self._latents.clear()
+        self._blended.clear()
         self.models.close()
 
     def __enter__(self) -> Self:

@@ -152,6 +152,21 @@ def test_plan_targets_follows_the_chosen_person_through_a_gap():
     assert all(faces[0].bbox_xyxy[0] == 300 for faces in reference.values())
 
 
+def test_every_planned_face_of_a_track_carries_the_tracks_one_identity():
+    """A swapper weight blends with the target's own identity: the track's mean embedding, not
+    each frame's, which wanders (so the blended identity holds still over the shot)."""
+    rng = np.random.default_rng(3)
+    seen = {n: _unit(0) + rng.normal(0, 0.2, 8).astype(np.float32) for n in range(1, 7)}
+    detections = {n: (_face(10 + n, v / np.linalg.norm(v)),) for n, v in seen.items()}
+    planned = plan_targets(ShotAnalysis(detections), "one", None, 0.4, 24.0, None)
+    embeddings = [faces[0].embedding for faces in planned.values()]
+    assert len(embeddings) == 6 and all(e is not None for e in embeddings)
+    assert all(np.array_equal(e, embeddings[0]) for e in embeddings)
+    mean = np.sum([v / np.linalg.norm(v) for v in seen.values()], axis=0)
+    np.testing.assert_allclose(embeddings[0], mean / np.linalg.norm(mean), atol=1e-6)
+    assert not np.allclose(detections[1][0].embedding, embeddings[0], atol=1e-3)  # it can fail
+
+
 def test_gap_filling_and_smoothing_never_bridge_a_cut():
     lead = _unit(0)
     # The lead is seen in frames 1-4 on the left and, after the cut at frame 6, on the right;

@@ -14,7 +14,7 @@ import hashlib
 import io
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -251,8 +251,12 @@ def plan_targets(analysis: ShotAnalysis, selector: str, reference: np.ndarray | 
         chosen = smooth_tracks(chosen, float(rate_hz or DEFAULT_RATE_HZ), smoothing)
     targets: dict[int, list[Face]] = {}
     for track in chosen:
+        # the track's mean identity on every face: a swapper weight blends with one steady
+        # target identity instead of each frame's own, which wanders
+        mean = track.mean_embedding
         for frame, face in zip(track.frames, track.faces):
-            targets.setdefault(frame, []).append(face)
+            steady = replace(face, embedding=mean) if mean is not None else face
+            targets.setdefault(frame, []).append(steady)
     log.info("%d cuts, %d tracks, %d people; %d people (%d tracks) chosen for swapping",
              len(cuts), len(tracks), len(people), len(chosen_people), len(chosen))
     return {frame: tuple(faces) for frame, faces in targets.items()}
