@@ -235,3 +235,18 @@ def stray_files(folder: Path) -> list[str]:
 def matching_numbers(files: Sequence[Path]) -> list[int]:
     """The frame numbers of name.NNNN.ext files."""
     return [int(p.name.split(".")[-2]) for p in files]
+
+
+def read_clip_opencv(path: Path) -> tuple[list[np.ndarray], float]:
+    """Every frame of a clip as OpenCV decodes it (BGR uint8) and its frame rate: how the golden
+    tests read the testdata clips, independent of the engine's own reader."""
+    capture = cv2.VideoCapture(str(path))
+    frames = []
+    while True:
+        ok, frame = capture.read()
+        if not ok:
+            break
+        frames.append(frame)
+    rate = float(capture.get(cv2.CAP_PROP_FPS))
+    capture.release()
+    return frames, rate

@@ -31,7 +31,7 @@ from facefuse.shot.people import group_people, select_people
 from facefuse.shot.tracking import build_shot_tracks, build_tracks
 from tests import media_factory
 from tests.golden.test_reference_selection import padded_recogniser
-from tests.render_media import render_request, run_render
+from tests.render_media import read_clip_opencv, render_request, run_render
 
 SIZE = (480, 270)
 RATE = Fraction(25)
@@ -43,18 +43,6 @@ SHOTS = {  # name: (first frame number, source clip, source frames, person)
 }
 CUTS = (31, 66, 90)
 LAST_FRAME = 119
-
-
-def _decode(path: Path) -> list[np.ndarray]:
-    capture = cv2.VideoCapture(str(path))
-    frames = []
-    while True:
-        ok, frame = capture.read()
-        if not ok:
-            break
-        frames.append(frame)
-    capture.release()
-    return frames
 
 
 def _pillarboxed(frame: np.ndarray) -> np.ndarray:
@@ -72,7 +60,7 @@ def _close_up(frame: np.ndarray) -> np.ndarray:
 def _shot_frames(testdata: Path) -> list[np.ndarray]:
     frames = []
     for name, (_, clip, picked, _) in SHOTS.items():
-        source = _decode(testdata / "media" / f"{clip}.mp4")
+        source = read_clip_opencv(testdata / "media" / f"{clip}.mp4")[0]
         shape = {"A": _pillarboxed, "C": _close_up}.get(name, lambda f: f)
         frames += [np.ascontiguousarray(shape(source[i])) for i in picked]
     assert len(frames) == LAST_FRAME

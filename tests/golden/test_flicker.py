@@ -30,7 +30,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import cv2
 import numpy as np
 import pytest
 
@@ -39,6 +38,7 @@ from facefuse.pipeline import Pipeline
 from facefuse.shot.smoothing import landmark_spread_px, smooth_tracks
 from facefuse.shot.tracking import Track, build_tracks
 from facefuse.types import SourceIdentity
+from tests.render_media import read_clip_opencv
 
 ASL = "asl_yes"
 HEAD_POSE = "head-pose-face-detection-male"
@@ -68,19 +68,6 @@ class Flicker:
     matte: float
     pasted: float
     input: float
-
-
-def _frames(path: Path) -> tuple[list[np.ndarray], float]:
-    capture = cv2.VideoCapture(str(path))
-    frames = []
-    while True:
-        ok, frame = capture.read()
-        if not ok:
-            break
-        frames.append(frame)
-    rate = float(capture.get(cv2.CAP_PROP_FPS))
-    capture.release()
-    return frames, rate
 
 
 def _still_pairs(track: Track) -> list[int]:
@@ -127,7 +114,7 @@ def flicker(testdata: Path, contract_dir: Path,
             replace(box_only, landmark_mask=True)) as with_hull:
         identity = pipeline.source_identity([testdata / "media" / "astronaut.png"])
         for name in (ASL, HEAD_POSE):
-            frames, rate = _frames(testdata / "media" / f"{name}.mp4")
+            frames, rate = read_clip_opencv(testdata / "media" / f"{name}.mp4")
             (raw,) = build_tracks({n: pipeline.detect(f) for n, f in enumerate(frames)})
             (landmarks,) = smooth_tracks([raw], rate, pose=None)
             (pose,) = smooth_tracks([raw], rate)

@@ -11,7 +11,6 @@ Models and the session's analysis cache come from tests/conftest.py.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -74,25 +73,5 @@ def farm(tmp_path_factory: pytest.TempPathFactory, testdata: Path, contract_dir:
     """A 120-frame clip and its uninterrupted reference render (which also fills the shared
     analysis cache, so the interrupted renders spend their time in pass 2)."""
     root = tmp_path_factory.mktemp("farm")
-    farm = Farm(root=root,
-                clip=farm_helpers.make_face_clip(root / "shot.mkv", farm_helpers.CLIP_FRAMES,
-                                                 testdata),
-                cache=root / "cache", models=root / "models",
-                source=testdata / "media" / "obama.jpg",
-                detector=testdata / "models" / "face_detection_yunet_2023mar.onnx",
-                recogniser=contract_dir / "recogniser_512.onnx",
-                swapper=contract_dir / "colour_swapper.onnx",
-                reference={}, reference_log=[], reference_seconds=0.0)
-    farm.models.mkdir()
-    ref = root / "ref"
-    ref.mkdir()
-    started = time.perf_counter()
-    result = farm_helpers.run(farm, farm.command(ref / "out.####.png"), root / "ref")
-    farm.reference_seconds = time.perf_counter() - started
-    assert result.returncode == 0, result.stderr
-    farm.reference = farm_helpers.frame_files(ref)
-    farm.reference_log = result.lines
-    assert list(farm.reference) == list(range(1, farm_helpers.CLIP_FRAMES + 1))
-    assert result.summary["swapped"] == farm_helpers.CLIP_FRAMES, (
-        "the detector must find the face everywhere")
-    return farm
+    return farm_helpers.rendered_farm(root, farm_helpers.CLIP_FRAMES, testdata, contract_dir,
+                                      root / "cache")

@@ -272,3 +272,26 @@ def wait_for_lines(proc: subprocess.Popen, log: Path, count: int, needle: str = 
         assert proc.poll() is None, f"the render ended (rc {proc.returncode}) too early"
         assert time.monotonic() < deadline, f"not ready after {timeout} s"
         time.sleep(0.01)
+
+
+def rendered_farm(root: Path, frames: int, testdata: Path, contract_dir: Path,
+                  cache: Path) -> Farm:
+    """A `frames`-frame face clip with the real YuNet, the contract recogniser and colour
+    swapper, and its uninterrupted reference render (PNG), which every frame must swap."""
+    farm = Farm(root=root, clip=make_face_clip(root / "shot.mkv", frames, testdata),
+                cache=cache, models=root / "models", source=testdata / "media" / "obama.jpg",
+                detector=testdata / "models" / "face_detection_yunet_2023mar.onnx",
+                recogniser=contract_dir / "recogniser_512.onnx",
+                swapper=contract_dir / "colour_swapper.onnx",
+                reference={}, reference_log=[], reference_seconds=0.0)
+    farm.models.mkdir()
+    ref = root / "ref"
+    ref.mkdir()
+    started = time.perf_counter()
+    result = run(farm, farm.command(ref / "out.####.png"), ref)
+    farm.reference_seconds = time.perf_counter() - started
+    assert result.returncode == 0, result.stderr
+    farm.reference, farm.reference_log = frame_files(ref), result.lines
+    assert list(farm.reference) == list(range(1, frames + 1))
+    assert result.summary["swapped"] == frames, "the detector must find the face everywhere"
+    return farm

@@ -120,16 +120,15 @@ class TimedSession:
         self._session, self._timer = session, timer
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return self._session.run(*args, **kwargs)
-        finally:
-            self._timer.inference((time.perf_counter() - start) * 1000.0)
+        return self._timed(self._session.run, *args, **kwargs)
 
     def run_with_iobinding(self, *args: Any, **kwargs: Any) -> Any:
+        return self._timed(self._session.run_with_iobinding, *args, **kwargs)
+
+    def _timed(self, call: Any, *args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
         try:
-            return self._session.run_with_iobinding(*args, **kwargs)
+            return call(*args, **kwargs)
         finally:
             self._timer.inference((time.perf_counter() - start) * 1000.0)
 

@@ -225,3 +225,15 @@ class FakeLayout:
 
     def texts(self) -> str:
         return " ".join(kw.get("text", "") for kw in self.calls_of("label"))
+
+
+def marked_shot(shot: Any, clip: Path, testdata: Path) -> None:
+    """The shot's strip marked Swap on Farm with a source, beside a second, unmarked strip that
+    is set up as fully (so a farm run that swapped it would show), saved."""
+    add_source(shot.strip, testdata / "media" / "obama.jpg")
+    shot.strip.facefuse.farm = True
+    other = add_plate(shot.scene, clip, name="unmarked", channel=6, start=60)
+    configure(other, testdata, Path(shot.strip.facefuse.models_dir),
+              Path(shot.strip.facefuse.cache_dir))
+    add_source(other, testdata / "media" / "obama.jpg")
+    assert bpy.ops.wm.save_mainfile() == {'FINISHED'}

@@ -21,13 +21,7 @@ import pytest
 
 bpy = pytest.importorskip("bpy", reason="bpy (Blender as a Python module) is not installed")
 
-from tests.hosts.addon.blender_helpers import (
-    TRIM_START,
-    TRIMMED,
-    add_plate,
-    add_source,
-    configure,
-)
+from tests.hosts.addon.blender_helpers import TRIM_START, TRIMMED, marked_shot
 
 OPENJD = Path(sys.executable).with_name("openjd")
 REPO = Path(__file__).resolve().parents[3]
@@ -55,16 +49,6 @@ def bundle_and_run(shot: SimpleNamespace, job: Path, *options: str
     return subprocess.run([str(OPENJD), "run", str(job / "template.yaml"), "-p",
                            f"file://{job / 'job_parameters.json'}"], capture_output=True,
                           text=True, env=env(), timeout=300, check=False)
-
-
-def marked_shot(shot: SimpleNamespace, clip: Path, testdata: Path) -> None:
-    add_source(shot.strip, testdata / "media" / "obama.jpg")
-    shot.strip.facefuse.farm = True
-    other = add_plate(shot.scene, clip, name="unmarked", channel=6, start=60)
-    configure(other, testdata, Path(shot.strip.facefuse.models_dir),
-              Path(shot.strip.facefuse.cache_dir))
-    add_source(other, testdata / "media" / "obama.jpg")
-    assert bpy.ops.wm.save_mainfile() == {'FINISHED'}
 
 
 def test_openjd_blend_job_renders_exactly_the_marked_strips_frames(

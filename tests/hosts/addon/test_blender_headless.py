@@ -32,9 +32,8 @@ from tests.hosts.addon.blender_helpers import (
     STRIP_START,
     TRIM_START,
     TRIMMED,
-    add_plate,
     add_source,
-    configure,
+    marked_shot,
     new_blend,
     result_strip,
 )
@@ -53,13 +52,7 @@ def run_headless(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_headless_renders_one_chunk_then_finishes_the_marked_strips(
         shot: SimpleNamespace, clip: Path, testdata: Path) -> None:
-    add_source(shot.strip, testdata / "media" / "obama.jpg")
-    shot.strip.facefuse.farm = True
-    other = add_plate(shot.scene, clip, name="unmarked", channel=6, start=60)
-    configure(other, testdata, Path(shot.strip.facefuse.models_dir),
-              Path(shot.strip.facefuse.cache_dir))
-    add_source(other, testdata / "media" / "obama.jpg")
-    assert bpy.ops.wm.save_mainfile() == {'FINISHED'}
+    marked_shot(shot, clip, testdata)
     numbers = tuple(range(TRIM_START + 1, TRIM_START + TRIMMED + 1))
 
     chunk = run_headless(str(shot.blend), "--chunk", "2/3")

@@ -35,23 +35,8 @@ def _no_process_outlives_its_test() -> Iterator[None]:
 def shot(tmp_path_factory: pytest.TempPathFactory, testdata: Path, contract_dir: Path) -> Farm:
     """The clip, models and source, and the reference render of all its frames (PNG)."""
     root = tmp_path_factory.mktemp("farm-shot")
-    shot = Farm(root=root, clip=farm_helpers.make_face_clip(root / "shot.mkv", SHOT_FRAMES,
-                                                            testdata),
-                cache=root / "ref-cache", models=root / "models",
-                source=testdata / "media" / "obama.jpg",
-                detector=testdata / "models" / "face_detection_yunet_2023mar.onnx",
-                recogniser=contract_dir / "recogniser_512.onnx",
-                swapper=contract_dir / "colour_swapper.onnx",
-                reference={}, reference_log=[], reference_seconds=0.0)
-    shot.models.mkdir()
-    ref = root / "ref"
-    ref.mkdir()
-    result = farm_helpers.run(shot, shot.command(ref / "out.####.png"), root / "ref")
-    assert result.returncode == 0, result.stderr
-    shot.reference = farm_helpers.frame_files(ref)
-    assert list(shot.reference) == list(range(1, SHOT_FRAMES + 1))
-    assert result.summary["swapped"] == SHOT_FRAMES
-    return shot
+    return farm_helpers.rendered_farm(root, SHOT_FRAMES, testdata, contract_dir,
+                                      root / "ref-cache")
 
 
 @pytest.fixture(scope="session")
