@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -46,6 +47,9 @@ ANALYSIS_VERSION = 2
 # 2 cuts, tracks per shot, people, pose smoothing. Part of the render fingerprint, so frames a
 # render made with other decisions are not taken as done.
 PLAN_VERSION = 2
+# How far past a frame (in seconds of the shot) the analysis must reach before a local plan's
+# decisions for that frame are final (see plan_horizon).
+PLAN_LOOKAHEAD_S = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,3 +264,18 @@ def plan_targets(analysis: ShotAnalysis, selector: str, reference: np.ndarray | 
     log.info("%d cuts, %d tracks, %d people; %d people (%d tracks) chosen for swapping",
              len(cuts), len(tracks), len(people), len(chosen_people), len(chosen))
     return {frame: tuple(faces) for frame, faces in targets.items()}
+
+
+def plan_horizon(selector: str, rate_hz: float | None) -> int | None:
+    """How many analysed frames past frame k plan_targets needs before k's targets are final,
+    or None when every frame's targets depend on the whole analysed range.
+
+    many is local (every person is swapped, so no decision weighs the whole range): for an
+    analysis that covers the frames up to k + horizon (or to the end of the range),
+    plan_targets gives frame k the same targets as for the whole range, so a render may swap
+    frame k while analysis goes on. one (the person with the most presence) and reference
+    (people matched by their mean identity) need the whole range.
+    """
+    if selector != "many":
+        return None
+    return math.ceil(PLAN_LOOKAHEAD_S * float(rate_hz or DEFAULT_RATE_HZ))
