@@ -354,14 +354,18 @@ class VideoSource:
         modify it in place (pass 2 pastes into it)."""
         return self._start(numbers, self._to_array, clock, shared=False)
 
-    def read_analysis(self, numbers: Iterable[int], max_side_px: int,
+    def read_analysis(self, numbers: Iterable[int], max_side_px: int | None,
                       clock: StageClock | None = None
                       ) -> Iterator[tuple[int, AnalysisPicture | np.ndarray | DecodeFailure]]:
         """As read(), for shot analysis: 8-bit 4:2:0 pictures come as AnalysisPicture (small
         for a detector of `max_side_px`, full size only where asked; see analysis_pictures),
-        other pictures as frames. The conversion is timed as "colour"."""
+        other pictures (all of them when max_side_px is None) as frames; a repeated number
+        gives the same object again. The conversion is timed as "colour".
+        An analysis read decodes from a container of its own, so it may run on one thread
+        while a read() runs on another (a render's pass 1 beside its pass 2)."""
         def convert(picture: Any) -> AnalysisPicture | np.ndarray:
-            fast = None if self._turns else analysis_picture(picture, max_side_px)
+            fast = (None if self._turns or max_side_px is None
+                    else analysis_picture(picture, max_side_px))
             return fast if fast is not None else self._to_array(picture)
 
         return self._start(numbers, convert, clock, shared=True)
@@ -369,7 +373,9 @@ class VideoSource:
     def _start(self, numbers: Iterable[int], convert: Callable[[Any], Any],
                clock: StageClock | None, shared: bool) -> Iterator[tuple[int, Any]]:
         """Check the numbers (see read) and start a read that converts with `convert`;
-        shared: a repeated number yields the same object again (else a new conversion)."""
+        shared: a repeated number yields the same object again (else a new conversion), and
+        the read has a container of its own (closed when the read ends); otherwise it takes
+        over this source's container from any earlier read."""
         wanted = list(numbers)
         first, last = self._info.start_number, self._info.start_number + self._info.frame_count - 1
         for a, b in itertools.pairwise(wanted):
@@ -379,9 +385,24 @@ class VideoSource:
         if outside:
             raise InputError(f"frame {outside[0]} is outside {self._path.name} "
                              f"(frames {first}-{last})")
+        clock = clock if clock is not None else StageClock()
+        if shared:
+            return self._deliver_own(wanted, convert, clock)
         self._reader = _Decoder(self._container, self._stream, self._index, self._position)
-        return self._deliver(wanted, self._reader, convert,
-                             clock if clock is not None else StageClock(), shared)
+        return self._deliver(wanted, self._reader, convert, clock, shared)
+
+    def _deliver_own(self, wanted: list[int], convert: Callable[[Any], Any],
+                     clock: StageClock) -> Iterator[tuple[int, Any]]:
+        """A read from a container of its own (the index is this source's: same file)."""
+        container = open_input(self._path)
+        try:
+            stream = container.streams.video[0]
+            stream.thread_type = "AUTO"
+            stream.codec_context.thread_count = self._decode_threads
+            decoder = _Decoder(container, stream, self._index, self._position)
+            yield from self._deliver(wanted, decoder, convert, clock, shared=True)
+        finally:
+            container.close()
 
     def _source_position(self, number: int) -> int:
         slot = number - self._info.start_number
@@ -393,7 +414,7 @@ class VideoSource:
         held: tuple[int, Any] | None = None  # the last decoded (position, VideoFrame)
         array: tuple[int, Any] | None = None  # the last converted (position, picture)
         for number in wanted:
-            if self._reader is not decoder:
+            if not shared and self._reader is not decoder:
                 raise RuntimeError("another read() started on this VideoSource; "
                                    "finish one read before starting the next")
             pos = self._source_position(number)

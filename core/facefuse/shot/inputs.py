@@ -71,10 +71,12 @@ class ShotInput(Protocol):
         own (a repeated number included): the caller may modify it."""
         ...
 
-    def read_analysis(self, numbers: Iterable[int], max_side_px: int,
+    def read_analysis(self, numbers: Iterable[int], max_side_px: int | None,
                       clock: StageClock | None = None) -> Iterator[tuple[int, AnalysisItem]]:
         """As read(), for shot analysis: pictures may come as AnalysisPicture (small for a
-        detector of max_side_px, full size only where faces are) instead of frames."""
+        detector of max_side_px, full size only where faces are) instead of frames (never when
+        max_side_px is None: full frames, for colour-managed shots). An analysis read may run
+        on one thread while a read() runs on another (they decode separately)."""
         ...
 
     def content_sha256(self, memo: HashMemo) -> str: ...
@@ -115,7 +117,7 @@ class SequenceInput:
                 continue
             yield number, frame
 
-    def read_analysis(self, numbers: Iterable[int], max_side_px: int,
+    def read_analysis(self, numbers: Iterable[int], max_side_px: int | None,
                       clock: StageClock | None = None) -> Iterator[tuple[int, AnalysisItem]]:
         return self.read(numbers, clock)  # plates are read whole
 
@@ -156,7 +158,7 @@ class VideoInput:
              ) -> Iterator[tuple[int, FrameOrFailure]]:
         return self.source.read(numbers, clock)
 
-    def read_analysis(self, numbers: Iterable[int], max_side_px: int,
+    def read_analysis(self, numbers: Iterable[int], max_side_px: int | None,
                       clock: StageClock | None = None) -> Iterator[tuple[int, AnalysisItem]]:
         return self.source.read_analysis(numbers, max_side_px, clock)
 

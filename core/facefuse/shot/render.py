@@ -6,6 +6,12 @@ are derived from it, so every chunk of a farm render makes the same decisions. P
 only the frames still to do, swaps them and writes them, reading, inference and writing running
 in three threads joined by small bounded queues, so memory does not grow with shot length.
 
+Where the selector's decisions are local (analysis.plan_horizon: `many`) and frames must be
+analysed, pass 1 runs on a thread of its own while pass 2 runs: a frame is swapped once the
+analysis covers the frames its targets depend on (see early_plan), so the first output frame
+comes after a fixed stretch of analysis, not after all of it. Other selectors plan on the
+whole analysis first, as does a render whose analysis is cached.
+
 Image-sequence outputs are written frame by frame (temporary name, then rename) and resumable:
 a frame whose output exists, reads completely and carries the same render fingerprint is skipped.
 Video outputs are written in one pass over the requested range to a temporary file that is
@@ -15,10 +21,11 @@ renamed when complete; they cannot be chunked or resumed (render a sequence for 
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
-from contextlib import closing
-from dataclasses import replace
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, closing
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -42,9 +49,11 @@ from .analysis import (
     ShotAnalysis,
     analyse_frames,
     missing_frames,
+    plan_horizon,
     plan_targets,
 )
 from .analysis_pass import FrameAnalysis
+from .early_plan import AnalysisFeed, AnalysisStopped, EarlyPlan, Targets
 from .frames import plan_frames
 from .inputs import ShotInput, open_input
 from .outputs import FrameWriter, Processed, open_writer
@@ -75,7 +84,9 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
     on_progress(FrameReport) is called once per frame: from the calling thread for frames skipped
     as already done, from the writer thread for rendered ones.
     on_phase(PhaseProgress) tells how far each phase (analysis, swap, encode) has got: from the
-    calling thread for analysis and encode, from the writer thread for swap.
+    calling thread for analysis and encode, from the writer thread for swap; where pass 1 runs
+    beside pass 2 (see the module docstring), analysis comes from pass 1's thread, interleaved
+    with swap (each phase's own counts still only grow).
     cancel() is checked between frames; cancelling leaves only complete output frames (and no
     video file). User errors raise FacefuseError subclasses before any output is written.
     timings: when given, every stage of every frame, session creation and inference are timed
@@ -149,13 +160,15 @@ class RenderJob:
         self.found: dict[int, int] = {}  # faces the analysis found, per frame number
         # Stage times of frames analysed in this run (not cached), until the frame is reported.
         self.analysis_ms: dict[int, Mapping[str, float]] = {}
+        self._ms_lock = threading.Lock()  # analysis_ms: written by pass 1, read by the writer
         self.analysis_cached = 0  # frames whose analysis came from the cache
         self.settled = 0
         self.todo_total = 0
 
     # -- the run ----------------------------------------------------------------------------
     def run(self, pipeline: Pipeline, cancelled: CancelCheck) -> bool:
-        """Pass 1 and pass 2; False when cancelled or stopped early by --fail-fast."""
+        """Pass 1 and pass 2 (side by side where the selector allows: see the module
+        docstring); False when cancelled or stopped early by --fail-fast."""
         pipeline.models.require_models()
         pipeline.check_options()
         identity = pipeline.source_identity(self.request.sources)
@@ -168,15 +181,34 @@ class RenderJob:
         todo = self._todo(fingerprint)
         if not todo:
             return True
-        analysis = self._analysis(pipeline, content, cancelled)
-        self.found = {n: len(faces) for n, faces in analysis.faces.items()}
+        horizon = plan_horizon(self.request.settings.selector, self._rate())
+        halt = threading.Event()  # pass 2 ended early: pass 1 stops too
+
+        def stop() -> bool:
+            return cancelled() or halt.is_set()
+
+        feed, pass_one = self._analysis(pipeline, content, cancelled, horizon, halt)
+        reference = pipeline.reference_embedding()
+        plan = EarlyPlan(feed, horizon if pass_one is not None and horizon else 0,
+                         lambda analysis: self._plan(analysis, reference), stop)
+        try:
+            return self._pass_two(pipeline, identity, _PassTwo(plan, todo, halt, pass_one),
+                                  metadata, cancelled)
+        finally:
+            if plan.plans > 1:
+                log.info("planned %d times on the growing analysis (%.3f s in all)",
+                         plan.plans, plan.plan_s)
+
+    def _rate(self) -> float | None:
+        return float(self.shot.rate) if self.shot.rate else None
+
+    def _plan(self, analysis: ShotAnalysis, reference: np.ndarray | None) -> Targets:
+        """The targets of every frame of `analysis` (the whole analysed range or, while pass 1
+        runs, a prefix of it): plan_targets with this render's options."""
+        settings = self.request.settings
         with self.timings.measure("track"):
-            targets = plan_targets(analysis, self.request.settings.selector,
-                                   pipeline.reference_embedding(),
-                                   self.request.settings.similarity,
-                                   float(self.shot.rate) if self.shot.rate else None,
-                                   self._smoothing())
-        return self._pass_two(pipeline, identity, targets, todo, metadata, cancelled)
+            return plan_targets(analysis, settings.selector, reference, settings.similarity,
+                                self._rate(), self._smoothing())
 
     def _smoothing(self) -> OneEuroParams | None:
         if not self.request.smoothing:
@@ -242,15 +274,55 @@ class RenderJob:
         self.timings.frame("swap", item.ms)
         if item.frame is not None:
             self.timings.mark("first_output")
-        analysed = self.analysis_ms.pop(item.number, None)
+        with self._ms_lock:
+            analysed = self.analysis_ms.pop(item.number, None)
         if not analysed:
             return item
         ms = {(k if k in ("detect", "embed") else f"analysis.{k}"): v for k, v in analysed.items()}
         return replace(item, ms=MappingProxyType({**ms, **item.ms}))
 
     # -- pass 1 -----------------------------------------------------------------------------
-    def _analysis(self, pipeline: Pipeline, content_sha256: str,
-                  cancelled: CancelCheck) -> ShotAnalysis:
+    def _analysis(self, pipeline: Pipeline, content_sha256: str, cancelled: CancelCheck,
+                  horizon: int | None, halt: threading.Event
+                  ) -> tuple[AnalysisFeed, _PassOne | None]:
+        """The analysis of the analysed range: complete, or, when frames must be analysed and
+        the selector allows (horizon), growing on a pass-1 thread that holds the lock."""
+        entry = self._cache_entry(pipeline, content_sha256, cancelled)
+        wanted = self.frames.analysed
+        held = ExitStack()
+        try:
+            held.enter_context(entry.lock)  # chunks started together wait for the first one
+        except LockWaitCancelled:
+            return AnalysisFeed.complete(wanted, ShotAnalysis()), None
+        with held:
+            cached = entry.cache.load(entry.key)
+            missing = missing_frames(wanted, cached.faces)
+            self.analysis_cached = len(wanted) - len(missing)
+            self.phase(PhaseProgress("analysis", len(wanted) - len(missing), len(wanted)))
+            if not missing:
+                return AnalysisFeed.complete(wanted, cached), None
+            if horizon is None:
+                analysis = cached.merged(self._analyse(pipeline, missing, cancelled, entry.lock))
+                if not cancelled():
+                    entry.cache.save(entry.key, analysis)
+                return AnalysisFeed.complete(wanted, analysis), None
+            feed = AnalysisFeed(wanted, cached)
+            pass_one = _PassOne(held.pop_all())  # the lock is the pass-1 thread's to release
+
+            def stopped() -> bool:
+                return cancelled() or halt.is_set()
+
+            def work() -> None:
+                new = self._analyse(pipeline, missing, stopped, entry.lock, feed)
+                feed.finish()  # complete unless stopped early (then waiters are told)
+                if not cancelled():
+                    entry.cache.save(entry.key, cached.merged(new))
+
+            pass_one.start(pipeline, work, feed)
+            return feed, pass_one
+
+    def _cache_entry(self, pipeline: Pipeline, content_sha256: str,
+                     cancelled: CancelCheck) -> _CacheEntry:
         settings = self.request.settings
         key = AnalysisKey(content_sha256, pipeline.models.identity("detector"),
                           pipeline.models.identity("recogniser"), settings.detector_size_px,
@@ -261,26 +333,14 @@ class RenderJob:
         except OSError as exc:  # a read-only cache only costs time: the lock says so
             log.warning("cannot create the analysis cache %s (%s); going on without it",
                         cache.directory, exc.strerror or exc)
-        # Chunks of one shot started together wait here for the first one's analysis.
         lock = FileLock(cache.path(key).with_suffix(".lock"), ANALYSIS_LOCK_STALE_S,
                         cancelled=cancelled, what=f"the analysis of {self.shot.label}")
-        wanted = self.frames.analysed
-        try:
-            with lock:
-                analysis = cache.load(key)
-                missing = missing_frames(wanted, analysis.faces)
-                self.analysis_cached = len(wanted) - len(missing)
-                self.phase(PhaseProgress("analysis", len(wanted) - len(missing), len(wanted)))
-                if missing:
-                    analysis = analysis.merged(self._analyse(pipeline, missing, cancelled, lock))
-                    if not cancelled():
-                        cache.save(key, analysis)
-        except LockWaitCancelled:
-            return ShotAnalysis()
-        return analysis.over(wanted)
+        return _CacheEntry(cache, key, lock)
 
     def _analyse(self, pipeline: Pipeline, missing: Sequence[int], cancelled: CancelCheck,
-                 lock: FileLock) -> ShotAnalysis:
+                 lock: FileLock, feed: AnalysisFeed | None = None) -> ShotAnalysis:
+        """Detections and signatures of `missing` (ascending), each frame handed to `feed`
+        (when given) as soon as it is analysed; stops between frames when cancelled()."""
         log.info("analysing %d frames (detection, tracking)", len(missing))
         total = len(self.frames.analysed)
         done = [total - len(missing)]  # a cell the callback below counts in
@@ -289,6 +349,8 @@ class RenderJob:
         rendered = set(self.frames.rendered)
         read_ms: dict[int, Mapping[str, float]] = {}
         current: list[Any] = [None]  # the picture whose frame analyse_frames is handed
+        found: dict[int, tuple[Face, ...]] = {}
+        signatures: dict[int, Any] = {}
 
         def frames() -> Generator[tuple[int, Any], None, None]:
             # Decoding runs ahead on a worker thread, overlapping detection.
@@ -307,46 +369,50 @@ class RenderJob:
             ms = _sum_ms(read_ms.pop(number, {}), clock.take())
             self.timings.frame("analysis", ms)
             if number in rendered:
-                self.analysis_ms[number] = ms
+                with self._ms_lock:
+                    self.analysis_ms[number] = ms
             self.phase(PhaseProgress("analysis", done[0], total))
 
         with closing(frames()) as source:  # a cancel stops the reader at once
-            # the cut signatures come from the picture detection sees (small or full, in display
-            # colour: colour is only set for full frames of colour-managed shots)
-            return analyse_frames(source, analyse, cancelled, on_frame=analysed,
-                                  colour=self.colour)
+            for number, frame in source:
+                if cancelled():
+                    break
+                # the cut signatures come from the picture detection sees (small or full, in
+                # display colour: colour is only set for full frames of colour-managed shots)
+                part = analyse_frames([(number, frame)], analyse, colour=self.colour)
+                found.update(part.faces)
+                signatures.update(part.signatures)
+                analysed(number)
+                if feed is not None:
+                    feed.add(part, (number,))
+        return ShotAnalysis(found, signatures)
 
     def _analysis_pictures(self, pipeline: Pipeline, numbers: Sequence[int]
                            ) -> Iterator[tuple[int, Any, Mapping[str, float]]]:
         """The pictures pass 1 analyses, with their decode and colour times: small ones where
         the input allows (see io.analysis_pictures), full frames for colour-managed shots."""
         clock = StageClock()
-        if self.colour is None:
-            side = max(pipeline.models.detector().input_size)
-            pictures = self.shot.read_analysis(numbers, side, clock)
-        else:
-            pictures = self.shot.read(numbers, clock)
-        for number, picture in pictures:
+        side = max(pipeline.models.detector().input_size) if self.colour is None else None
+        for number, picture in self.shot.read_analysis(numbers, side, clock):
             yield number, picture, clock.take()
 
     # -- pass 2 -----------------------------------------------------------------------------
-    def _pass_two(self, pipeline: Pipeline, identity: SourceIdentity,
-                  targets: Mapping[int, tuple[Face, ...]], todo: Sequence[int],
+    def _pass_two(self, pipeline: Pipeline, identity: SourceIdentity, work: _PassTwo,
                   metadata: Mapping[str, str], cancelled: CancelCheck) -> bool:
         fail_fast, colour = self.request.fail_fast, self.colour
         wants_matte = bool(self.request.matte or self.request.patch)
-        self.todo_total = len(todo)
+        self.todo_total = len(work.todo)
         # Set on this (the inference) thread as soon as a frame fails, so with --fail-fast no
         # frame after it is processed, let alone written; frames before it still complete.
         failed_here: list[int] = []
 
-        def process(item: tuple[int, Any, Mapping[str, float]]) -> Processed:
-            number, frame, read_ms = item
+        def process(item: tuple[int, Any, Mapping[str, float], tuple[Face, ...]]) -> Processed:
+            number, frame, read_ms, targets = item
             if isinstance(frame, DecodeFailure):
                 failed_here.append(number)
                 return Processed(number, None, None, 0, read_ms, frame.reason)
             # the frame is this pass's own (see _timed): paste into it, matte only if written
-            result = pipeline.swap_faces(frame, identity, targets.get(number, ()), colour,
+            result = pipeline.swap_faces(frame, identity, targets, colour,
                                          in_place=True, matte=wants_matte)
             return Processed(number, result.frame, result.matte, len(result.swapped),
                              MappingProxyType({**read_ms, **result.timings_ms}))
@@ -359,14 +425,116 @@ class RenderJob:
 
         finished = False
         try:
-            finished = stream(_timed(self.shot, todo), process, sink, stop)
+            finished = stream(self._planned(work.plan, work.todo), work.guard(process),
+                              work.guard(sink), stop)
+        except AnalysisStopped:
+            work.raise_pass_two_error()  # cancelled, --fail-fast or pass 1 failed: see below
         finally:
+            work.end(finished)  # pass 1 ends before the output does
             self.phase(PhaseProgress("encode", 0, 1))
             stopped = fail_fast and bool(failed_here or self.counts.failed)
             with self.timings.measure("encode_finish"):
-                self._settle(self.writer.finish(finished and not stopped))
+                self._settle(self.writer.finish(finished and not stopped and work.error is None))
             self.phase(PhaseProgress("encode", 1, 1))
+        work.raise_pass_one_error()
         return finished and not (fail_fast and bool(failed_here))
+
+    def _planned(self, plan: EarlyPlan, numbers: Sequence[int]
+                 ) -> Iterator[tuple[int, Any, Mapping[str, float], tuple[Face, ...]]]:
+        """The frames (see _timed) with their targets, each once its targets are final (the
+        reader thread waits for the analysis here; AnalysisStopped when they will not be)."""
+        for number, frame, ms in _timed(self.shot, numbers):
+            targets = plan.targets(number)
+            self.found[number] = plan.feed.found(number)
+            yield number, frame, ms, targets
+
+
+@dataclass(frozen=True, slots=True)
+class _CacheEntry:
+    """Where a shot's analysis is cached, and the lock that guards it."""
+
+    cache: AnalysisCache
+    key: AnalysisKey
+    lock: FileLock
+
+
+class _PassOne:
+    """Pass 1 on a thread of its own, holding the analysis lock (`held`) until it ends; its
+    exception, if any, is kept for the render's thread to raise."""
+
+    def __init__(self, held: ExitStack) -> None:
+        self.held = held
+        self.error: BaseException | None = None
+        self.thread: threading.Thread | None = None
+
+    def start(self, pipeline: Pipeline, work: Callable[[], None], feed: AnalysisFeed) -> None:
+        """Run work() on the pass-1 thread; its models are loaded here first, so their errors
+        are raised on the calling thread and no session is created by two threads."""
+        try:
+            pipeline.models.detector()
+            pipeline.models.embedder()
+        except BaseException:
+            self.held.close()
+            raise
+
+        def body() -> None:
+            with self.held:
+                try:
+                    work()
+                except BaseException as exc:  # noqa: BLE001 - raised by the render's thread
+                    self.error = exc
+                    feed.finish(exc)
+
+        self.thread = threading.Thread(target=body, name="facefuse-analysis", daemon=True)
+        self.thread.start()
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+
+
+class _PassTwo:
+    """What pass 2 works through (the frames to do and their plan) and how it ends together
+    with a pass-1 thread, if one runs: an error or early stop on either side stops the other,
+    and each error is raised as itself on the render's thread."""
+
+    def __init__(self, plan: EarlyPlan, todo: Sequence[int], halt: threading.Event,
+                 pass_one: _PassOne | None) -> None:
+        self.plan, self.todo, self.halt, self.pass_one = plan, todo, halt, pass_one
+        self._errors: list[BaseException] = []  # of process() and sink(), when they raise
+
+    def guard(self, step: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """`step`, halting pass 1 (and a reader waiting on it) when it raises."""
+        def guarded(item: Any) -> Any:
+            try:
+                return step(item)
+            except BaseException as exc:
+                self._errors.append(exc)
+                self.halt.set()
+                raise
+        return guarded
+
+    @property
+    def error(self) -> BaseException | None:
+        """Pass 1's exception, if it raised one."""
+        return self.pass_one.error if self.pass_one is not None else None
+
+    def end(self, finished: bool) -> None:
+        """Wait for pass 1: it completes the analysis (and caches it) when pass 2 went through
+        its frames, and stops at its next frame otherwise."""
+        if not finished:
+            self.halt.set()
+        if self.pass_one is not None:
+            self.pass_one.join()
+
+    def raise_pass_two_error(self) -> None:
+        """Raise the writer's error that made the reader give up waiting, if there was one."""
+        if self._errors:
+            raise self._errors[0]
+
+    def raise_pass_one_error(self) -> None:
+        if self.error is not None:
+            raise self.error
 
 
 def _timed(shot: ShotInput, numbers: Sequence[int]
