@@ -27,6 +27,7 @@ from facefuse.shot.analysis import plan_horizon
 from facefuse.shot.render import render
 from facefuse.shot.request import FrameReport, PhaseProgress, RenderRequest, RenderSummary
 from tests import media_factory
+from tests.integration import farm_helpers
 from tests.integration.render_helpers import read_bgr
 from tests.render_media import decode_video, face_photo, render_request, stray_files
 
@@ -230,3 +231,19 @@ def test_an_analysis_read_and_a_frame_read_run_at_once(shot: Shot) -> None:
         worker.join()
     assert results == {"analysis": list(range(1, FRAMES + 1)),
                        "frames": list(range(1, FRAMES + 1, 2))}
+
+
+def test_fail_fast_stops_a_streamed_render_at_the_failed_frame(render_models: Path,
+                                                               testdata: Path,
+                                                               tmp_path: Path) -> None:
+    clip = farm_helpers.make_face_clip(tmp_path / "broken.mkv", 14, testdata, zeroed=(4,))
+    out = tmp_path / "out"
+    out.mkdir()
+    events = _Events()
+    request = render_request(render_models, tmp_path / "cache", testdata / "media" / "obama.jpg",
+                             clip, out / "out.####.png", fail_fast=True,
+                             settings={"selector": "many"})
+    summary = _render(request, events=events)
+    assert [n for n, _ in summary.failed] == [5] and not summary.cancelled
+    assert [e.frame for e in events.items if isinstance(e, FrameReport)] == [1, 2, 3, 4, 5]
+    assert sorted(farm_helpers.frame_files(out)) == [1, 2, 3, 4] and not stray_files(out)

@@ -410,6 +410,8 @@ class RenderJob:
             number, frame, read_ms, targets = item
             if isinstance(frame, DecodeFailure):
                 failed_here.append(number)
+                if fail_fast:
+                    work.halt.set()  # a reader waiting on pass 1 gives up at once
                 return Processed(number, None, None, 0, read_ms, frame.reason)
             # the frame is this pass's own (see _timed): paste into it, matte only if written
             result = pipeline.swap_faces(frame, identity, targets, colour,
@@ -419,6 +421,8 @@ class RenderJob:
 
         def sink(item: Processed) -> None:
             self._settle(self.writer.write(item, metadata))
+            if fail_fast and self.counts.failed:
+                work.halt.set()
 
         def stop() -> bool:
             return cancelled() or (fail_fast and bool(failed_here or self.counts.failed))
