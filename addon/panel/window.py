@@ -67,6 +67,7 @@ class PanelWindow(QMainWindow):
         self.pending_looks: list[Callable[[], None]] = []  # looks asked for while one ran
         self.thumbnailed: set[Path] = set()
         self.render_rates: dict[str, PhaseRate] = {}  # of the running render's phases
+        self.render_steps: dict[str, PhaseProgress] = {}
         self.setWindowTitle("facefuse")
         self._build()
         self.show_clip(host.clip)
@@ -291,6 +292,7 @@ class PanelWindow(QMainWindow):
             self.log.say(str(exc), "ERROR")
             return
         self.render_rates: dict[str, PhaseRate] = {}
+        self.render_steps: dict[str, PhaseProgress] = {}  # the last of each phase
         self.progress.setValue(0)
         self.render_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
@@ -304,11 +306,18 @@ class PanelWindow(QMainWindow):
         if isinstance(item, PhaseProgress) and item.phase == "encode":
             self.status.setText("Finishing the output…")
         elif isinstance(item, PhaseProgress):
-            job.total, job.done, job.status = item.total, item.done, item.phase
-            self.progress.setMaximum(max(1, item.total))
-            self.progress.setValue(item.done)
-            rate = self.render_rates.setdefault(item.phase, PhaseRate(item.done))
-            self.status.setText(_progress_text(item, rate))
+            self.render_rates.setdefault(item.phase, PhaseRate(item.done))
+            self.render_steps[item.phase] = item
+            # pass 1 may run beside pass 2 (selector many): the bar follows the swap then
+            shown = self.render_steps.get("swap", item)
+            job.total, job.done, job.status = shown.total, shown.done, shown.phase
+            self.progress.setMaximum(max(1, shown.total))
+            self.progress.setValue(shown.done)
+            text = _progress_text(shown, self.render_rates[shown.phase])
+            analysis = self.render_steps.get("analysis")
+            if shown.phase == "swap" and analysis is not None and analysis.done < analysis.total:
+                text += f" · analysis {analysis.done}/{analysis.total}"
+            self.status.setText(text)
         elif isinstance(item, FrameReport) and item.status == "failed":
             self.log.say(f"frame {item.frame}: {item.error}", "WARNING")
 

@@ -144,6 +144,7 @@ class Progress:
         self._rates: dict[str, PhaseRate] = {}
         self._last: FrameReport | None = None
         self._phase: PhaseProgress | None = None
+        self._steps: dict[str, PhaseProgress] = {}  # the last step of each phase
         self._openjd_last: dict[str, int] = {}
 
     def __call__(self, report: FrameReport) -> None:
@@ -165,7 +166,9 @@ class Progress:
         with self._lock:
             rate = self._rates.setdefault(step.phase, PhaseRate(step.done))
             fps, eta = rate.fps_eta(step.done, step.total)
-            self._phase = step
+            self._steps[step.phase] = step
+            # pass 1 may run beside pass 2 (selector many): the bar follows the swap then
+            self._phase = self._steps.get("swap", step) if step.phase == "analysis" else step
             if self.mode == "json":
                 percent = round(100.0 * step.done / step.total, 1) if step.total else 100.0
                 print(json.dumps({"phase": step.phase, "done": step.done, "total": step.total,
@@ -207,9 +210,16 @@ class Progress:
             left = "--:--" if eta is None else f"{int(eta) // 60}:{int(eta) % 60:02d}"
             line = (f"{step.phase:8} [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] "
                     f"{step.done}/{step.total} {share * 100:3.0f}% {fps:6.1f} fps "
-                    f"ETA {left}  {frame}")
+                    f"ETA {left}  {frame}{self._analysis_alongside(step)}")
         self.stream.write(f"\r{line:<100}")
         self.stream.flush()
+
+    def _analysis_alongside(self, shown: PhaseProgress) -> str:
+        """How far the analysis has got while the bar shows the swap beside it."""
+        analysis = self._steps.get("analysis")
+        if shown.phase != "swap" or analysis is None or analysis.done >= analysis.total:
+            return ""
+        return f"  (analysis {analysis.done}/{analysis.total})"
 
 
 def summary_record(summary: RenderSummary) -> dict[str, Any]:
