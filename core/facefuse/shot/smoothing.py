@@ -25,11 +25,12 @@ import itertools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
-from ..geometry import estimate_similarity, template_points
+from ..geometry import template_points
 from ..types import Face
 from .tracking import Track
 
@@ -70,10 +71,26 @@ class OneEuroParams:
 POSE_SMOOTHING = OneEuroParams(min_cutoff=0.5, beta=5.0, d_cutoff=2.0)
 
 
-def _alpha(cutoff_hz: np.ndarray | float, period_s: float) -> np.ndarray:
-    """The smoothing factor of a first-order low-pass at cutoff_hz sampled every period_s."""
-    tau_s = 1.0 / (2.0 * np.pi * np.asarray(cutoff_hz, dtype=np.float64))
-    return np.asarray(1.0 / (1.0 + tau_s / period_s))
+def _step_terms(periods_s: np.ndarray, params: OneEuroParams
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per step of periods_s seconds: (1 / period, 2 pi period, the derivative's smoothing
+    factor). A first-order low-pass at cutoff f blends by alpha = x / (x + 1), x = 2 pi f Te
+    (the same as 1 / (1 + tau / Te) with tau = 1 / (2 pi f))."""
+    angular = 2.0 * np.pi * periods_s
+    derivative = angular * params.d_cutoff
+    return 1.0 / periods_s, angular, derivative / (derivative + 1.0)
+
+
+def _one_euro_step(previous: np.ndarray, speed: np.ndarray, value: np.ndarray,
+                   terms: tuple[Any, Any, Any], params: OneEuroParams
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """One step of the filter: (filtered value, filtered speed) after `value`, with the step's
+    _step_terms (all broadcast elementwise, float64)."""
+    inverse_s, angular, alpha_d = terms
+    change = value - previous
+    speed = speed + alpha_d * (change * inverse_s - speed)
+    blend = angular * (params.min_cutoff + params.beta * np.abs(speed))
+    return previous + change * (blend / (blend + 1.0)), speed
 
 
 def _one_euro_rows(values: np.ndarray, periods_s: np.ndarray,
@@ -82,12 +99,33 @@ def _one_euro_rows(values: np.ndarray, periods_s: np.ndarray,
     out = np.empty_like(values)
     out[0] = values[0]
     speed = np.zeros(values.shape[1])
-    for t in range(1, len(values)):
-        period = float(periods_s[t - 1])
-        raw_speed = (values[t] - out[t - 1]) / period
-        speed += _alpha(params.d_cutoff, period) * (raw_speed - speed)
-        alpha = _alpha(params.min_cutoff + params.beta * np.abs(speed), period)
-        out[t] = out[t - 1] + alpha * (values[t] - out[t - 1])
+    steps = zip(*(terms.tolist() for terms in _step_terms(periods_s, params)))
+    for t, terms in enumerate(steps, start=1):
+        out[t], speed = _one_euro_step(out[t - 1], speed, values[t], terms, params)
+    return out
+
+
+def _fixed_lag_backward(values: np.ndarray, frames: np.ndarray, periods_s: np.ndarray,
+                        params: OneEuroParams, lookahead: int) -> np.ndarray:
+    """Row k of float64 (T, N) rows: the last value of a One Euro run backwards from the last
+    row at most `lookahead` frame numbers after row k down to row k. frames: (T,) ascending
+    frame numbers; periods_s: (T-1,) seconds between rows.
+
+    Every row's run steps at once, as a column of one filter: a shorter run is padded at its
+    start with copies of its first row, which leave the filter exactly where it started (no
+    change, no speed), so each column is bitwise the run alone. Memory O(T N), time
+    O(lookahead) vector steps."""
+    rows = np.arange(len(values))
+    starts = np.searchsorted(frames, frames + lookahead, side="right") - 1
+    steps = int((starts - rows).max()) + 1
+    # the terms of the step from row i + 1 down to row i (any positive period for the last row)
+    terms = _step_terms(np.append(periods_s, 1.0)[:, None], params)
+    out = values[np.minimum(rows + steps - 1, starts)]
+    speed = np.zeros_like(out)
+    for back in range(steps - 2, -1, -1):
+        index = np.minimum(rows + back, starts)
+        out, speed = _one_euro_step(out, speed, values[index],
+                                    (terms[0][index], terms[1][index], terms[2][index]), params)
     return out
 
 
@@ -138,29 +176,31 @@ def _segments(frames: np.ndarray) -> list[slice]:
     return [slice(a, b) for a, b in itertools.pairwise(bounds)]
 
 
-def _smooth_run(rows: np.ndarray, periods_s: np.ndarray, params: OneEuroParams,
-                zero_phase: bool) -> np.ndarray:
-    """One run without restarts: causal, or the mean of a forward and a backward pass."""
+def _smooth_run(rows: np.ndarray, frames: np.ndarray, rate_hz: float, params: OneEuroParams,
+                zero_phase: bool, lookahead: int | None) -> np.ndarray:
+    """One run without restarts (float64 (T, N) rows at ascending frame numbers): causal, or the
+    mean of the forward run and a backward one; the backward run of row k starts at most
+    `lookahead` frames after k (None: at the end of the run)."""
+    periods_s = np.diff(frames) / rate_hz
     forward = _one_euro_rows(rows, periods_s, params)
     if not zero_phase:
         return forward
-    backward = _one_euro_rows(rows[::-1], periods_s[::-1], params)[::-1]
+    if lookahead is None:
+        backward = _one_euro_rows(rows[::-1], periods_s[::-1], params)[::-1]
+    else:
+        backward = _fixed_lag_backward(rows, frames, periods_s, params, lookahead)
     return 0.5 * (forward + backward)
 
 
-def smooth_landmarks(kps: np.ndarray, frames: Sequence[int], rate_hz: float,
-                     params: OneEuroParams | None = None, zero_phase: bool = True) -> np.ndarray:
-    """Smoothed landmarks of one track.
+def _opening(frames: np.ndarray, lookahead: int | None) -> slice:
+    """The rows of a run's first lookahead + 1 frames (None: the whole run)."""
+    if lookahead is None:
+        return slice(None)
+    return slice(0, int(np.searchsorted(frames, frames[0] + lookahead, side="right")))
 
-    kps: (T, 5, 2) frame pixels; frames: (T,) ascending frame numbers; rate_hz: frames per second.
-    params (default OneEuroParams()): beta is taken per face scale, face_scale_px of each run
-    (at least 1 px). zero_phase: average a forward and a backward run, so the result has (almost)
-    no lag; otherwise causal. Gaps of up to MAX_BRIDGED_FRAMES missing frames are stepped over
-    with their true duration; a longer gap restarts the filter (the runs are smoothed apart).
-    Returns float32 (T, 5, 2); T = 1 returns a copy of the input.
-    """
-    _check_rate(rate_hz)
-    params = params if params is not None else OneEuroParams()
+
+def _checked(kps: np.ndarray, frames: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """float64 (T, 5, 2) points and int64 (T,) strictly ascending frame numbers, or ValueError."""
     points = np.asarray(kps, dtype=np.float64)
     numbers = np.asarray(frames, dtype=np.int64)
     if points.ndim != 3 or points.shape[1:] != (5, 2) or len(numbers) != len(points):
@@ -168,61 +208,96 @@ def smooth_landmarks(kps: np.ndarray, frames: Sequence[int], rate_hz: float,
                          f"{numbers.shape}")
     if np.any(np.diff(numbers) <= 0):
         raise ValueError("frame numbers must be strictly ascending")
+    return points, numbers
+
+
+def smooth_landmarks(kps: np.ndarray, frames: Sequence[int], rate_hz: float,
+                     params: OneEuroParams | None = None, zero_phase: bool = True,
+                     lookahead: int | None = None) -> np.ndarray:
+    """Smoothed landmarks of one track.
+
+    kps: (T, 5, 2) frame pixels; frames: (T,) ascending frame numbers; rate_hz: frames per second.
+    params (default OneEuroParams()): beta is taken per face scale, face_scale_px of each run's
+    first lookahead + 1 frames (the whole run when lookahead is None; at least 1 px).
+    zero_phase: average a forward and a backward run, so the result has (almost) no lag;
+    otherwise causal. lookahead: frame k's backward run starts at the run's last frame at most
+    lookahead frames after k (fixed lag: frame k then depends on no frame past k + lookahead);
+    None starts every backward run at the run's end. Gaps of up to MAX_BRIDGED_FRAMES missing
+    frames are stepped over with their true duration; a longer gap restarts the filter (the
+    runs are smoothed apart). Returns float32 (T, 5, 2); T = 1 returns a copy of the input.
+    """
+    _check_rate(rate_hz)
+    params = params if params is not None else OneEuroParams()
+    points, numbers = _checked(kps, frames)
     out = points.reshape(len(points), -1).copy()
     for run in _segments(numbers):
         if run.stop - run.start > 1:
-            scaled = replace(params, beta=params.beta / max(face_scale_px(points[run]), 1.0))
-            periods = np.diff(numbers[run]) / rate_hz
-            out[run] = _smooth_run(out[run], periods, scaled, zero_phase)
+            opening = points[run][_opening(numbers[run], lookahead)]
+            scaled = replace(params, beta=params.beta / max(face_scale_px(opening), 1.0))
+            out[run] = _smooth_run(out[run], numbers[run], rate_hz, scaled, zero_phase,
+                                   lookahead)
     return out.reshape(points.shape).astype(np.float32)
 
 
-def _rotation(angle_rad: float) -> np.ndarray:
-    cos, sin = np.cos(angle_rad), np.sin(angle_rad)
-    return np.array([[cos, -sin], [sin, cos]])
-
-
 def _poses(points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per frame of float64 (T, 5, 2) points: (log scale, roll) (T, 2) of the points relative to
-    a centred template, roll unwrapped over time; the centroids (T, 2); and the shapes (T, 5, 2),
-    the centred points with that scale and roll taken out, so that
-    ``points = exp(log_scale) * shape @ R(roll).T + centroid``."""
+    """Per frame of float64 (T, 5, 2) points (none degenerate): (log scale, roll) (T, 2) of the
+    least-squares similarity taking a centred template onto the points, roll unwrapped over
+    time; the centroids (T, 2); and the shapes (T, 5, 2), the centred points with that scale
+    and roll taken out, so that ``points = exp(log_scale) * shape @ R(roll).T + centroid``."""
     reference = template_points("arcface_112_v2", 1)
     reference = reference - reference.mean(axis=0)
     centroids = points.mean(axis=1)
-    poses, shapes = np.empty((len(points), 2)), np.empty_like(points)
-    for t, frame_points in enumerate(points):
-        to_reference = estimate_similarity(frame_points, reference)[:, :2]  # s R(-roll)
-        scale = float(np.hypot(to_reference[0, 0], to_reference[1, 0]))
-        poses[t] = -np.log(scale), -np.arctan2(to_reference[1, 0], to_reference[0, 0])
-        shapes[t] = (frame_points - centroids[t]) @ to_reference.T
+    centred = points - centroids[:, None]
+    # points -> reference as [[a, -b], [b, a]] = s R(-roll) (geometry.estimate_similarity)
+    spread = (centred ** 2).sum(axis=(1, 2))
+    a = (centred * reference).sum(axis=(1, 2)) / spread
+    b = (centred[..., 0] * reference[:, 1] - centred[..., 1] * reference[:, 0]).sum(axis=1) / spread
+    poses = np.stack([-0.5 * np.log(a * a + b * b), -np.arctan2(b, a)], axis=1)
     poses[:, 1] = np.unwrap(poses[:, 1])
-    return poses, centroids, shapes
+    to_reference = np.stack([np.stack([a, -b], axis=1), np.stack([b, a], axis=1)], axis=1)
+    return poses, centroids, np.einsum("tpj,tij->tpi", centred, to_reference)
+
+
+def _posed(poses: np.ndarray, shapes: np.ndarray, centroids: np.ndarray) -> np.ndarray:
+    """The points of shapes (T, 5, 2) at poses (T, 2) (log scale, roll) about centroids (T, 2)."""
+    scale, cos, sin = np.exp(poses[:, 0]), np.cos(poses[:, 1]), np.sin(poses[:, 1])
+    x, y = shapes[..., 0], shapes[..., 1]
+    turned = np.stack([cos[:, None] * x - sin[:, None] * y,
+                       sin[:, None] * x + cos[:, None] * y], axis=-1)
+    return scale[:, None, None] * turned + centroids[:, None]
+
+
+def _pose_runs(numbers: np.ndarray, points: np.ndarray) -> list[slice]:
+    """The runs of _segments split at frames whose points coincide (those are left out)."""
+    degenerate = landmark_spread_px(points) <= 1e-6
+    runs = []
+    for run in _segments(numbers):
+        bad = run.start + np.flatnonzero(degenerate[run])
+        bounds = [run.start - 1, *bad.tolist(), run.stop]
+        runs += [slice(a + 1, b) for a, b in itertools.pairwise(bounds) if b - a > 2]
+    return runs
 
 
 def smooth_pose(kps: np.ndarray, frames: Sequence[int], rate_hz: float,
-                params: OneEuroParams | None = None, zero_phase: bool = True) -> np.ndarray:
+                params: OneEuroParams | None = None, zero_phase: bool = True,
+                lookahead: int | None = None) -> np.ndarray:
     """Landmarks of one track with their pose (log scale and roll about the centroid) smoothed
     and their centroid and shape kept.
 
     kps: (T, 5, 2) frame pixels (e.g. already smooth_landmarks'); frames: (T,) ascending frame
     numbers; params: default POSE_SMOOTHING, beta in Hz per unit/s of log scale or radians (no
-    pixel unit: it works at any resolution). Runs split and bridge gaps as smooth_landmarks;
-    a run whose points coincide in a frame is left as it is. Returns float32 (T, 5, 2).
+    pixel unit: it works at any resolution). Runs split and bridge gaps, and lookahead bounds
+    the backward runs, as in smooth_landmarks; a frame whose points coincide is left as it is
+    and restarts the filter. Returns float32 (T, 5, 2).
     """
     _check_rate(rate_hz)
     params = params if params is not None else POSE_SMOOTHING
-    points = np.asarray(kps, dtype=np.float64)
-    numbers = np.asarray(frames, dtype=np.int64)
+    points, numbers = _checked(kps, frames)
     out = points.copy()
-    for run in _segments(numbers):
-        if run.stop - run.start < 2 or np.any(landmark_spread_px(points[run]) <= 1e-6):
-            continue
+    for run in _pose_runs(numbers, points):
         poses, centroids, shapes = _poses(points[run])
-        periods = np.diff(numbers[run]) / rate_hz
-        smoothed = _smooth_run(poses, periods, params, zero_phase)
-        out[run] = [np.exp(log_scale) * shape @ _rotation(roll).T + centroid
-                    for (log_scale, roll), shape, centroid in zip(smoothed, shapes, centroids)]
+        smoothed = _smooth_run(poses, numbers[run], rate_hz, params, zero_phase, lookahead)
+        out[run] = _posed(smoothed, shapes, centroids)
     return out.astype(np.float32)
 
 
@@ -259,41 +334,47 @@ def lag_frames(raw: np.ndarray, smoothed: np.ndarray) -> float:
     return -float(((s - r) * velocity).sum()) / energy if energy > 0 else 0.0
 
 
-def _moved_face(face: Face, kps5: np.ndarray) -> Face:
-    """The face with new landmarks; its box shifted and scaled as the landmarks moved."""
-    old_c = face.kps5.astype(np.float64).mean(axis=0)
-    new_c = kps5.astype(np.float64).mean(axis=0)
-    old_spread = float(landmark_spread_px(face.kps5))
-    scale = float(landmark_spread_px(kps5)) / old_spread if old_spread > 0 else 1.0
-    corners = face.bbox_xyxy.astype(np.float64).reshape(2, 2)
-    box = ((corners - old_c) * scale + new_c).reshape(4)
-    return replace(face, kps5=kps5.astype(np.float32), bbox_xyxy=box.astype(np.float32))
+def _moved_faces(faces: Sequence[Face], kps: np.ndarray) -> tuple[Face, ...]:
+    """The faces with new landmarks kps (T, 5, 2); each box shifted and scaled as its landmarks
+    moved (about their centroid)."""
+    old = np.stack([face.kps5 for face in faces]).astype(np.float64)
+    new = np.asarray(kps, dtype=np.float32)
+    old_spread, new_spread = landmark_spread_px(old), landmark_spread_px(new)
+    safe = np.where(old_spread > 0, old_spread, 1.0)
+    scale = np.where(old_spread > 0, new_spread / safe, 1.0)
+    corners = np.stack([face.bbox_xyxy for face in faces]).astype(np.float64).reshape(-1, 2, 2)
+    old_c, new_c = old.mean(axis=1)[:, None], new.astype(np.float64).mean(axis=1)[:, None]
+    boxes = ((corners - old_c) * scale[:, None, None] + new_c).reshape(-1, 4).astype(np.float32)
+    return tuple(replace(face, kps5=points, bbox_xyxy=box)
+                 for face, points, box in zip(faces, new, boxes))
 
 
 def smooth_faces(faces: Sequence[Face], frames: Sequence[int], rate_hz: float,
                  params: OneEuroParams | None = None, zero_phase: bool = True,
-                 pose: OneEuroParams | None = POSE_SMOOTHING) -> tuple[Face, ...]:
+                 pose: OneEuroParams | None = POSE_SMOOTHING,
+                 lookahead: int | None = None) -> tuple[Face, ...]:
     """Copies of one track's faces with smoothed kps5 (smooth_landmarks, then smooth_pose
-    unless pose is None) and boxes moved along (see smooth_landmarks for the arguments)."""
+    unless pose is None) and boxes moved along (see smooth_landmarks for the arguments). With
+    both filters a face depends on frames up to 2 x lookahead past its own."""
     if not faces:
         return ()
     kps = np.stack([face.kps5 for face in faces])
-    smoothed = smooth_landmarks(kps, frames, rate_hz, params, zero_phase)
+    smoothed = smooth_landmarks(kps, frames, rate_hz, params, zero_phase, lookahead)
     if pose is not None:
-        smoothed = smooth_pose(smoothed, frames, rate_hz, pose, zero_phase)
-    return tuple(_moved_face(face, points) for face, points in zip(faces, smoothed))
+        smoothed = smooth_pose(smoothed, frames, rate_hz, pose, zero_phase, lookahead)
+    return _moved_faces(faces, smoothed)
 
 
 def smooth_tracks(tracks: Sequence[Track], rate_hz: float, params: OneEuroParams | None = None,
-                  zero_phase: bool = True, pose: OneEuroParams | None = POSE_SMOOTHING
-                  ) -> tuple[Track, ...]:
+                  zero_phase: bool = True, pose: OneEuroParams | None = POSE_SMOOTHING,
+                  lookahead: int | None = None) -> tuple[Track, ...]:
     """Copies of the tracks whose faces carry smoothed kps5 and boxes moved along with them.
 
-    rate_hz: the shot's frames per second; see smooth_landmarks for params and zero_phase,
-    smooth_pose for pose (None: the points only).
+    rate_hz: the shot's frames per second; see smooth_landmarks for params, zero_phase and
+    lookahead, smooth_pose for pose (None: the points only).
     """
-    log.debug("smoothing %d tracks at %.3f fps (zero_phase=%s)", len(tracks), rate_hz,
-              zero_phase)
+    log.debug("smoothing %d tracks at %.3f fps (zero_phase=%s, lookahead=%s)", len(tracks),
+              rate_hz, zero_phase, lookahead)
     return tuple(replace(track, faces=smooth_faces(track.faces, track.frames, rate_hz, params,
-                                                   zero_phase, pose))
+                                                   zero_phase, pose, lookahead))
                  for track in tracks)

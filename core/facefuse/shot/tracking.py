@@ -33,6 +33,8 @@ FrameDetections = Mapping[int, Sequence[Face]] | Sequence[tuple[int, Sequence[Fa
 # Per-frame assignment is solved exactly while the larger side (tracks or faces) has at most
 # this many members (a memoised search over column subsets); greedy by score beyond.
 EXACT_ASSIGNMENT_MAX = 8
+# fill_short_gaps fills runs of at most this many frames without a face.
+MAX_FILLED_FRAMES = 3
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -68,6 +70,15 @@ class Track:
     def mean_embedding(self) -> np.ndarray | None:
         """L2-normalised float32 (D,) mean of the faces' normalised embeddings, or None."""
         vectors = [_unit(face.embedding) for face in self.faces if face.embedding is not None]
+        return _unit(np.sum(vectors, axis=0)).astype(np.float32) if vectors else None
+
+    def opening_embedding(self, span_frames: int) -> np.ndarray | None:
+        """L2-normalised float32 (D,) mean of the normalised embeddings of the faces in the
+        track's first span_frames frame numbers (frames[0] to frames[0] + span_frames - 1), or
+        None when none of them carries one. Unlike mean_embedding it is known once the
+        analysis reaches span_frames past the track's start, however long the track goes on."""
+        vectors = [_unit(face.embedding) for frame, face in zip(self.frames, self.faces)
+                   if frame < self.frames[0] + span_frames and face.embedding is not None]
         return _unit(np.sum(vectors, axis=0)).astype(np.float32) if vectors else None
 
     def kps_series(self) -> np.ndarray:
@@ -299,7 +310,7 @@ def build_shot_tracks(detections: Mapping[int, Sequence[Face]], cuts: Sequence[i
     return tuple(replace(track, track_id=number) for number, track in enumerate(tracks))
 
 
-def fill_short_gaps(track: Track, max_missing: int = 3) -> Track:
+def fill_short_gaps(track: Track, max_missing: int = MAX_FILLED_FRAMES) -> Track:
     """A copy of track with frames missing in runs of at most max_missing filled by linear
     interpolation of the neighbouring faces (a face the detector lost for a frame or two would
     otherwise flash back to the original)."""
