@@ -23,9 +23,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, closing
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -33,30 +32,19 @@ from typing import Any
 import numpy as np
 
 from ..cache.hashes import HashMemo
-from ..cache.locking import FileLock, LockWaitCancelled
 from ..color import input_conversion
-from ..io.analysis_pictures import AnalysisPicture
 from ..io.video import DecodeFailure
 from ..models.manifest import ROLES
 from ..pipeline import Pipeline
 from ..timing import RenderTimings, StageClock
 from ..types import Face, SourceIdentity
 from . import provenance
-from .analysis import (
-    PLAN_VERSION,
-    AnalysisCache,
-    AnalysisKey,
-    ShotAnalysis,
-    analyse_frames,
-    missing_frames,
-    plan_horizon,
-    plan_targets,
-)
-from .analysis_pass import FrameAnalysis
-from .early_plan import AnalysisFeed, AnalysisStopped, EarlyPlan, Targets
+from .analysis import PLAN_VERSION, ShotAnalysis, plan_horizon, plan_targets
+from .early_plan import AnalysisStopped, EarlyPlan, Targets
 from .frames import plan_frames
 from .inputs import ShotInput, open_input
 from .outputs import FrameWriter, Processed, open_writer
+from .pass_one import PassOne
 from .request import (
     CancelCheck,
     FrameReport,
@@ -67,11 +55,10 @@ from .request import (
     RenderSummary,
 )
 from .smoothing import OneEuroParams
-from .streaming import prefetch, stream
+from .streaming import stream
 
 log = logging.getLogger(__name__)
 
-ANALYSIS_LOCK_STALE_S = 120.0
 
 
 def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
@@ -119,7 +106,7 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
                          failed=tuple(counts.failed), seconds=time.perf_counter() - started,
                          cancelled=not finished and not stopped_by_failure,
                          unselected=counts.unselected, warnings=warnings,
-                         analysis_cached=job.analysis_cached)
+                         analysis_cached=job.pass_one.cached)
 
 
 def _warnings(request: RenderRequest, counts: Counts) -> tuple[str, ...]:
@@ -158,10 +145,8 @@ class RenderJob:
         self.writer: FrameWriter = open_writer(request, shot, self.frames.rendered, self.colour)
         self.counts = Counts()
         self.found: dict[int, int] = {}  # faces the analysis found, per frame number
-        # Stage times of frames analysed in this run (not cached), until the frame is reported.
-        self.analysis_ms: dict[int, Mapping[str, float]] = {}
-        self._ms_lock = threading.Lock()  # analysis_ms: written by pass 1, read by the writer
-        self.analysis_cached = 0  # frames whose analysis came from the cache
+        self.pass_one = PassOne(shot, self.frames, request.settings,
+                                (self.colour, self.colour_name), self.timings, phase)
         self.settled = 0
         self.todo_total = 0
 
@@ -181,18 +166,18 @@ class RenderJob:
         todo = self._todo(fingerprint)
         if not todo:
             return True
+        reference = pipeline.reference_embedding()
         horizon = plan_horizon(self.request.settings.selector, self._rate())
         halt = threading.Event()  # pass 2 ended early: pass 1 stops too
 
         def stop() -> bool:
             return cancelled() or halt.is_set()
 
-        feed, pass_one = self._analysis(pipeline, content, cancelled, horizon, halt)
-        reference = pipeline.reference_embedding()
-        plan = EarlyPlan(feed, horizon if pass_one is not None and horizon else 0,
+        feed = self.pass_one.start(pipeline, content, cancelled, horizon, halt)
+        plan = EarlyPlan(feed, horizon if self.pass_one.alongside and horizon else 0,
                          lambda analysis: self._plan(analysis, reference), stop)
         try:
-            return self._pass_two(pipeline, identity, _PassTwo(plan, todo, halt, pass_one),
+            return self._pass_two(pipeline, identity, _PassTwo(plan, todo, halt, self.pass_one),
                                   metadata, cancelled)
         finally:
             if plan.plans > 1:
@@ -274,127 +259,11 @@ class RenderJob:
         self.timings.frame("swap", item.ms)
         if item.frame is not None:
             self.timings.mark("first_output")
-        with self._ms_lock:
-            analysed = self.analysis_ms.pop(item.number, None)
+        analysed = self.pass_one.take_ms(item.number)
         if not analysed:
             return item
         ms = {(k if k in ("detect", "embed") else f"analysis.{k}"): v for k, v in analysed.items()}
         return replace(item, ms=MappingProxyType({**ms, **item.ms}))
-
-    # -- pass 1 -----------------------------------------------------------------------------
-    def _analysis(self, pipeline: Pipeline, content_sha256: str, cancelled: CancelCheck,
-                  horizon: int | None, halt: threading.Event
-                  ) -> tuple[AnalysisFeed, _PassOne | None]:
-        """The analysis of the analysed range: complete, or, when frames must be analysed and
-        the selector allows (horizon), growing on a pass-1 thread that holds the lock."""
-        entry = self._cache_entry(pipeline, content_sha256, cancelled)
-        wanted = self.frames.analysed
-        held = ExitStack()
-        try:
-            held.enter_context(entry.lock)  # chunks started together wait for the first one
-        except LockWaitCancelled:
-            return AnalysisFeed.complete(wanted, ShotAnalysis()), None
-        with held:
-            cached = entry.cache.load(entry.key)
-            missing = missing_frames(wanted, cached.faces)
-            self.analysis_cached = len(wanted) - len(missing)
-            self.phase(PhaseProgress("analysis", len(wanted) - len(missing), len(wanted)))
-            if not missing:
-                return AnalysisFeed.complete(wanted, cached), None
-            if horizon is None:
-                analysis = cached.merged(self._analyse(pipeline, missing, cancelled, entry.lock))
-                if not cancelled():
-                    entry.cache.save(entry.key, analysis)
-                return AnalysisFeed.complete(wanted, analysis), None
-            feed = AnalysisFeed(wanted, cached)
-            pass_one = _PassOne(held.pop_all())  # the lock is the pass-1 thread's to release
-
-            def stopped() -> bool:
-                return cancelled() or halt.is_set()
-
-            def work() -> None:
-                new = self._analyse(pipeline, missing, stopped, entry.lock, feed)
-                feed.finish()  # complete unless stopped early (then waiters are told)
-                if not cancelled():
-                    entry.cache.save(entry.key, cached.merged(new))
-
-            pass_one.start(pipeline, work, feed)
-            return feed, pass_one
-
-    def _cache_entry(self, pipeline: Pipeline, content_sha256: str,
-                     cancelled: CancelCheck) -> _CacheEntry:
-        settings = self.request.settings
-        key = AnalysisKey(content_sha256, pipeline.models.identity("detector"),
-                          pipeline.models.identity("recogniser"), settings.detector_size_px,
-                          settings.detector_score, self.colour_name)
-        cache = AnalysisCache(pipeline.cache.analysis)
-        try:
-            cache.directory.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:  # a read-only cache only costs time: the lock says so
-            log.warning("cannot create the analysis cache %s (%s); going on without it",
-                        cache.directory, exc.strerror or exc)
-        lock = FileLock(cache.path(key).with_suffix(".lock"), ANALYSIS_LOCK_STALE_S,
-                        cancelled=cancelled, what=f"the analysis of {self.shot.label}")
-        return _CacheEntry(cache, key, lock)
-
-    def _analyse(self, pipeline: Pipeline, missing: Sequence[int], cancelled: CancelCheck,
-                 lock: FileLock, feed: AnalysisFeed | None = None) -> ShotAnalysis:
-        """Detections and signatures of `missing` (ascending), each frame handed to `feed`
-        (when given) as soon as it is analysed; stops between frames when cancelled()."""
-        log.info("analysing %d frames (detection, tracking)", len(missing))
-        total = len(self.frames.analysed)
-        done = [total - len(missing)]  # a cell the callback below counts in
-        clock = StageClock()  # detect and embed (decode and colour come with each frame)
-        analysis = FrameAnalysis(pipeline, self.colour, clock)
-        rendered = set(self.frames.rendered)
-        read_ms: dict[int, Mapping[str, float]] = {}
-        current: list[Any] = [None]  # the picture whose frame analyse_frames is handed
-        found: dict[int, tuple[Face, ...]] = {}
-        signatures: dict[int, Any] = {}
-
-        def frames() -> Generator[tuple[int, Any], None, None]:
-            # Decoding runs ahead on a worker thread, overlapping detection.
-            with closing(prefetch(self._analysis_pictures(pipeline, missing))) as read:
-                for number, picture, ms in read:
-                    read_ms[number], current[0] = ms, picture
-                    yield number, (picture.small if isinstance(picture, AnalysisPicture)
-                                   else picture)
-
-        def analyse(_frame: np.ndarray) -> tuple[Face, ...]:
-            lock.refresh()
-            return analysis.faces(current[0])
-
-        def analysed(number: int) -> None:
-            done[0] += 1
-            ms = _sum_ms(read_ms.pop(number, {}), clock.take())
-            self.timings.frame("analysis", ms)
-            if number in rendered:
-                with self._ms_lock:
-                    self.analysis_ms[number] = ms
-            self.phase(PhaseProgress("analysis", done[0], total))
-
-        with closing(frames()) as source:  # a cancel stops the reader at once
-            for number, frame in source:
-                if cancelled():
-                    break
-                # the cut signatures come from the picture detection sees (small or full, in
-                # display colour: colour is only set for full frames of colour-managed shots)
-                part = analyse_frames([(number, frame)], analyse, colour=self.colour)
-                found.update(part.faces)
-                signatures.update(part.signatures)
-                analysed(number)
-                if feed is not None:
-                    feed.add(part, (number,))
-        return ShotAnalysis(found, signatures)
-
-    def _analysis_pictures(self, pipeline: Pipeline, numbers: Sequence[int]
-                           ) -> Iterator[tuple[int, Any, Mapping[str, float]]]:
-        """The pictures pass 1 analyses, with their decode and colour times: small ones where
-        the input allows (see io.analysis_pictures), full frames for colour-managed shots."""
-        clock = StageClock()
-        side = max(pipeline.models.detector().input_size) if self.colour is None else None
-        for number, picture in self.shot.read_analysis(numbers, side, clock):
-            yield number, picture, clock.take()
 
     # -- pass 2 -----------------------------------------------------------------------------
     def _pass_two(self, pipeline: Pipeline, identity: SourceIdentity, work: _PassTwo,
@@ -453,57 +322,13 @@ class RenderJob:
             yield number, frame, ms, targets
 
 
-@dataclass(frozen=True, slots=True)
-class _CacheEntry:
-    """Where a shot's analysis is cached, and the lock that guards it."""
-
-    cache: AnalysisCache
-    key: AnalysisKey
-    lock: FileLock
-
-
-class _PassOne:
-    """Pass 1 on a thread of its own, holding the analysis lock (`held`) until it ends; its
-    exception, if any, is kept for the render's thread to raise."""
-
-    def __init__(self, held: ExitStack) -> None:
-        self.held = held
-        self.error: BaseException | None = None
-        self.thread: threading.Thread | None = None
-
-    def start(self, pipeline: Pipeline, work: Callable[[], None], feed: AnalysisFeed) -> None:
-        """Run work() on the pass-1 thread; its models are loaded here first, so their errors
-        are raised on the calling thread and no session is created by two threads."""
-        try:
-            pipeline.models.detector()
-            pipeline.models.embedder()
-        except BaseException:
-            self.held.close()
-            raise
-
-        def body() -> None:
-            with self.held:
-                try:
-                    work()
-                except BaseException as exc:  # noqa: BLE001 - raised by the render's thread
-                    self.error = exc
-                    feed.finish(exc)
-
-        self.thread = threading.Thread(target=body, name="facefuse-analysis", daemon=True)
-        self.thread.start()
-
-    def join(self) -> None:
-        if self.thread is not None:
-            self.thread.join()
-
-
 class _PassTwo:
     """What pass 2 works through (the frames to do and their plan) and how it ends together
     with a pass-1 thread, if one runs: an error or early stop on either side stops the other,
     and each error is raised as itself on the render's thread."""
 
     def __init__(self, plan: EarlyPlan, todo: Sequence[int], halt: threading.Event,
-                 pass_one: _PassOne | None) -> None:
+                 pass_one: PassOne) -> None:
         self.plan, self.todo, self.halt, self.pass_one = plan, todo, halt, pass_one
         self._errors: list[BaseException] = []  # of process() and sink(), when they raise
 
@@ -521,15 +346,14 @@ class _PassTwo:
     @property
     def error(self) -> BaseException | None:
         """Pass 1's exception, if it raised one."""
-        return self.pass_one.error if self.pass_one is not None else None
+        return self.pass_one.error
 
     def end(self, finished: bool) -> None:
         """Wait for pass 1: it completes the analysis (and caches it) when pass 2 went through
         its frames, and stops at its next frame otherwise."""
         if not finished:
             self.halt.set()
-        if self.pass_one is not None:
-            self.pass_one.join()
+        self.pass_one.join()
 
     def raise_pass_two_error(self) -> None:
         """Raise the writer's error that made the reader give up waiting, if there was one."""
@@ -548,15 +372,6 @@ def _timed(shot: ShotInput, numbers: Sequence[int]
     clock = StageClock()
     for number, frame in shot.read(numbers, clock):
         yield number, frame, clock.take()
-
-
-def _sum_ms(*parts: Mapping[str, float]) -> Mapping[str, float]:
-    """Stage times added up over several clocks' snapshots."""
-    total: dict[str, float] = {}
-    for part in parts:
-        for stage, ms in part.items():
-            total[stage] = round(total.get(stage, 0.0) + ms, 3)
-    return MappingProxyType(total)
 
 
 def _ignore(_report: FrameReport | PhaseProgress) -> None:
