@@ -236,7 +236,8 @@ def test_an_analysis_read_and_a_frame_read_run_at_once(shot: Shot) -> None:
 def test_fail_fast_stops_a_streamed_render_at_the_failed_frame(render_models: Path,
                                                                testdata: Path,
                                                                tmp_path: Path) -> None:
-    clip = farm_helpers.make_face_clip(tmp_path / "broken.mkv", 14, testdata, zeroed=(4,))
+    # 52 frames at 24 fps: the horizon is 48 frames, so pass 2 starts before pass 1 ends
+    clip = farm_helpers.make_face_clip(tmp_path / "broken.mkv", 52, testdata, zeroed=(4,))
     out = tmp_path / "out"
     out.mkdir()
     events = _Events()
@@ -247,3 +248,12 @@ def test_fail_fast_stops_a_streamed_render_at_the_failed_frame(render_models: Pa
     assert [n for n, _ in summary.failed] == [5] and not summary.cancelled
     assert [e.frame for e in events.items if isinstance(e, FrameReport)] == [1, 2, 3, 4, 5]
     assert sorted(farm_helpers.frame_files(out)) == [1, 2, 3, 4] and not stray_files(out)
+    assert summary.swapped + summary.no_face == 4
+
+
+def test_a_range_no_longer_than_the_horizon_is_analysed_first(shot: Shot) -> None:
+    events = _Events()
+    summary = _render(shot.request(shot.root / "short-cache", shot.root / "short",
+                                   frames=(1, 16)), events=events)
+    assert summary.swapped and summary.analysis_cached == 0
+    assert events.analysis_done() < events.first_swapped()

@@ -167,7 +167,7 @@ class RenderJob:
         if not todo:
             return True
         reference = pipeline.reference_embedding()
-        horizon = plan_horizon(self.request.settings.selector, self._rate())
+        horizon = self._horizon(todo[0])
         halt = threading.Event()  # pass 2 ended early: pass 1 stops too
 
         def stop() -> bool:
@@ -183,6 +183,16 @@ class RenderJob:
             if plan.plans > 1:
                 log.info("planned %d times on the growing analysis (%.3f s in all)",
                          plan.plans, plan.plan_s)
+
+    def _horizon(self, first: int) -> int | None:
+        """plan_horizon for this render, or None when even its first frame to do would wait
+        for the whole analysis (a range no longer than the horizon): then pass 2 simply
+        follows pass 1."""
+        horizon = plan_horizon(self.request.settings.selector, self._rate())
+        analysed = self.frames.analysed
+        if horizon is None or analysed.index(first) + horizon + 1 >= len(analysed):
+            return None
+        return horizon
 
     def _rate(self) -> float | None:
         return float(self.shot.rate) if self.shot.rate else None
