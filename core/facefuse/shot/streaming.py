@@ -112,7 +112,8 @@ def _drain(q: queue.Queue[object]) -> None:
 def prefetch(source: Iterable[In], depth: int = 4) -> Generator[In, None, None]:
     """The items of `source` in order, produced by a worker thread up to `depth` ahead of the
     consumer (so decoding overlaps whatever the consumer does with each item). An exception in
-    the worker is raised here; closing the iterator early stops the worker."""
+    the worker is raised here; closing the iterator early stops the worker and closes `source`
+    when it is a generator (so a file it holds open is released at once)."""
     inbox: queue.Queue[object] = queue.Queue(maxsize=depth)
     stop = threading.Event()
 
@@ -125,5 +126,7 @@ def prefetch(source: Iterable[In], depth: int = 4) -> Generator[In, None, None]:
         stop.set()
         _drain(inbox)
         reader.thread.join()
+        if isinstance(source, Generator):
+            source.close()
     if reader.error is not None:
         raise reader.error
