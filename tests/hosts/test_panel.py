@@ -11,6 +11,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import cv2
 import numpy as np
@@ -32,6 +33,7 @@ from addon.panel.window import PanelWindow
 from facefuse.config import tunable_options
 from facefuse.hosting import addons
 from facefuse.hosting.resolve_plan import read_result
+from facefuse.shot.request import PhaseProgress
 from tests.render_media import face_photo, make_face_clip, render_settings
 from tests.resolve_facts import job, read_only_folder
 
@@ -387,3 +389,23 @@ def test_settings_the_engine_refuses_are_said_in_the_log_for_every_look(qtbot, c
     window.find_faces()
     window._face_picked("face", 0)
     assert _log(window).count("must name at least one") == 3
+
+
+def test_the_bar_follows_the_swap_while_the_analysis_runs_beside_it(qtbot, base, clip: Path):
+    """selector many: analysis and swap progress arrive interleaved; the bar never jumps back."""
+    window = _window(qtbot, FileHost(clip), base)
+    job = SimpleNamespace(total=0, done=0, status="")
+    values = []
+    steps = [PhaseProgress("analysis", n, 40) for n in range(20)]
+    for n in range(20, 41):
+        steps += [PhaseProgress("analysis", n, 40), PhaseProgress("swap", n - 19, 40)]
+    steps += [PhaseProgress("swap", n, 40) for n in range(22, 41)]
+    for step in steps:
+        window._render_progress(job, step)
+        values.append((job.status, window.progress.value()))
+    swapping = values[[s for s, _ in values].index("swap"):]
+    assert all(status == "swap" for status, _ in swapping)
+    assert [v for _, v in swapping] == sorted(v for _, v in swapping)
+    assert window.status.text().startswith("swap: 40/40") and "analysis" not in window.status.text()
+    window._render_progress(job, PhaseProgress("analysis", 39, 40))
+    assert window.status.text().endswith("· analysis 39/40")
