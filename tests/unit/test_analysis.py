@@ -183,3 +183,23 @@ def test_gap_filling_and_smoothing_never_bridge_a_cut():
     np.testing.assert_allclose(one[6][0].kps5, detections[6][0].kps5, atol=1e-4)
     uncut = plan_targets(ShotAnalysis(detections), "one", None, 0.4, 24.0, OneEuroParams())
     assert 5 in uncut and abs(float(uncut[4][0].kps5[0, 0] - detections[4][0].kps5[0, 0])) > 0.3
+
+
+def test_a_long_tracks_identity_is_the_mean_of_its_opening_frames():
+    """The steady identity must be known early (plan_horizon): the mean of the track's first
+    PLAN_LOOKAHEAD_S of faces (48 frames at 24 fps), whatever comes later."""
+    rng = np.random.default_rng(4)
+    seen = {n: _unit(0) + rng.normal(0, 0.2, 8).astype(np.float32) + (n > 60) * _unit(1)
+            for n in range(100)}
+    seen = {n: v / np.linalg.norm(v) for n, v in seen.items()}
+    detections = {n: (_face(10 + n / 4, v),) for n, v in seen.items()}
+    planned = plan_targets(ShotAnalysis(detections), "many", None, 0.4, 24.0, OneEuroParams())
+    steady = {faces[0].embedding.tobytes() for faces in planned.values()
+              if faces[0].embedding is not None}
+    assert len(planned) == 100 and len(steady) == 1
+    opening = np.sum([seen[n] for n in range(48)], axis=0)
+    np.testing.assert_allclose(planned[99][0].embedding, opening / np.linalg.norm(opening),
+                               atol=1e-6)
+    track = Track(0, tuple(seen), tuple(faces[0] for faces in detections.values()))
+    assert track.opening_embedding(48) is not None
+    assert not np.allclose(track.mean_embedding, track.opening_embedding(48), atol=1e-2)

@@ -16,6 +16,7 @@ from facefuse.shot.smoothing import (
     landmark_jitter_px,
     landmark_spread_px,
     one_euro,
+    smooth_faces,
     smooth_landmarks,
     smooth_pose,
     smooth_tracks,
@@ -248,3 +249,79 @@ def test_pose_smoothing_restarts_after_a_gap_and_leaves_degenerate_runs():
     np.testing.assert_allclose(smooth_pose(kps, frames, RATE_HZ), kps, atol=1e-4)
     flat = np.zeros((4, 5, 2))
     np.testing.assert_array_equal(smooth_pose(flat, range(4), RATE_HZ), flat)
+
+
+# --------------------------------------------------------------------------------------------
+# Fixed lag: a frame's backward run starts at most `lookahead` frames after it.
+
+LOOKAHEAD = 10
+# A wandering, noisy face with a bridged gap (2 frames missing) and a restart (8 missing).
+WALK_FRAMES = np.r_[np.arange(40), np.arange(42, 80), np.arange(88, 130)]
+
+
+def _walk(seed: int = 2) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    t = WALK_FRAMES[:, None, None] / RATE_HZ
+    posed = _posed(0.2 * np.sin(2.0 * t[:, 0, 0]), 1 + 0.2 * np.sin(1.3 * t[:, 0, 0]))
+    return posed + 30 * np.sin(t * np.array([1.7, 0.9])) + rng.normal(0, 0.4, posed.shape)
+
+
+@pytest.mark.parametrize("end", [5, 38, 39, 41, 60, 79, 90, 110])
+def test_fixed_lag_smoothing_reads_no_frame_past_its_lookahead(end: int):
+    """Smoothed from the frames up to `end` only, every frame up to end - lookahead (points) or
+    end - 2 x lookahead (points, then pose) comes out bitwise as from the whole track."""
+    raw = _walk()
+    faces = [Face(np.r_[p.min(axis=0), p.max(axis=0)].astype(np.float32), p.astype(np.float32),
+                  0.9, None) for p in raw]
+    known = WALK_FRAMES <= end
+    points = smooth_landmarks(raw, WALK_FRAMES, RATE_HZ, lookahead=LOOKAHEAD)
+    points_now = smooth_landmarks(raw[known], WALK_FRAMES[known], RATE_HZ, lookahead=LOOKAHEAD)
+    final = WALK_FRAMES[known] <= end - LOOKAHEAD
+    np.testing.assert_array_equal(points_now[final], points[:len(points_now)][final])
+    both = smooth_faces(faces, WALK_FRAMES, RATE_HZ, lookahead=LOOKAHEAD)
+    both_now = smooth_faces(faces[:int(known.sum())], WALK_FRAMES[known], RATE_HZ,
+                            lookahead=LOOKAHEAD)
+    for face, face_now, frame in zip(both, both_now, WALK_FRAMES):
+        if frame <= end - 2 * LOOKAHEAD:
+            np.testing.assert_array_equal(face_now.kps5, face.kps5)
+            np.testing.assert_array_equal(face_now.bbox_xyxy, face.bbox_xyxy)
+    # Backward runs from the end of the run reach further: where the run goes on past `end`,
+    # the same check fails.
+    whole = smooth_landmarks(raw, WALK_FRAMES, RATE_HZ)
+    whole_now = smooth_landmarks(raw[known], WALK_FRAMES[known], RATE_HZ)
+    if end in (38, 60, 110):
+        assert not np.array_equal(whole_now[final], whole[:len(whole_now)][final])
+
+
+def test_a_lookahead_past_the_run_is_the_whole_run_zero_phase():
+    raw = _walk()
+    span = int(WALK_FRAMES[-1] - WALK_FRAMES[0])
+    for smooth in (smooth_landmarks, smooth_pose):
+        np.testing.assert_array_equal(smooth(raw, WALK_FRAMES, RATE_HZ, lookahead=span),
+                                      smooth(raw, WALK_FRAMES, RATE_HZ))
+    causal = smooth_landmarks(raw, WALK_FRAMES, RATE_HZ, zero_phase=False, lookahead=0)
+    opening_scale = smooth_landmarks(raw, WALK_FRAMES, RATE_HZ, zero_phase=False)
+    assert not np.array_equal(causal, opening_scale)  # beta's face scale: the first frame only
+
+
+def test_fixed_lag_stays_close_to_whole_run_zero_phase_and_keeps_no_lag():
+    raw = _still(0.5, frames=900, seed=4) + _ramp(0.3, frames=900) - FACE[None]
+    bounded = smooth_landmarks(raw, range(900), RATE_HZ, lookahead=28)  # the render's at 30 fps
+    whole = smooth_landmarks(raw, range(900), RATE_HZ)
+    assert np.abs(bounded - whole).max() < 0.01  # measured 0.0004 px
+    assert abs(lag_frames(raw, bounded)) < 0.05
+    ramp = _ramp(0.5)  # lag measured +0.44 frame (lookahead 0), -0.08 (5), -0.003 (10), 0.000 (28)
+    assert abs(lag_frames(ramp, smooth_landmarks(ramp, range(60), RATE_HZ, lookahead=10))) < 0.01
+
+
+def test_a_degenerate_frame_splits_the_pose_run_and_is_left_as_it_is():
+    rng = np.random.default_rng(9)
+    kps = _posed(rng.normal(0, 0.05, 30), 1 + rng.normal(0, 0.05, 30))
+    kps[12] = 200.0  # every point on one spot
+    out = smooth_pose(kps, range(30), RATE_HZ, lookahead=LOOKAHEAD)
+    np.testing.assert_array_equal(out[12], kps[12].astype(np.float32))
+    np.testing.assert_array_equal(out[:12], smooth_pose(kps[:12], range(12), RATE_HZ,
+                                                        lookahead=LOOKAHEAD))
+    np.testing.assert_array_equal(out[13:], smooth_pose(kps[13:], range(13, 30), RATE_HZ,
+                                                        lookahead=LOOKAHEAD))
+    assert np.abs(out[13:] - kps[13:]).max() > 0.1  # smoothed, not left

@@ -6,10 +6,15 @@ derivative, itself low-passed at ``d_cutoff``. Each step blends with
 ``alpha = 1 / (1 + tau / Te)``, ``tau = 1 / (2 pi cutoff)``, ``Te`` the sampling period. Slow
 motion (jitter around a still face) is smoothed hard, fast motion is followed closely.
 
-The render's analysis pass sees the whole shot, so ``smooth_landmarks`` may be non-causal: it
-averages a forward and a backward run (``zero_phase``), which cancels the filter's lag. The
-measures ``landmark_jitter_px`` and ``lag_frames`` are the numbers the defaults were chosen by
-(the table is in tests/golden/test_temporal.py).
+``smooth_landmarks`` may be non-causal: it averages a forward and a backward run
+(``zero_phase``), which cancels the filter's lag. With a ``lookahead`` (what the render uses,
+see shot.analysis.smoothing_lookahead) the backward run is fixed-lag: frame k's starts at most
+lookahead frames after k, so k's result is final once the frames up to k + lookahead are
+known, however long the track; every frame's backward run steps at once, as columns of one
+vectorised filter. The One Euro filter forgets its start geometrically, so this stays within a
+few hundredths of a pixel of backward runs from the track's end (tests/golden/test_temporal.py).
+The measures ``landmark_jitter_px`` and ``lag_frames`` are the numbers the defaults were chosen
+by (the table is in tests/golden/test_temporal.py).
 
 ``smooth_pose`` then smooths the face's *pose* harder: the scale and roll of the similarity
 that maps its landmarks onto a crop template, about their centroid, keeping the centroid and
