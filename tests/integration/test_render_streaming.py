@@ -166,15 +166,18 @@ def test_a_chunk_inside_the_range_streams_and_caches_the_whole_analysis(shot: Sh
 def test_a_cancelled_streamed_render_resumes_to_the_same_frames(shot: Shot) -> None:
     cache, out = shot.root / "cancel-cache", shot.root / "cancelled"
     events = _Events()
+    pressed: list[int] = []  # how many events had arrived when cancel was first pressed
 
     def cancel() -> bool:
-        return sum(isinstance(e, FrameReport) for e in list(events.items)) >= 5
+        if not pressed and sum(isinstance(e, FrameReport) for e in list(events.items)) >= 5:
+            pressed.append(len(events.items))
+        return bool(pressed)
 
     first = _render(shot.request(cache, out), cancel, events)
     assert first.cancelled and 5 <= first.swapped + first.no_face < FRAMES
-    analysed = [e.done for e in events.items
-                if isinstance(e, PhaseProgress) and e.phase == "analysis"]
-    assert analysed[-1] < FRAMES, "the analysis stopped with pass 2"
+    later = [e for e in events.items[pressed[0]:]
+             if isinstance(e, PhaseProgress) and e.phase == "analysis"]
+    assert len(later) <= 2, "pass 1 stops with pass 2 (a frame in flight may still finish)"
     assert not stray_files(out), "only complete frames are left"
     written = _frames(out)
     assert len(written) == first.swapped + first.no_face
