@@ -152,6 +152,10 @@ def test_bad_arguments_are_refused():
         smooth_landmarks(np.zeros((3, 5, 2)), [0, 2, 1], RATE_HZ)
     with pytest.raises(ValueError):
         smooth_landmarks(np.zeros((3, 5, 2)), [0, 1], RATE_HZ)
+    with pytest.raises(InputError):
+        smooth_landmarks(np.zeros((3, 5, 2)), [0, 1, 2], RATE_HZ, lookahead=-1)
+    with pytest.raises(ValueError):
+        smooth_pose(np.zeros((3, 5, 2)), [0, 2, 1], RATE_HZ)
 
 
 def _track(kps: np.ndarray, frames: list[int]) -> Track:
