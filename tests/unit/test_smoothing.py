@@ -152,6 +152,10 @@ def test_bad_arguments_are_refused():
         smooth_landmarks(np.zeros((3, 5, 2)), [0, 2, 1], RATE_HZ)
     with pytest.raises(ValueError):
         smooth_landmarks(np.zeros((3, 5, 2)), [0, 1], RATE_HZ)
+    with pytest.raises(InputError):
+        smooth_landmarks(np.zeros((3, 5, 2)), [0, 1, 2], RATE_HZ, lookahead=-1)
+    with pytest.raises(ValueError):
+        smooth_pose(np.zeros((3, 5, 2)), [0, 2, 1], RATE_HZ)
 
 
 def _track(kps: np.ndarray, frames: list[int]) -> Track:
@@ -266,7 +270,7 @@ def _walk(seed: int = 2) -> np.ndarray:
     return posed + 30 * np.sin(t * np.array([1.7, 0.9])) + rng.normal(0, 0.4, posed.shape)
 
 
-@pytest.mark.parametrize("end", [5, 38, 39, 41, 60, 79, 90, 110])
+@pytest.mark.parametrize("end", [5, 10, 38, 39, 41, 60, 79, 90, 98, 110])
 def test_fixed_lag_smoothing_reads_no_frame_past_its_lookahead(end: int):
     """Smoothed from the frames up to `end` only, every frame up to end - lookahead (points) or
     end - 2 x lookahead (points, then pose) comes out bitwise as from the whole track."""

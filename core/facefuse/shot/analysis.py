@@ -249,8 +249,8 @@ def plan_targets(analysis: ShotAnalysis, selector: str, reference: np.ndarray | 
     Short detection gaps are filled, and landmarks and pose smoothed (when `smoothing` is
     given; fixed lag, see smoothing_lookahead), along each track, so neither bridges a cut.
     Every face of a track carries the track's one steady identity, the mean embedding of its
-    first plan_horizon frames; a frame's faces come in order of their track's first appearance.
-    For many every decision is local (see plan_horizon)."""
+    faces in its first PLAN_LOOKAHEAD_S (Track.opening_embedding); a frame's faces come in
+    order of their track's first appearance. For many every decision is local (plan_horizon)."""
     cuts = analysis.cuts
     tracks = build_shot_tracks(analysis.faces, cuts)
     people = group_people(tracks)

@@ -30,7 +30,6 @@ import itertools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 
@@ -86,9 +85,11 @@ def _step_terms(periods_s: np.ndarray, params: OneEuroParams
     return 1.0 / periods_s, angular, derivative / (derivative + 1.0)
 
 
+_StepTerms = tuple[np.ndarray | float, np.ndarray | float, np.ndarray | float]
+
+
 def _one_euro_step(previous: np.ndarray, speed: np.ndarray, value: np.ndarray,
-                   terms: tuple[Any, Any, Any], params: OneEuroParams
-                   ) -> tuple[np.ndarray, np.ndarray]:
+                   terms: _StepTerms, params: OneEuroParams) -> tuple[np.ndarray, np.ndarray]:
     """One step of the filter: (filtered value, filtered speed) after `value`, with the step's
     _step_terms (all broadcast elementwise, float64)."""
     inverse_s, angular, alpha_d = terms
@@ -137,6 +138,11 @@ def _fixed_lag_backward(values: np.ndarray, frames: np.ndarray, periods_s: np.nd
 def _check_rate(rate_hz: float) -> None:
     if not rate_hz > 0:
         raise InputError(f"the frame rate must be positive, not {rate_hz}")
+
+
+def _check_lookahead(lookahead: int | None) -> None:
+    if lookahead is not None and lookahead < 0:
+        raise InputError(f"the smoothing lookahead must be 0 frames or more, not {lookahead}")
 
 
 def one_euro(series: np.ndarray, rate_hz: float, params: OneEuroParams) -> np.ndarray:
@@ -232,6 +238,7 @@ def smooth_landmarks(kps: np.ndarray, frames: Sequence[int], rate_hz: float,
     runs are smoothed apart). Returns float32 (T, 5, 2); T = 1 returns a copy of the input.
     """
     _check_rate(rate_hz)
+    _check_lookahead(lookahead)
     params = params if params is not None else OneEuroParams()
     points, numbers = _checked(kps, frames)
     out = points.reshape(len(points), -1).copy()
@@ -296,6 +303,7 @@ def smooth_pose(kps: np.ndarray, frames: Sequence[int], rate_hz: float,
     and restarts the filter. Returns float32 (T, 5, 2).
     """
     _check_rate(rate_hz)
+    _check_lookahead(lookahead)
     params = params if params is not None else POSE_SMOOTHING
     points, numbers = _checked(kps, frames)
     out = points.copy()
