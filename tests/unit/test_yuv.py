@@ -46,11 +46,11 @@ def _picture(planes: list[np.ndarray], fmt: str, colorspace: int, color_range: i
     return picture
 
 
-def _check_rounding(values: np.ndarray, exact: np.ndarray) -> None:
+def _check_rounding(values: np.ndarray, exact: np.ndarray, top: int = 255) -> None:
     """values == exact rounded to the nearest level and clipped, except a level off where the
     exact value lies within NEAR_TIE of a half level (a tie: the formulas' decimal weights make
     exact ties common, e.g. 0.299 R + 0.587 G + 0.114 B = n + 1/2)."""
-    rounded = np.clip(np.rint(exact), 0, 255)
+    rounded = np.clip(np.rint(exact), 0, top)
     diff = np.abs(values.astype(int) - rounded)
     assert diff.max() <= 1
     near_tie = np.abs(np.abs(exact - np.floor(exact)) - 0.5) < NEAR_TIE
@@ -104,7 +104,7 @@ def test_other_pictures_are_left_to_swscale() -> None:
     assert yuv.picture_to_bgr(_picture(_planes(1, (16, 16)), "yuv444p", 8, 1)) is None
     bgra = np.zeros((16, 16, 4), np.uint8)
     assert yuv.bgr_to_picture(bgra, "yuv420p", 1, False) is None
-    assert yuv.bgr_to_picture(bgra[..., :3].copy(), "yuv422p10le", 1, False) is None
+    assert yuv.bgr_to_picture(bgra[..., :3].copy(), "yuv410p", 1, False) is None
 
 
 @pytest.mark.parametrize(("tag", "full"), [(1, False), (6, True)])  # h264 and mjpeg's
@@ -121,6 +121,24 @@ def test_the_writer_matrix_is_correctly_rounded(tag: int, full: bool) -> None:
     reference = [y_zero + y_scale * luma, *(128 + c_scale * c for c in chroma)]
     for plane, expected in zip(yuv.bgr_to_yuv444(bgr, matrix), reference, strict=True):
         _check_rounding(plane, expected)
+
+
+def test_ten_bit_targets_take_deep_frames_at_four_times_the_levels() -> None:
+    """ProRes / DNxHR 444 / deep h265: a uint16 frame to 10-bit limited-range levels."""
+    rng = np.random.default_rng(7)
+    deep = rng.integers(0, 65536, (64, 96, 3), np.uint16)
+    matrix = yuv.matrix_for(1, 1, "yuv444p10le")
+    assert matrix is not None
+    coefficients = matrix.from_bgr()
+    exact = 4 * (deep.astype(np.float64) / 257 @ coefficients[:, :3].T + coefficients[:, 3])
+    for k, plane in enumerate(yuv.bgr_to_yuv444(deep, matrix, bits=10)):
+        assert plane.dtype == np.uint16
+        _check_rounding(plane, exact[..., k], top=1023)
+    picture = yuv.bgr_to_picture(deep, "yuv422p10le", 1, False)
+    assert picture is not None and picture.format.name == "yuv422p10le"
+    luma = np.frombuffer(picture.planes[0], "<u2").reshape(64, -1)[:, :96]
+    np.testing.assert_array_equal(luma, yuv.bgr_to_yuv444(deep, matrix, bits=10)[0])
+    assert yuv.bgr_to_picture(deep.astype(np.uint8), "yuv422p10le", 1, False) is None
 
 
 def test_the_writer_subsamples_as_swscale_does_and_tags_the_picture() -> None:

@@ -11,9 +11,9 @@ What survives where (PyAV 18 / FFmpeg 8 muxers and demuxers):
     .mkv       timecode: a ``TIMECODE`` stream tag; metadata: every key, but matroska upper-cases
                keys (``facefuse_version`` reads back as ``FACEFUSE_VERSION``; ``title`` stays).
 Colour: output is tagged and converted as BT.709 limited range (mjpeg: BT.601 full range, as JPEG
-defines; rawvideo and ffv1 store the frame's RGB as it is, tagged RGB full range). 8-bit YUV
-outputs of 8-bit BGR frames get io.yuv's correctly rounded matrix (swscale subsamples the chroma);
-10-bit outputs and frames with alpha go through swscale.
+defines; rawvideo and ffv1 store the frame's RGB as it is, tagged RGB full range). YUV outputs
+of BGR frames (8-bit, and the 10-bit ProRes / DNxHR / deep h265 ones) get io.yuv's correctly
+rounded matrix, swscale subsampling the chroma; frames with alpha go through swscale.
 Lossless: rawvideo (.mov only: Matroska has no native raw RGB) stores bgr24, bgra (alpha) or
 rgb48be (deep frames; a deep frame with alpha keeps the alpha in 8-bit bgra, as FFmpeg has no
 16-bit RGBA raw tag for .mov); ffv1 (.mkv only: FFmpeg's mov muxer refuses it) is FFV1 level 3,
@@ -247,12 +247,12 @@ class VideoSink:
             raise self._failed(exc) from exc
 
     def _picture(self, array: np.ndarray, packed: str) -> Any:
-        """The av.VideoFrame to encode, in the stream's pixel format. 8-bit YUV targets of a BGR
-        frame: io.yuv's correctly rounded matrix, then swscale's chroma subsampling; RGB
-        targets: a repacking (exact); others: swscale, through 4:4:4 for 8-bit subsampled
-        targets (its direct path truncates levels)."""
+        """The av.VideoFrame to encode, in the stream's pixel format. YUV targets of a BGR frame
+        (8-bit, and 10-bit limited range): io.yuv's correctly rounded matrix, then swscale's
+        chroma subsampling; RGB targets: a repacking (exact); others: swscale, through 4:4:4
+        for 8-bit subsampled targets (its direct path truncates levels)."""
         jpeg = self._spec.jpeg_range
-        if not self._spec.rgb and packed == "bgr24":
+        if not self._spec.rgb and packed in ("bgr24", "bgr48le"):
             fast = bgr_to_picture(array, self._pix_fmt, _BT601 if jpeg else _BT709, jpeg)
             if fast is not None:
                 return fast

@@ -94,18 +94,31 @@ def yuv444_to_bgr(y: np.ndarray, cb: np.ndarray, cr: np.ndarray,
     return cv2.merge([blue, green, red])
 
 
-def bgr_to_yuv444(bgr: np.ndarray, matrix: YuvMatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Three uint8 (H, W) planes Y, Cb, Cr of a BGR uint8 (H, W, 3) image, each value the
-    inverse formula rounded to the nearest level and clipped to 0..255."""
-    coefficients = matrix.from_bgr().astype(np.float32)
-    height = bgr.shape[0]
-    out = np.empty(bgr.shape, np.uint8)
-    for top in range(0, height, _STRIP_ROWS):
+def bgr_to_yuv444(bgr: np.ndarray, matrix: YuvMatrix,
+                  bits: int = 8) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Three (H, W) planes Y, Cb, Cr of a BGR (H, W, 3) image, uint8 (0..255 is 0..1) or uint16
+    (0..65535), each value the inverse formula rounded to the nearest level and clipped.
+    bits: 8 gives uint8 planes; 10 gives uint16 planes (strided views) of 10-bit levels
+    (limited range: four times the 8-bit levels, Y 64..940)."""
+    coefficients = matrix.from_bgr()
+    if bgr.dtype == np.uint16:
+        coefficients[:, :3] /= 257.0
+    if bits == 10:
+        coefficients *= 4.0
+    coefficients = coefficients.astype(np.float32)
+    out: np.ndarray = np.empty(bgr.shape, np.uint8 if bits == 8 else np.uint16)
+    for top in range(0, bgr.shape[0], _STRIP_ROWS):
         strip = cv2.transform(bgr[top:top + _STRIP_ROWS].astype(np.float32), coefficients)
         np.maximum(strip, 0.0, out=strip)
-        out[top:top + _STRIP_ROWS] = cv2.convertScaleAbs(strip)  # saturates at 255, rounds
-    planes = cv2.split(out)
-    return planes[0], planes[1], planes[2]
+        if bits == 8:
+            out[top:top + _STRIP_ROWS] = cv2.convertScaleAbs(strip)  # rounds, saturates at 255
+        else:
+            np.rint(strip, out=strip)
+            out[top:top + _STRIP_ROWS] = np.minimum(strip, 1023.0, out=strip)
+    if bits == 8:
+        planes = cv2.split(out)
+        return planes[0], planes[1], planes[2]
+    return out[..., 0], out[..., 1], out[..., 2]  # views: OpenCV's split is slow for uint16
 
 
 # PyAV pictures ----------------------------------------------------------------------------------
@@ -113,6 +126,15 @@ def bgr_to_yuv444(bgr: np.ndarray, matrix: YuvMatrix) -> tuple[np.ndarray, np.nd
 FAST_FORMATS = MappingProxyType({
     "yuv420p": "yuv444p", "yuv422p": "yuv444p", "nv12": "yuv444p", "yuv444p": "yuv444p",
     "yuvj420p": "yuvj444p", "yuvj422p": "yuvj444p", "yuvj444p": "yuvj444p",
+})
+
+
+# What the writer converts: each target format's 4:4:4 format and bit depth.
+WRITER_FORMATS = MappingProxyType({
+    "yuv420p": ("yuv444p", 8), "yuv422p": ("yuv444p", 8), "yuv444p": ("yuv444p", 8),
+    "yuvj444p": ("yuvj444p", 8), "yuvj420p": ("yuvj444p", 8),
+    "yuv420p10le": ("yuv444p10le", 10), "yuv422p10le": ("yuv444p10le", 10),
+    "yuv444p10le": ("yuv444p10le", 10),
 })
 
 
@@ -150,20 +172,23 @@ def picture_to_bgr(picture: Any) -> np.ndarray | None:
 
 def bgr_to_picture(bgr: np.ndarray, pixel_format: str, colorspace: int,
                    full_range: bool) -> Any | None:
-    """An av.VideoFrame of ``pixel_format`` (8-bit YUV) holding a BGR uint8 (H, W, 3) frame,
-    converted with the matrix ``colorspace`` (AVColorSpace) names and tagged with it; chroma is
-    subsampled by swscale from the 4:4:4 planes. None for another format, matrix or frame."""
+    """An av.VideoFrame of ``pixel_format`` holding a BGR (H, W, 3) frame, converted with the
+    matrix ``colorspace`` (AVColorSpace) names and tagged with it; chroma is subsampled by
+    swscale from the 4:4:4 planes. 8-bit formats take uint8 frames, the 10-bit limited-range
+    ones of WRITER_FORMATS uint16 frames. None for another format, matrix or frame."""
     import av
 
-    full_format = FAST_FORMATS.get(pixel_format)
+    full_format, bits = WRITER_FORMATS.get(pixel_format, (None, 8))
     matrix = matrix_for(colorspace, _RANGE_JPEG if full_range else 1, pixel_format)
-    if full_format is None or matrix is None or bgr.dtype != np.uint8 or bgr.shape[2] != 3:
+    wanted = np.uint8 if bits == 8 else np.uint16
+    if (full_format is None or matrix is None or bgr.dtype != wanted or bgr.shape[2] != 3
+            or (bits == 10 and full_range)):
         return None
     height, width = bgr.shape[:2]
     picture = av.VideoFrame(width, height, full_format)
     planes: list[Any] = list(picture.planes)
-    for plane, values in zip(planes, bgr_to_yuv444(bgr, matrix), strict=True):
-        view = np.frombuffer(plane, np.uint8).reshape(plane.height, plane.line_size)
-        view[:, :width] = values
+    for plane, values in zip(planes, bgr_to_yuv444(bgr, matrix, bits), strict=True):
+        view = np.frombuffer(plane, values.dtype.newbyteorder("<"))
+        view.reshape(plane.height, -1)[:, :width] = values
     picture.colorspace, picture.color_range = colorspace, _RANGE_JPEG if full_range else 1
     return picture if full_format == pixel_format else picture.reformat(format=pixel_format)
