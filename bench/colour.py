@@ -5,7 +5,8 @@
 Accuracy: the reference is the float64 formula of io.yuv's docstring, rounded to the nearest
 level, on the same 4:4:4 planes (swscale's chroma upsampling, which both paths share). For the
 reader it is applied to each decoded picture, for the writer to the BGR frame the reader gave;
-reported are the share of values off the reference and the largest error, per clip. --bt709
+reported are the share of values off the reference and the largest error, per clip (writer10:
+the same frame as uint16 to 10-bit 4:4:4, as ProRes / DNxHR 444 are written). --bt709
 adds a copy of the first clip re-encoded tagged BT.709 (limited range), built with PyAV.
 Cost: per-frame CPU milliseconds (process time, the median of repeats) of each conversion on
 the first picture of every clip, before and after.
@@ -38,11 +39,11 @@ def reference_bgr(planes: list[np.ndarray], matrix: yuv.YuvMatrix) -> np.ndarray
     return np.clip(np.rint(out), 0, 255).astype(np.uint8)
 
 
-def reference_yuv(bgr: np.ndarray, matrix: yuv.YuvMatrix) -> np.ndarray:
-    """The float64 inverse formula, rounded: (H, W, 3) Y, Cb, Cr uint8."""
-    coefficients = matrix.from_bgr()
+def reference_yuv(bgr: np.ndarray, matrix: yuv.YuvMatrix, levels: int = 1) -> np.ndarray:
+    """The float64 inverse formula, rounded: (H, W, 3) Y, Cb, Cr levels (levels=4: 10-bit)."""
+    coefficients = matrix.from_bgr() * levels
     out = bgr.astype(np.float64) @ coefficients[:, :3].T + coefficients[:, 3]
-    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+    return np.clip(np.rint(out), 0, 256 * levels - 1).astype(np.uint16)
 
 
 def old_reader(picture: Any) -> np.ndarray:
@@ -57,13 +58,14 @@ def old_writer_444(bgr: np.ndarray) -> Any:
 
 def errors(values: np.ndarray, reference: np.ndarray) -> tuple[int, int, int]:
     """(values off the reference, values, largest error)."""
-    diff = np.abs(values.astype(np.int16) - reference)
+    diff = np.abs(values.astype(np.int32) - reference)
     return int(np.count_nonzero(diff)), diff.size, int(diff.max())
 
 
 def accuracy(clip: Path, frames: int) -> dict[str, Any]:
     """Old and new reader and writer against the reference over a clip's first frames."""
-    totals = {key: [0, 0, 0] for key in ("reader_old", "reader_new", "writer_old", "writer_new")}
+    totals = {key: [0, 0, 0] for key in ("reader_old", "reader_new", "writer_old", "writer_new",
+                                          "writer10_old", "writer10_new")}
     tags = None
     with av.open(str(clip)) as container:
         for index, picture in enumerate(container.decode(video=0)):
@@ -82,9 +84,17 @@ def accuracy(clip: Path, frames: int) -> dict[str, Any]:
             ref_out = reference_yuv(new, out_matrix)
             old_out = np.stack(yuv.picture_planes(old_writer_444(new)), axis=-1)
             new_out = np.stack(yuv.bgr_to_yuv444(new, out_matrix), axis=-1)
+            deep = new.astype(np.uint16) * 257
+            ref10 = reference_yuv(new, out_matrix, levels=4)
+            old10 = np.stack([np.frombuffer(p, "<u2").reshape(p.height, -1)[:, :p.width] for p in
+                              av.VideoFrame.from_ndarray(deep, format="bgr48le").reformat(
+                                  format="yuv444p10le", dst_colorspace="itu709",
+                                  dst_color_range=1).planes], axis=-1)
+            new10 = np.stack(yuv.bgr_to_yuv444(deep, out_matrix, bits=10), axis=-1)
             for key, (values, reference) in {
                     "reader_old": (old_reader(picture), ref), "reader_new": (new, ref),
-                    "writer_old": (old_out, ref_out), "writer_new": (new_out, ref_out)}.items():
+                    "writer_old": (old_out, ref_out), "writer_new": (new_out, ref_out),
+                    "writer10_old": (old10, ref10), "writer10_new": (new10, ref10)}.items():
                 off, count, worst = errors(values, reference)
                 totals[key] = [totals[key][0] + off, totals[key][1] + count,
                                max(totals[key][2], worst)]
@@ -121,12 +131,22 @@ def costs(clip: Path) -> dict[str, Any]:
         return av.VideoFrame.from_ndarray(planes, format=small.picture.format.name
                                           ).to_ndarray(format="bgr24")
 
+    deep = bgr.astype(np.uint16) * 257
+
+    def old_deep(fmt: str) -> Any:
+        return av.VideoFrame.from_ndarray(deep, format="bgr48le").reformat(
+            format=fmt, dst_colorspace="itu709", dst_color_range=1)
+
     return {"clip": str(clip), "size": f"{picture.width}x{picture.height}", "ms": {
         "upsample_to_444": cpu_ms(lambda: yuv.full_chroma(picture)),
         "reader_old": cpu_ms(lambda: old_reader(picture)),
         "reader_new": cpu_ms(lambda: yuv.picture_to_bgr(picture)),
         "writer_yuv420p_old": cpu_ms(lambda: old_writer_444(bgr).reformat(format="yuv420p")),
         "writer_yuv420p_new": cpu_ms(lambda: yuv.bgr_to_picture(bgr, "yuv420p", 1, False)),
+        "writer_yuv422p10le_old": cpu_ms(lambda: old_deep("yuv422p10le")),
+        "writer_yuv422p10le_new": cpu_ms(lambda: yuv.bgr_to_picture(deep, "yuv422p10le", 1, False)),
+        "writer_yuv444p10le_old": cpu_ms(lambda: old_deep("yuv444p10le")),
+        "writer_yuv444p10le_new": cpu_ms(lambda: yuv.bgr_to_picture(deep, "yuv444p10le", 1, False)),
         "analysis_picture": cpu_ms(lambda: analysis_picture(picture, 640)),
         "frame_with_400px_box_old": cpu_ms(old_region),
         "frame_with_400px_box_new": cpu_ms(lambda: small.frame_with([box]) if small else None),

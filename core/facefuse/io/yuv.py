@@ -23,6 +23,7 @@ caller keeps swscale's conversion for them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -85,40 +86,46 @@ def matrix_for(colorspace: int, color_range: int, pixel_format: str) -> YuvMatri
 def yuv444_to_bgr(y: np.ndarray, cb: np.ndarray, cr: np.ndarray,
                   matrix: YuvMatrix) -> np.ndarray:
     """BGR uint8 (H, W, 3) from three uint8 (H, W) planes of one 4:4:4 picture (views allowed),
-    each value the formula of the module docstring rounded to the nearest level and clipped."""
+    each value the formula of the module docstring rounded to the nearest level and clipped.
+    Converted in bands of rows, so the temporaries stay in the CPU's cache."""
     (by, bu, _, bc), (gy, gu, gv, gc), (ry, _, rv, rc) = matrix.to_bgr()
-    blue = cv2.addWeighted(y, by, cb, bu, bc)
-    red = cv2.addWeighted(y, ry, cr, rv, rc)
-    chroma = cv2.addWeighted(cb, gu, cr, gv, gc, dtype=cv2.CV_32F)
-    green = cv2.addWeighted(y, gy, chroma, 1.0, 0.0, dtype=cv2.CV_8U)
-    return cv2.merge([blue, green, red])
+    out = np.empty((*y.shape, 3), np.uint8)
+    for top in range(0, y.shape[0], _STRIP_ROWS):
+        rows = slice(top, top + _STRIP_ROWS)
+        luma, blue_difference, red_difference = y[rows], cb[rows], cr[rows]
+        chroma = cv2.addWeighted(blue_difference, gu, red_difference, gv, gc, dtype=cv2.CV_32F)
+        cv2.merge([cv2.addWeighted(luma, by, blue_difference, bu, bc),
+                   cv2.addWeighted(luma, gy, chroma, 1.0, 0.0, dtype=cv2.CV_8U),
+                   cv2.addWeighted(luma, ry, red_difference, rv, rc)], dst=out[rows])
+    return out
 
 
-def bgr_to_yuv444(bgr: np.ndarray, matrix: YuvMatrix,
-                  bits: int = 8) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def bgr_to_yuv444(bgr: np.ndarray, matrix: YuvMatrix, bits: int = 8,
+                  out: Sequence[np.ndarray] | None = None) -> Sequence[np.ndarray]:
     """Three (H, W) planes Y, Cb, Cr of a BGR (H, W, 3) image, uint8 (0..255 is 0..1) or uint16
     (0..65535), each value the inverse formula rounded to the nearest level and clipped.
-    bits: 8 gives uint8 planes; 10 gives uint16 planes (strided views) of 10-bit levels
-    (limited range: four times the 8-bit levels, Y 64..940)."""
+    bits: 8 gives uint8 planes; 10 gives uint16 planes of 10-bit levels (limited range: four
+    times the 8-bit levels, Y 64..940). out: three planes to fill (e.g. views of a picture's
+    buffers) instead of new ones. Converted in bands of rows, which stay in the CPU's cache."""
     coefficients = matrix.from_bgr()
     if bgr.dtype == np.uint16:
         coefficients[:, :3] /= 257.0
     if bits == 10:
         coefficients *= 4.0
     coefficients = coefficients.astype(np.float32)
-    out: np.ndarray = np.empty(bgr.shape, np.uint8 if bits == 8 else np.uint16)
-    for top in range(0, bgr.shape[0], _STRIP_ROWS):
-        strip = cv2.transform(bgr[top:top + _STRIP_ROWS].astype(np.float32), coefficients)
-        np.maximum(strip, 0.0, out=strip)
-        if bits == 8:
-            out[top:top + _STRIP_ROWS] = cv2.convertScaleAbs(strip)  # rounds, saturates at 255
-        else:
-            np.rint(strip, out=strip)
-            out[top:top + _STRIP_ROWS] = np.minimum(strip, 1023.0, out=strip)
-    if bits == 8:
-        planes = cv2.split(out)
-        return planes[0], planes[1], planes[2]
-    return out[..., 0], out[..., 1], out[..., 2]  # views: OpenCV's split is slow for uint16
+    height, width = bgr.shape[:2]
+    dtype = np.uint8 if bits == 8 else np.uint16
+    planes = out if out is not None else [np.empty((height, width), dtype) for _ in range(3)]
+    # No clipping is needed: from 0..1 BGR, Y, Cb and Cr land in 16..240 (limited range) or
+    # 0.5..255.5 (full range), so only float noise can fall below 0 (convertScaleAbs takes the
+    # absolute value, np.rint gives -0.0: both round it to 0) and 8-bit's 255.5 saturates.
+    for top in range(0, height, _STRIP_ROWS):
+        rows = slice(top, top + _STRIP_ROWS)
+        strip = cv2.transform(bgr[rows].astype(np.float32), coefficients)
+        levels = cv2.convertScaleAbs(strip) if bits == 8 else np.rint(strip, out=strip)
+        for plane, values in zip(planes, cv2.split(levels), strict=True):
+            np.copyto(plane[rows], values, casting="unsafe")
+    return planes
 
 
 # PyAV pictures ----------------------------------------------------------------------------------
@@ -187,8 +194,8 @@ def bgr_to_picture(bgr: np.ndarray, pixel_format: str, colorspace: int,
     height, width = bgr.shape[:2]
     picture = av.VideoFrame(width, height, full_format)
     planes: list[Any] = list(picture.planes)
-    for plane, values in zip(planes, bgr_to_yuv444(bgr, matrix, bits), strict=True):
-        view = np.frombuffer(plane, values.dtype.newbyteorder("<"))
-        view.reshape(plane.height, -1)[:, :width] = values
+    views = [np.frombuffer(plane, "<u2" if bits > 8 else np.uint8).reshape(plane.height, -1)
+             [:, :width] for plane in planes]
+    bgr_to_yuv444(bgr, matrix, bits, out=views)
     picture.colorspace, picture.color_range = colorspace, _RANGE_JPEG if full_range else 1
     return picture if full_format == pixel_format else picture.reformat(format=pixel_format)
