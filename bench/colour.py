@@ -120,17 +120,6 @@ def costs(clip: Path) -> dict[str, Any]:
         picture = next(container.decode(video=0))
     bgr = yuv.picture_to_bgr(picture)
     assert bgr is not None
-    small = analysis_picture(picture, 640)
-    box = (picture.width // 3, picture.height // 4, picture.width // 3 + 400,
-           picture.height // 4 + 400)
-
-    def old_region() -> np.ndarray:
-        assert small is not None
-        x0, y0, x1, y1 = box
-        planes = np.stack([p[y0:y1, x0:x1] for p in yuv.picture_planes(small.picture)])
-        return av.VideoFrame.from_ndarray(planes, format=small.picture.format.name
-                                          ).to_ndarray(format="bgr24")
-
     deep = bgr.astype(np.uint16) * 257
 
     def old_deep(fmt: str) -> Any:
@@ -147,10 +136,27 @@ def costs(clip: Path) -> dict[str, Any]:
         "writer_yuv422p10le_new": cpu_ms(lambda: yuv.bgr_to_picture(deep, "yuv422p10le", 1, False)),
         "writer_yuv444p10le_old": cpu_ms(lambda: old_deep("yuv444p10le")),
         "writer_yuv444p10le_new": cpu_ms(lambda: yuv.bgr_to_picture(deep, "yuv444p10le", 1, False)),
-        "analysis_picture": cpu_ms(lambda: analysis_picture(picture, 640)),
-        "frame_with_400px_box_old": cpu_ms(old_region),
-        "frame_with_400px_box_new": cpu_ms(lambda: small.frame_with([box]) if small else None),
-    }}
+        **analysis_costs(picture)}}
+
+
+def analysis_costs(picture: Any) -> dict[str, float]:
+    """Pass 1's picture and one 400 px face box of it, before and after; nothing for a
+    picture no larger than the detector (which takes the full conversion)."""
+    small = analysis_picture(picture, 640)
+    if small is None:
+        return {}
+    x0, y0 = picture.width // 3, picture.height // 4
+    box = (x0, y0, min(picture.width, x0 + 400), min(picture.height, y0 + 400))
+
+    def old_region() -> np.ndarray:
+        planes = np.stack([p[box[1]:box[3], box[0]:box[2]]
+                           for p in yuv.picture_planes(small.picture)])
+        return av.VideoFrame.from_ndarray(planes, format=small.picture.format.name
+                                          ).to_ndarray(format="bgr24")
+
+    return {"analysis_picture": cpu_ms(lambda: analysis_picture(picture, 640)),
+            "frame_with_400px_box_old": cpu_ms(old_region),
+            "frame_with_400px_box_new": cpu_ms(lambda: small.frame_with([box]))}
 
 
 def bt709_copy(clip: Path, folder: Path, frames: int) -> Path:
