@@ -29,6 +29,7 @@ import numpy as np
 import OpenImageIO as oiio
 
 from facefuse.config import Settings
+from facefuse.io.yuv import picture_to_bgr
 from facefuse.shot.render import render
 from facefuse.shot.request import FrameReport, RenderRequest, RenderSummary
 from tests import media_factory
@@ -139,12 +140,19 @@ def make_face_clip(path: Path, face: np.ndarray, frames: int = 12,
 
 def decode_video(path: Path, fmt: str = "bgr24") -> list[np.ndarray]:
     """Every picture of the first video stream in presentation order (PyAV, like VideoSource:
-    8-bit 4:2:0/4:2:2 pictures go through 4:4:4, which converts levels exactly)."""
+    8-bit YUV pictures to bgr24 through io.yuv's correctly rounded matrix, which
+    tests/unit/test_yuv.py checks against the float64 formula; others through 4:4:4 and
+    swscale)."""
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
-        frames = sorted(((f.pts, _through_444(f).to_ndarray(format=fmt))
-                         for f in container.decode(stream)), key=lambda item: item[0])
+        frames = sorted(((f.pts, _as_array(f, fmt)) for f in container.decode(stream)),
+                        key=lambda item: item[0])
     return [np.ascontiguousarray(array) for _, array in frames]
+
+
+def _as_array(frame: Any, fmt: str) -> np.ndarray:
+    fast = picture_to_bgr(frame) if fmt == "bgr24" else None
+    return fast if fast is not None else _through_444(frame).to_ndarray(format=fmt)
 
 
 def _through_444(frame: Any) -> Any:

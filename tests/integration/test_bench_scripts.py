@@ -5,6 +5,7 @@ bench/gpu.sh stops with one clear line where onnxruntime offers no CUDA."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -103,3 +104,21 @@ def test_gpu_script_stops_cleanly_without_cuda(tmp_path: Path) -> None:
     assert lines[0].startswith("onnxruntime ") and "CPUExecutionProvider" in lines[0]
     assert lines[-1].startswith(f"{require} is not offered")
     assert (tmp_path / "providers.txt").is_file() and not (tmp_path / "results.json").exists()
+
+
+def test_colour_script_reports_both_paths_against_the_reference(testdata: Path,
+                                                                 tmp_path: Path) -> None:
+    """bench/colour.py: the old (swscale) reader is off the float64 formula somewhere on a
+    limited-range clip, the new one nowhere; the BT.709 copy is tagged BT.709; costs are there."""
+    clip = testdata / "media" / "head-pose-face-detection-female.mp4"
+    out = tmp_path / "colour.json"
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "colour.py"), "--clip", str(clip),
+                           "--frames", "2", "--bt709", "--cost", str(clip), "--out", str(out)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    limited, bt709 = result["accuracy"]
+    assert limited["reader_old"]["share_off"] > 0 and limited["reader_old"]["max_error"] == 1
+    assert limited["reader_new"] == {"share_off": 0.0, "max_error": 0}
+    assert "kr=0.2126" in bt709["tags"] and bt709["reader_new"]["max_error"] == 0
+    assert set(result["cost"][0]["ms"]) >= {"reader_old", "reader_new", "writer_yuv420p_new"}

@@ -7,8 +7,9 @@ yet the detector sees the picture shrunk to its input size and the recogniser se
 crop around each face. An AnalysisPicture keeps the 4:4:4 planes of the first step and gives:
 `small`, the whole picture shrunk (area filter) and converted to BGR in one swscale pass, and
 `frame_with(boxes)`, a full-size BGR frame in which only the given boxes are converted (the rest
-is black). The matrix step works pixel by pixel, so those boxes are bit-identical to the full
-conversion: recogniser crops inside them are exactly what they were. `small` differs slightly
+is black), with the reader's matrix (io.yuv, or swscale for tags io.yuv does not take). The
+matrix step works pixel by pixel, so those boxes are bit-identical to the full conversion:
+recogniser crops inside them are exactly what they were. `small` differs slightly
 from shrinking the full conversion (docs/performance.md has the measured effect on detections).
 """
 
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .video_common import SUBSAMPLED_8BIT
+from .yuv import matrix_of, picture_planes, yuv444_to_bgr
 
 FULL_CHROMA = ("yuv444p", "yuvj444p")
 Box = tuple[int, int, int, int]  # x0, y0, x1, y1 in frame pixels, x1/y1 exclusive
@@ -53,9 +55,11 @@ class AnalysisPicture:
     def _region(self, x0: int, y0: int, x1: int, y1: int) -> np.ndarray:
         import av
 
-        planes = np.stack([np.frombuffer(p, np.uint8).reshape(p.height, p.line_size)[y0:y1, x0:x1]
-                           for p in self.picture.planes])  # views of the frame's buffers
-        region = av.VideoFrame.from_ndarray(planes, format=self.picture.format.name)
+        views = [plane[y0:y1, x0:x1] for plane in picture_planes(self.picture)]
+        matrix = matrix_of(self.picture)
+        if matrix is not None:  # as the reader converts (io.yuv), pixel by pixel
+            return yuv444_to_bgr(views[0], views[1], views[2], matrix)
+        region = av.VideoFrame.from_ndarray(np.stack(views), format=self.picture.format.name)
         region.colorspace, region.color_range = self.picture.colorspace, self.picture.color_range
         return region.to_ndarray(format="bgr24")
 

@@ -9,7 +9,8 @@ presentation timestamp: that gives the exact frame count and shows a variable fr
 seeks to the key frame a wanted frame depends on and decodes forward, recognising each picture by
 its timestamp, never by counting. Frames come out in the engine convention (see types.py): BGR
 uint8 for 8-bit sources, BGR uint16 for deeper ones, BGRA/uint16 BGRA when the source has alpha.
-Colour: reads convert with the matrix and range the stream is tagged with.
+Colour: reads convert with the matrix and range the stream is tagged with (8-bit YUV through
+io.yuv, correctly rounded; everything else through swscale).
 
 Rotation: phone footage is often stored sideways with a display matrix telling players to turn
 it. Frames are delivered upright (the stored picture turned by the display rotation with
@@ -42,6 +43,7 @@ from ..errors import InputError
 from ..timing import StageClock
 from .analysis_pictures import AnalysisPicture, analysis_picture
 from .video_common import SUBSAMPLED_8BIT, format_rate, open_input
+from .yuv import picture_to_bgr
 
 logger = logging.getLogger(__name__)
 
@@ -432,15 +434,23 @@ class VideoSource:
     def _to_array(self, frame: Any) -> np.ndarray:
         """A decoded VideoFrame as an engine frame (BGR(A), uint8 or uint16, C-contiguous).
 
-        8-bit subsampled pictures are upsampled to 4:4:4 first: swscale's direct 4:2:0 -> BGR
-        path rounds some levels down by one, the two-step path is exact. A stored-sideways
-        picture is turned upright (see the module docstring)."""
-        if frame.format.name in SUBSAMPLED_8BIT:
-            frame = frame.reformat(format=SUBSAMPLED_8BIT[frame.format.name])
-        array = frame.to_ndarray(format=self._array_format)
+        8-bit YUV pictures with a matrix io.yuv knows: swscale upsamples the chroma to 4:4:4,
+        io.yuv applies the matrix, correctly rounded. Other 8-bit subsampled pictures are
+        upsampled to 4:4:4 first too (swscale's direct 4:2:0 -> BGR path truncates levels), then
+        converted by swscale, as are deep and alpha pictures. A stored-sideways picture is
+        turned upright (see the module docstring)."""
+        array = picture_to_bgr(frame) if self._array_format == "bgr24" else None
+        if array is None:
+            array = self._swscale_array(frame)
         if self._turns:
             array = np.rot90(array, self._turns)
         return np.ascontiguousarray(array)
+
+    def _swscale_array(self, frame: Any) -> np.ndarray:
+        """swscale's conversion (through 4:4:4 for 8-bit subsampled pictures)."""
+        if frame.format.name in SUBSAMPLED_8BIT:
+            frame = frame.reformat(format=SUBSAMPLED_8BIT[frame.format.name])
+        return frame.to_ndarray(format=self._array_format)
 
     def close(self) -> None:
         """Release the file."""

@@ -11,7 +11,9 @@ What survives where (PyAV 18 / FFmpeg 8 muxers and demuxers):
     .mkv       timecode: a ``TIMECODE`` stream tag; metadata: every key, but matroska upper-cases
                keys (``facefuse_version`` reads back as ``FACEFUSE_VERSION``; ``title`` stays).
 Colour: output is tagged and converted as BT.709 limited range (mjpeg: BT.601 full range, as JPEG
-defines; rawvideo and ffv1 store the frame's RGB as it is, tagged RGB full range).
+defines; rawvideo and ffv1 store the frame's RGB as it is, tagged RGB full range). YUV outputs
+of BGR frames (8-bit, and the 10-bit ProRes / DNxHR / deep h265 ones) get io.yuv's correctly
+rounded matrix, swscale subsampling the chroma; frames with alpha go through swscale.
 Lossless: rawvideo (.mov only: Matroska has no native raw RGB) stores bgr24, bgra (alpha) or
 rgb48be (deep frames; a deep frame with alpha keeps the alpha in 8-bit bgra, as FFmpeg has no
 16-bit RGBA raw tag for .mov); ffv1 (.mkv only: FFmpeg's mov muxer refuses it) is FFV1 level 3,
@@ -44,6 +46,7 @@ from .video_common import (
     open_input,
 )
 from .video_read import VideoInfo
+from .yuv import bgr_to_picture
 
 logger = logging.getLogger(__name__)
 
@@ -233,17 +236,7 @@ class VideoSink:
         turns = self._info.rotation_deg // 90 % 4
         if turns:  # back to the source's stored orientation (lossless); see _open_streams
             frame = np.ascontiguousarray(np.rot90(frame, -turns))
-        array, packed = _as_writable(frame, deep=self._deep)
-        picture = av.VideoFrame.from_ndarray(array, format=packed)
-        jpeg = self._spec.jpeg_range
-        if self._spec.rgb:  # RGB to RGB: a repacking, exact
-            picture = picture.reformat(format=self._pix_fmt)
-        else:  # 8-bit subsampled targets go through 4:4:4 (the direct path truncates levels)
-            picture = picture.reformat(format=SUBSAMPLED_8BIT.get(self._pix_fmt, self._pix_fmt),
-                                       dst_colorspace="itu601" if jpeg else "itu709",
-                                       dst_color_range=_RANGE_JPEG if jpeg else _RANGE_MPEG)
-        if picture.format.name != self._pix_fmt:
-            picture = picture.reformat(format=self._pix_fmt)
+        picture = self._picture(*_as_writable(frame, deep=self._deep))
         picture.pts = self._count
         self._count += 1
         try:
@@ -252,6 +245,27 @@ class VideoSink:
                 self._audio.copy_until(self._container, float(self._count / self._info.rate))
         except (av.FFmpegError, OSError) as exc:
             raise self._failed(exc) from exc
+
+    def _picture(self, array: np.ndarray, packed: str) -> Any:
+        """The av.VideoFrame to encode, in the stream's pixel format. YUV targets of a BGR frame
+        (8-bit, and 10-bit limited range): io.yuv's correctly rounded matrix, then swscale's
+        chroma subsampling; RGB targets: a repacking (exact); others: swscale, through 4:4:4
+        for 8-bit subsampled targets (its direct path truncates levels)."""
+        jpeg = self._spec.jpeg_range
+        if not self._spec.rgb and packed in ("bgr24", "bgr48le"):
+            fast = bgr_to_picture(array, self._pix_fmt, _BT601 if jpeg else _BT709, jpeg)
+            if fast is not None:
+                return fast
+        picture = av.VideoFrame.from_ndarray(array, format=packed)
+        if self._spec.rgb:
+            picture = picture.reformat(format=self._pix_fmt)
+        else:
+            picture = picture.reformat(format=SUBSAMPLED_8BIT.get(self._pix_fmt, self._pix_fmt),
+                                       dst_colorspace="itu601" if jpeg else "itu709",
+                                       dst_color_range=_RANGE_JPEG if jpeg else _RANGE_MPEG)
+        if picture.format.name != self._pix_fmt:
+            picture = picture.reformat(format=self._pix_fmt)
+        return picture
 
     def _open_streams(self, frame: np.ndarray) -> None:
         """Create the video stream (format chosen from the first frame) and the audio copies."""

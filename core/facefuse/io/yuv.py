@@ -1,0 +1,201 @@
+"""8-bit YUV <-> BGR matrix conversions, correctly rounded, a few times cheaper than swscale's.
+
+swscale converts 4:4:4 YUV to BGR in fixed point and rounds about 0.4 % of limited-range values
+one level too high (and 1 % of BGR -> YUV values); its 4:4:4 -> BGR step is also the most costly
+part of decoding a frame (about 15 ms CPU at 1080p). Here the matrix runs in float32 through
+OpenCV's SIMD arithmetic and rounds once to the nearest level (ties to even), the same as the
+float64 formula rounded:
+
+    limited range: Y' = (Y - 16) * 255/219, Cb' = (Cb - 128) * 255/224 (Cr' alike)
+    full range:    Y' = Y,                  Cb' = Cb - 128
+    R = Y' + 2(1 - Kr) Cr',  B = Y' + 2(1 - Kb) Cb',  G = Y' - (2Kb(1 - Kb) Cb' + 2Kr(1 - Kr) Cr') / Kg
+
+and its inverse for the writer. Chroma resampling (4:2:0 / 4:2:2 <-> 4:4:4) stays with swscale,
+which knows each stream's chroma siting; only the matrix step is replaced. float32 can round a
+value the other way from float64 only within about 3e-5 of a half level: measured 0 to 1e-5 of
+values on real clips (docs/performance.md).
+
+The matrix is the one the picture is tagged with, read as swscale reads it: BT.709, BT.601
+(BT.470BG, SMPTE 170M, and untagged), FCC, SMPTE 240M and BT.2020 non-constant luminance; full
+range when tagged JPEG range or a ``yuvj`` format, else limited. Other tags return None: the
+caller keeps swscale's conversion for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import cv2
+import numpy as np
+
+# AVColorSpace values -> (Kr, Kb); 2 is "unspecified", which swscale converts as BT.601.
+_LUMA_WEIGHTS = MappingProxyType({
+    1: (0.2126, 0.0722),  # BT.709
+    2: (0.299, 0.114), 5: (0.299, 0.114), 6: (0.299, 0.114),  # BT.601
+    4: (0.30, 0.11),  # FCC
+    7: (0.212, 0.087),  # SMPTE 240M
+    9: (0.2627, 0.0593),  # BT.2020 non-constant luminance
+})
+_RANGE_JPEG = 2  # AVColorRange
+_STRIP_ROWS = 64  # the writer converts in strips of this many rows (stays in cache)
+
+
+@dataclass(frozen=True, slots=True)
+class YuvMatrix:
+    """One YUV <-> RGB matrix: luma weights ``kr``, ``kb`` and the range (full: 0..255 for Y
+    and 128 +- 127.5 for chroma; limited: Y 16..235, chroma 16..240)."""
+
+    kr: float
+    kb: float
+    full_range: bool
+
+    def to_bgr(self) -> np.ndarray:
+        """float64 (3, 4): rows B, G, R; columns Y, Cb, Cr and the constant term."""
+        kr, kb = self.kr, self.kb
+        kg = 1.0 - kr - kb
+        ys, cs, y0 = (1.0, 1.0, 0.0) if self.full_range else (255 / 219, 255 / 224, 16.0)
+        rows = np.array([[ys, cs * 2 * (1 - kb), 0.0],
+                         [ys, -cs * 2 * kb * (1 - kb) / kg, -cs * 2 * kr * (1 - kr) / kg],
+                         [ys, 0.0, cs * 2 * (1 - kr)]])
+        return np.hstack([rows, -(rows @ np.array([y0, 128.0, 128.0]))[:, None]])
+
+    def from_bgr(self) -> np.ndarray:
+        """float64 (3, 4): rows Y, Cb, Cr; columns B, G, R and the constant term."""
+        kr, kb = self.kr, self.kb
+        kg = 1.0 - kr - kb
+        weights = np.array([[kb, kg, kr],
+                            [0.5, -0.5 * kg / (1 - kb), -0.5 * kr / (1 - kb)],
+                            [-0.5 * kb / (1 - kr), -0.5 * kg / (1 - kr), 0.5]])
+        ys, cs, y0 = (1.0, 1.0, 0.0) if self.full_range else (219 / 255, 224 / 255, 16.0)
+        return np.hstack([np.diag([ys, cs, cs]) @ weights, np.array([[y0], [128.0], [128.0]])])
+
+
+def matrix_for(colorspace: int, color_range: int, pixel_format: str) -> YuvMatrix | None:
+    """The matrix swscale applies to a picture with these tags (AVColorSpace, AVColorRange and
+    the pixel format's name), or None for a tag this module does not convert."""
+    weights = _LUMA_WEIGHTS.get(int(colorspace))
+    if weights is None:
+        return None
+    full = int(color_range) == _RANGE_JPEG or pixel_format.startswith("yuvj")
+    return YuvMatrix(weights[0], weights[1], full)
+
+
+def yuv444_to_bgr(y: np.ndarray, cb: np.ndarray, cr: np.ndarray,
+                  matrix: YuvMatrix) -> np.ndarray:
+    """BGR uint8 (H, W, 3) from three uint8 (H, W) planes of one 4:4:4 picture (views allowed),
+    each value the formula of the module docstring rounded to the nearest level and clipped.
+    Converted in bands of rows, so the temporaries stay in the CPU's cache."""
+    (by, bu, _, bc), (gy, gu, gv, gc), (ry, _, rv, rc) = matrix.to_bgr()
+    out = np.empty((*y.shape, 3), np.uint8)
+    for top in range(0, y.shape[0], _STRIP_ROWS):
+        rows = slice(top, top + _STRIP_ROWS)
+        luma, blue_difference, red_difference = y[rows], cb[rows], cr[rows]
+        chroma = cv2.addWeighted(blue_difference, gu, red_difference, gv, gc, dtype=cv2.CV_32F)
+        cv2.merge([cv2.addWeighted(luma, by, blue_difference, bu, bc),
+                   cv2.addWeighted(luma, gy, chroma, 1.0, 0.0, dtype=cv2.CV_8U),
+                   cv2.addWeighted(luma, ry, red_difference, rv, rc)], dst=out[rows])
+    return out
+
+
+def bgr_to_yuv444(bgr: np.ndarray, matrix: YuvMatrix, bits: int = 8,
+                  out: Sequence[np.ndarray] | None = None) -> Sequence[np.ndarray]:
+    """Three (H, W) planes Y, Cb, Cr of a BGR (H, W, 3) image, uint8 (0..255 is 0..1) or uint16
+    (0..65535), each value the inverse formula rounded to the nearest level and clipped.
+    bits: 8 gives uint8 planes; 10 gives uint16 planes of 10-bit levels (limited range: four
+    times the 8-bit levels, Y 64..940). out: three planes to fill (e.g. views of a picture's
+    buffers) instead of new ones. Converted in bands of rows, which stay in the CPU's cache."""
+    coefficients = matrix.from_bgr()
+    if bgr.dtype == np.uint16:
+        coefficients[:, :3] /= 257.0
+    if bits == 10:
+        coefficients *= 4.0
+    coefficients = coefficients.astype(np.float32)
+    height, width = bgr.shape[:2]
+    dtype = np.uint8 if bits == 8 else np.uint16
+    planes = out if out is not None else [np.empty((height, width), dtype) for _ in range(3)]
+    # No clipping is needed: from 0..1 BGR, Y, Cb and Cr land in 16..240 (limited range) or
+    # 0.5..255.5 (full range), so only float noise can fall below 0 (convertScaleAbs takes the
+    # absolute value, np.rint gives -0.0: both round it to 0) and 8-bit's 255.5 saturates.
+    for top in range(0, height, _STRIP_ROWS):
+        rows = slice(top, top + _STRIP_ROWS)
+        strip = cv2.transform(bgr[rows].astype(np.float32), coefficients)
+        levels = cv2.convertScaleAbs(strip) if bits == 8 else np.rint(strip, out=strip)
+        for plane, values in zip(planes, cv2.split(levels), strict=True):
+            np.copyto(plane[rows], values, casting="unsafe")
+    return planes
+
+
+# PyAV pictures ----------------------------------------------------------------------------------
+# 8-bit YUV formats the fast path takes, and the 4:4:4 format swscale resamples each to first.
+FAST_FORMATS = MappingProxyType({
+    "yuv420p": "yuv444p", "yuv422p": "yuv444p", "nv12": "yuv444p", "yuv444p": "yuv444p",
+    "yuvj420p": "yuvj444p", "yuvj422p": "yuvj444p", "yuvj444p": "yuvj444p",
+})
+
+
+# What the writer converts: each target format's 4:4:4 format and bit depth.
+WRITER_FORMATS = MappingProxyType({
+    "yuv420p": ("yuv444p", 8), "yuv422p": ("yuv444p", 8), "yuv444p": ("yuv444p", 8),
+    "yuvj444p": ("yuvj444p", 8), "yuvj420p": ("yuvj444p", 8),
+    "yuv420p10le": ("yuv444p10le", 10), "yuv422p10le": ("yuv444p10le", 10),
+    "yuv444p10le": ("yuv444p10le", 10),
+})
+
+
+def picture_planes(picture: Any) -> list[np.ndarray]:
+    """uint8 (h, w) views of a planar 8-bit av.VideoFrame's planes (no copy)."""
+    return [np.frombuffer(p, np.uint8).reshape(p.height, p.line_size)[:, :p.width]
+            for p in picture.planes]
+
+
+def full_chroma(picture: Any) -> Any | None:
+    """The picture at 4:4:4 (swscale's chroma upsampling, the siting the stream gives), or None
+    when it is not an 8-bit YUV picture with a matrix this module converts."""
+    name = picture.format.name
+    if name not in FAST_FORMATS or matrix_of(picture) is None:
+        return None
+    return picture if FAST_FORMATS[name] == name else picture.reformat(format=FAST_FORMATS[name])
+
+
+def matrix_of(picture: Any) -> YuvMatrix | None:
+    """The matrix of an av.VideoFrame's tags (see matrix_for)."""
+    return matrix_for(picture.colorspace, picture.color_range, picture.format.name)
+
+
+def picture_to_bgr(picture: Any) -> np.ndarray | None:
+    """A decoded 8-bit YUV av.VideoFrame as BGR uint8 (H, W, 3), or None where this module does
+    not convert it (other formats and tags: use swscale's conversion)."""
+    full = full_chroma(picture)
+    if full is None:
+        return None
+    matrix = matrix_of(full)
+    assert matrix is not None
+    y, cb, cr = picture_planes(full)
+    return yuv444_to_bgr(y, cb, cr, matrix)
+
+
+def bgr_to_picture(bgr: np.ndarray, pixel_format: str, colorspace: int,
+                   full_range: bool) -> Any | None:
+    """An av.VideoFrame of ``pixel_format`` holding a BGR (H, W, 3) frame, converted with the
+    matrix ``colorspace`` (AVColorSpace) names and tagged with it; chroma is subsampled by
+    swscale from the 4:4:4 planes. 8-bit formats take uint8 frames, the 10-bit limited-range
+    ones of WRITER_FORMATS uint16 frames. None for another format, matrix or frame."""
+    import av
+
+    full_format, bits = WRITER_FORMATS.get(pixel_format, (None, 8))
+    matrix = matrix_for(colorspace, _RANGE_JPEG if full_range else 1, pixel_format)
+    wanted = np.uint8 if bits == 8 else np.uint16
+    if (full_format is None or matrix is None or bgr.dtype != wanted or bgr.shape[2] != 3
+            or (bits == 10 and full_range)):
+        return None
+    height, width = bgr.shape[:2]
+    picture = av.VideoFrame(width, height, full_format)
+    planes: list[Any] = list(picture.planes)
+    views = [np.frombuffer(plane, "<u2" if bits > 8 else np.uint8).reshape(plane.height, -1)
+             [:, :width] for plane in planes]
+    bgr_to_yuv444(bgr, matrix, bits, out=views)
+    picture.colorspace, picture.color_range = colorspace, _RANGE_JPEG if full_range else 1
+    return picture if full_format == pixel_format else picture.reformat(format=pixel_format)
