@@ -10,8 +10,9 @@ crop around each face. An AnalysisPicture keeps the 4:4:4 planes of the first st
 `frame_with(boxes)`, a full-size BGR frame in which only the given boxes are converted (the rest
 is black). The matrix step works pixel by pixel, so those boxes are bit-identical to the full
 conversion: recogniser crops inside them are exactly what they were. Shot analysis cuts its
-crops from `region`s, so no full-size BGR frame is made for a picture with faces. `small` differs slightly
-from shrinking the full conversion (docs/performance.md has the measured effect on detections).
+crops from `region`s, so no full-size BGR frame is made for a picture with faces. `small`
+differs slightly from shrinking the full conversion (docs/performance.md has the measured
+effect on detections).
 """
 
 from __future__ import annotations
