@@ -29,9 +29,11 @@ def holes():
 if sys.argv[1] == "returned":
     with returning_freed_memory(interval_s=0.05):
         kept = holes()
-        before = rss_kib()
-        time.sleep(0.3)
-        after = rss_kib()
+        before = after = rss_kib()
+        deadline = time.monotonic() + 10.0  # a loaded machine may run the thread late
+        while before - after < 40 * 1024 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            after = rss_kib()
     alive = [t.name for t in threading.enumerate() if t.name == "facefuse-memory"]
 else:
     kept = holes()
@@ -53,6 +55,6 @@ def _released_kib(mode: str) -> tuple[int, int]:
 def test_freed_memory_goes_back_while_the_block_runs_and_the_thread_ends_with_it() -> None:
     released, threads = _released_kib("returned")
     kept_back, _ = _released_kib("kept")
-    assert released > 40 * 1024  # most of the 62 MiB of holes
-    assert kept_back < 8 * 1024  # without it malloc keeps them
+    assert released >= 40 * 1024, released  # most of the 62 MiB of holes
+    assert kept_back < 8 * 1024, kept_back  # without it malloc keeps them
     assert threads == 0
