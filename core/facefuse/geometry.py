@@ -134,15 +134,29 @@ def scale_face(face: Face, factor: float | tuple[float, float]) -> Face:
 
 
 def warp_crop(frame: np.ndarray, kps5: np.ndarray, template: str, size_px: int,
-              colour: DisplayConversion | None = None) -> AlignedCrop:
+              colour: DisplayConversion | None = None,
+              origin_xy: tuple[int, int] = (0, 0)) -> AlignedCrop:
     """Warp the face with landmarks kps5 onto the template.
 
     frame: (H, W, 3|4) uint8/uint16/float32 BGR(A). Returns an AlignedCrop whose image is
     float32 BGR 0..255 in the models' display space, size_px square. Only the 3 colour channels
     are warped, in the frame's own space; `colour` then converts just the crop.
+    origin_xy: the frame pixel where `frame` starts when it is only a region of the frame
+    (kps5 and frame_to_crop stay in frame pixels). The crop then samples exactly the pixels a
+    warp of the whole frame would (the same inverse matrix, moved by whole pixels, which is
+    exact in float64), as long as the region holds the crop's footprint or ends where the
+    frame does.
     """
     matrix = frame_to_crop_matrix(kps5, template, size_px)
-    crop = cv2.warpAffine(frame[..., :3], matrix, (size_px, size_px), flags=cv2.INTER_LINEAR,
-                          borderMode=cv2.BORDER_REPLICATE)
+    pixels, flags = frame[..., :3], cv2.INTER_LINEAR
+    if origin_xy == (0, 0):
+        crop = cv2.warpAffine(pixels, matrix, (size_px, size_px), flags=flags,
+                              borderMode=cv2.BORDER_REPLICATE)
+    else:
+        crop_to_region = np.asarray(cv2.invertAffineTransform(matrix), np.float64)
+        crop_to_region[:, 2] -= np.asarray(origin_xy, np.float64)  # as warpAffine inverts it
+        crop = cv2.warpAffine(pixels, crop_to_region, (size_px, size_px),
+                              flags=flags | cv2.WARP_INVERSE_MAP,
+                              borderMode=cv2.BORDER_REPLICATE)
     return AlignedCrop(image=model_pixels(crop, colour), frame_to_crop=matrix,
                        template=template, size_px=size_px)

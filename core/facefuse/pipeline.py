@@ -128,7 +128,15 @@ class Pipeline:
         if not faces:
             return ()
         spec = self.models.load("recogniser").family.crop_spec()
-        crops = [geometry.warp_crop(frame, face.kps5, *spec, colour) for face in faces]
+        return self.embed_crops(faces, [geometry.warp_crop(frame, face.kps5, *spec, colour)
+                                        for face in faces])
+
+    def embed_crops(self, faces: Sequence[Face], crops: Sequence[AlignedCrop]
+                    ) -> tuple[Face, ...]:
+        """Copies of `faces` carrying the embeddings of their recogniser crops (crops[i] is
+        faces[i]'s; one batched run when the recogniser's batch is dynamic)."""
+        if not faces:
+            return ()
         vectors = self.models.embedder().embed_many(crops)
         return tuple(_with_embedding(face, vector) for face, vector in zip(faces, vectors))
 

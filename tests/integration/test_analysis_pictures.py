@@ -60,6 +60,13 @@ def test_face_regions_are_exactly_the_full_conversion_and_small_stays_close(
     frame[51:401, 101:501] = 0
     frame[700:, 1200:] = 0
     assert not frame.any()  # black elsewhere
+    inside, clipped = small.region((101, 51, 501, 401)), small.region((1200, 700, 1400, 800))
+    assert inside is not None and inside[1] == (101, 51)
+    np.testing.assert_array_equal(inside[0], full[51:401, 101:501])
+    assert clipped is not None and clipped[1] == (1200, 700) and clipped[0].shape == (20, 80, 3)
+    np.testing.assert_array_equal(clipped[0], full[700:, 1200:])
+    assert small.region((1300, 10, 1400, 50)) is None  # wholly outside
+    assert small.nbytes == 3 * 1280 * 720 + small.small.nbytes  # 4:4:4 planes + small
     shrunk = cv2.resize(full, (640, 360), interpolation=cv2.INTER_AREA).astype(int)
     assert np.abs(small.small.astype(int) - shrunk).mean() < 1.0
     assert analysis_picture(picture, 1280) is None  # small enough: the full conversion
@@ -79,6 +86,22 @@ def test_small_path_finds_the_same_faces_and_embeddings(hd_clip: Path, render_mo
             assert np.abs(old[0].kps5 - new[0].kps5).max() < 1.5
             assert float(old[0].embedding @ new[0].embedding) > 0.999
     assert {"detect", "colour", "embed"} <= set(clock.take())
+
+
+def test_crops_from_face_regions_embed_exactly_as_from_a_full_size_frame(
+        hd_clip: Path, render_models: Path, tmp_path: Path) -> None:
+    """The pass cuts each crop from its face's region alone (no full-size BGR frame): the
+    embeddings are bit for bit those of crops cut from a full-size frame."""
+    with Pipeline(render_settings(render_models, tmp_path / "cache")) as pipeline:
+        analysis = FrameAnalysis(pipeline, None, StageClock())
+        for picture in _pictures(hd_clip):
+            small = analysis_picture(picture, 640)
+            assert small is not None
+            faces = analysis.faces(small)
+            assert len(faces) == 1
+            frame = small.frame_with([analysis._crop_box(face) for face in faces])
+            again = pipeline.embed_faces(frame, faces)
+            np.testing.assert_array_equal(faces[0].embedding, again[0].embedding)
 
 
 def test_a_render_through_the_small_path_changes_only_the_face(

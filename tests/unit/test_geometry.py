@@ -73,3 +73,29 @@ def test_display_uint8_drops_alpha_and_rescales():
     out = geometry.to_display_uint8(frame)
     assert out.shape == (4, 4, 3) and out.dtype == np.uint8
     assert out[0, 0].tolist() == [0, 0, 255]
+
+
+def test_a_crop_cut_from_a_region_is_bit_identical_to_one_cut_from_the_whole_frame():
+    """warp_crop(origin_xy=): the same pixels whatever the face's size, angle and position,
+    faces hanging over the frame's edge included (the region then ends where the frame does)."""
+    rng = np.random.default_rng(3)
+    frame = rng.integers(0, 256, (540, 960, 3), np.uint8)
+    template = geometry.template_points("arcface_112_v2", 112)
+    for _ in range(200):
+        size, angle = rng.uniform(30, 300), rng.uniform(-60, 60)
+        centre = rng.uniform((-40, -40), (1000, 580))
+        kps5 = geometry.transform_points(template / 112 - 0.5,
+                                         _similarity(angle, size, *centre)).astype(np.float32)
+        crop_to_frame = geometry.invert_affine(
+            geometry.frame_to_crop_matrix(kps5, "arcface_112_v2", 112))
+        corners = geometry.transform_points(
+            np.array([[0, 0], [112, 0], [0, 112], [112, 112]], np.float64), crop_to_frame)
+        x0, y0 = np.maximum(np.floor(corners.min(axis=0)).astype(int) - 2, 0)
+        x1, y1 = np.minimum(np.ceil(corners.max(axis=0)).astype(int) + 3, (960, 540))
+        if x1 <= x0 or y1 <= y0:
+            continue
+        whole = geometry.warp_crop(frame, kps5, "arcface_112_v2", 112)
+        part = geometry.warp_crop(frame[y0:y1, x0:x1], kps5, "arcface_112_v2", 112,
+                                  origin_xy=(int(x0), int(y0)))
+        np.testing.assert_array_equal(part.image, whole.image)
+        np.testing.assert_array_equal(part.frame_to_crop, whole.frame_to_crop)

@@ -114,3 +114,90 @@ def test_prefetch_raises_the_readers_error_and_stops_when_closed_early():
     time.sleep(0.05)
     assert len(produced) == stopped_at
     assert not any(t.name == "facefuse-prefetch" for t in threading.enumerate())
+
+
+def test_payload_bytes_counts_arrays_through_tuples_and_dataclasses():
+    from dataclasses import dataclass
+
+    import numpy as np
+
+    from facefuse.shot.streaming import payload_bytes
+
+    @dataclass(frozen=True)
+    class Item:
+        frame: np.ndarray
+        matte: np.ndarray | None
+        label: str
+
+    frame = np.zeros((10, 20, 3), np.uint8)
+    assert payload_bytes(frame) == 600
+    assert payload_bytes((7, frame, {"decode": 1.0})) == 600
+    assert payload_bytes(Item(frame, np.zeros((10, 20), np.float32), "x")) == 600 + 800
+    assert payload_bytes(Item(frame, None, "x")) == 600
+    assert payload_bytes("text") == payload_bytes(None) == 0
+
+
+def test_byte_queue_is_bounded_by_bytes_and_count_and_admits_one_item_whatever_its_size():
+    import numpy as np
+
+    from facefuse.shot.streaming import ByteQueue
+
+    mib = np.zeros(2**20, np.uint8)
+    q = ByteQueue(depth=4, budget_bytes=int(2.5 * 2**20))
+    assert q.put(mib, timeout=0) and q.put(mib, timeout=0)
+    assert not q.put(mib, timeout=0.01)  # a third MiB would pass the budget
+    assert q.held_bytes == 2 * 2**20 and q.qsize() == 2
+    assert q.put(0, timeout=0)  # nothing to count: only the depth bounds it
+    assert q.get() is mib and q.put(mib, timeout=0)
+    big = ByteQueue(depth=4, budget_bytes=10)
+    assert big.put(mib, timeout=0)  # an empty queue takes any item
+    assert not big.put(mib, timeout=0.01)
+    few = ByteQueue(depth=2)
+    assert few.put(1, timeout=0) and few.put(2, timeout=0) and not few.put(3, timeout=0.01)
+    few.clear()
+    assert few.qsize() == 0 and few.held_bytes == 0
+    with pytest.raises(IndexError):
+        few.get(timeout=0.01)
+
+
+@pytest.mark.parametrize("budget_mib, ahead", [(2.5, 3), (100, 5)])
+def test_stream_keeps_the_frames_in_flight_within_the_byte_budget(budget_mib, ahead):
+    import numpy as np
+
+    produced, consumed = [], []
+
+    def source():
+        for i in range(40):
+            produced.append(i)
+            yield i, np.zeros(2**20, np.uint8)  # a 1 MiB "frame"
+
+    def process(item):
+        consumed.append(item[0])
+        time.sleep(0.001)  # the reader gets ahead as far as the inbox lets it
+        return item
+
+    most = []
+    stream(source(), process, lambda item: most.append(len(produced) - len(consumed)),
+           depth=4, budget_bytes=int(budget_mib * 2**20))
+    assert len(consumed) == 40
+    # inbox (2 MiB of frames under 2.5 MiB; 4 under 100 MiB) + the one the reader holds
+    assert max(most) <= ahead
+
+
+def test_prefetch_stays_within_the_byte_budget():
+    import numpy as np
+
+    from facefuse.shot.streaming import prefetch
+
+    produced = []
+
+    def source():
+        for i in range(20):
+            produced.append(i)
+            yield np.zeros(2**20, np.uint8)
+
+    ahead = []
+    for n, _ in enumerate(prefetch(source(), depth=4, budget_bytes=int(1.5 * 2**20))):
+        time.sleep(0.005)
+        ahead.append(len(produced) - (n + 1))
+    assert max(ahead) <= 2 and len(ahead) == 20

@@ -6,10 +6,12 @@ The reader turns an 8-bit subsampled picture into BGR in two swscale steps: upsa
 yet the detector sees the picture shrunk to its input size and the recogniser sees a 112 px
 crop around each face. An AnalysisPicture keeps the 4:4:4 planes of the first step and gives:
 `small`, the whole picture shrunk (area filter) and converted to BGR in one swscale pass, and
+`region(box)`, only the given box converted to BGR (with where it lies in the frame), and
 `frame_with(boxes)`, a full-size BGR frame in which only the given boxes are converted (the rest
 is black), with the reader's matrix (io.yuv, or swscale for tags io.yuv does not take). The
 matrix step works pixel by pixel, so those boxes are bit-identical to the full conversion:
-recogniser crops inside them are exactly what they were. `small` differs slightly
+recogniser crops inside them are exactly what they were. Shot analysis cuts its crops from
+`region`s, so no full-size BGR frame is made for a picture with faces. `small` differs slightly
 from shrinking the full conversion (docs/performance.md has the measured effect on detections).
 """
 
@@ -40,6 +42,21 @@ class AnalysisPicture:
     small: np.ndarray
     scale_xy: tuple[float, float]
     picture: Any
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes this picture holds (its 4:4:4 planes and `small`), for queue budgets."""
+        return int(sum(p.buffer_size for p in self.picture.planes)) + int(self.small.nbytes)
+
+    def region(self, box: Box) -> tuple[np.ndarray, tuple[int, int]] | None:
+        """The BGR uint8 (h, w, 3) pixels of `box` clipped to the frame, exactly as the full
+        conversion holds them there, and the frame pixel (x, y) of their top-left corner;
+        None when the box lies outside the frame."""
+        x0, y0 = max(0, box[0]), max(0, box[1])
+        x1, y1 = min(self.picture.width, box[2]), min(self.picture.height, box[3])
+        if x1 <= x0 or y1 <= y0:
+            return None
+        return self._region(x0, y0, x1, y1), (x0, y0)
 
     def frame_with(self, boxes: Sequence[Box]) -> np.ndarray:
         """A BGR uint8 (H, W, 3) frame, black except inside `boxes` (clipped to the frame),

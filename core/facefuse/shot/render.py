@@ -36,6 +36,7 @@ from ..color import input_conversion
 from ..io.video import DecodeFailure
 from ..models.manifest import ROLES
 from ..pipeline import Pipeline
+from ..runtime.memory import returning_freed_memory
 from ..timing import RenderTimings, StageClock
 from ..types import Face, SourceIdentity
 from . import provenance
@@ -89,11 +90,12 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
                       request.settings.threads)
     try:
         job = RenderJob(request, shot, on_progress or _ignore, on_phase or _ignore, timings)
-        if pipeline is not None:
-            finished = job.run(pipeline, cancel or _never)
-        else:
-            with Pipeline(request.settings, timer=timings) as own:
-                finished = job.run(own, cancel or _never)
+        with returning_freed_memory():  # a flat peak however long the shot (runtime.memory)
+            if pipeline is not None:
+                finished = job.run(pipeline, cancel or _never)
+            else:
+                with Pipeline(request.settings, timer=timings) as own:
+                    finished = job.run(own, cancel or _never)
     finally:
         shot.close()
     counts = job.counts

@@ -1,23 +1,98 @@
 """Read -> process -> write in three threads joined by bounded queues.
 
-Decoding and encoding overlap inference while at most 2 * depth items are in flight, so memory
+Decoding and encoding overlap inference while only a few items wait in each queue, so memory
 stays flat however long the shot is. The caller's process() runs on the calling thread (ONNX
 Runtime sessions stay on one thread); an exception in any stage stops the others and is raised.
 `prefetch` is the reading half alone: an iterator whose items a worker thread produces ahead.
+
+Each queue is bounded twice: by a count (`depth`, 4 by default) and by the bytes its waiting
+items hold (QUEUE_BYTES, see payload_bytes), so the frames in flight do not grow with the frame
+size unnoticed: at 1080p (6 MiB a BGR frame) a queue holds 4 frames, at 4K (24 MiB) 2, and a
+4K float32 plate (127 MiB) 1. An item always enters an empty queue, however large.
 """
 
 from __future__ import annotations
 
-import queue
 import threading
+from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator
+from dataclasses import fields, is_dataclass
 from typing import TypeVar
+
+import numpy as np
 
 In = TypeVar("In")
 Out = TypeVar("Out")
 
 _END = object()
 _POLL_S = 0.1
+QUEUE_DEPTH = 4  # items a queue holds at most
+QUEUE_BYTES = 64 * 2**20  # bytes the items waiting in one queue hold at most (one always fits)
+
+
+def payload_bytes(item: object) -> int:
+    """The bytes of the pixel buffers an item holds: the `nbytes` of anything that states it
+    (numpy arrays, io.analysis_pictures.AnalysisPicture), summed through tuples, lists and
+    dataclass fields (shot.outputs.Processed); anything else counts 0."""
+    stated = getattr(item, "nbytes", None)
+    if isinstance(stated, int | np.integer):
+        return int(stated)
+    if isinstance(item, tuple | list):
+        return sum(payload_bytes(part) for part in item)
+    if is_dataclass(item) and not isinstance(item, type):
+        return sum(payload_bytes(getattr(item, f.name)) for f in fields(item))
+    return 0
+
+
+class ByteQueue:
+    """A FIFO between two threads that holds at most `depth` items and at most `budget_bytes`
+    of payload (payload_bytes), except that an item always enters an empty queue."""
+
+    def __init__(self, depth: int = QUEUE_DEPTH, budget_bytes: int = QUEUE_BYTES) -> None:
+        self.depth, self.budget_bytes = max(1, depth), budget_bytes
+        self._items: deque[tuple[object, int]] = deque()
+        self._bytes = 0
+        self._changed = threading.Condition()
+
+    def put(self, item: object, timeout: float) -> bool:
+        """Add `item` as soon as it fits; False if it did not within `timeout` seconds."""
+        size = payload_bytes(item)
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._fits(size), timeout):
+                return False
+            self._items.append((item, size))
+            self._bytes += size
+            self._changed.notify_all()
+            return True
+
+    def get(self, timeout: float | None = None) -> object:
+        """The oldest item, waiting for one (IndexError after `timeout` seconds without)."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: bool(self._items), timeout):
+                raise IndexError("no item arrived in time")
+            item, size = self._items.popleft()
+            self._bytes -= size
+            self._changed.notify_all()
+            return item
+
+    def clear(self) -> None:
+        """Drop every waiting item (a producer blocked on the queue can then notice a stop)."""
+        with self._changed:
+            self._items.clear()
+            self._bytes = 0
+            self._changed.notify_all()
+
+    def qsize(self) -> int:
+        return len(self._items)
+
+    @property
+    def held_bytes(self) -> int:
+        return self._bytes
+
+    def _fits(self, size: int) -> bool:
+        if not self._items:
+            return True
+        return len(self._items) < self.depth and self._bytes + size <= self.budget_bytes
 
 
 class _Stage:
@@ -35,26 +110,24 @@ class _Stage:
             self.error = exc
 
 
-def _put(q: queue.Queue[object], item: object, alive: Callable[[], bool]) -> bool:
+def _put(q: ByteQueue, item: object, alive: Callable[[], bool]) -> bool:
     """Put as soon as there is room, unless alive() turns False first (then returns False)."""
     while alive():
-        try:
-            q.put(item, timeout=_POLL_S)
+        if q.put(item, timeout=_POLL_S):
             return True
-        except queue.Full:
-            continue
     return False
 
 
 def stream(source: Iterator[In], process: Callable[[In], Out], sink: Callable[[Out], None],
-           cancelled: Callable[[], bool] = lambda: False, depth: int = 4) -> bool:
-    """Run every source item through process() into sink(), in order.
+           cancelled: Callable[[], bool] = lambda: False, depth: int = QUEUE_DEPTH,
+           budget_bytes: int = QUEUE_BYTES) -> bool:
+    """Run every source item through process() into sink(), in order; each of the two queues
+    holds at most `depth` items and `budget_bytes` (see ByteQueue).
 
     Returns True when the source was exhausted, False when cancelled() stopped it early; items
     already processed are still handed to sink() before returning.
     """
-    inbox: queue.Queue[object] = queue.Queue(maxsize=depth)
-    outbox: queue.Queue[object] = queue.Queue(maxsize=depth)
+    inbox, outbox = ByteQueue(depth, budget_bytes), ByteQueue(depth, budget_bytes)
     stop = threading.Event()
 
     def write() -> None:
@@ -77,7 +150,7 @@ def stream(source: Iterator[In], process: Callable[[In], Out], sink: Callable[[O
                 break
     finally:
         stop.set()
-        _drain(inbox)
+        inbox.clear()
         _put(outbox, _END, writer_alive)
         writer.thread.join()
         reader.thread.join()
@@ -87,7 +160,7 @@ def stream(source: Iterator[In], process: Callable[[In], Out], sink: Callable[[O
     return finished
 
 
-def _feed(source: Iterable[object], inbox: queue.Queue[object], stop: threading.Event) -> None:
+def _feed(source: Iterable[object], inbox: ByteQueue, stop: threading.Event) -> None:
     """Put every item of `source`, then the end marker, into `inbox` until `stop` is set."""
     def running() -> bool:
         return not stop.is_set()
@@ -100,21 +173,14 @@ def _feed(source: Iterable[object], inbox: queue.Queue[object], stop: threading.
         _put(inbox, _END, running)
 
 
-def _drain(q: queue.Queue[object]) -> None:
-    """Empty a queue so a producer blocked on it can notice the stop and leave."""
-    while True:
-        try:
-            q.get_nowait()
-        except queue.Empty:
-            return
-
-
-def prefetch(source: Iterable[In], depth: int = 4) -> Generator[In, None, None]:
-    """The items of `source` in order, produced by a worker thread up to `depth` ahead of the
-    consumer (so decoding overlaps whatever the consumer does with each item). An exception in
-    the worker is raised here; closing the iterator early stops the worker and closes `source`
-    when it is a generator (so a file it holds open is released at once)."""
-    inbox: queue.Queue[object] = queue.Queue(maxsize=depth)
+def prefetch(source: Iterable[In], depth: int = QUEUE_DEPTH,
+             budget_bytes: int = QUEUE_BYTES) -> Generator[In, None, None]:
+    """The items of `source` in order, produced by a worker thread up to `depth` items (and
+    `budget_bytes`, see ByteQueue) ahead of the consumer, so decoding overlaps whatever the
+    consumer does with each item. An exception in the worker is raised here; closing the
+    iterator early stops the worker and closes `source` when it is a generator (so a file it
+    holds open is released at once)."""
+    inbox = ByteQueue(depth, budget_bytes)
     stop = threading.Event()
 
     reader = _Stage(lambda: _feed(source, inbox, stop), "facefuse-prefetch")
@@ -124,7 +190,7 @@ def prefetch(source: Iterable[In], depth: int = 4) -> Generator[In, None, None]:
             yield item  # type: ignore[misc]
     finally:
         stop.set()
-        _drain(inbox)
+        inbox.clear()
         reader.thread.join()
         if isinstance(source, Generator):
             source.close()
