@@ -155,8 +155,8 @@ def analysis_costs(picture: Any) -> dict[str, float]:
                                           ).to_ndarray(format="bgr24")
 
     return {"analysis_picture": cpu_ms(lambda: analysis_picture(picture, 640)),
-            "frame_with_400px_box_old": cpu_ms(old_region),
-            "frame_with_400px_box_new": cpu_ms(lambda: small.frame_with([box]))}
+            "region_400px_box_old": cpu_ms(old_region),
+            "region_400px_box_new": cpu_ms(lambda: small.region(box))}
 
 
 def bt709_copy(clip: Path, folder: Path, frames: int) -> Path:

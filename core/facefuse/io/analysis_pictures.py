@@ -6,18 +6,16 @@ The reader turns an 8-bit subsampled picture into BGR in two swscale steps: upsa
 yet the detector sees the picture shrunk to its input size and the recogniser sees a 112 px
 crop around each face. An AnalysisPicture keeps the 4:4:4 planes of the first step and gives:
 `small`, the whole picture shrunk (area filter) and converted to BGR in one swscale pass, and
-`region(box)`, only the given box converted to BGR (with where it lies in the frame), and
-`frame_with(boxes)`, a full-size BGR frame in which only the given boxes are converted (the rest
-is black), with the reader's matrix (io.yuv, or swscale for tags io.yuv does not take). The
-matrix step works pixel by pixel, so those boxes are bit-identical to the full conversion:
-recogniser crops inside them are exactly what they were. Shot analysis cuts its crops from
+`region(box)`, only the given box converted to BGR (with where it lies in the frame), with the
+reader's matrix (io.yuv, or swscale for tags io.yuv does not take). The matrix step works pixel
+by pixel, so a region is bit-identical to the full conversion there: recogniser crops cut from
+it are exactly what they were. Shot analysis cuts its crops from
 `region`s, so no full-size BGR frame is made for a picture with faces. `small` differs slightly
 from shrinking the full conversion (docs/performance.md has the measured effect on detections).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,17 +55,6 @@ class AnalysisPicture:
         if x1 <= x0 or y1 <= y0:
             return None
         return self._region(x0, y0, x1, y1), (x0, y0)
-
-    def frame_with(self, boxes: Sequence[Box]) -> np.ndarray:
-        """A BGR uint8 (H, W, 3) frame, black except inside `boxes` (clipped to the frame),
-        which hold exactly what the full conversion holds there."""
-        height, width = self.picture.height, self.picture.width
-        frame = np.zeros((height, width, 3), np.uint8)
-        for x0, y0, x1, y1 in boxes:
-            x0, y0, x1, y1 = max(0, x0), max(0, y0), min(width, x1), min(height, y1)
-            if x1 > x0 and y1 > y0:
-                frame[y0:y1, x0:x1] = self._region(x0, y0, x1, y1)
-        return frame
 
     def _region(self, x0: int, y0: int, x1: int, y1: int) -> np.ndarray:
         import av
