@@ -183,6 +183,7 @@ def test_a_cancelled_streamed_render_resumes_to_the_same_frames(shot: Shot) -> N
     assert len(written) == first.swapped + first.no_face
     resumed = _render(shot.request(cache, out))
     assert resumed.skipped == len(written) and not resumed.cancelled
+    assert resumed.analysis_cached > 0, "the cancelled render kept what pass 1 analysed"
     _assert_same_as_batch(shot, out, range(1, FRAMES + 1))
 
 

@@ -21,10 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from .video_common import SUBSAMPLED_8BIT
-from .yuv import matrix_of, picture_planes, yuv444_to_bgr
+from .yuv import FAST_FORMATS, matrix_of, picture_planes, yuv444_to_bgr
 
-FULL_CHROMA = ("yuv444p", "yuvj444p")
 Box = tuple[int, int, int, int]  # x0, y0, x1, y1 in frame pixels, x1/y1 exclusive
 
 
@@ -74,9 +72,9 @@ def analysis_picture(picture: Any, max_side_px: int) -> AnalysisPicture | None:
     cheap)."""
     name = picture.format.name
     scale = max_side_px / max(picture.height, picture.width)
-    if scale >= 1.0 or (name not in SUBSAMPLED_8BIT and name not in FULL_CHROMA):
+    if scale >= 1.0 or name not in FAST_FORMATS:
         return None
-    full = picture.reformat(format=SUBSAMPLED_8BIT[name]) if name in SUBSAMPLED_8BIT else picture
+    full = picture if FAST_FORMATS[name] == name else picture.reformat(format=FAST_FORMATS[name])
     size = (max(1, round(picture.width * scale)), max(1, round(picture.height * scale)))
     small = full.reformat(format="bgr24", width=size[0], height=size[1],
                           interpolation="AREA").to_ndarray()

@@ -10,7 +10,7 @@ seeks to the key frame a wanted frame depends on and decodes forward, recognisin
 its timestamp, never by counting. Frames come out in the engine convention (see types.py): BGR
 uint8 for 8-bit sources, BGR uint16 for deeper ones, BGRA/uint16 BGRA when the source has alpha.
 Colour: reads convert with the matrix and range the stream is tagged with (8-bit YUV through
-io.yuv, correctly rounded; everything else through swscale).
+io.yuv, rounded once to the nearest level; everything else through swscale).
 
 Rotation: phone footage is often stored sideways with a display matrix telling players to turn
 it. Frames are delivered upright (the stored picture turned by the display rotation with
@@ -435,7 +435,7 @@ class VideoSource:
         """A decoded VideoFrame as an engine frame (BGR(A), uint8 or uint16, C-contiguous).
 
         8-bit YUV pictures with a matrix io.yuv knows: swscale upsamples the chroma to 4:4:4,
-        io.yuv applies the matrix, correctly rounded. Other 8-bit subsampled pictures are
+        io.yuv applies the matrix, rounded once. Other 8-bit subsampled pictures are
         upsampled to 4:4:4 first too (swscale's direct 4:2:0 -> BGR path truncates levels), then
         converted by swscale, as are deep and alpha pictures. A stored-sideways picture is
         turned upright (see the module docstring)."""

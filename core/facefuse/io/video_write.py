@@ -248,7 +248,7 @@ class VideoSink:
 
     def _picture(self, array: np.ndarray, packed: str) -> Any:
         """The av.VideoFrame to encode, in the stream's pixel format. YUV targets of a BGR frame
-        (8-bit, and 10-bit limited range): io.yuv's correctly rounded matrix, then swscale's
+        (8-bit, and 10-bit limited range): io.yuv's matrix (rounded once), then swscale's
         chroma subsampling; RGB targets: a repacking (exact); others: swscale, through 4:4:4
         for 8-bit subsampled targets (its direct path truncates levels)."""
         jpeg = self._spec.jpeg_range

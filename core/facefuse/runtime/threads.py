@@ -6,7 +6,10 @@ pool). Pass 2 runs them side by side on a frame each, and idle ONNX Runtime work
 than spin (runtime.sessions), so each pool may use the whole budget when its turn comes; what the
 budget bounds is how many threads any one pool starts. 0 means every core of the machine. A farm
 that packs several renders onto one machine gives each its share (`--threads 4` on 16 cores, four
-tasks); `--threads 1` keeps every pool single-threaded.
+tasks); `--threads 1` keeps every pool single-threaded. With `--selector many` pass 1 runs
+beside pass 2 (shot.pass_one): its detector and recogniser sessions and its decoder then work
+at the same time as pass 2's, so such a render may keep up to twice the budget busy while the
+analysis lasts.
 """
 
 from __future__ import annotations

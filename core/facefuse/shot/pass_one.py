@@ -101,9 +101,8 @@ class PassOne:
             if not missing:
                 return AnalysisFeed.complete(wanted, cached)
             if horizon is None:
-                analysis = cached.merged(self._analyse(pipeline, missing, cancelled, entry.lock))
-                if not cancelled():
-                    entry.cache.save(entry.key, analysis)
+                new = self._analyse(pipeline, missing, cancelled, entry.lock)
+                analysis = _saved(entry, cached, new)
                 return AnalysisFeed.complete(wanted, analysis)
             feed = AnalysisFeed(wanted, cached)
 
@@ -113,8 +112,7 @@ class PassOne:
             def work() -> None:
                 new = self._analyse(pipeline, missing, stopped, entry.lock, feed)
                 feed.finish()  # complete unless stopped early (then waiters are told)
-                if not cancelled():
-                    entry.cache.save(entry.key, cached.merged(new))
+                _saved(entry, cached, new)
 
             self._start_thread(pipeline, work, feed, held.pop_all())
             return feed
@@ -221,6 +219,16 @@ class PassOne:
         side = max(pipeline.models.detector().input_size) if self.colour is None else None
         for number, picture in self.shot.read_analysis(numbers, side, clock):
             yield number, picture, clock.take()
+
+
+def _saved(entry: _CacheEntry, cached: ShotAnalysis, new: ShotAnalysis) -> ShotAnalysis:
+    """The cached analysis with the frames this run analysed, saved when there are any: a
+    cancelled or stopped render keeps what it analysed, so its resume analyses only the rest
+    (missing_frames)."""
+    analysis = cached.merged(new)
+    if new.faces:
+        entry.cache.save(entry.key, analysis)
+    return analysis
 
 
 def _sum_ms(*parts: Mapping[str, float]) -> Mapping[str, float]:

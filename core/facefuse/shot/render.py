@@ -176,7 +176,7 @@ class RenderJob:
             return cancelled() or halt.is_set()
 
         feed = self.pass_one.start(pipeline, content, cancelled, horizon, halt)
-        plan = EarlyPlan(feed, horizon if self.pass_one.alongside and horizon else 0,
+        plan = EarlyPlan(feed, (horizon or 0) if self.pass_one.alongside else 0,
                          lambda analysis: self._plan(analysis, reference), stop)
         try:
             return self._pass_two(pipeline, identity, _PassTwo(plan, todo, halt, self.pass_one),
@@ -319,7 +319,8 @@ class RenderJob:
             self.phase(PhaseProgress("encode", 0, 1))
             stopped = fail_fast and bool(failed_here or self.counts.failed)
             with self.timings.measure("encode_finish"):
-                self._settle(self.writer.finish(finished and not stopped and work.error is None))
+                complete = finished and not stopped and work.pass_one_error is None
+                self._settle(self.writer.finish(complete))
             self.phase(PhaseProgress("encode", 1, 1))
         work.raise_pass_one_error()
         return finished and not (fail_fast and bool(failed_here))
@@ -356,7 +357,7 @@ class _PassTwo:
         return guarded
 
     @property
-    def error(self) -> BaseException | None:
+    def pass_one_error(self) -> BaseException | None:
         """Pass 1's exception, if it raised one."""
         return self.pass_one.error
 
@@ -373,8 +374,8 @@ class _PassTwo:
             raise self._errors[0]
 
     def raise_pass_one_error(self) -> None:
-        if self.error is not None:
-            raise self.error
+        if self.pass_one_error is not None:
+            raise self.pass_one_error
 
 
 def _timed(shot: ShotInput, numbers: Sequence[int]

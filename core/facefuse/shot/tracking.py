@@ -69,21 +69,26 @@ class Track:
     @property
     def mean_embedding(self) -> np.ndarray | None:
         """L2-normalised float32 (D,) mean of the faces' normalised embeddings, or None."""
-        vectors = [_unit(face.embedding) for face in self.faces if face.embedding is not None]
-        return _unit(np.sum(vectors, axis=0)).astype(np.float32) if vectors else None
+        return _mean_identity(self.faces)
 
     def opening_embedding(self, span_frames: int) -> np.ndarray | None:
         """L2-normalised float32 (D,) mean of the normalised embeddings of the faces in the
         track's first span_frames frame numbers (frames[0] to frames[0] + span_frames - 1), or
         None when none of them carries one. Unlike mean_embedding it is known once the
         analysis reaches span_frames past the track's start, however long the track goes on."""
-        vectors = [_unit(face.embedding) for frame, face in zip(self.frames, self.faces)
-                   if frame < self.frames[0] + span_frames and face.embedding is not None]
-        return _unit(np.sum(vectors, axis=0)).astype(np.float32) if vectors else None
+        return _mean_identity([face for frame, face in zip(self.frames, self.faces)
+                               if frame < self.frames[0] + span_frames])
 
     def kps_series(self) -> np.ndarray:
         """The landmarks over the track: float32 (length, 5, 2) frame pixels."""
         return np.stack([face.kps5 for face in self.faces]).astype(np.float32)
+
+
+def _mean_identity(faces: Sequence[Face]) -> np.ndarray | None:
+    """L2-normalised float32 (D,) mean of the faces' normalised embeddings, or None when none
+    of them carries one."""
+    vectors = [_unit(face.embedding) for face in faces if face.embedding is not None]
+    return _unit(np.sum(vectors, axis=0)).astype(np.float32) if vectors else None
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:
