@@ -15,6 +15,7 @@ import bpy
 from facefuse.errors import FacefuseError
 from facefuse.hosting import models
 from facefuse.hosting.jobs import Job, Message, Report
+from facefuse.shot.request import PhaseProgress
 
 from . import convert, result
 from .convert import StripError, SwapPlan
@@ -32,17 +33,35 @@ def swap_job(plan: SwapPlan) -> Job:
     def work(report: Report, cancelled: Any) -> Any:
         from facefuse.shot.render import render
 
-        return render(plan.request, on_progress=report, cancel=cancelled)
+        return render(plan.request, on_progress=report, cancel=cancelled, on_phase=report)
+
+    # the last frame's line, and those of an unfinished analysis or finishing (the swap
+    # phase's progress is the frames the bar counts)
+    lines = {"frame": "", "analysis": "", "encode": ""}
 
     def on_progress(job: Job, report: Any) -> None:
-        job.done += 1
-        job.status = f"frame {report.frame} {report.status.replace('_', ' ')}"
+        if isinstance(report, PhaseProgress):
+            if report.phase in lines:
+                lines[report.phase] = phase_line(report)
+        else:
+            job.done += 1
+            lines["frame"] = f"frame {report.frame} {report.status.replace('_', ' ')}"
+        job.status = " · ".join(line for line in lines.values() if line) or job.status
 
     def on_done(_job: Job, summary: Any) -> Message:
         return swap_outcome(plan, summary)
 
     return Job(RENDER, f"Face swap of '{plan.strip}'", work, on_done, on_progress,
                total=len(plan.todo()), status="analysing the shot")
+
+
+def phase_line(progress: PhaseProgress) -> str:
+    """What the status shows of an unfinished analysis or output finishing; "" once done."""
+    if progress.done >= progress.total:
+        return ""
+    if progress.phase == "analysis":
+        return f"analysing frame {progress.done + 1} of {progress.total}"
+    return "finishing the output"
 
 
 def swap_outcome(plan: SwapPlan, summary: Any) -> Message:

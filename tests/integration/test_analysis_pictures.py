@@ -84,7 +84,7 @@ def test_small_path_finds_the_same_faces_and_embeddings(hd_clip: Path, render_mo
 def test_crops_from_face_regions_embed_exactly_as_from_a_full_size_frame(
         hd_clip: Path, render_models: Path, tmp_path: Path) -> None:
     """The pass cuts each crop from its face's region alone (no full-size BGR frame): the
-    embeddings are bit for bit those of crops cut from a full-size frame."""
+    embeddings are those of crops cut from a full-size frame (bit for bit with OpenCV 4)."""
     with Pipeline(render_settings(render_models, tmp_path / "cache")) as pipeline:
         analysis = FrameAnalysis(pipeline, None, StageClock())
         for picture in _pictures(hd_clip):
@@ -94,7 +94,10 @@ def test_crops_from_face_regions_embed_exactly_as_from_a_full_size_frame(
             assert len(faces) == 1
             frame = _frame_of_regions(small, [analysis._crop_box(face) for face in faces])
             again = pipeline.embed_faces(frame, faces)
-            np.testing.assert_array_equal(faces[0].embedding, again[0].embedding)
+            if cv2.__version__.startswith("4."):  # shift-invariant warps: bit for bit
+                np.testing.assert_array_equal(faces[0].embedding, again[0].embedding)
+            else:  # OpenCV 5: crops a level off in ~0.2 % of values (see test_geometry)
+                assert float(faces[0].embedding @ again[0].embedding) > 0.99999
 
 
 def test_a_render_through_the_small_path_changes_only_the_face(

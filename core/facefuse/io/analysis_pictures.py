@@ -8,9 +8,8 @@ crop around each face. An AnalysisPicture keeps the 4:4:4 planes of the first st
 `small`, the whole picture shrunk (area filter) and converted to BGR in one swscale pass, and
 `region(box)`, only the given box converted to BGR (with where it lies in the frame), with the
 reader's matrix (io.yuv, or swscale for tags io.yuv does not take). The matrix step works pixel
-by pixel, so a region is bit-identical to the full conversion there: recogniser crops cut from
-it are exactly what they were. Shot analysis cuts its crops from
-`region`s, so no full-size BGR frame is made for a picture with faces. `small` differs slightly
+by pixel, so a region is bit-identical to the full conversion there. Shot analysis cuts its
+recogniser crops from `region`s, so no full-size BGR frame is made for a picture with faces. `small` differs slightly
 from shrinking the full conversion (docs/performance.md has the measured effect on detections).
 """
 

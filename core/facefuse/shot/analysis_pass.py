@@ -5,8 +5,8 @@ A picture comes either as a full frame (any format; colour-managed shots always)
 io.analysis_pictures.AnalysisPicture (8-bit 4:2:0 video): then the detector gets the picture's
 small conversion, and each recogniser crop is cut from its face's region alone (the footprint
 of the crop, converted at full resolution), which saves converting the rest and never makes a
-full-size BGR frame (25 MB at 4K). The crops are exactly those a warp of the full conversion
-gives (geometry.warp_crop with origin_xy). All faces of a picture are embedded in one run.
+full-size BGR frame (25 MB at 4K). The crops are those a warp of the full conversion gives
+(geometry.warp_crop with origin_xy: bit for bit with OpenCV 4). All faces of a picture are embedded in one run.
 """
 
 from __future__ import annotations
