@@ -11,8 +11,8 @@ from facefuse.errors import InputError
 from facefuse.models.manifest import Manifest, load_manifest
 from facefuse.runtime.signature import Signature, require
 from facefuse.stages.mask import BisenetParser, XsegOccluder
-from facefuse.types import AlignedCrop
 from tests import contract_models as cm
+from tests.stages.crops import random_crop
 
 
 @pytest.fixture(scope="module")
@@ -23,11 +23,6 @@ def manifest() -> Manifest:
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("mask-models")
-
-
-def crop(size_px: int, seed: int = 0) -> AlignedCrop:
-    image = np.random.default_rng(seed).uniform(0.0, 255.0, (size_px, size_px, 3))
-    return AlignedCrop(image.astype(np.float32), np.eye(2, 3), "arcface_128", size_px)
 
 
 def test_the_contract_models_meet_their_families(models: Path, manifest: Manifest) -> None:
@@ -46,7 +41,7 @@ def test_the_occluder_feeds_nhwc_bgr_over_255(models: Path, manifest: Manifest) 
     for channel in (0, 2):  # B, then R: the family's colour order is BGR
         occluder = XsegOccluder(cm.cpu_session(cm.xseg_channel(models / f"ch{channel}.onnx",
                                                                channel)), family)
-        target = crop(256, seed=channel)
+        target = random_crop(256, seed=channel)
         mask = occluder.occlude(target)
         assert mask.shape == (256, 256) and mask.dtype == np.float32
         np.testing.assert_allclose(mask, target.image[..., channel] / 255.0, atol=1e-6)
@@ -57,7 +52,7 @@ def test_the_occluder_mask_is_resized_to_the_crop(models: Path, manifest: Manife
                                                   size_px: int) -> None:
     path = cm.xseg_rectangle(models / "rect.onnx", (64, 96, 192, 160))
     occluder = XsegOccluder(cm.cpu_session(path), manifest.families["xseg"])
-    mask = occluder.occlude(crop(size_px))
+    mask = occluder.occlude(random_crop(size_px))
     scale = size_px / 256
     assert mask.shape == (size_px, size_px)
     inner = mask[round(100 * scale):round(156 * scale), round(70 * scale):round(186 * scale)]
@@ -68,7 +63,7 @@ def test_the_occluder_mask_is_resized_to_the_crop(models: Path, manifest: Manife
 def test_the_parser_feeds_rgb_with_imagenet_numbers(models: Path, manifest: Manifest) -> None:
     parser = BisenetParser(cm.cpu_session(cm.bisenet_threshold(models / "thr.onnx")),
                            manifest.families["bisenet"])
-    target = crop(512, seed=3)
+    target = random_crop(512, seed=3)
     skin = parser.regions(target, ["skin"])
     # class 1 wins where the normalised red channel is above 0: R > 0.485 * 255
     expected = (target.image[..., 2] > 123.675).astype(np.float32)
@@ -84,7 +79,7 @@ def test_the_parser_marks_exactly_the_chosen_classes(models: Path, manifest: Man
     labels[0:8, :] = 1  # skin
     parser = BisenetParser(cm.cpu_session(cm.bisenet_labels(models / "lab.onnx", labels)),
                            manifest.families["bisenet"])
-    target = crop(512)
+    target = random_crop(512)
     nose = parser.regions(target, ["nose"])
     expected = np.zeros((512, 512), np.float32)
     expected[80:240, 160:320] = 1.0
@@ -92,7 +87,7 @@ def test_the_parser_marks_exactly_the_chosen_classes(models: Path, manifest: Man
     both = parser.regions(target, ["nose", "mouth", "skin"])
     assert both[:64].min() == 1.0 and both[320:400, 160:320].min() == 1.0
     assert both[400:].max() == 0.0
-    small = parser.regions(crop(128), ["nose"])  # resized to the crop, soft on the edge only
+    small = parser.regions(random_crop(128), ["nose"])  # resized to the crop, soft on the edge only
     assert small[22:58, 42:78].min() == 1.0 and small[:18].max() == 0.0
 
 
@@ -101,4 +96,4 @@ def test_a_region_the_parser_does_not_know_is_a_usage_error(models: Path,
     parser = BisenetParser(cm.cpu_session(cm.bisenet_threshold(models / "thr2.onnx")),
                            manifest.families["bisenet"])
     with pytest.raises(InputError, match="no region named ears; it knows skin"):
-        parser.regions(crop(512), ["skin", "ears"])
+        parser.regions(random_crop(512), ["skin", "ears"])

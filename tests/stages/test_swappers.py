@@ -12,9 +12,9 @@ import pytest
 from facefuse.errors import ModelContractError
 from facefuse.models.manifest import Family, Manifest, load_manifest
 from facefuse.stages.swap import HyperswapSwapper, InswapperSwapper
-from facefuse.types import AlignedCrop
 from facefuse.vectors import l2_normalise
 from tests import contract_models as cm
+from tests.stages.crops import random_crop
 
 
 class CountingSession:
@@ -50,11 +50,6 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("swappers")
 
 
-def crop(size_px: int, seed: int = 0) -> AlignedCrop:
-    image = np.random.default_rng(seed).uniform(0.0, 255.0, (size_px, size_px, 3))
-    return AlignedCrop(image.astype(np.float32), np.eye(2, 3), "arcface_128", size_px)
-
-
 def embedding(seed: int) -> np.ndarray:
     return (np.random.default_rng(seed).standard_normal(512) * 3.0).astype(np.float32)
 
@@ -63,7 +58,7 @@ def test_hyperswap_identity_returns_the_crop(models: Path, hyperswap: Family) ->
     swapper = HyperswapSwapper(cm.cpu_session(cm.hyperswap_identity(models / "hs.onnx")),
                                hyperswap)
     assert (swapper.size_px, swapper.template) == (256, "arcface_128")
-    target = crop(256)
+    target = random_crop(256)
     swapped = swapper.swap(target, swapper.latent(embedding(0)))
     assert swapped.shape == (256, 256, 3) and swapped.dtype == np.float32
     np.testing.assert_allclose(swapped, target.image, atol=1e-3)  # [-1, 1] in and out
@@ -76,7 +71,7 @@ def test_the_hyperswap_source_is_the_normalised_embedding(models: Path,
     raw = embedding(4)
     latent = swapper.latent(raw)
     np.testing.assert_allclose(latent[0], l2_normalise(raw), atol=1e-7)  # no emap
-    swapped = swapper.swap(crop(256, 1), latent)
+    swapped = swapper.swap(random_crop(256, 1), latent)
     expected_bgr = cm.expected_hyperswap_rgb(latent)[::-1]
     assert np.abs(swapped - expected_bgr).max() < 0.05
 
@@ -96,11 +91,11 @@ def test_an_inswapper_style_model_takes_the_size_it_declares(models: Path, manif
     swapper = InswapperSwapper(cm.cpu_session(path), manifest.families["inswapper"],
                                cm.random_orthogonal())
     assert swapper.size_px == size_px
-    target = crop(size_px, 2)
+    target = random_crop(size_px, 2)
     np.testing.assert_allclose(swapper.swap(target, swapper.latent(embedding(1))), target.image,
                                atol=1e-3)
     with pytest.raises(ValueError, match=f"takes {size_px} px crops or multiples"):
-        swapper.swap(crop(size_px + size_px // 2), swapper.latent(embedding(1)))
+        swapper.swap(random_crop(size_px + size_px // 2), swapper.latent(embedding(1)))
 
 
 @pytest.mark.parametrize(("batch", "runs"), [(1, [1, 1, 1, 1]), ("n", [4])])
@@ -110,7 +105,7 @@ def test_pixel_boost_runs_k_squared_sub_images_batched_when_the_model_allows(
     session = CountingSession(cm.cpu_session(path))
     swapper = HyperswapSwapper(session, hyperswap)
     assert swapper.batch_is_dynamic == (batch != 1)
-    target = crop(512, 5)
+    target = random_crop(512, 5)
     swapped = swapper.swap(target, swapper.latent(embedding(2)))
     assert session.batches == runs  # 2 x 2 sub-images: four runs, or one batch of four
     assert swapped.shape == (512, 512, 3)
@@ -122,7 +117,7 @@ def test_pixel_boost_gives_every_sub_image_the_same_identity(models: Path,
     swapper = HyperswapSwapper(cm.cpu_session(cm.hyperswap_colour(models / "hsc2.onnx")),
                                hyperswap)
     latent = swapper.latent(embedding(6))
-    boosted = swapper.swap(crop(768, 3), latent)  # 3 x 3 sub-images
+    boosted = swapper.swap(random_crop(768, 3), latent)  # 3 x 3 sub-images
     expected_bgr = cm.expected_hyperswap_rgb(latent)[::-1]
     assert boosted.shape == (768, 768, 3)
     assert np.abs(boosted - expected_bgr).max() < 0.05

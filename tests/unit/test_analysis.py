@@ -14,7 +14,7 @@ from facefuse.shot.analysis import (
     AnalysisCache,
     AnalysisKey,
     ShotAnalysis,
-    analyse_frames,
+    analyse_frame,
     missing_frames,
     pack_detections,
     plan_targets,
@@ -103,16 +103,14 @@ def test_entries_without_cut_signatures_are_never_read():
     assert KEY.digest != replace(KEY, version=1).digest
 
 
-def test_analyse_frames_skips_failures_and_stops_when_cancelled():
+def test_analyse_frame_gives_faces_and_a_signature_and_nothing_for_a_failed_frame():
     frame = np.zeros((4, 4, 3), np.uint8)
-    seen: list[int] = []
-    found = analyse_frames([(1, frame), (2, "failed"), (3, frame)], lambda f: (_face(0),),
-                           on_frame=seen.append)
-    assert list(found.faces) == [1, 3] and list(found.signatures) == [1, 3] and seen == [1, 2, 3]
-    calls = iter([False, True])
-    cancelled = analyse_frames([(1, frame), (2, frame)], lambda f: (), lambda: next(calls))
-    assert list(cancelled.faces) == [1]
-    assert missing_frames([1, 2, 3], found.faces) == (2,)
+    found = analyse_frame(3, frame, lambda f: (_face(0),))
+    assert list(found.faces) == [3] and len(found.faces[3]) == 1 and list(found.signatures) == [3]
+    failed = analyse_frame(2, "failed", lambda f: (_face(0),))
+    assert not failed.faces and not failed.signatures
+    merged = ShotAnalysis().merged(found).merged(failed)
+    assert missing_frames([1, 2, 3], merged.faces) == (1, 2)
 
 
 def test_merged_and_over_keep_faces_and_signatures_together():

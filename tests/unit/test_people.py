@@ -15,19 +15,7 @@ from facefuse.shot.people import (
 )
 from facefuse.shot.tracking import Track
 from facefuse.types import Face
-
-DIM = 16
-
-
-def _identity(index: int) -> np.ndarray:
-    basis, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(DIM, DIM)))
-    return basis[:, index].astype(np.float32)
-
-
-def _seen(identity: np.ndarray, frame: int, noise: float = 0.3) -> np.ndarray:
-    rng = np.random.default_rng(frame * 31 + int(abs(identity[0]) * 1e6) % 997)
-    vector = identity + noise * rng.normal(size=DIM) / np.sqrt(DIM)
-    return (vector / np.linalg.norm(vector)).astype(np.float32)
+from tests.unit.identities import identity, seen
 
 
 def _face(size: float, embedding: np.ndarray | None, nose_along: float = 0.5) -> Face:
@@ -44,7 +32,7 @@ def _face(size: float, embedding: np.ndarray | None, nose_along: float = 0.5) ->
 
 def _track(track_id: int, frames: range, identity: np.ndarray | None, size: float = 60.0,
            nose_along: float = 0.5) -> Track:
-    faces = tuple(_face(size, None if identity is None else _seen(identity, f), nose_along)
+    faces = tuple(_face(size, None if identity is None else seen(identity, f), nose_along)
                   for f in frames)
     return Track(track_id, tuple(frames), faces)
 
@@ -63,7 +51,7 @@ def test_frontality_from_the_nose_between_the_eyes():
 
 
 def test_a_person_seen_in_several_shots_is_one_person():
-    alice, bob = _identity(1), _identity(2)
+    alice, bob = identity(1), identity(2)
     tracks = (_track(0, range(10), alice), _track(1, range(10, 20), bob),
               _track(2, range(20, 30), alice), _track(3, range(20, 30), bob),
               _track(4, range(30, 40), None))
@@ -78,7 +66,7 @@ def test_a_person_seen_in_several_shots_is_one_person():
 
 
 def test_faces_seen_at_once_are_never_one_person():
-    alice = _identity(1)
+    alice = identity(1)
     twins = (_track(0, range(10), alice), _track(1, range(5, 15), alice),
              _track(2, range(20, 30), alice))
     groups = [[t.track_id for t in p.tracks] for p in group_people(twins)]
@@ -87,7 +75,7 @@ def test_faces_seen_at_once_are_never_one_person():
 
 
 def test_one_is_the_person_with_the_most_presence_over_all_shots():
-    lead, close_up, extra = _identity(1), _identity(2), _identity(3)
+    lead, close_up, extra = identity(1), identity(2), identity(3)
     tracks = (
         _track(0, range(30), lead, size=60),                     # 30 x 60 = 1800
         _track(1, range(30, 70), close_up, size=150, nose_along=0.1),  # 40 x 150 x .2 = 1200
@@ -110,7 +98,7 @@ def _fixed_track(track_id: int, frames: range, embedding: np.ndarray) -> Track:
 
 
 def test_reference_picks_people_not_tracks():
-    lead, other, extra = _identity(1), _identity(2), _identity(3)
+    lead, other, extra = identity(1), identity(2), identity(3)
     # The lead's second shot (track 2) alone looks little like the reference (cosine 0.10) but
     # is the lead (0.74 to the first shot): the reference picks the person, both shots.
     tracks = (_fixed_track(0, range(10), lead), _fixed_track(1, range(10, 20), extra),
@@ -120,7 +108,7 @@ def test_reference_picks_people_not_tracks():
     people = group_people(tracks)
     (chosen,) = select_people(people, "reference", reference, threshold=0.4)
     assert [t.track_id for t in chosen.tracks] == [0, 2]
-    assert select_people(people, "reference", _identity(5), threshold=0.4) == ()
+    assert select_people(people, "reference", identity(5), threshold=0.4) == ()
     with pytest.raises(InputError):
         select_people(people, "reference")
     with pytest.raises(InputError):

@@ -17,21 +17,7 @@ from facefuse.shot.tracking import (
     build_tracks,
 )
 from facefuse.types import Face
-
-DIM = 16
-
-
-def _identity(index: int) -> np.ndarray:
-    """Distinct people have orthogonal unit embeddings (a fixed random orthonormal basis)."""
-    basis, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(DIM, DIM)))
-    return basis[:, index].astype(np.float32)
-
-
-def _seen(identity: np.ndarray, frame: int, noise: float = 0.3) -> np.ndarray:
-    """One frame's embedding of an identity: the identity plus noise (similarity ~0.9)."""
-    rng = np.random.default_rng(1000 + frame * 7 + int(abs(identity[0]) * 1e6) % 1000)
-    vector = identity + noise * rng.normal(size=DIM) / np.sqrt(DIM)
-    return (vector / np.linalg.norm(vector)).astype(np.float32)
+from tests.unit.identities import identity, seen
 
 
 def _face(cx: float, cy: float, size: float = 60.0, embedding: np.ndarray | None = None) -> Face:
@@ -47,12 +33,12 @@ def _people(tracks: tuple[Track, ...], identities: list[np.ndarray]) -> list[lis
 
 
 def test_two_people_crossing_stay_on_their_tracks():
-    alice, bob = _identity(1), _identity(2)
+    alice, bob = identity(1), identity(2)
     detections = {}
     for frame in range(21):
         x_a, x_b = 100 + 10 * frame, 300 - 10 * frame  # the very same box at frame 10
-        faces = [_face(x_a, 200, embedding=_seen(alice, frame)),
-                 _face(x_b, 200, embedding=_seen(bob, frame))]
+        faces = [_face(x_a, 200, embedding=seen(alice, frame)),
+                 _face(x_b, 200, embedding=seen(bob, frame))]
         detections[frame] = faces[::-1] if frame % 2 else faces  # detector order varies
     # After frame 10 both tracks' last boxes are identical: only the embeddings can tell.
     np.testing.assert_array_equal(detections[10][0].bbox_xyxy, detections[10][1].bbox_xyxy)
@@ -74,17 +60,17 @@ def test_without_embeddings_boxes_alone_link_faces():
 
 
 def test_a_fast_moving_face_keeps_its_track_by_embedding():
-    alice = _identity(1)
-    detections = {frame: [_face(100 + 150 * (frame % 2), 200, embedding=_seen(alice, frame))]
+    alice = identity(1)
+    detections = {frame: [_face(100 + 150 * (frame % 2), 200, embedding=seen(alice, frame))]
                   for frame in range(8)}  # jumps 150 px every frame: IoU 0
     (track,) = build_tracks(detections)
     assert track.length == 8
 
 
 def test_a_face_missing_for_three_frames_keeps_its_track():
-    alice = _identity(1)
+    alice = identity(1)
     frames = [*range(10), *range(13, 20)]
-    detections = {f: [_face(200 + f, 200, embedding=_seen(alice, f))] for f in frames}
+    detections = {f: [_face(200 + f, 200, embedding=seen(alice, f))] for f in frames}
     (track,) = build_tracks(detections)
     assert track.frames == tuple(frames)
     no_embeddings = {f: [_face(200 + f, 200)] for f in frames}
@@ -92,10 +78,10 @@ def test_a_face_missing_for_three_frames_keeps_its_track():
 
 
 def test_a_face_missing_for_ten_frames_is_reidentified_by_embedding():
-    alice, bob = _identity(1), _identity(2)
+    alice, bob = identity(1), identity(2)
     frames = [*range(10), *range(20, 30)]
-    detections = {f: [_face(100 if f < 10 else 500, 200, embedding=_seen(alice, f)),
-                      _face(300, 400, embedding=_seen(bob, f))] for f in frames}
+    detections = {f: [_face(100 if f < 10 else 500, 200, embedding=seen(alice, f)),
+                      _face(300, 400, embedding=seen(bob, f))] for f in frames}
     tracks = build_tracks(detections)
     assert [t.frames for t in tracks] == [tuple(frames)] * 2
     assert _people(tracks, [alice, bob]) == [[0] * 20, [1] * 20]
@@ -104,10 +90,10 @@ def test_a_face_missing_for_ten_frames_is_reidentified_by_embedding():
 
 
 def test_a_newcomer_starts_a_new_track():
-    alice, bob = _identity(1), _identity(2)
-    detections = {f: [_face(100, 200, embedding=_seen(alice, f))] for f in range(12)}
+    alice, bob = identity(1), identity(2)
+    detections = {f: [_face(100, 200, embedding=seen(alice, f))] for f in range(12)}
     for f in range(5, 12):
-        detections[f] = [*detections[f], _face(400, 200, embedding=_seen(bob, f))]
+        detections[f] = [*detections[f], _face(400, 200, embedding=seen(bob, f))]
     tracks = build_tracks(detections)
     assert [t.track_id for t in tracks] == [0, 1]
     assert tracks[1].frames == tuple(range(5, 12))
@@ -116,8 +102,8 @@ def test_a_newcomer_starts_a_new_track():
 
 def test_someone_else_in_the_same_place_is_not_the_same_track():
     """After a cut, a different person where the last one was: the embeddings veto the IoU."""
-    alice, bob = _identity(1), _identity(2)
-    detections = {f: [_face(200, 200, embedding=_seen(alice if f < 6 else bob, f))]
+    alice, bob = identity(1), identity(2)
+    detections = {f: [_face(200, 200, embedding=seen(alice if f < 6 else bob, f))]
                   for f in range(12)}
     tracks = build_tracks(detections)
     assert [t.frames for t in tracks] == [tuple(range(6)), tuple(range(6, 12))]
@@ -126,12 +112,12 @@ def test_someone_else_in_the_same_place_is_not_the_same_track():
 
 
 def test_tracking_is_deterministic_and_input_order_free():
-    identities = [_identity(i) for i in range(4)]
+    identities = [identity(i) for i in range(4)]
     rng = np.random.default_rng(5)
     detections = {}
     for frame in range(30):
         faces = [_face(100 + 90 * i + rng.normal(0, 20), 200 + rng.normal(0, 20),
-                       embedding=_seen(ident, frame, noise=0.8))
+                       embedding=seen(ident, frame, noise=0.8))
                  for i, ident in enumerate(identities) if rng.random() > 0.2]
         detections[frame] = faces
     first = build_tracks(detections)
@@ -150,12 +136,12 @@ def test_frame_listed_twice_is_refused():
 
 
 def test_tracks_never_cross_a_cut():
-    alice, bob = _identity(1), _identity(2)
+    alice, bob = identity(1), identity(2)
     # Alice is seen in the same place on both sides of the cut at frame 10 (a reverse shot);
     # after the cut Bob is seen beside her.
-    detections = {f: [_face(100, 100, 60, _seen(alice, f))] for f in range(10)}
+    detections = {f: [_face(100, 100, 60, seen(alice, f))] for f in range(10)}
     for f in range(10, 20):
-        detections[f] = [_face(300, 100, 60, _seen(bob, f)), _face(102, 100, 60, _seen(alice, f))]
+        detections[f] = [_face(300, 100, 60, seen(bob, f)), _face(102, 100, 60, seen(alice, f))]
     assert build_tracks(detections)[0].frames == tuple(range(20))  # crosses it
     tracks = build_shot_tracks(detections, cuts=(10,))
     assert [t.frames for t in tracks] == [tuple(range(10)), tuple(range(10, 20)),
@@ -168,8 +154,8 @@ def test_tracks_never_cross_a_cut():
 
 
 def test_track_helpers():
-    alice = _identity(1)
-    track = Track(7, (3, 5, 9), tuple(_face(100, 100, s, _seen(alice, s)) for s in (10, 20, 30)))
+    alice = identity(1)
+    track = Track(7, (3, 5, 9), tuple(_face(100, 100, s, seen(alice, s)) for s in (10, 20, 30)))
     assert track.length == 3
     assert track.mean_area_px == pytest.approx((100 + 400 + 900) / 3)
     mean = track.mean_embedding

@@ -14,7 +14,7 @@ import hashlib
 import io
 import logging
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -214,25 +214,14 @@ FrameAnalyser = Callable[[np.ndarray], tuple[Face, ...]]
 """Detect and embed the faces of one decoded frame."""
 
 
-def analyse_frames(frames: Iterable[tuple[int, np.ndarray | object]],
-                   analyse_frame: FrameAnalyser,
-                   cancelled: Callable[[], bool] = lambda: False,
-                   on_frame: Callable[[int], None] | None = None,
-                   colour: DisplayConversion | None = None) -> ShotAnalysis:
-    """Detections and cut signatures of decoded frames (colour: the plate-to-display conversion
-    detection uses, for the signatures); frames that failed to decode (not arrays) are left
-    out."""
-    found: dict[int, tuple[Face, ...]] = {}
-    signatures: dict[int, FrameSignature] = {}
-    for number, frame in frames:
-        if cancelled():
-            break
-        if isinstance(frame, np.ndarray):
-            found[number] = analyse_frame(frame)
-            signatures[number] = frame_signature(frame, colour)
-        if on_frame is not None:
-            on_frame(number)
-    return ShotAnalysis(found, signatures)
+def analyse_frame(number: int, frame: np.ndarray | object, analyse: FrameAnalyser,
+                  colour: DisplayConversion | None = None) -> ShotAnalysis:
+    """The detections and cut signature of one decoded frame (colour: the plate-to-display
+    conversion detection uses, for the signature); empty for a frame that failed to decode
+    (not an array)."""
+    if not isinstance(frame, np.ndarray):
+        return ShotAnalysis()
+    return ShotAnalysis({number: analyse(frame)}, {number: frame_signature(frame, colour)})
 
 
 def missing_frames(wanted: Sequence[int], cached: Mapping[int, object]) -> tuple[int, ...]:

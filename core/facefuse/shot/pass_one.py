@@ -27,7 +27,7 @@ from ..io.analysis_pictures import AnalysisPicture
 from ..pipeline import Pipeline
 from ..timing import RenderTimings, StageClock
 from ..types import Face
-from .analysis import AnalysisCache, AnalysisKey, ShotAnalysis, analyse_frames, missing_frames
+from .analysis import AnalysisCache, AnalysisKey, ShotAnalysis, analyse_frame, missing_frames
 from .analysis_pass import FrameAnalysis
 from .early_plan import AnalysisFeed
 from .frames import FramePlan
@@ -172,7 +172,7 @@ class PassOne:
         analysis = FrameAnalysis(pipeline, self.colour, clock)
         rendered = set(self.frames.rendered)
         read_ms: dict[int, Mapping[str, float]] = {}
-        current: list[Any] = [None]  # the picture whose frame analyse_frames is handed
+        current: list[Any] = [None]  # the picture whose frame analyse_frame is handed
         found: dict[int, tuple[Face, ...]] = {}
         signatures: dict[int, Any] = {}
 
@@ -203,7 +203,7 @@ class PassOne:
                     break
                 # the cut signatures come from the picture detection sees (small or full, in
                 # display colour: colour is only set for full frames of colour-managed shots)
-                part = analyse_frames([(number, frame)], analyse, colour=self.colour)
+                part = analyse_frame(number, frame, analyse, self.colour)
                 found.update(part.faces)
                 signatures.update(part.signatures)
                 analysed(number)
