@@ -3,14 +3,17 @@
 StageClock: milliseconds per stage name for one frame (or one job step). RenderTimings: what a
 whole render measured, for `facefuse bench`: every frame's stage times per pass (so medians and
 percentiles can be taken), one-off costs (session creation, tracking), when the first output
-frame was settled, and the time spent inside ONNX Runtime's run(). RenderTimings is written
-from several threads (the render's reader, inference and writer threads) and locks itself.
+frame was settled, and the time spent inside ONNX Runtime's run(): summed over every run, and
+as wall time with at least one run in progress (runs of pass 1 and pass 2 overlap, so the sum
+can exceed the wall time). RenderTimings is written from several threads (the render's reader,
+inference and writer threads) and locks itself.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from array import array
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,6 +22,7 @@ from types import MappingProxyType
 import numpy as np
 
 INFERENCE = "onnxruntime"  # the RenderTimings total for time inside session.run()
+INFERENCE_BUSY = "onnxruntime_busy"  # wall time with at least one session.run() in progress
 SESSIONS = "sessions"  # the RenderTimings total for session creation
 
 
@@ -88,6 +92,7 @@ class RenderTimings:
         self._samples: dict[str, dict[str, list[float]]] = {}
         self._totals_ms: dict[str, float] = {}
         self._marks_s: dict[str, float] = {}
+        self._runs = array("d")  # start, end (perf_counter s) of every run, flat
 
     def frame(self, pass_name: str, ms: Mapping[str, float]) -> None:
         """One frame's milliseconds per stage in pass `pass_name` ("analysis" or "swap")."""
@@ -116,9 +121,11 @@ class RenderTimings:
         with self._lock:
             self._marks_s.setdefault(name, at)
 
-    def inference(self, ms: float) -> None:
-        """Time spent inside one session.run()."""
-        self.add(INFERENCE, ms)
+    def inference(self, start: float, end: float) -> None:
+        """One session.run(), from `start` to `end` (time.perf_counter() seconds)."""
+        self.add(INFERENCE, (end - start) * 1000.0)
+        with self._lock:
+            self._runs.extend((start, end))
 
     def session_created(self, ms: float) -> None:
         """Time spent creating one ONNX Runtime session."""
@@ -130,8 +137,21 @@ class RenderTimings:
                       for p, stages in self._samples.items()}
             totals = {k: round(v, 3) for k, v in self._totals_ms.items()}
             marks = {k: round(v, 4) for k, v in self._marks_s.items()}
+            runs = np.frombuffer(self._runs, np.float64).reshape(-1, 2).copy()
+        totals[INFERENCE_BUSY] = round(covered_seconds(runs) * 1000.0, 3)
         return TimingReport(MappingProxyType(stages), MappingProxyType(totals),
                             MappingProxyType(marks))
+
+
+def covered_seconds(intervals: np.ndarray) -> float:
+    """The length of the union of (N, 2) [start, end] intervals (overlaps counted once)."""
+    if not len(intervals):
+        return 0.0
+    ordered = intervals[np.argsort(intervals[:, 0], kind="stable")]
+    reach = np.maximum.accumulate(ordered[:, 1])
+    # each interval adds what it reaches beyond everything that started before it
+    before = np.concatenate([[ordered[0, 0]], reach[:-1]])
+    return float(np.sum(np.maximum(ordered[:, 1], before) - np.maximum(ordered[:, 0], before)))
 
 
 class PhaseRate:

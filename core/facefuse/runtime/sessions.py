@@ -109,7 +109,7 @@ class SessionTimer(Protocol):
 
     def session_created(self, ms: float) -> None: ...
 
-    def inference(self, ms: float) -> None: ...
+    def inference(self, start: float, end: float) -> None: ...
 
 
 class TimedSession:
@@ -130,7 +130,7 @@ class TimedSession:
         try:
             return call(*args, **kwargs)
         finally:
-            self._timer.inference((time.perf_counter() - start) * 1000.0)
+            self._timer.inference(start, time.perf_counter())
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._session, name)
