@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from facefuse.runtime.threads import machine_cores, thread_budget
+from facefuse.runtime.threads import ENCODE_THREADS_MAX, machine_cores, thread_budget
 
 
 def test_zero_means_every_core_and_onnx_runtimes_own_default() -> None:
@@ -12,7 +12,13 @@ def test_zero_means_every_core_and_onnx_runtimes_own_default() -> None:
     assert (zero.decode, zero.encode, zero.sequence_writers) == (
         sixteen.decode, sixteen.encode, sixteen.sequence_writers)
     assert zero.inference == 0 and sixteen.inference == 16  # 0: ORT sizes its own pool
-    assert thread_budget(0).encode == machine_cores() >= 1
+    assert thread_budget(0).encode == min(machine_cores(), ENCODE_THREADS_MAX) >= 1
+
+
+def test_the_encoder_never_gets_more_than_its_cap() -> None:
+    assert thread_budget(0, cores=64).encode == thread_budget(64).encode == ENCODE_THREADS_MAX
+    assert thread_budget(0, cores=64).inference == 0 and thread_budget(64).inference == 64
+    assert thread_budget(12).encode == 12
 
 
 def test_each_pool_is_sized_from_the_one_budget() -> None:

@@ -19,6 +19,10 @@ from dataclasses import dataclass
 
 DECODE_THREADS_MAX = 4  # more frame threads only add latency and frames in flight
 SEQUENCE_WRITERS_MAX = 3  # image-sequence files written at once (EXR compression is the cost)
+# Each x264 frame thread holds frames of its own: peak RSS of a 4K medium encode was 1.5 GiB at
+# 4 threads, 2.1 at 16, 3.1 at 64 (docs/performance.md), while pass 2 feeds the encoder one frame
+# at a time at inference pace; more encoder threads than this buy memory, not speed.
+ENCODE_THREADS_MAX = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,9 +46,11 @@ def machine_cores() -> int:
 def thread_budget(threads: int, cores: int | None = None) -> ThreadBudget:
     """The pools' sizes for a budget of `threads`. 0: ONNX Runtime keeps its own default (one
     thread per physical core, usually faster than one per logical core) and the other pools
-    use all `cores` (default machine_cores())."""
+    use all `cores` (default machine_cores()). Decode, encode and the sequence writers are
+    capped (DECODE_THREADS_MAX, ENCODE_THREADS_MAX, SEQUENCE_WRITERS_MAX) whatever the budget."""
     if threads < 0:
         raise ValueError(f"threads must be 0 (all cores) or more, not {threads}")
     total = threads or (cores if cores is not None else machine_cores())
-    return ThreadBudget(inference=threads, decode=min(total, DECODE_THREADS_MAX), encode=total,
+    return ThreadBudget(inference=threads, decode=min(total, DECODE_THREADS_MAX),
+                        encode=min(total, ENCODE_THREADS_MAX),
                         sequence_writers=min(total, SEQUENCE_WRITERS_MAX))
