@@ -1,10 +1,12 @@
-"""8-bit YUV <-> BGR matrix conversions, rounded once, a few times cheaper than swscale's.
+"""8-bit YUV <-> BGR conversions rounded once: the reader's chroma upsampling and matrix, the
+writer's matrix.
 
 swscale converts 4:4:4 YUV to BGR in fixed point and rounds about 0.4 % of limited-range values
 one level too high (and 1 % of BGR -> YUV values); its 4:4:4 -> BGR step is also the most costly
-part of decoding a frame (about 15 ms CPU at 1080p). Here the matrix runs in float32 through
-OpenCV's SIMD arithmetic and rounds once to the nearest level (ties to even), the same as the
-float64 formula rounded:
+part of decoding a frame (about 15 ms CPU at 1080p). Here the matrix runs in float32 (OpenCV's
+SIMD arithmetic; on upsampled chroma numpy's, one IEEE operation at a time, which no OpenCV
+build fuses differently at the ragged end of a row) and rounds once to the nearest level (ties
+to even), the same as the float64 formula rounded:
 
     limited range: Y' = (Y - 16) * 255/219, Cb' = (Cb - 128) * 255/224 (Cr' alike)
     full range:    Y' = Y,                  Cb' = Cb - 128
