@@ -106,10 +106,9 @@ def matrix_for(colorspace: int, color_range: int, pixel_format: str) -> YuvMatri
 
 def yuv444_to_bgr(y: np.ndarray, cb: np.ndarray, cr: np.ndarray,
                   matrix: YuvMatrix) -> np.ndarray:
-    """BGR uint8 (H, W, 3) from three (H, W) planes of one 4:4:4 picture (views allowed): luma
-    uint8, chroma uint8 or float32 levels (e.g. upsampled), each value the formula of the module
-    docstring rounded to the nearest level and clipped. Converted in bands of rows, so the
-    temporaries stay in the CPU's cache."""
+    """BGR uint8 (H, W, 3) from three uint8 (H, W) planes of one 4:4:4 picture (views allowed),
+    each value the formula of the module docstring rounded to the nearest level and clipped.
+    Converted in bands of rows, so the temporaries stay in the CPU's cache."""
     out = np.empty((*y.shape, 3), np.uint8)
     coefficients = matrix.to_bgr()
     for top in range(0, y.shape[0], _STRIP_ROWS):
@@ -120,34 +119,36 @@ def yuv444_to_bgr(y: np.ndarray, cb: np.ndarray, cr: np.ndarray,
 
 def _matrix_into(luma: np.ndarray, cb: np.ndarray, cr: np.ndarray, coefficients: np.ndarray,
                  out: np.ndarray) -> None:
-    """Write the BGR of one band (luma uint8, chroma uint8 or float32) into `out` (h, w, 3).
-    Every step is elementwise, so a pixel's value does not depend on the band around it; with
-    float32 chroma each step is one IEEE operation (numpy's products and sums, OpenCV's sum to
-    uint8), which no OpenCV build fuses differently at a band's ragged end."""
-    if cb.dtype == np.uint8:  # 4:4:4 as decoded: OpenCV's uint8 arithmetic, as exact and faster
-        _matrix_into_uint8(luma, cb, cr, coefficients, out)
-        return
-    (ys, bu, _, bc), (_, gu, gv, gc), (_, _, rv, rc) = coefficients.astype(np.float32)
-    scaled = luma.astype(np.float32)
-    scaled *= ys
-    blue = np.multiply(cb, bu)
-    blue += bc
-    green = np.multiply(cb, gu)
-    green += np.multiply(cr, gv)
-    green += gc
-    red = np.multiply(cr, rv)
-    red += rc
-    cv2.merge([cv2.add(scaled, term, dtype=cv2.CV_8U) for term in (blue, green, red)], dst=out)
-
-
-def _matrix_into_uint8(luma: np.ndarray, cb: np.ndarray, cr: np.ndarray,
-                       coefficients: np.ndarray, out: np.ndarray) -> None:
-    """_matrix_into for uint8 chroma."""
+    """Write the BGR of one band of uint8 planes into `out` (h, w, 3); every step is
+    elementwise, so a pixel's value does not depend on the band around it."""
     (by, bu, _, bc), (gy, gu, gv, gc), (ry, _, rv, rc) = coefficients
     chroma = cv2.addWeighted(cb, gu, cr, gv, gc, dtype=cv2.CV_32F)
     cv2.merge([cv2.addWeighted(luma, by, cb, bu, bc),
                cv2.addWeighted(luma, gy, chroma, 1.0, 0.0, dtype=cv2.CV_8U),
                cv2.addWeighted(luma, ry, cr, rv, rc)], dst=out)
+
+
+def _centred_matrix_into(luma: np.ndarray, cb: np.ndarray, cr: np.ndarray,
+                         weights: tuple[np.float32, ...], out: np.ndarray) -> None:
+    """_matrix_into for float32 chroma less 128 (upsampled), `weights` from _centred_weights:
+    luma (Y - 16) * 255/219 (limited range; full range: Y) plus each chroma product, one IEEE
+    operation at a time (numpy's products, OpenCV's sums to uint8, exact to the last bit on
+    every build), so no OpenCV build's fused multiply-adds make a band's ragged end differ."""
+    y_scale, y_zero, bu, gu, gv, rv = weights
+    scaled = np.subtract(luma, y_zero, dtype=np.float32)
+    if y_scale != 1.0:
+        scaled *= y_scale
+    green = np.multiply(cb, gu)
+    green += np.multiply(cr, gv)
+    cv2.merge([cv2.add(scaled, term, dtype=cv2.CV_8U)
+               for term in (np.multiply(cb, bu), green, np.multiply(cr, rv))], dst=out)
+
+
+def _centred_weights(matrix: YuvMatrix) -> tuple[np.float32, ...]:
+    """float32 (luma scale, luma zero, Cb to B, Cb to G, Cr to G, Cr to R) of a matrix."""
+    (ys, bu, _, _), (_, gu, gv, _), (_, _, rv, _) = matrix.to_bgr()
+    zero = 0.0 if matrix.full_range else 16.0
+    return tuple(np.float32(w) for w in (ys, zero, bu, gu, gv, rv))
 
 
 # Chroma upsampling (see the module docstring) ---------------------------------------------------
@@ -188,23 +189,27 @@ def yuv_to_bgr(planes: YuvPlanes, box: Box | None = None) -> np.ndarray:
     x0, y0, x1, y1 = box if box is not None else (0, 0, width, height)
     left, top = x0 - x0 % planes.across, y0 - y0 % planes.down
     out = np.empty((y1 - top, x1 - left, 3), np.uint8)
-    coefficients = planes.matrix.to_bgr()
+    coefficients, weights = planes.matrix.to_bgr(), _centred_weights(planes.matrix)
     for first in range(top, y1, _STRIP_ROWS):
         last = min(first + _STRIP_ROWS, y1)
-        cb, cr = (_upsampled(plane, planes, (left, first, x1, last)) for plane in (planes.cb, planes.cr))
-        _matrix_into(planes.y[first:last, left:x1], cb, cr, coefficients,
-                     out[first - top:last - top])
+        luma, band = planes.y[first:last, left:x1], out[first - top:last - top]
+        if planes.across == planes.down == 1:
+            _matrix_into(luma, planes.cb[first:last, left:x1], planes.cr[first:last, left:x1],
+                         coefficients, band)
+            continue
+        cb, cr = (_upsampled(plane, planes, (left, first, x1, last))
+                  for plane in (planes.cb, planes.cr))
+        _centred_matrix_into(luma, cb, cr, weights, band)
     return out[y0 - top:, x0 - left:]
 
 
 def _upsampled(plane: np.ndarray, planes: YuvPlanes, box: Box) -> np.ndarray:
-    """The chroma `plane` at luma resolution over `box` (whose x0, y0 lie on the chroma grid):
-    float32, exact; the plane itself (uint8 views) for 4:4:4."""
+    """The 4:2:x chroma `plane` less 128 at luma resolution over `box` (whose x0, y0 lie on the
+    chroma grid): float32, exact."""
     x0, y0, x1, y1 = box
-    if planes.across == 1 and planes.down == 1:
-        return plane[y0:y1, x0:x1]
     rows = ((y0 // 2 - 1, (y1 + 1) // 2 + 1) if planes.down == 2 else (y0, y1))
-    window = _window(plane, rows, (x0 // 2 - 1, (x1 + 1) // 2 + 1)).astype(np.float32)
+    window = np.subtract(_window(plane, rows, (x0 // 2 - 1, (x1 + 1) // 2 + 1)), 128,
+                         dtype=np.float32)
     tall = _doubled_rows(window) if planes.down == 2 else window
     return _doubled_columns(tall, planes.centred)[:y1 - y0, :x1 - x0]
 
