@@ -437,9 +437,9 @@ class VideoSource:
 
         8-bit YUV pictures with a matrix io.yuv knows: io.yuv upsamples the chroma (at the
         codec's siting) and applies the matrix, rounded once, exactly as analysis regions are
-        converted (io.analysis_pictures). Other 8-bit subsampled pictures are
-        upsampled to 4:4:4 first too (swscale's direct 4:2:0 -> BGR path truncates levels), then
-        converted by swscale, as are deep and alpha pictures. A stored-sideways picture is
+        converted (io.analysis_pictures). Other 8-bit subsampled pictures (other tags, rows
+        stored bottom-up) are upsampled to 4:4:4 by swscale first (its direct 4:2:0 -> BGR path
+        truncates levels), then converted by swscale, as are deep and alpha pictures. A stored-sideways picture is
         turned upright (see the module docstring)."""
         array = (picture_to_bgr(frame, chroma_centred(self._info.codec))
                  if self._array_format == "bgr24" else None)
