@@ -5,9 +5,13 @@ data (YuNet 2023mar, MobileFaceNet).
     python bench/accuracy.py [--work DIR] [--frames N]
 
 For each clip (the test clips upscaled to 1080p and 4K with bench/run.py's clip builder) and
-frame: faces found both ways, the largest landmark shift in pixels and as a share of the face
-width, the lowest cosine similarity between the two embeddings of a face, and the CPU
-milliseconds the conversion took each way. Prints one JSON list (one object per clip).
+frame, three ways of finding the faces: on the reader's full conversion ("full"), through the
+analysis picture ("new": `small` straight from the decoded 4:2:0 picture, regions from
+io.yuv's own upsampling) and through the analysis picture as e0e7534 made it ("previous":
+swscale's 4:4:4 picture, `small` shrunk from it). Per pair: the largest and mean landmark
+shift and the largest box shift in frame pixels, the shift as a share of the face width, the
+largest score change and the lowest embedding cosine; and the CPU milliseconds of making the
+analysis picture both ways. Prints one JSON list (one object per clip).
 """
 
 from __future__ import annotations
@@ -26,48 +30,92 @@ import numpy as np
 import run
 
 from facefuse.config import Settings
-from facefuse.io.analysis_pictures import analysis_picture
+from facefuse.io import yuv
+from facefuse.io.analysis_pictures import AnalysisPicture, analysis_picture
 from facefuse.pipeline import Pipeline
 from facefuse.shot.analysis_pass import FrameAnalysis
 from facefuse.timing import StageClock
+from facefuse.types import Face
 
 CLIPS = (("asl_yes.mp4", "1080p"), ("asl_yes.mp4", "4k"),
          ("head-pose-face-detection-female.mp4", "1080p"),
          ("head-pose-face-detection-male.mp4", "1080p"))
 
 
+def previous_picture(picture: Any, side: int) -> AnalysisPicture:
+    """The analysis picture as e0e7534 made it: swscale's 4:4:4 picture kept, `small` shrunk
+    from it (its regions are then io.yuv's matrix on swscale's upsampled planes)."""
+    full = picture.reformat(format="yuv444p")
+    scale = side / max(picture.height, picture.width)
+    size = (max(1, round(picture.width * scale)), max(1, round(picture.height * scale)))
+    small = full.reformat(format="bgr24", width=size[0], height=size[1],
+                          interpolation="AREA").to_ndarray()
+    return AnalysisPicture(np.ascontiguousarray(small),
+                           (size[0] / picture.width, size[1] / picture.height), full)
+
+
+def _cpu_ms(work: Any, *args: Any) -> tuple[Any, float]:
+    start = time.process_time()
+    value = work(*args)
+    return value, (time.process_time() - start) * 1000
+
+
+def _pairs(first: Sequence[Face], second: Sequence[Face]) -> dict[str, list[float]]:
+    """Per face (best first, paired in order): landmark and box shifts in frame pixels, the
+    shift as a share of the face width, the score change and the embeddings' cosine."""
+    out: dict[str, list[float]] = {"shift": [], "box": [], "share": [], "score": [], "cos": []}
+    for a, b in zip(first, second):
+        out["shift"].append(float(np.abs(a.kps5 - b.kps5).max()))
+        out["box"].append(float(np.abs(a.bbox_xyxy - b.bbox_xyxy).max()))
+        out["share"].append(out["shift"][-1] / float(a.bbox_xyxy[2] - a.bbox_xyxy[0]))
+        out["score"].append(abs(float(a.score) - float(b.score)))
+        assert a.embedding is not None and b.embedding is not None
+        out["cos"].append(float(a.embedding @ b.embedding))
+    return out
+
+
+def _summary(pairs: dict[str, list[float]]) -> dict[str, float]:
+    return {"max_landmark_shift_px": round(max(pairs["shift"]), 3),
+            "mean_landmark_shift_px": round(float(np.mean(pairs["shift"])), 3),
+            "max_box_shift_px": round(max(pairs["box"]), 3),
+            "max_shift_share_of_face_width": round(max(pairs["share"]), 5),
+            "max_score_change": round(max(pairs["score"]), 5),
+            "min_embedding_cosine": round(min(pairs["cos"]), 6)}
+
+
 def compare_clip(pipeline: Pipeline, clip: Path, frames: int) -> dict[str, Any]:
-    """Full conversion vs the small-picture path over the first `frames` frames of `clip`."""
+    """Over the first `frames` frames of `clip`: the analysis path (small + face regions) now
+    and as e0e7534 made it, each against the reader's full conversion of today, and the new
+    path against the previous one; CPU ms of making the analysis picture both ways."""
     side = max(pipeline.models.detector().input_size)
     fast = FrameAnalysis(pipeline, None, StageClock())
-    shifts, shares, cosines, counts = [], [], [], [0, 0]
-    full_ms, small_ms = [], []
+    pairs: dict[str, dict[str, list[float]]] = {"new_vs_full": {}, "previous_vs_full": {},
+                                                 "new_vs_previous": {}}
+    counts = {"full": 0, "new": 0, "previous": 0}
+    ms: dict[str, list[float]] = {"previous": [], "new": []}
     with av.open(str(clip)) as container:
+        centred = yuv.chroma_centred(container.streams.video[0].codec_context.name)
         for _, picture in zip(range(frames), container.decode(video=0)):
-            start = time.process_time()
-            frame = picture.reformat(format="yuv444p").to_ndarray(format="bgr24")
-            full_ms.append((time.process_time() - start) * 1000)
-            start = time.process_time()
-            small = analysis_picture(picture, side)
-            small_ms.append((time.process_time() - start) * 1000)
-            assert small is not None
-            old = pipeline.embed_faces(frame, pipeline.detect(frame))
-            new = fast.faces(small)
-            counts[0] += len(old)
-            counts[1] += len(new)
-            for a, b in zip(old, new):
-                shift = float(np.abs(a.kps5 - b.kps5).max())
-                shifts.append(shift)
-                shares.append(shift / float(a.bbox_xyxy[2] - a.bbox_xyxy[0]))
-                cosines.append(float(a.embedding @ b.embedding))
-    return {"clip": clip.name, "frames": frames, "faces_full": counts[0],
-            "faces_small": counts[1], "max_landmark_shift_px": round(max(shifts), 3),
-            "mean_landmark_shift_px": round(float(np.mean(shifts)), 3),
-            "max_shift_share_of_face_width": round(max(shares), 5),
-            "faces_shifted_over_2pct": sum(share > 0.02 for share in shares),
-            "min_embedding_cosine": round(min(cosines), 6),
-            "full_conversion_cpu_ms": round(float(np.median(full_ms)), 2),
-            "small_conversion_cpu_ms": round(float(np.median(small_ms)), 2)}
+            frame = yuv.picture_to_bgr(picture, centred)
+            assert frame is not None
+            full = pipeline.embed_faces(frame, pipeline.detect(frame))
+            previous_pic, previous_ms = _cpu_ms(previous_picture, picture, side)
+            new_pic, new_ms = _cpu_ms(analysis_picture, picture, side, centred)
+            assert new_pic is not None
+            ms["previous"].append(previous_ms)
+            ms["new"].append(new_ms)
+            found = {"full": full, "new": fast.faces(new_pic),
+                     "previous": fast.faces(previous_pic)}
+            for name, faces in found.items():
+                counts[name] += len(faces)
+            for key, lists in pairs.items():
+                first, second = key.split("_vs_")
+                for name, values in _pairs(found[first], found[second]).items():
+                    lists.setdefault(name, []).extend(values)
+    return {"clip": clip.name, "frames": frames, "faces": counts,
+            **{key: _summary(values) for key, values in pairs.items()},
+            "analysis_picture_cpu_ms": {name: round(float(np.median(values)), 2)
+                                        for name, values in ms.items()}}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -2,12 +2,15 @@
 
     python bench/colour.py --clip a.mp4 --clip b.mp4 [--frames 10] [--bt709] [--out colour.json]
 
-Accuracy: the reference is the float64 formula of io.yuv's docstring, rounded to the nearest
-level, on the same 4:4:4 planes (swscale's chroma upsampling, which both paths share). For the
-reader it is applied to each decoded picture, for the writer to the BGR frame the reader gave;
-reported are the share of values off the reference and the largest error, per clip (writer10:
-the same frame as uint16 to 10-bit 4:4:4, as ProRes / DNxHR 444 are written). --bt709
-adds a copy of the first clip re-encoded tagged BT.709 (limited range), built with PyAV.
+Accuracy, reader: io.yuv's conversion (its own bilinear chroma upsampling at the codec's siting,
+then the matrix) against the float64 formula of the same filter rounded to the nearest level
+("reader_vs_reference"), and how far it moved from the two conversions before it: io.yuv's
+matrix on swscale's 4:4:4 planes ("reader_vs_444", e0e7534's reader) and swscale's whole
+conversion through 4:4:4 ("reader_vs_swscale"). Writer: the float64 inverse formula applied to
+the BGR frame the reader gave, against io.yuv's and swscale's 4:4:4 planes (writer10: the same
+frame as uint16 to 10-bit 4:4:4, as ProRes / DNxHR 444 are written). Reported per clip: the
+share of values that differ, the largest and the mean difference. --bt709 adds a copy of the
+first clip re-encoded tagged BT.709 (limited range), built with PyAV.
 Cost: per-frame CPU milliseconds (process time, the median of repeats) of each conversion on
 the first picture of every clip, before and after.
 """
@@ -31,14 +34,6 @@ from facefuse.io import yuv
 from facefuse.io.analysis_pictures import analysis_picture
 
 
-def reference_bgr(planes: list[np.ndarray], matrix: yuv.YuvMatrix) -> np.ndarray:
-    """The float64 formula, rounded: BGR uint8 from 4:4:4 planes."""
-    yuv444 = np.stack(planes, axis=-1).astype(np.float64)
-    coefficients = matrix.to_bgr()
-    out = yuv444 @ coefficients[:, :3].T + coefficients[:, 3]
-    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
-
-
 def reference_yuv(bgr: np.ndarray, matrix: yuv.YuvMatrix, levels: int = 1) -> np.ndarray:
     """The float64 inverse formula, rounded: (H, W, 3) Y, Cb, Cr levels (levels=4: 10-bit)."""
     coefficients = matrix.from_bgr() * levels
@@ -46,9 +41,48 @@ def reference_yuv(bgr: np.ndarray, matrix: yuv.YuvMatrix, levels: int = 1) -> np
     return np.clip(np.rint(out), 0, 256 * levels - 1).astype(np.uint16)
 
 
+def reference_upsampled_bgr(planes: yuv.YuvPlanes) -> np.ndarray:
+    """The float64 formula of io.yuv's conversion, rounded: each chroma sample sits at luma
+    row 2i + 1/2 (4:2:0) and column 2j (MPEG-2) or 2j + 1/2 (centred), linear in between,
+    the edge samples repeated beyond the picture."""
+    height, width = planes.y.shape
+
+    def linear(values: np.ndarray, positions: np.ndarray, axis: int) -> np.ndarray:
+        low = np.floor(positions).astype(int)
+        weight = (positions - low).reshape((-1, 1) if axis == 0 else (1, -1))
+        last = values.shape[axis] - 1
+        return (np.take(values, np.clip(low, 0, last), axis=axis) * (1 - weight)
+                + np.take(values, np.clip(low + 1, 0, last), axis=axis) * weight)
+
+    def upsampled(plane: np.ndarray) -> np.ndarray:
+        values = plane.astype(np.float64)
+        if planes.down == 2:
+            values = linear(values, (np.arange(height) - 0.5) / 2, axis=0)
+        if planes.across == 2:
+            offset = 0.5 if planes.centred else 0.0
+            values = linear(values, (np.arange(width) - offset) / 2, axis=1)
+        return values
+
+    yuv444 = np.stack([planes.y.astype(np.float64), upsampled(planes.cb),
+                       upsampled(planes.cr)], axis=-1)
+    coefficients = planes.matrix.to_bgr()
+    out = yuv444 @ coefficients[:, :3].T + coefficients[:, 3]
+    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+
+
 def old_reader(picture: Any) -> np.ndarray:
+    """swscale's whole conversion through 4:4:4 (the reader before io.yuv)."""
     full = yuv.full_chroma(picture)
     return full.to_ndarray(format="bgr24")
+
+
+def reader_444(picture: Any) -> np.ndarray:
+    """io.yuv's matrix on swscale's 4:4:4 planes (the reader of e0e7534)."""
+    full = yuv.full_chroma(picture)
+    matrix = yuv.matrix_of(picture)
+    assert full is not None and matrix is not None
+    y, cb, cr = yuv.picture_planes(full)
+    return yuv.yuv444_to_bgr(y, cb, cr, matrix)
 
 
 def old_writer_444(bgr: np.ndarray) -> Any:
@@ -56,29 +90,29 @@ def old_writer_444(bgr: np.ndarray) -> Any:
         format="yuv444p", dst_colorspace="itu709", dst_color_range=1)
 
 
-def errors(values: np.ndarray, reference: np.ndarray) -> tuple[int, int, int]:
-    """(values off the reference, values, largest error)."""
+def errors(values: np.ndarray, reference: np.ndarray) -> tuple[int, int, int, int]:
+    """(values off the reference, values, largest error, sum of the errors)."""
     diff = np.abs(values.astype(np.int32) - reference)
-    return int(np.count_nonzero(diff)), diff.size, int(diff.max())
+    return int(np.count_nonzero(diff)), diff.size, int(diff.max()), int(diff.sum())
 
 
 def accuracy(clip: Path, frames: int) -> dict[str, Any]:
-    """Old and new reader and writer against the reference over a clip's first frames."""
-    totals = {key: [0, 0, 0] for key in ("reader_old", "reader_new", "writer_old", "writer_new",
-                                          "writer10_old", "writer10_new")}
+    """The reader and the writer against their references over a clip's first frames."""
+    totals = {key: [0, 0, 0, 0] for key in (
+        "reader_vs_reference", "reader_vs_444", "reader_vs_swscale", "writer_old",
+        "writer_new", "writer10_old", "writer10_new")}
     tags = None
     with av.open(str(clip)) as container:
+        centred = yuv.chroma_centred(container.streams.video[0].codec_context.name)
         for index, picture in enumerate(container.decode(video=0)):
             if index >= frames:
                 break
-            full = yuv.full_chroma(picture)
-            matrix = yuv.matrix_of(picture)
-            if full is None or matrix is None:
+            planes = yuv.yuv_planes(picture, centred)
+            if planes is None:
                 raise SystemExit(f"{clip}: {picture.format.name} is not on the io.yuv path")
-            tags = (picture.format.name, picture.colorspace, picture.color_range, matrix)
-            ref = reference_bgr(yuv.picture_planes(full), matrix)
-            new = yuv.picture_to_bgr(picture)
-            assert new is not None
+            tags = (picture.format.name, picture.colorspace, picture.color_range,
+                    planes.matrix, "centred" if centred else "co-sited")
+            new = yuv.yuv_to_bgr(planes)
             out_matrix = yuv.matrix_for(1, 1, "yuv444p")
             assert out_matrix is not None
             ref_out = reference_yuv(new, out_matrix)
@@ -92,15 +126,17 @@ def accuracy(clip: Path, frames: int) -> dict[str, Any]:
                                   dst_color_range=1).planes], axis=-1)
             new10 = np.stack(yuv.bgr_to_yuv444(deep, out_matrix, bits=10), axis=-1)
             for key, (values, reference) in {
-                    "reader_old": (old_reader(picture), ref), "reader_new": (new, ref),
+                    "reader_vs_reference": (new, reference_upsampled_bgr(planes)),
+                    "reader_vs_444": (new, reader_444(picture)),
+                    "reader_vs_swscale": (new, old_reader(picture)),
                     "writer_old": (old_out, ref_out), "writer_new": (new_out, ref_out),
                     "writer10_old": (old10, ref10), "writer10_new": (new10, ref10)}.items():
-                off, count, worst = errors(values, reference)
+                off, count, worst, total = errors(values, reference)
                 totals[key] = [totals[key][0] + off, totals[key][1] + count,
-                               max(totals[key][2], worst)]
+                               max(totals[key][2], worst), totals[key][3] + total]
     return {"clip": str(clip), "tags": repr(tags), **{
-        key: {"share_off": off / count, "max_error": worst} for key, (off, count, worst)
-        in totals.items()}}
+        key: {"share_off": off / count, "max_error": worst, "mean_error": total / count}
+        for key, (off, count, worst, total) in totals.items()}}
 
 
 def cpu_ms(work: Callable[[], Any], repeats: int = 15) -> float:
@@ -118,7 +154,8 @@ def costs(clip: Path) -> dict[str, Any]:
     """Per-conversion CPU ms, before and after, on the clip's first picture."""
     with av.open(str(clip)) as container:
         picture = next(container.decode(video=0))
-    bgr = yuv.picture_to_bgr(picture)
+        centred = yuv.chroma_centred(container.streams.video[0].codec_context.name)
+    bgr = yuv.picture_to_bgr(picture, centred)
     assert bgr is not None
     deep = bgr.astype(np.uint16) * 257
 
@@ -128,34 +165,39 @@ def costs(clip: Path) -> dict[str, Any]:
 
     return {"clip": str(clip), "size": f"{picture.width}x{picture.height}", "ms": {
         "upsample_to_444": cpu_ms(lambda: yuv.full_chroma(picture)),
-        "reader_old": cpu_ms(lambda: old_reader(picture)),
-        "reader_new": cpu_ms(lambda: yuv.picture_to_bgr(picture)),
+        "reader_swscale": cpu_ms(lambda: old_reader(picture)),
+        "reader_444": cpu_ms(lambda: reader_444(picture)),
+        "reader_new": cpu_ms(lambda: yuv.picture_to_bgr(picture, centred)),
         "writer_yuv420p_old": cpu_ms(lambda: old_writer_444(bgr).reformat(format="yuv420p")),
         "writer_yuv420p_new": cpu_ms(lambda: yuv.bgr_to_picture(bgr, "yuv420p", 1, False)),
         "writer_yuv422p10le_old": cpu_ms(lambda: old_deep("yuv422p10le")),
         "writer_yuv422p10le_new": cpu_ms(lambda: yuv.bgr_to_picture(deep, "yuv422p10le", 1, False)),
         "writer_yuv444p10le_old": cpu_ms(lambda: old_deep("yuv444p10le")),
         "writer_yuv444p10le_new": cpu_ms(lambda: yuv.bgr_to_picture(deep, "yuv444p10le", 1, False)),
-        **analysis_costs(picture)}}
+        **analysis_costs(picture, centred)}}
 
 
-def analysis_costs(picture: Any) -> dict[str, float]:
-    """Pass 1's picture and one 400 px face box of it, before and after; nothing for a
-    picture no larger than the detector (which takes the full conversion)."""
-    small = analysis_picture(picture, 640)
+def analysis_costs(picture: Any, centred: bool) -> dict[str, float]:
+    """Pass 1's picture and one 400 px face box of it, as e0e7534 made them (swscale's 4:4:4
+    picture, `small` shrunk from it, the box converted from its planes) and now; nothing for
+    a picture no larger than the detector (which takes the full conversion)."""
+    small = analysis_picture(picture, 640, centred)
     if small is None:
         return {}
     x0, y0 = picture.width // 3, picture.height // 4
     box = (x0, y0, min(picture.width, x0 + 400), min(picture.height, y0 + 400))
+    size = small.small.shape[1], small.small.shape[0]
+    full = picture.reformat(format="yuv444p")
+    previous = analysis_picture(full, 640)
+    assert previous is not None
 
-    def old_region() -> np.ndarray:
-        planes = np.stack([p[box[1]:box[3], box[0]:box[2]]
-                           for p in yuv.picture_planes(small.picture)])
-        return av.VideoFrame.from_ndarray(planes, format=small.picture.format.name
-                                          ).to_ndarray(format="bgr24")
+    def previous_picture() -> Any:
+        return picture.reformat(format="yuv444p").reformat(
+            format="bgr24", width=size[0], height=size[1], interpolation="AREA").to_ndarray()
 
-    return {"analysis_picture": cpu_ms(lambda: analysis_picture(picture, 640)),
-            "region_400px_box_old": cpu_ms(old_region),
+    return {"analysis_picture_previous": cpu_ms(previous_picture),
+            "analysis_picture_new": cpu_ms(lambda: analysis_picture(picture, 640, centred)),
+            "region_400px_box_previous": cpu_ms(lambda: previous.region(box)),
             "region_400px_box_new": cpu_ms(lambda: small.region(box))}
 
 
@@ -171,6 +213,7 @@ def bt709_copy(clip: Path, folder: Path, frames: int) -> Path:
             if index >= frames:
                 break
             frame = yuv.bgr_to_picture(yuv.picture_to_bgr(picture), "yuv420p", 1, False)
+            assert frame is not None
             frame.pts = index
             target.mux(stream.encode(frame))
         target.mux(stream.encode(None))

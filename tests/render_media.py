@@ -29,7 +29,7 @@ import numpy as np
 import OpenImageIO as oiio
 
 from facefuse.config import Settings
-from facefuse.io.yuv import picture_to_bgr
+from facefuse.io.yuv import chroma_centred, picture_to_bgr
 from facefuse.shot.render import render
 from facefuse.shot.request import FrameReport, RenderRequest, RenderSummary
 from tests import media_factory
@@ -140,18 +140,19 @@ def make_face_clip(path: Path, face: np.ndarray, frames: int = 12,
 
 def decode_video(path: Path, fmt: str = "bgr24") -> list[np.ndarray]:
     """Every picture of the first video stream in presentation order (PyAV, like VideoSource:
-    8-bit YUV pictures to bgr24 through io.yuv's correctly rounded matrix, which
-    tests/unit/test_yuv.py checks against the float64 formula; others through 4:4:4 and
-    swscale)."""
+    8-bit YUV pictures to bgr24 through io.yuv's chroma upsampling at the codec's siting and
+    its matrix rounded once, which tests/unit/test_yuv.py checks against the float64 formula;
+    others through 4:4:4 and swscale)."""
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
-        frames = sorted(((f.pts, _as_array(f, fmt)) for f in container.decode(stream)),
+        centred = chroma_centred(stream.codec_context.name)
+        frames = sorted(((f.pts, _as_array(f, fmt, centred)) for f in container.decode(stream)),
                         key=lambda item: item[0])
     return [np.ascontiguousarray(array) for _, array in frames]
 
 
-def _as_array(frame: Any, fmt: str) -> np.ndarray:
-    fast = picture_to_bgr(frame) if fmt == "bgr24" else None
+def _as_array(frame: Any, fmt: str, centred: bool) -> np.ndarray:
+    fast = picture_to_bgr(frame, centred) if fmt == "bgr24" else None
     return fast if fast is not None else _through_444(frame).to_ndarray(format=fmt)
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from facefuse.geometry import scale_face
 from facefuse.io.analysis_pictures import AnalysisPicture, analysis_picture
+from facefuse.io.yuv import chroma_centred
 from facefuse.pipeline import Pipeline
 from facefuse.shot.analysis_pass import FrameAnalysis
 from facefuse.shot.render import render
@@ -43,15 +44,15 @@ def _pictures(clip: Path) -> list:
         return list(container.decode(video=0))
 
 
-@pytest.mark.parametrize("codec", ["h264", "mjpeg"])  # yuv420p (limited) and yuvj (full range)
+@pytest.mark.parametrize("codec", ["h264", "mjpeg"])  # yuv420p (limited), yuvj444p (full)
 def test_face_regions_are_exactly_the_full_conversion_and_small_stays_close(
         codec: str, testdata: Path, tmp_path: Path) -> None:
     face = face_photo(testdata, (192, 240))
     clip = make_face_clip(tmp_path / f"c.{'mov' if codec == 'mjpeg' else 'mp4'}", face,
                           frames=2, size=SIZE, audio=None, codec=codec)
     picture = _pictures(clip)[1]
-    full = decode_video(clip)[1]  # as the swap pass converts it (via 4:4:4)
-    small = analysis_picture(picture, 640)
+    full = decode_video(clip)[1]  # as the swap pass converts it
+    small = analysis_picture(picture, 640, chroma_centred(codec))  # as the reader makes it
     assert small is not None and small.small.shape == (360, 640, 3) and small.scale_xy == (0.5, 0.5)
     inside, clipped = small.region((101, 51, 501, 401)), small.region((1200, 700, 1400, 800))
     assert inside is not None and inside[1] == (101, 51)
@@ -59,7 +60,9 @@ def test_face_regions_are_exactly_the_full_conversion_and_small_stays_close(
     assert clipped is not None and clipped[1] == (1200, 700) and clipped[0].shape == (20, 80, 3)
     np.testing.assert_array_equal(clipped[0], full[700:, 1200:])
     assert small.region((1300, 10, 1400, 50)) is None  # wholly outside
-    assert small.nbytes == 3 * 1280 * 720 + small.small.nbytes  # 4:4:4 planes + small
+    assert small.picture is picture  # kept as decoded, no 4:4:4 copy: 4:2:0 is half the bytes
+    per_pixel = {"yuv420p": 1.5, "yuvj444p": 3}[picture.format.name]
+    assert small.nbytes == 1280 * 720 * per_pixel + small.small.nbytes
     shrunk = cv2.resize(full, (640, 360), interpolation=cv2.INTER_AREA).astype(int)
     assert np.abs(small.small.astype(int) - shrunk).mean() < 1.0
     assert analysis_picture(picture, 1280) is None  # small enough: the full conversion

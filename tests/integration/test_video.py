@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from facefuse.errors import InputError
-from facefuse.io import video_read
+from facefuse.io import video_read, yuv
 from facefuse.io.video import (
     VIDEO_CODECS,
     DecodeFailure,
@@ -178,8 +178,8 @@ def test_repeated_numbers_give_the_same_frame(clips: dict[str, Clip]) -> None:
 def test_random_access_equals_sequential_decode(testdata: Path) -> None:
     path = testdata / "media" / "asl_yes.mp4"
     with av.open(str(path)) as container:
-        # the reader converts 4:2:0 through 4:4:4 (exact levels); the reference does the same
-        sequential = [f.reformat(format="yuv444p").to_ndarray(format="bgr24")
+        # the reader's conversion (io.yuv, H.264's chroma siting) of each decoded picture
+        sequential = [yuv.picture_to_bgr(f, yuv.chroma_centred("h264"))
                       for f in container.decode(video=0)]
     assert len(sequential) == 65
     with VideoSource(path) as source:

@@ -90,14 +90,14 @@ def test_the_key_depends_on_everything_that_changes_detections():
     others = [replace(KEY, content_sha256="d" * 64), replace(KEY, detector="det:9"),
               replace(KEY, recogniser="rec:9"), replace(KEY, detector_size_px=320),
               replace(KEY, detector_score=0.6), replace(KEY, colorspace="ACEScg"),
-              replace(KEY, version=1)]
-    assert len({KEY.digest, *(k.digest for k in others)}) == 8
+              replace(KEY, version=1), replace(KEY, version=2)]
+    assert len({KEY.digest, *(k.digest for k in others)}) == 9
 
 
 def test_entries_without_cut_signatures_are_never_read():
     """Version 1 entries (detections only) were keyed by the same fields without a version: the
     current key names another file, so the shot is analysed again, signatures and all."""
-    assert ANALYSIS_VERSION == 2 and KEY.version == ANALYSIS_VERSION
+    assert ANALYSIS_VERSION == 3 and KEY.version == ANALYSIS_VERSION  # 3: io.yuv's upsampling
     text = "\n".join(str(v) for v in ("c" * 64, "det:1", "rec:2", 640, 0.5, None))
     assert replace(KEY, version=1).digest == hashlib.sha256(text.encode()).hexdigest()
     assert KEY.digest != replace(KEY, version=1).digest

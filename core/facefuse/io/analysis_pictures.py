@@ -1,16 +1,18 @@
 """Decoded pictures as shot analysis needs them: small for the detector, full size only where
 faces are.
 
-The reader turns an 8-bit subsampled picture into BGR in two swscale steps: upsampling to 4:4:4
-(cheap), then the YUV to BGR matrix (the costly part: most of 20 ms a 1080p frame, 80 ms at 4K),
-yet the detector sees the picture shrunk to its input size and the recogniser sees a 112 px
-crop around each face. An AnalysisPicture keeps the 4:4:4 planes of the first step and gives:
-`small`, the whole picture shrunk (area filter) and converted to BGR in one swscale pass, and
-`region(box)`, only the given box converted to BGR (with where it lies in the frame), with the
-reader's matrix (io.yuv, or swscale for tags io.yuv does not take). The matrix step works pixel
-by pixel, so a region is bit-identical to the full conversion there. Shot analysis cuts its
-recogniser crops from `region`s, so no full-size BGR frame is made for a picture with faces. `small` differs slightly
-from shrinking the full conversion (docs/performance.md has the measured effect on detections).
+The detector sees the picture shrunk to its input size and the recogniser a 112 px crop around
+each face, so converting a whole 8-bit YUV picture to BGR (most of 10-15 ms a 1080p frame, 50-80
+at 4K) is wasted on analysis. An AnalysisPicture keeps the decoded picture itself (4:2:0 as
+decoded: half the bytes of a 4:4:4 copy) and gives `small`, the whole picture shrunk (area
+filter) and converted to BGR in one swscale pass straight from the decoded planes, and
+`region(box)`, only the given box converted to BGR (with where it lies in the frame). Regions go
+through io.yuv's conversion from the decoded planes (its own chroma upsampling and matrix, both
+pixel-local), so a region is bit-identical to the same box of the reader's full conversion;
+for tags io.yuv does not take, the picture is converted whole by swscale, as the reader does,
+and cut. Shot analysis cuts its recogniser crops from `region`s, so no full-size BGR frame is
+made for a picture with faces. `small` differs slightly from shrinking the full conversion
+(docs/performance.md has the measured effect on detections).
 """
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from .yuv import FAST_FORMATS, matrix_of, picture_planes, yuv444_to_bgr
+from .video_common import SUBSAMPLED_8BIT
+from .yuv import FAST_FORMATS, Box, yuv_planes, yuv_to_bgr
 
-Box = tuple[int, int, int, int]  # x0, y0, x1, y1 in frame pixels, x1/y1 exclusive
+# swscale flags for `small`: the area filter, with chroma interpolated to full width and
+# accurate rounding (without them swscale truncates and reads about half a level dark).
+_SMALL_FLAGS = 0x20 | 0x2000 | 0x40000  # SWS_AREA | SWS_FULL_CHR_H_INT | SWS_ACCURATE_RND
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -31,16 +36,18 @@ class AnalysisPicture:
 
     small: BGR uint8 (h, w, 3), the whole picture with its long side at most the size asked
     for. scale_xy: small pixels per frame pixel (< 1), across and down (the small size is
-    rounded, so the two differ slightly unless the aspect divides exactly). picture: the 4:4:4 av.VideoFrame at full
-    resolution (its format and colour tags decide the conversion)."""
+    rounded, so the two differ slightly unless the aspect divides exactly). picture: the
+    decoded 8-bit YUV av.VideoFrame (its format and colour tags decide the conversion).
+    centred: its chroma siting (io.yuv.chroma_centred of the stream's codec)."""
 
     small: np.ndarray
     scale_xy: tuple[float, float]
     picture: Any
+    centred: bool = False
 
     @property
     def nbytes(self) -> int:
-        """The bytes this picture holds (its 4:4:4 planes and `small`), for queue budgets."""
+        """The bytes this picture holds (the decoded planes and `small`), for queue budgets."""
         return int(sum(p.buffer_size for p in self.picture.planes)) + int(self.small.nbytes)
 
     def region(self, box: Box) -> tuple[np.ndarray, tuple[int, int]] | None:
@@ -51,31 +58,24 @@ class AnalysisPicture:
         x1, y1 = min(self.picture.width, box[2]), min(self.picture.height, box[3])
         if x1 <= x0 or y1 <= y0:
             return None
-        return self._region(x0, y0, x1, y1), (x0, y0)
-
-    def _region(self, x0: int, y0: int, x1: int, y1: int) -> np.ndarray:
-        import av
-
-        views = [plane[y0:y1, x0:x1] for plane in picture_planes(self.picture)]
-        matrix = matrix_of(self.picture)
-        if matrix is not None:  # as the reader converts (io.yuv), pixel by pixel
-            return yuv444_to_bgr(views[0], views[1], views[2], matrix)
-        region = av.VideoFrame.from_ndarray(np.stack(views), format=self.picture.format.name)
-        region.colorspace, region.color_range = self.picture.colorspace, self.picture.color_range
-        return region.to_ndarray(format="bgr24")
+        planes = yuv_planes(self.picture, self.centred)
+        if planes is not None:  # as the reader converts (io.yuv), pixel by pixel
+            return np.ascontiguousarray(yuv_to_bgr(planes, (x0, y0, x1, y1))), (x0, y0)
+        name = self.picture.format.name  # swscale's whole conversion, as the reader's
+        whole = self.picture.reformat(format=SUBSAMPLED_8BIT.get(name, name))
+        return np.ascontiguousarray(whole.to_ndarray(format="bgr24")[y0:y1, x0:x1]), (x0, y0)
 
 
-def analysis_picture(picture: Any, max_side_px: int) -> AnalysisPicture | None:
-    """The picture for analysis, or None when it does not take this path: not 8-bit YUV
-    (4:2:0, 4:2:2 or 4:4:4), or no larger than the detector (then the full conversion is as
-    cheap)."""
-    name = picture.format.name
+def analysis_picture(picture: Any, max_side_px: int, centred: bool = False
+                     ) -> AnalysisPicture | None:
+    """The picture for analysis (centred: its chroma siting, see io.yuv.chroma_centred), or
+    None when it does not take this path: not 8-bit YUV (4:2:0, 4:2:2 or 4:4:4), or no larger
+    than the detector (then the full conversion is as cheap)."""
     scale = max_side_px / max(picture.height, picture.width)
-    if scale >= 1.0 or name not in FAST_FORMATS:
+    if scale >= 1.0 or picture.format.name not in FAST_FORMATS:
         return None
-    full = picture if FAST_FORMATS[name] == name else picture.reformat(format=FAST_FORMATS[name])
     size = (max(1, round(picture.width * scale)), max(1, round(picture.height * scale)))
-    small = full.reformat(format="bgr24", width=size[0], height=size[1],
-                          interpolation="AREA").to_ndarray()
+    small = picture.reformat(format="bgr24", width=size[0], height=size[1],
+                             interpolation=_SMALL_FLAGS).to_ndarray()
     scale_xy = (float(size[0] / picture.width), float(size[1] / picture.height))
-    return AnalysisPicture(np.ascontiguousarray(small), scale_xy, full)
+    return AnalysisPicture(np.ascontiguousarray(small), scale_xy, picture, centred)

@@ -10,7 +10,8 @@ seeks to the key frame a wanted frame depends on and decodes forward, recognisin
 its timestamp, never by counting. Frames come out in the engine convention (see types.py): BGR
 uint8 for 8-bit sources, BGR uint16 for deeper ones, BGRA/uint16 BGRA when the source has alpha.
 Colour: reads convert with the matrix and range the stream is tagged with (8-bit YUV through
-io.yuv, rounded once to the nearest level; everything else through swscale).
+io.yuv: its own chroma upsampling at the codec's siting and the matrix, rounded once to the
+nearest level; everything else through swscale).
 
 Rotation: phone footage is often stored sideways with a display matrix telling players to turn
 it. Frames are delivered upright (the stored picture turned by the display rotation with
@@ -43,7 +44,7 @@ from ..errors import InputError
 from ..timing import StageClock
 from .analysis_pictures import AnalysisPicture, analysis_picture
 from .video_common import SUBSAMPLED_8BIT, format_rate, open_input
-from .yuv import picture_to_bgr
+from .yuv import chroma_centred, picture_to_bgr
 
 logger = logging.getLogger(__name__)
 
@@ -367,7 +368,7 @@ class VideoSource:
         while a read() runs on another (a render's pass 1 beside its pass 2)."""
         def convert(picture: Any) -> AnalysisPicture | np.ndarray:
             fast = (None if self._turns or max_side_px is None
-                    else analysis_picture(picture, max_side_px))
+                    else analysis_picture(picture, max_side_px, chroma_centred(self._info.codec)))
             return fast if fast is not None else self._to_array(picture)
 
         return self._start(numbers, convert, clock, shared=True)
@@ -434,12 +435,14 @@ class VideoSource:
     def _to_array(self, frame: Any) -> np.ndarray:
         """A decoded VideoFrame as an engine frame (BGR(A), uint8 or uint16, C-contiguous).
 
-        8-bit YUV pictures with a matrix io.yuv knows: swscale upsamples the chroma to 4:4:4,
-        io.yuv applies the matrix, rounded once. Other 8-bit subsampled pictures are
-        upsampled to 4:4:4 first too (swscale's direct 4:2:0 -> BGR path truncates levels), then
-        converted by swscale, as are deep and alpha pictures. A stored-sideways picture is
+        8-bit YUV pictures with a matrix io.yuv knows: io.yuv upsamples the chroma (at the
+        codec's siting) and applies the matrix, rounded once, exactly as analysis regions are
+        converted (io.analysis_pictures). Other 8-bit subsampled pictures (other tags, rows
+        stored bottom-up) are upsampled to 4:4:4 by swscale first (its direct 4:2:0 -> BGR path
+        truncates levels), then converted by swscale, as are deep and alpha pictures. A stored-sideways picture is
         turned upright (see the module docstring)."""
-        array = picture_to_bgr(frame) if self._array_format == "bgr24" else None
+        array = (picture_to_bgr(frame, chroma_centred(self._info.codec))
+                 if self._array_format == "bgr24" else None)
         if array is None:
             array = self._swscale_array(frame)
         if self._turns:

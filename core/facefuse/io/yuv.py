@@ -1,20 +1,35 @@
-"""8-bit YUV <-> BGR matrix conversions, rounded once, a few times cheaper than swscale's.
+"""8-bit YUV <-> BGR conversions rounded once: the reader's chroma upsampling and matrix, the
+writer's matrix.
 
 swscale converts 4:4:4 YUV to BGR in fixed point and rounds about 0.4 % of limited-range values
 one level too high (and 1 % of BGR -> YUV values); its 4:4:4 -> BGR step is also the most costly
-part of decoding a frame (about 15 ms CPU at 1080p). Here the matrix runs in float32 through
-OpenCV's SIMD arithmetic and rounds once to the nearest level (ties to even), the same as the
-float64 formula rounded:
+part of decoding a frame (about 15 ms CPU at 1080p). Here the matrix runs in float32 (OpenCV's
+SIMD arithmetic; on upsampled chroma numpy's, one IEEE operation at a time, which no OpenCV
+build fuses differently at the ragged end of a row) and rounds once to the nearest level (ties
+to even), the same as the float64 formula rounded:
 
     limited range: Y' = (Y - 16) * 255/219, Cb' = (Cb - 128) * 255/224 (Cr' alike)
     full range:    Y' = Y,                  Cb' = Cb - 128
     R = Y' + 2(1 - Kr) Cr',  B = Y' + 2(1 - Kb) Cb',  G = Y' - (2Kb(1 - Kb) Cb' + 2Kr(1 - Kr) Cr') / Kg
 
-and its inverse for the writer. Chroma resampling (4:2:0 / 4:2:2 <-> 4:4:4) stays with swscale,
-which knows each stream's chroma siting; only the matrix step is replaced. float32 can round a
-value the other way from float64 only within about 3e-5 of a half level: measured 0 to 1e-5 of
-values on real clips (docs/performance.md), 29 of 391 000 on uniformly random BT.601 full-range
-pictures, every one a tie.
+and its inverse for the writer. float32 can round a value the other way from float64 only
+within about 3e-5 of a half level: measured 0 to 1e-5 of values on real clips
+(docs/performance.md), 29 of 391 000 on uniformly random BT.601 full-range pictures, every one
+a tie.
+
+Reading, the chroma of 4:2:0 and 4:2:2 pictures is upsampled here too, bilinearly (the lowest
+order filter that honours the chroma siting: it never overshoots, and each pixel depends only
+on its two nearest samples each way, so any box converts from its own neighbourhood). The
+siting is MPEG-2's, which H.264, HEVC and MPEG-4 decoders report when a stream does not signal
+one: horizontally co-sited with the even luma columns, vertically (4:2:0) midway between the
+two luma rows; JPEG-family codecs (mjpeg, ...) site chroma midway horizontally too. PyAV 18
+exposes neither the frame's nor the stream's chroma location, so the siting follows the codec
+(``chroma_centred``); a stream that signals another siting (e.g. BT.2020's top-left) is read
+as MPEG-2's, a quarter chroma sample off vertically. Edges repeat the outermost sample. With
+weights 1/2, 1/4 and 3/4 the upsampled chroma is exact in float32 (multiples of 1/16 below 256)
+and goes into the matrix unrounded, so the whole conversion rounds once; and as every step is
+elementwise, a box converted on its own (``yuv_to_bgr`` with a box) is bit-identical to the
+same box of the whole picture.
 
 The matrix is the one the picture is tagged with, read as swscale reads it: BT.709, BT.601
 (BT.470BG, SMPTE 170M, and untagged), FCC, SMPTE 240M and BT.2020 non-constant luminance; full
@@ -43,6 +58,9 @@ _LUMA_WEIGHTS = MappingProxyType({
     9: (0.2627, 0.0593),  # BT.2020 non-constant luminance
 })
 _RANGE_JPEG = 2  # AVColorRange
+# How the reader turns 8-bit YUV into BGR: 1 swscale's chroma upsampling and io.yuv's matrix,
+# 2 io.yuv's own upsampling too. Part of a render's fingerprint (frames differ slightly).
+READER_VERSION = 2
 _STRIP_ROWS = 64  # the writer converts in strips of this many rows (stays in cache)
 
 
@@ -91,16 +109,141 @@ def yuv444_to_bgr(y: np.ndarray, cb: np.ndarray, cr: np.ndarray,
     """BGR uint8 (H, W, 3) from three uint8 (H, W) planes of one 4:4:4 picture (views allowed),
     each value the formula of the module docstring rounded to the nearest level and clipped.
     Converted in bands of rows, so the temporaries stay in the CPU's cache."""
-    (by, bu, _, bc), (gy, gu, gv, gc), (ry, _, rv, rc) = matrix.to_bgr()
     out = np.empty((*y.shape, 3), np.uint8)
+    coefficients = matrix.to_bgr()
     for top in range(0, y.shape[0], _STRIP_ROWS):
         rows = slice(top, top + _STRIP_ROWS)
-        luma, blue_difference, red_difference = y[rows], cb[rows], cr[rows]
-        chroma = cv2.addWeighted(blue_difference, gu, red_difference, gv, gc, dtype=cv2.CV_32F)
-        cv2.merge([cv2.addWeighted(luma, by, blue_difference, bu, bc),
-                   cv2.addWeighted(luma, gy, chroma, 1.0, 0.0, dtype=cv2.CV_8U),
-                   cv2.addWeighted(luma, ry, red_difference, rv, rc)], dst=out[rows])
+        _matrix_into(y[rows], cb[rows], cr[rows], coefficients, out[rows])
     return out
+
+
+def _matrix_into(luma: np.ndarray, cb: np.ndarray, cr: np.ndarray, coefficients: np.ndarray,
+                 out: np.ndarray) -> None:
+    """Write the BGR of one band of uint8 planes into `out` (h, w, 3); every step is
+    elementwise, so a pixel's value does not depend on the band around it."""
+    (by, bu, _, bc), (gy, gu, gv, gc), (ry, _, rv, rc) = coefficients
+    chroma = cv2.addWeighted(cb, gu, cr, gv, gc, dtype=cv2.CV_32F)
+    cv2.merge([cv2.addWeighted(luma, by, cb, bu, bc),
+               cv2.addWeighted(luma, gy, chroma, 1.0, 0.0, dtype=cv2.CV_8U),
+               cv2.addWeighted(luma, ry, cr, rv, rc)], dst=out)
+
+
+def _centred_matrix_into(luma: np.ndarray, cb: np.ndarray, cr: np.ndarray,
+                         weights: tuple[np.float32, ...], out: np.ndarray) -> None:
+    """_matrix_into for float32 chroma less 128 (upsampled), `weights` from _centred_weights:
+    luma (Y - 16) * 255/219 (limited range; full range: Y) plus each chroma product, one IEEE
+    operation at a time (numpy's products, OpenCV's sums to uint8, exact to the last bit on
+    every build), so no OpenCV build's fused multiply-adds make a band's ragged end differ."""
+    y_scale, y_zero, bu, gu, gv, rv = weights
+    scaled = np.subtract(luma, y_zero, dtype=np.float32)
+    if y_scale != 1.0:
+        scaled *= y_scale
+    green = np.multiply(cb, gu)
+    green += np.multiply(cr, gv)
+    cv2.merge([cv2.add(scaled, term, dtype=cv2.CV_8U)
+               for term in (np.multiply(cb, bu), green, np.multiply(cr, rv))], dst=out)
+
+
+def _centred_weights(matrix: YuvMatrix) -> tuple[np.float32, ...]:
+    """float32 (luma scale, luma zero, Cb to B, Cb to G, Cr to G, Cr to R) of a matrix."""
+    (ys, bu, _, _), (_, gu, gv, _), (_, _, rv, _) = matrix.to_bgr()
+    zero = 0.0 if matrix.full_range else 16.0
+    return tuple(np.float32(w) for w in (ys, zero, bu, gu, gv, rv))
+
+
+# Chroma upsampling (see the module docstring) ---------------------------------------------------
+Box = tuple[int, int, int, int]  # x0, y0, x1, y1 in picture pixels, x1/y1 exclusive
+# JPEG-family decoders site 4:2:x chroma midway between luma columns; the others as MPEG-2 does.
+_CENTRED_CODECS = frozenset({"mjpeg", "mjpegb", "jpegls", "ljpeg", "amv", "smvjpeg"})
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class YuvPlanes:
+    """One 8-bit YUV picture as uint8 planes (views of the picture's buffers where they can be):
+    luma `y` (H, W); `cb`, `cr` (ceil(H / down), ceil(W / across)); `across`, `down`: the chroma
+    subsampling (2 or 1 each way: 4:2:0 is 2, 2); `centred`: chroma sits midway between luma
+    columns (JPEG) rather than on the even ones (MPEG-2); `matrix`: the conversion."""
+
+    y: np.ndarray
+    cb: np.ndarray
+    cr: np.ndarray
+    across: int
+    down: int
+    centred: bool
+    matrix: YuvMatrix
+
+
+def chroma_centred(codec_name: str) -> bool:
+    """Whether a decoder of this codec (e.g. "h264", "mjpeg") sites 4:2:x chroma midway between
+    luma columns (the JPEG family) rather than on the even ones (MPEG-2, H.264, HEVC, ...)."""
+    return codec_name in _CENTRED_CODECS
+
+
+def yuv_to_bgr(planes: YuvPlanes, box: Box | None = None) -> np.ndarray:
+    """BGR uint8 (h, w, 3) of the whole picture or of `box` (inside the picture): the chroma
+    upsampled bilinearly at the planes' siting, edges repeated, then the matrix, rounded once.
+    A box comes out bit-identical to the same pixels of the whole conversion: it is widened to
+    the chroma grid, read with the one chroma sample of margin the filter needs, and every step
+    is elementwise."""
+    height, width = planes.y.shape
+    x0, y0, x1, y1 = box if box is not None else (0, 0, width, height)
+    left, top = x0 - x0 % planes.across, y0 - y0 % planes.down
+    out = np.empty((y1 - top, x1 - left, 3), np.uint8)
+    coefficients, weights = planes.matrix.to_bgr(), _centred_weights(planes.matrix)
+    for first in range(top, y1, _STRIP_ROWS):
+        last = min(first + _STRIP_ROWS, y1)
+        luma, band = planes.y[first:last, left:x1], out[first - top:last - top]
+        if planes.across == planes.down == 1:
+            _matrix_into(luma, planes.cb[first:last, left:x1], planes.cr[first:last, left:x1],
+                         coefficients, band)
+            continue
+        cb, cr = (_upsampled(plane, planes, (left, first, x1, last))
+                  for plane in (planes.cb, planes.cr))
+        _centred_matrix_into(luma, cb, cr, weights, band)
+    return out[y0 - top:, x0 - left:]
+
+
+def _upsampled(plane: np.ndarray, planes: YuvPlanes, box: Box) -> np.ndarray:
+    """The 4:2:x chroma `plane` less 128 at luma resolution over `box` (whose x0, y0 lie on the
+    chroma grid): float32, exact."""
+    x0, y0, x1, y1 = box
+    rows = ((y0 // 2 - 1, (y1 + 1) // 2 + 1) if planes.down == 2 else (y0, y1))
+    window = np.subtract(_window(plane, rows, (x0 // 2 - 1, (x1 + 1) // 2 + 1)), 128,
+                         dtype=np.float32)
+    tall = _doubled_rows(window) if planes.down == 2 else window
+    return _doubled_columns(tall, planes.centred)[:y1 - y0, :x1 - x0]
+
+
+def _window(plane: np.ndarray, rows: tuple[int, int], columns: tuple[int, int]) -> np.ndarray:
+    """plane[rows, columns], the rows and columns beyond the plane (one at most each side)
+    repeating its edge."""
+    height, width = plane.shape
+    (r0, r1), (c0, c1) = rows, columns
+    view = plane[max(r0, 0):min(r1, height), max(c0, 0):min(c1, width)]
+    borders = (max(0, -r0), max(0, r1 - height), max(0, -c0), max(0, c1 - width))
+    return cv2.copyMakeBorder(view, *borders, cv2.BORDER_REPLICATE) if any(borders) else view
+
+
+def _doubled_rows(window: np.ndarray) -> np.ndarray:
+    """float32 (2n, w) from float32 (n + 2, w) rows with a margin row each side: chroma sited
+    midway between two luma rows gives them 3/4 of its own value and 1/4 of the nearer
+    neighbour's."""
+    inner = window[1:-1]
+    tall = np.empty((2 * inner.shape[0], window.shape[1]), np.float32)
+    cv2.addWeighted(inner, 0.75, window[:-2], 0.25, 0.0, dst=tall[0::2])
+    cv2.addWeighted(inner, 0.75, window[2:], 0.25, 0.0, dst=tall[1::2])
+    return tall
+
+
+def _doubled_columns(rows: np.ndarray, centred: bool) -> np.ndarray:
+    """float32 (h, 2m) from float32 (h, m + 2) with a margin column each side. Co-sited
+    (MPEG-2): even columns take the sample, odd ones the mean of it and the next; centred
+    (JPEG): each column 3/4 of its sample and 1/4 of the nearer neighbour."""
+    inner = rows[:, 1:-1]
+    near, far = (0.75, 0.25) if centred else (0.5, 0.5)
+    even = cv2.addWeighted(inner, near, rows[:, :-2], far, 0.0) if centred else inner
+    odd = cv2.addWeighted(inner, near, rows[:, 2:], far, 0.0)
+    return cv2.merge([even, odd]).reshape(rows.shape[0], -1)
 
 
 def bgr_to_yuv444(bgr: np.ndarray, matrix: YuvMatrix, bits: int = 8,
@@ -145,19 +288,44 @@ WRITER_FORMATS = MappingProxyType({
 })
 
 
+# 4:4:4 pictures and chroma subsampling (across, down) of the 8-bit formats the fast path takes.
+_SUBSAMPLING = MappingProxyType({"yuv420p": (2, 2), "yuvj420p": (2, 2), "nv12": (2, 2),
+                                 "yuv422p": (2, 1), "yuvj422p": (2, 1),
+                                 "yuv444p": (1, 1), "yuvj444p": (1, 1)})
+
+
 def picture_planes(picture: Any) -> list[np.ndarray]:
     """uint8 (h, w) views of a planar 8-bit av.VideoFrame's planes (no copy)."""
     return [np.frombuffer(p, np.uint8).reshape(p.height, p.line_size)[:, :p.width]
             for p in picture.planes]
 
 
-def full_chroma(picture: Any) -> Any | None:
-    """The picture at 4:4:4 (swscale's chroma upsampling, the siting the stream gives), or None
-    when it is not an 8-bit YUV picture with a matrix this module converts."""
+def yuv_planes(picture: Any, centred: bool = False) -> YuvPlanes | None:
+    """The planes of a decoded 8-bit YUV av.VideoFrame (see YuvPlanes; `centred`: see
+    chroma_centred), or None when it is not one with a matrix this module converts (or it
+    stores its rows bottom-up): use swscale's conversion then."""
     name = picture.format.name
-    if (name not in FAST_FORMATS or matrix_of(picture) is None
-            or any(p.line_size < 0 for p in picture.planes)):  # bottom-up rows: swscale's
+    matrix = matrix_of(picture)
+    if (name not in _SUBSAMPLING or matrix is None
+            or any(p.line_size < 0 for p in picture.planes)):
         return None
+    across, down = _SUBSAMPLING[name]
+    if name == "nv12":  # one plane of interleaved Cb, Cr
+        uv = picture.planes[1]
+        interleaved = np.frombuffer(uv, np.uint8).reshape(uv.height, uv.line_size)
+        y = picture_planes(picture)[0]
+        cb, cr = cv2.split(interleaved[:, :2 * uv.width].reshape(uv.height, uv.width, 2))
+    else:
+        y, cb, cr = picture_planes(picture)
+    return YuvPlanes(y, cb, cr, across, down, centred, matrix)
+
+
+def full_chroma(picture: Any) -> Any | None:
+    """The picture at 4:4:4 by swscale's chroma upsampling (the reader's path before io.yuv
+    upsampled itself; kept for comparisons), or None as for yuv_planes."""
+    if yuv_planes(picture) is None:
+        return None
+    name = picture.format.name
     return picture if FAST_FORMATS[name] == name else picture.reformat(format=FAST_FORMATS[name])
 
 
@@ -166,16 +334,12 @@ def matrix_of(picture: Any) -> YuvMatrix | None:
     return matrix_for(picture.colorspace, picture.color_range, picture.format.name)
 
 
-def picture_to_bgr(picture: Any) -> np.ndarray | None:
-    """A decoded 8-bit YUV av.VideoFrame as BGR uint8 (H, W, 3), or None where this module does
-    not convert it (other formats and tags: use swscale's conversion)."""
-    full = full_chroma(picture)
-    if full is None:
-        return None
-    matrix = matrix_of(full)
-    assert matrix is not None
-    y, cb, cr = picture_planes(full)
-    return yuv444_to_bgr(y, cb, cr, matrix)
+def picture_to_bgr(picture: Any, centred: bool = False) -> np.ndarray | None:
+    """A decoded 8-bit YUV av.VideoFrame as BGR uint8 (H, W, 3) (yuv_to_bgr; `centred`: the
+    chroma siting, see chroma_centred), or None where this module does not convert it (other
+    formats and tags: use swscale's conversion)."""
+    planes = yuv_planes(picture, centred)
+    return None if planes is None else yuv_to_bgr(planes)
 
 
 def bgr_to_picture(bgr: np.ndarray, pixel_format: str, colorspace: int,

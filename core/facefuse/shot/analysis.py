@@ -41,8 +41,10 @@ log = logging.getLogger(__name__)
 Detections = Mapping[int, tuple[Face, ...]]
 DEFAULT_RATE_HZ = 24.0  # image sequences carry no rate; smoothing assumes film rate
 # What an analysis cache entry holds: 1 detections and embeddings, 2 also the frames' cut
-# signatures. Part of the key, so entries written by another version are never read.
-ANALYSIS_VERSION = 2
+# signatures, 3 the same from pictures whose 4:2:x chroma io.yuv upsamples itself (before:
+# swscale), so detections and embeddings differ slightly. Part of the key, so entries written
+# by another version are never read.
+ANALYSIS_VERSION = 3
 # How plan_targets decides what to swap: 1 tracks over the whole range and the largest track;
 # 2 cuts, tracks per shot, people, pose smoothing; 3 local decisions (see plan_horizon):
 # fixed-lag smoothing, each track's identity from its opening frames, faces pasted in order of

@@ -34,6 +34,7 @@ import numpy as np
 from ..cache.hashes import HashMemo
 from ..color import input_conversion
 from ..io.video import DecodeFailure
+from ..io.yuv import READER_VERSION
 from ..models.manifest import ROLES
 from ..pipeline import Pipeline
 from ..runtime.memory import returning_freed_memory
@@ -224,7 +225,7 @@ class RenderJob:
         memo.flush()
         analysed = self.frames.analysed
         extra = {"smoothing": repr(self._smoothing()), "frames": (analysed[0], analysed[-1]),
-                 "plan": PLAN_VERSION,
+                 "plan": PLAN_VERSION, "reader": READER_VERSION,
                  "start_number": self.request.start_number, "input": content_sha256,
                  "reference": references, "enhancer": bool(self.request.settings.enhancer),
                  "conform_vfr": self.request.conform_vfr}
