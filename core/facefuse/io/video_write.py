@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType, TracebackType
@@ -34,7 +34,9 @@ import av
 import numpy as np
 
 from ..errors import FacefuseError, InputError
+from ..types import Pasted
 from .files import create_temporary, is_write_failure, write_error
+from .passthrough import DecodedPicture, EncoderTarget, compose, refusal
 from .video_common import (
     CRF_CODECS,
     DEFAULT_CRF,
@@ -193,6 +195,7 @@ class VideoSink:
         self._stream: Any = None
         self._pix_fmt, self._deep = self._spec.pix_fmt, False
         self._count, self._done = 0, False
+        self._decisions: set[str | None] = set()  # the passthrough decisions logged
 
     def _make_temp(self) -> Path:
         """The hidden temporary beside the output; its mode follows the umask, as images'."""
@@ -223,9 +226,15 @@ class VideoSink:
             container.metadata[key] = str(value)
         return container
 
-    def write(self, frame: np.ndarray) -> None:
+    def write(self, frame: np.ndarray, decoded: DecodedPicture | None = None,
+              pasted: Sequence[Pasted] = (), colour_transform: bool = False) -> None:
         """Append one engine frame ((H, W, 3|4) BGR(A), uint8/uint16/float32, the sink's size).
-        Alpha is kept by prores_4444, rawvideo and ffv1 and dropped by the other codecs."""
+        Alpha is kept by prores_4444, rawvideo and ffv1 and dropped by the other codecs.
+
+        decoded: the picture `frame` was decoded from, and pasted: where faces were pasted into
+        `frame` since; when io.passthrough.refusal lets it through (colour_transform: the frame's
+        colours were transformed since), the encoder gets a copy of its planes with only the
+        pasted samples replaced instead of the whole frame converted (see io.passthrough)."""
         if self._done:
             raise ValueError("write() after close() or abort()")
         if frame.shape[:2] != (self._info.height, self._info.width):
@@ -233,10 +242,12 @@ class VideoSink:
                              f"{self._info.width}x{self._info.height}")
         if self._stream is None:
             self._open_streams(frame)
-        turns = self._info.rotation_deg // 90 % 4
-        if turns:  # back to the source's stored orientation (lossless); see _open_streams
-            frame = np.ascontiguousarray(np.rot90(frame, -turns))
-        picture = self._picture(*_as_writable(frame, deep=self._deep))
+        picture = self._passed_through(frame, decoded, pasted, colour_transform)
+        if picture is None:
+            turns = self._info.rotation_deg // 90 % 4
+            if turns:  # back to the source's stored orientation (lossless); see _open_streams
+                frame = np.ascontiguousarray(np.rot90(frame, -turns))
+            picture = self._picture(*_as_writable(frame, deep=self._deep))
         picture.pts = self._count
         self._count += 1
         try:
@@ -245,6 +256,24 @@ class VideoSink:
                 self._audio.copy_until(self._container, float(self._count / self._info.rate))
         except (av.FFmpegError, OSError) as exc:
             raise self._failed(exc) from exc
+
+    def _passed_through(self, frame: np.ndarray, decoded: DecodedPicture | None,
+                        pasted: Sequence[Pasted], colour_transform: bool) -> Any | None:
+        """The decoded picture with the pasted samples replaced, or None where
+        io.passthrough.refusal says no (each reason logged once per sink, at debug)."""
+        cc = self._stream.codec_context
+        target = EncoderTarget(self._pix_fmt, cc.width, cc.height, cc.colorspace,
+                               cc.color_range, self._info.rotation_deg // 90 % 4)
+        reason = refusal(decoded, target, frame, colour_transform)
+        if reason not in self._decisions:
+            self._decisions.add(reason)
+            if reason is None:
+                logger.debug("%s: decoded pictures pass through, only pasted samples converted",
+                             self._path)
+            else:
+                logger.debug("%s: whole frames converted: %s", self._path, reason)
+        return None if reason is not None or decoded is None else compose(
+            decoded, frame, pasted, target)
 
     def _picture(self, array: np.ndarray, packed: str) -> Any:
         """The av.VideoFrame to encode, in the stream's pixel format. YUV targets of a BGR frame

@@ -201,3 +201,51 @@ def bgr_to_picture(bgr: np.ndarray, pixel_format: str, colorspace: int,
     # tagged as converted: a yuvj format is full range whatever full_range says
     picture.colorspace, picture.color_range = colorspace, _RANGE_JPEG if matrix.full_range else 1
     return picture if full_format == pixel_format else picture.reformat(format=pixel_format)
+
+
+# Pasting into decoded planes ---------------------------------------------------------------------
+# 8-bit planar YUV formats a writer may start from the decoded picture for, and their chroma
+# subsampling (horizontal, vertical).
+PLANAR_8BIT = MappingProxyType({
+    "yuv420p": (2, 2), "yuvj420p": (2, 2), "yuv422p": (2, 1), "yuvj422p": (2, 1),
+    "yuv444p": (1, 1), "yuvj444p": (1, 1),
+})
+# Luma pixels of frame around a changed box that its conversion also reads: swscale's chroma
+# filter for a 2:1 reduction reaches 2 luma pixels past a sample's footprint (a margin of 2
+# already gives the whole frame's values exactly, tests/unit/test_passthrough.py), so 8 is ample.
+_BOX_MARGIN_PX = 8
+
+
+def paste_into_planes(planes: Sequence[np.ndarray], bgr: np.ndarray, x0: int, y0: int,
+                      changed: np.ndarray, pixel_format: str, colorspace: int,
+                      full_range: bool) -> None:
+    """Write into ``planes`` (writable uint8 Y, Cb, Cr of a ``pixel_format`` picture the size
+    of ``bgr``) the samples that ``changed`` (bool (h, w), the frame pixels from (x0, y0) that a
+    paste wrote) touches: luma where ``changed``, chroma where the sample's footprint (its 2x2,
+    2x1 or 1x1 luma pixels) holds a changed pixel. The values are those bgr_to_picture gives
+    for the whole BGR uint8 frame ``bgr``: the matrix rounded once, then swscale's chroma
+    subsampling, run over the changed box widened by a margin swscale's filter does not see
+    past (so the samples equal the whole frame's conversion exactly)."""
+    sx, sy = PLANAR_8BIT[pixel_format]
+    height, width = bgr.shape[:2]
+    rows, cols = np.flatnonzero(changed.any(axis=1)), np.flatnonzero(changed.any(axis=0))
+    if rows.size == 0:
+        return
+    top, bottom = y0 + int(rows[0]), y0 + int(rows[-1]) + 1  # the changed pixels' box
+    left, right = x0 + int(cols[0]), x0 + int(cols[-1]) + 1
+    # the box to convert: whole chroma footprints, widened by the margin, within the frame
+    bx0, by0 = max(0, left // sx * sx - _BOX_MARGIN_PX), max(0, top // sy * sy - _BOX_MARGIN_PX)
+    bx1 = min(width, -(-right // sx) * sx + _BOX_MARGIN_PX)
+    by1 = min(height, -(-bottom // sy) * sy + _BOX_MARGIN_PX)
+    picture = bgr_to_picture(np.ascontiguousarray(bgr[by0:by1, bx0:bx1]), pixel_format,
+                             colorspace, full_range)
+    assert picture is not None  # PLANAR_8BIT formats and io.yuv matrices only
+    where = np.zeros((by1 - by0, bx1 - bx0), bool)
+    where[top - by0:bottom - by0, left - bx0:right - bx0] = changed[
+        rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
+    box = picture_planes(picture)
+    np.copyto(planes[0][by0:by1, bx0:bx1], box[0], where=where)
+    footprint = where.reshape(where.shape[0] // sy, sy, where.shape[1] // sx, sx).any(axis=(1, 3))
+    chroma = slice(by0 // sy, by1 // sy), slice(bx0 // sx, bx1 // sx)
+    for plane, values in zip(planes[1:], box[1:], strict=True):
+        np.copyto(plane[chroma], values, where=footprint)
