@@ -61,8 +61,8 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> list[tuple[np.ndarray, list[np.
     seen: list[tuple[np.ndarray, list[np.ndarray]]] = []
     original = video_write.compose
 
-    def capture(picture: Any, frame: np.ndarray, pasted: Any, target: Any) -> Any:
-        out = original(picture, frame, pasted, target)
+    def capture(picture: Any, frame: np.ndarray, *rest: Any) -> Any:
+        out = original(picture, frame, *rest)
         seen.append((frame.copy(), [p.copy() for p in picture_planes(out)]))
         return out
 
@@ -120,6 +120,24 @@ def test_a_sideways_phone_clip_converts_whole_frames(
     assert summary.swapped > 0 and captured == []
     reasons = [r.getMessage() for r in caplog.records if "whole frames" in r.getMessage()]
     assert len(reasons) == 1 and "display rotation" in reasons[0]
+
+
+@pytest.mark.parametrize(("output", "fields", "words"), [
+    ("out.mp4", {"colorspace": "Linear Rec.709 (sRGB)"}, "colour-transformed"),
+    ("out.mov", {"codec": "prores_422"}, "not the encoder's yuv422p10le"),  # 10-bit output
+], ids=["colour-transform", "10-bit"])
+def test_other_renders_of_the_clip_convert_whole_frames(
+        testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path,
+        captured: list, caplog: pytest.LogCaptureFixture, output: str,
+        fields: dict[str, str], words: str) -> None:
+    clip = _bt709_clip(tmp_path / "shot.mp4", face_photo(testdata))
+    with caplog.at_level(logging.DEBUG, logger="facefuse.io.video_write"):
+        request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
+                                 clip, tmp_path / output, swapper="colour", **fields)
+        summary, _ = run_render(request)
+    assert summary.failed == () and captured == []
+    reasons = [r.getMessage() for r in caplog.records if "whole frames" in r.getMessage()]
+    assert len(reasons) == 1 and words in reasons[0], reasons
 
 
 def test_matte_and_patch_are_the_same_whether_frames_pass_through_or_not(

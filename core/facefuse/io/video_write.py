@@ -32,6 +32,7 @@ from typing import Any, Self
 
 import av
 import numpy as np
+from av.video.reformatter import VideoReformatter
 
 from ..errors import FacefuseError, InputError
 from ..types import Pasted
@@ -196,6 +197,7 @@ class VideoSink:
         self._pix_fmt, self._deep = self._spec.pix_fmt, False
         self._count, self._done = 0, False
         self._decisions: set[str | None] = set()  # the passthrough decisions logged
+        self._reformatter = VideoReformatter()  # for the pasted boxes (io.passthrough.compose)
 
     def _make_temp(self) -> Path:
         """The hidden temporary beside the output; its mode follows the umask, as images'."""
@@ -273,7 +275,7 @@ class VideoSink:
             else:
                 logger.debug("%s: whole frames converted: %s", self._path, reason)
         return None if reason is not None or decoded is None else compose(
-            decoded, frame, pasted, target)
+            decoded, frame, pasted, target, self._reformatter)
 
     def _picture(self, array: np.ndarray, packed: str) -> Any:
         """The av.VideoFrame to encode, in the stream's pixel format. YUV targets of a BGR frame
