@@ -13,7 +13,9 @@ What survives where (PyAV 18 / FFmpeg 8 muxers and demuxers):
 Colour: output is tagged and converted as BT.709 limited range (mjpeg: BT.601 full range, as JPEG
 defines; rawvideo and ffv1 store the frame's RGB as it is, tagged RGB full range). YUV outputs
 of BGR frames (8-bit, and the 10-bit ProRes / DNxHR / deep h265 ones) get io.yuv's correctly
-rounded matrix, swscale subsampling the chroma; frames with alpha go through swscale.
+rounded matrix, swscale subsampling the chroma; frames with alpha go through swscale. A frame
+written with the decoded picture it came from goes to the encoder as a copy of that picture's
+planes with only the pasted samples converted, where io.passthrough.refusal allows.
 Lossless: rawvideo (.mov only: Matroska has no native raw RGB) stores bgr24, bgra (alpha) or
 rgb48be (deep frames; a deep frame with alpha keeps the alpha in 8-bit bgra, as FFmpeg has no
 16-bit RGBA raw tag for .mov); ffv1 (.mkv only: FFmpeg's mov muxer refuses it) is FFV1 level 3,
@@ -196,7 +198,8 @@ class VideoSink:
         self._stream: Any = None
         self._pix_fmt, self._deep = self._spec.pix_fmt, False
         self._count, self._done = 0, False
-        self._decisions: set[str | None] = set()  # the passthrough decisions logged
+        # whether decoded pictures pass through (None: no frame yet; False: refused, for good)
+        self.passes_through: bool | None = None
         self._reformatter = VideoReformatter()  # for the pasted boxes (io.passthrough.compose)
 
     def _make_temp(self) -> Path:
@@ -262,20 +265,24 @@ class VideoSink:
     def _passed_through(self, frame: np.ndarray, decoded: DecodedPicture | None,
                         pasted: Sequence[Pasted], colour_transform: bool) -> Any | None:
         """The decoded picture with the pasted samples replaced, or None where
-        io.passthrough.refusal says no (each reason logged once per sink, at debug)."""
+        io.passthrough.refusal says no. The first frame decides for the stream (the conditions
+        are the stream's): a refusal then holds for every later frame, and is logged once, at
+        debug, as is the passing through."""
+        if self.passes_through is False:
+            return None
         cc = self._stream.codec_context
         target = EncoderTarget(self._pix_fmt, cc.width, cc.height, cc.colorspace,
                                cc.color_range, self._info.rotation_deg // 90 % 4)
         reason = refusal(decoded, target, frame, colour_transform)
-        if reason not in self._decisions:
-            self._decisions.add(reason)
-            if reason is None:
-                logger.debug("%s: decoded pictures pass through, only pasted samples converted",
-                             self._path)
-            else:
-                logger.debug("%s: whole frames converted: %s", self._path, reason)
-        return None if reason is not None or decoded is None else compose(
-            decoded, frame, pasted, target, self._reformatter)
+        if reason is not None or decoded is None:
+            self.passes_through = False
+            logger.debug("%s: whole frames converted: %s", self._path, reason)
+            return None
+        if self.passes_through is None:
+            self.passes_through = True
+            logger.debug("%s: decoded pictures pass through, only pasted samples converted",
+                         self._path)
+        return compose(decoded, frame, pasted, target, self._reformatter)
 
     def _picture(self, array: np.ndarray, packed: str) -> Any:
         """The av.VideoFrame to encode, in the stream's pixel format. YUV targets of a BGR frame

@@ -67,7 +67,12 @@ class Processed:
 
 
 class FrameWriter(Protocol):
-    takes_pictures: bool  # whether write() uses Processed.picture (render reads them then)
+    @property
+    def takes_pictures(self) -> bool:
+        """Whether write() uses Processed.picture now (render reads pictures while it does;
+        it may turn False once, after the first frame, never back)."""
+        ...
+
 
     def finished(self, number: int, fingerprint: str) -> bool: ...
 
@@ -187,12 +192,15 @@ class SequenceWriter:
         self.extras = extras
         self.linear = linear  # display-referred input to EXR: see _writes_linear_exr
         self._pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="facefuse-encode")
-        self.takes_pictures = False
         self._pending: deque[tuple[Processed, Future[float] | None]] = deque()
 
     @property
     def outputs(self) -> tuple[SequenceOutput, ...]:
         return (self.main, *self.extras.outputs)
+
+    @property
+    def takes_pictures(self) -> bool:
+        return False
 
     def finished(self, number: int, fingerprint: str) -> bool:
         return self.main.finished(number, fingerprint) and self.extras.finished(number,
@@ -250,7 +258,15 @@ class VideoWriter:
         self.sink: video.VideoSink | None = None
         self.last: Processed | None = None  # the last good frame, the stand-in for failures
         self.leading_failures = 0
-        self.takes_pictures = colour is None  # colour-transformed frames are converted whole
+
+    @property
+    def takes_pictures(self) -> bool:
+        """Until the first frame is written: unless colour-transformed (then frames are
+        converted whole); then as long as its picture passed through (the conditions hold for
+        the whole stream), so a refused render stops carrying pictures after one frame."""
+        if self.colour is not None:
+            return False
+        return self.sink is None or self.sink.passes_through is not False
 
     def finished(self, number: int, fingerprint: str) -> bool:
         return False

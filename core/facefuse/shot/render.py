@@ -333,11 +333,11 @@ class RenderJob:
     def _planned(self, plan: EarlyPlan, numbers: Sequence[int]) -> Iterator[_Read]:
         """The frames (see _timed) with their targets, each once its targets are final (the
         reader thread waits for the analysis here; AnalysisStopped when they will not be)."""
-        pictures = self.writer.takes_pictures
-        for number, frame, picture, ms in _timed(self.shot, numbers, pictures):
+        writer = self.writer
+        for number, frame, picture, ms in _timed(self.shot, numbers, writer.takes_pictures):
             targets = plan.targets(number)
             self.found[number] = plan.feed.found(number)
-            yield number, frame, picture, ms, targets
+            yield number, frame, picture if writer.takes_pictures else None, ms, targets
 
 
 class _PassTwo:
