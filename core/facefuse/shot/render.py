@@ -63,7 +63,7 @@ log = logging.getLogger(__name__)
 
 # What pass 2's reader hands to inference: number, frame (or failure), decoded picture, the
 # read's stage milliseconds and the frame's targets.
-_Read = tuple[int, Any, "DecodedPicture | None", Mapping[str, float], tuple[Face, ...]]
+_Read = tuple[int, Any, DecodedPicture | None, Mapping[str, float], tuple[Face, ...]]
 
 
 def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
