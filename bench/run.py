@@ -36,8 +36,11 @@ CLIP_RATE = Fraction(30)
 YUNET = "face_detection_yunet_2023mar.onnx"
 
 
-def build_clip(source: Path, out: Path, size: tuple[int, int], frames: int) -> Path:
-    """`source` resized to `size` (width, height) and looped to `frames` frames, h264 4:2:0."""
+def build_clip(source: Path, out: Path, size: tuple[int, int], frames: int,
+               bt709: bool = False) -> Path:
+    """`source` resized to `size` (width, height) and looped to `frames` frames, h264 4:2:0;
+    untagged (read as BT.601), or with `bt709` converted and tagged BT.709 limited range, as
+    HD camera footage is (the writer then passes decoded pictures through: docs/render.md)."""
     if out.is_file():
         with av.open(str(out)) as existing:
             if existing.streams.video[0].frames >= frames:
@@ -50,9 +53,14 @@ def build_clip(source: Path, out: Path, size: tuple[int, int], frames: int) -> P
         stream = container.add_stream("libx264", rate=CLIP_RATE)
         stream.width, stream.height, stream.pix_fmt = size[0], size[1], "yuv420p"
         stream.options = {"preset": "ultrafast", "crf": "18"}
+        if bt709:
+            stream.codec_context.colorspace, stream.codec_context.color_range = 1, 1
         for i in range(frames):
             picture = cv2.resize(pictures[i % len(pictures)], size, interpolation=cv2.INTER_LINEAR)
             frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(picture), format="bgr24")
+            if bt709:
+                frame = frame.reformat(format="yuv420p", dst_colorspace="itu709",
+                                       dst_color_range=1)
             container.mux(stream.encode(frame))
         container.mux(stream.encode())
     partial.replace(out)
@@ -105,9 +113,12 @@ def clip_for(scenario: dict[str, Any], scenarios: Sequence[dict[str, Any]], test
     base = testdata / "media" / "asl_yes.mp4"
     if scenario["clip"] == "480p":
         return base
-    frames = max(s["frames"] for s in scenarios if s["clip"] == scenario["clip"])
-    return build_clip(base, work / "clips" / f"{scenario['clip']}.mp4",
-                      SIZES[scenario["clip"]], frames)
+    colour = scenario.get("colour", "")
+    frames = max(s["frames"] for s in scenarios
+                 if s["clip"] == scenario["clip"] and s.get("colour", "") == colour)
+    name = f"{scenario['clip']}-{colour}" if colour else scenario["clip"]
+    return build_clip(base, work / "clips" / f"{name}.mp4", SIZES[scenario["clip"]], frames,
+                      bt709=colour == "bt709")
 
 
 def machine() -> dict[str, Any]:

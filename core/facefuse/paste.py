@@ -7,29 +7,11 @@ runs in float32 at the frame's own scale, so uint16 and float32 frames keep thei
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import cv2
 import numpy as np
 
 from .geometry import DisplayConversion, invert_affine, transform_points
-
-
-@dataclass(frozen=True, slots=True)
-class Roi:
-    """A frame rectangle, x0/y0 inclusive and x1/y1 exclusive, in frame pixels."""
-
-    x0: int
-    y0: int
-    x1: int
-    y1: int
-
-    @property
-    def empty(self) -> bool:
-        return self.x1 <= self.x0 or self.y1 <= self.y0
-
-    def slices(self) -> tuple[slice, slice]:
-        return slice(self.y0, self.y1), slice(self.x0, self.x1)
+from .types import Roi
 
 
 def crop_roi(frame_shape: tuple[int, ...], crop_size_px: int, crop_to_frame: np.ndarray) -> Roi:

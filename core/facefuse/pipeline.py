@@ -25,7 +25,7 @@ from .geometry import DisplayConversion
 from .io.images import decode_image, read_image_bytes
 from .masks import box_mask, combine_masks, keep_out, landmark_hull_mask, soften_model_mask
 from .models.manifest import Manifest
-from .paste import Roi, paste_into, warp_from_roi
+from .paste import paste_into, warp_from_roi
 from .runtime.loading import DownloadProgress, ModelLoader
 from .runtime.sessions import SessionTimer
 from .selection import largest_face, select_faces
@@ -33,7 +33,7 @@ from .stages import Swapper
 from .stages.boost import boost_factor
 from .stages.swap import NEUTRAL_WEIGHT, blend_identity
 from .timing import StageClock
-from .types import AlignedCrop, Face, FrameResult, SourceIdentity
+from .types import AlignedCrop, Face, FrameResult, Pasted, Roi, SourceIdentity
 from .vectors import mean_direction
 
 log = logging.getLogger(__name__)
@@ -175,13 +175,16 @@ class Pipeline:
         cut = [self._cut_face(frame, face, identity, clock, colour) for face in targets]
         out = frame if in_place else frame.copy()
         union = np.zeros(frame.shape[:2], np.float32) if targets and matte else None
+        pasted: list[tuple[Roi, np.ndarray]] = []
         for face, (crop, latent) in zip(targets, cut):
             swapped = self._swap_face(out, face, crop, latent, union, clock, colour)
+            pasted.append(swapped)
             if self.settings.enhancer:
                 with clock.measure("enhance"):
-                    self._enhance_face(out, face, colour, swapped)
+                    pasted.append(self._enhance_face(out, face, colour, swapped))
         seen = tuple(faces) if faces is not None else tuple(targets)
-        return FrameResult(out, seen, tuple(targets), union, clock.snapshot())
+        return FrameResult(out, seen, tuple(targets), union, clock.snapshot(),
+                           tuple(Pasted(roi, mask) for roi, mask in pasted if not roi.empty))
 
     def _cut_face(self, frame: np.ndarray, face: Face, identity: SourceIdentity,
                   clock: StageClock, colour: DisplayConversion | None
@@ -276,9 +279,10 @@ class Pipeline:
         return self._box_masks[size_px]
 
     def _enhance_face(self, out: np.ndarray, face: Face, colour: DisplayConversion | None,
-                      swapped: tuple[Roi, np.ndarray]) -> None:
-        """Restore the swapped face. With occlusion, region or mouth masks the restorer is held
-        to the swap's own mask too, so what those masks kept of the target stays the target's."""
+                      swapped: tuple[Roi, np.ndarray]) -> tuple[Roi, np.ndarray]:
+        """Restore the swapped face; returns where it was pasted and the mask used there. With
+        occlusion, region or mouth masks the restorer is held to the swap's own mask too, so
+        what those masks kept of the target stays the target's."""
         spec = self.models.load("enhancer").family.crop_spec()
         crop = geometry.warp_crop(out, face.kps5, *spec, colour)
         restored = self.models.restorer().enhance(crop)
@@ -287,8 +291,8 @@ class Pipeline:
             roi, roi_mask = swapped
             mask = combine_masks(mask, warp_from_roi(roi_mask, crop.frame_to_crop, roi,
                                                      crop.size_px))
-        paste_into(out, restored, mask * np.float32(self.settings.enhancer_blend),
-                   crop.frame_to_crop, colour)
+        return paste_into(out, restored, mask * np.float32(self.settings.enhancer_blend),
+                          crop.frame_to_crop, colour)
 
     def _uses_model_masks(self) -> bool:
         return bool(self.settings.occluder or self.settings.parser or self.settings.mouth_mask)

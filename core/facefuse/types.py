@@ -54,6 +54,36 @@ class AlignedCrop:
     size_px: int
 
 
+@dataclass(frozen=True, slots=True)
+class Roi:
+    """A frame rectangle, x0/y0 inclusive and x1/y1 exclusive, in frame pixels."""
+
+    x0: int
+    y0: int
+    x1: int
+    y1: int
+
+    @property
+    def empty(self) -> bool:
+        return self.x1 <= self.x0 or self.y1 <= self.y0
+
+    def slices(self) -> tuple[slice, slice]:
+        return slice(self.y0, self.y1), slice(self.x0, self.x1)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Pasted:
+    """Where one paste (a swapped or an enhanced face) wrote into a frame.
+
+    roi: the frame rectangle it read and wrote. mask: float32 (roi height, roi width) blend
+    weight in [0, 1]; only pixels where it is > 0 were written, every other pixel of the frame
+    kept its exact value.
+    """
+
+    roi: Roi
+    mask: np.ndarray
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class FrameResult:
     """What processing one frame produced.
@@ -61,7 +91,9 @@ class FrameResult:
     frame: the output frame (same shape and dtype as the input frame).
     faces: every face the detector found. swapped: the faces that were replaced.
     matte: float32 (H, W) blend mask in [0, 1] (the union of the pasted masks), or None if nothing
-    was pasted. timings_ms: wall time per stage for this frame.
+    was pasted. timings_ms: wall time per stage for this frame. pasted: every paste in the
+    order it was made (swaps and, with an enhancer, restorations; ROI-sized masks, no
+    full-frame array), so a writer can tell which pixels changed.
     """
 
     frame: np.ndarray
@@ -69,6 +101,7 @@ class FrameResult:
     swapped: tuple[Face, ...]
     matte: np.ndarray | None
     timings_ms: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    pasted: tuple[Pasted, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, eq=False)

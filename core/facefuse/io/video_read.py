@@ -43,6 +43,7 @@ import numpy as np
 from ..errors import InputError
 from ..timing import StageClock
 from .analysis_pictures import AnalysisPicture, analysis_picture
+from .passthrough import DecodedPicture, decoded_picture
 from .video_common import SUBSAMPLED_8BIT, format_rate, open_input
 from .yuv import chroma_centred, picture_to_bgr
 
@@ -356,6 +357,18 @@ class VideoSource:
         Every frame is an array of its own, a repeated number included, so the caller may
         modify it in place (pass 2 pastes into it)."""
         return self._start(numbers, self._to_array, clock, shared=False)
+
+    def read_decoded(self, numbers: Iterable[int], clock: StageClock | None = None
+                     ) -> Iterator[tuple[int, np.ndarray | DecodeFailure, DecodedPicture | None]]:
+        """As read(), with each frame the decoded picture it was made from (read-only views of
+        the decoder's planes, io.passthrough; None for a failure and for pictures that are not
+        8-bit planar YUV), for a writer that encodes the decoded planes where it can."""
+        def convert(picture: Any) -> tuple[np.ndarray, DecodedPicture | None]:
+            return self._to_array(picture), decoded_picture(picture, self._turns)
+
+        frames = self._start(numbers, convert, clock, shared=False)
+        return ((number, got, None) if isinstance(got, DecodeFailure) else (number, *got)
+                for number, got in frames)
 
     def read_analysis(self, numbers: Iterable[int], max_side_px: int | None,
                       clock: StageClock | None = None

@@ -13,7 +13,9 @@ What survives where (PyAV 18 / FFmpeg 8 muxers and demuxers):
 Colour: output is tagged and converted as BT.709 limited range (mjpeg: BT.601 full range, as JPEG
 defines; rawvideo and ffv1 store the frame's RGB as it is, tagged RGB full range). YUV outputs
 of BGR frames (8-bit, and the 10-bit ProRes / DNxHR / deep h265 ones) get io.yuv's correctly
-rounded matrix, swscale subsampling the chroma; frames with alpha go through swscale.
+rounded matrix, swscale subsampling the chroma; frames with alpha go through swscale. A frame
+written with the decoded picture it came from goes to the encoder as a copy of that picture's
+planes with only the pasted samples converted, where io.passthrough.refusal allows.
 Lossless: rawvideo (.mov only: Matroska has no native raw RGB) stores bgr24, bgra (alpha) or
 rgb48be (deep frames; a deep frame with alpha keeps the alpha in 8-bit bgra, as FFmpeg has no
 16-bit RGBA raw tag for .mov); ffv1 (.mkv only: FFmpeg's mov muxer refuses it) is FFV1 level 3,
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType, TracebackType
@@ -32,9 +34,12 @@ from typing import Any, Self
 
 import av
 import numpy as np
+from av.video.reformatter import VideoReformatter
 
 from ..errors import FacefuseError, InputError
+from ..types import Pasted
 from .files import create_temporary, is_write_failure, write_error
+from .passthrough import DecodedPicture, EncoderTarget, compose, refusal
 from .video_common import (
     CRF_CODECS,
     DEFAULT_CRF,
@@ -193,6 +198,9 @@ class VideoSink:
         self._stream: Any = None
         self._pix_fmt, self._deep = self._spec.pix_fmt, False
         self._count, self._done = 0, False
+        # whether decoded pictures pass through (None: no frame yet; False: refused, for good)
+        self.passes_through: bool | None = None
+        self._reformatter = VideoReformatter()  # for the pasted boxes (io.passthrough.compose)
 
     def _make_temp(self) -> Path:
         """The hidden temporary beside the output; its mode follows the umask, as images'."""
@@ -223,9 +231,15 @@ class VideoSink:
             container.metadata[key] = str(value)
         return container
 
-    def write(self, frame: np.ndarray) -> None:
+    def write(self, frame: np.ndarray, decoded: DecodedPicture | None = None,
+              pasted: Sequence[Pasted] = (), colour_transform: bool = False) -> None:
         """Append one engine frame ((H, W, 3|4) BGR(A), uint8/uint16/float32, the sink's size).
-        Alpha is kept by prores_4444, rawvideo and ffv1 and dropped by the other codecs."""
+        Alpha is kept by prores_4444, rawvideo and ffv1 and dropped by the other codecs.
+
+        decoded: the picture `frame` was decoded from, and pasted: where faces were pasted into
+        `frame` since; when io.passthrough.refusal lets it through (colour_transform: the frame's
+        colours were transformed since), the encoder gets a copy of its planes with only the
+        pasted samples replaced instead of the whole frame converted (see io.passthrough)."""
         if self._done:
             raise ValueError("write() after close() or abort()")
         if frame.shape[:2] != (self._info.height, self._info.width):
@@ -233,10 +247,12 @@ class VideoSink:
                              f"{self._info.width}x{self._info.height}")
         if self._stream is None:
             self._open_streams(frame)
-        turns = self._info.rotation_deg // 90 % 4
-        if turns:  # back to the source's stored orientation (lossless); see _open_streams
-            frame = np.ascontiguousarray(np.rot90(frame, -turns))
-        picture = self._picture(*_as_writable(frame, deep=self._deep))
+        picture = self._passed_through(frame, decoded, pasted, colour_transform)
+        if picture is None:
+            turns = self._info.rotation_deg // 90 % 4
+            if turns:  # back to the source's stored orientation (lossless); see _open_streams
+                frame = np.ascontiguousarray(np.rot90(frame, -turns))
+            picture = self._picture(*_as_writable(frame, deep=self._deep))
         picture.pts = self._count
         self._count += 1
         try:
@@ -245,6 +261,28 @@ class VideoSink:
                 self._audio.copy_until(self._container, float(self._count / self._info.rate))
         except (av.FFmpegError, OSError) as exc:
             raise self._failed(exc) from exc
+
+    def _passed_through(self, frame: np.ndarray, decoded: DecodedPicture | None,
+                        pasted: Sequence[Pasted], colour_transform: bool) -> Any | None:
+        """The decoded picture with the pasted samples replaced, or None where
+        io.passthrough.refusal says no. The first frame decides for the stream (the conditions
+        are the stream's): a refusal then holds for every later frame, and is logged once, at
+        debug, as is the passing through."""
+        if self.passes_through is False:
+            return None
+        cc = self._stream.codec_context
+        target = EncoderTarget(self._pix_fmt, cc.width, cc.height, cc.colorspace,
+                               cc.color_range, self._info.rotation_deg // 90 % 4)
+        reason = refusal(decoded, target, frame, colour_transform)
+        if reason is not None or decoded is None:
+            self.passes_through = False
+            logger.debug("%s: whole frames converted: %s", self._path, reason)
+            return None
+        if self.passes_through is None:
+            self.passes_through = True
+            logger.debug("%s: decoded pictures pass through, only pasted samples converted",
+                         self._path)
+        return compose(decoded, frame, pasted, target, self._reformatter)
 
     def _picture(self, array: np.ndarray, packed: str) -> Any:
         """The av.VideoFrame to encode, in the stream's pixel format. YUV targets of a BGR frame

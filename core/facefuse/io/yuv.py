@@ -365,3 +365,76 @@ def bgr_to_picture(bgr: np.ndarray, pixel_format: str, colorspace: int,
     # tagged as converted: a yuvj format is full range whatever full_range says
     picture.colorspace, picture.color_range = colorspace, _RANGE_JPEG if matrix.full_range else 1
     return picture if full_format == pixel_format else picture.reformat(format=pixel_format)
+
+
+# Pasting into decoded planes ---------------------------------------------------------------------
+# 8-bit planar YUV formats a writer may start from the decoded picture for, and their chroma
+# subsampling (horizontal, vertical).
+PLANAR_8BIT = MappingProxyType({
+    "yuv420p": (2, 2), "yuvj420p": (2, 2), "yuv422p": (2, 1), "yuvj422p": (2, 1),
+    "yuv444p": (1, 1), "yuvj444p": (1, 1),
+})
+# Luma pixels of frame around a changed box that its conversion also reads: swscale's chroma
+# filter for a 2:1 reduction reaches 2 luma pixels past a sample's footprint (a margin of 2
+# already gives the whole frame's values exactly, tests/unit/test_passthrough.py), so 8 is ample.
+_BOX_MARGIN_PX = 8
+# Boxes are converted in sizes of whole steps of this many pixels, so that a face box of about
+# the same size frame after frame reuses one swscale context (creating one costs ~0.5 ms).
+_BOX_STEP_PX = 32
+
+
+def paste_into_planes(planes: Sequence[np.ndarray], bgr: np.ndarray, x0: int, y0: int,
+                      changed: np.ndarray, pixel_format: str, matrix: YuvMatrix,
+                      reformatter: Any = None) -> None:
+    """Write into ``planes`` (writable uint8 Y, Cb, Cr of a ``pixel_format`` picture the size
+    of ``bgr``) the samples that ``changed`` (bool (h, w), the frame pixels from (x0, y0) that a
+    paste wrote) touches: luma where ``changed``, chroma where the sample's footprint (its 2x2,
+    2x1 or 1x1 luma pixels) holds a changed pixel. The values are those bgr_to_picture gives
+    for the whole BGR uint8 frame ``bgr`` with ``matrix``: the matrix rounded once, then
+    swscale's chroma subsampling, run over the changed box widened by a margin swscale's filter
+    does not see past (so the samples equal the whole frame's conversion exactly).
+    reformatter: an av VideoReformatter to keep between calls (its swscale context is reused
+    while the box size stays the same); None: a new one."""
+    rows, cols = np.flatnonzero(changed.any(axis=1)), np.flatnonzero(changed.any(axis=0))
+    if rows.size == 0:
+        return
+    top, left = y0 + int(rows[0]), x0 + int(cols[0])  # the changed pixels' box
+    bottom, right = y0 + int(rows[-1]) + 1, x0 + int(cols[-1]) + 1
+    sx, sy = PLANAR_8BIT[pixel_format]
+    height, width = bgr.shape[:2]
+    bx0, bx1 = _box_span(left, right, sx, width)
+    by0, by1 = _box_span(top, bottom, sy, height)
+    box = _subsampled(np.ascontiguousarray(bgr[by0:by1, bx0:bx1]), pixel_format, matrix,
+                      reformatter)
+    where = np.zeros((by1 - by0, bx1 - bx0), bool)
+    where[top - by0:bottom - by0, left - bx0:right - bx0] = changed[
+        rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
+    np.copyto(planes[0][by0:by1, bx0:bx1], box[0], where=where)
+    footprint = where.reshape(where.shape[0] // sy, sy, where.shape[1] // sx, sx).any(axis=(1, 3))
+    chroma = slice(by0 // sy, by1 // sy), slice(bx0 // sx, bx1 // sx)
+    for plane, values in zip(planes[1:], box[1:], strict=True):
+        np.copyto(plane[chroma], values, where=footprint)
+
+
+def _box_span(start: int, stop: int, step: int, size: int) -> tuple[int, int]:
+    """[start, stop) widened to whole chroma footprints (`step` luma pixels), the margin and a
+    whole number of _BOX_STEP_PX, within 0..size (a multiple of `step`)."""
+    low = max(0, start // step * step - _BOX_MARGIN_PX)
+    length = -(-(-(-stop // step) * step + _BOX_MARGIN_PX - low) // _BOX_STEP_PX) * _BOX_STEP_PX
+    high = min(size, low + length)
+    return max(0, high - length), high
+
+
+def _subsampled(bgr: np.ndarray, pixel_format: str, matrix: YuvMatrix,
+                reformatter: Any) -> list[np.ndarray]:
+    """The planes of BGR uint8 (h, w, 3) in ``pixel_format``, as bgr_to_picture makes them."""
+    import av
+
+    height, width = bgr.shape[:2]
+    full = av.VideoFrame(width, height, FAST_FORMATS[pixel_format])
+    bgr_to_yuv444(bgr, matrix, 8, out=picture_planes(full))
+    if FAST_FORMATS[pixel_format] == pixel_format:
+        return picture_planes(full)
+    if reformatter is None:
+        return picture_planes(full.reformat(format=pixel_format))
+    return picture_planes(reformatter.reformat(full, format=pixel_format))

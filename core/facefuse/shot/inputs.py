@@ -21,6 +21,7 @@ from ..cache.hashes import HashMemo, content_sha256
 from ..errors import InputError
 from ..io import plates, sequences, video
 from ..io.analysis_pictures import AnalysisPicture
+from ..io.passthrough import DecodedPicture
 from ..io.video import DecodeFailure
 from ..runtime.threads import thread_budget
 from ..timing import StageClock
@@ -71,6 +72,12 @@ class ShotInput(Protocol):
         own (a repeated number included): the caller may modify it."""
         ...
 
+    def read_decoded(self, numbers: Iterable[int], clock: StageClock | None = None
+                     ) -> Iterator[tuple[int, FrameOrFailure, DecodedPicture | None]]:
+        """As read(), with the decoded picture each frame was made from where there is one
+        (8-bit planar YUV video: see io.passthrough), for a writer that encodes it."""
+        ...
+
     def read_analysis(self, numbers: Iterable[int], max_side_px: int | None,
                       clock: StageClock | None = None) -> Iterator[tuple[int, AnalysisItem]]:
         """As read(), for shot analysis: pictures may come as AnalysisPicture (small for a
@@ -117,6 +124,10 @@ class SequenceInput:
                 continue
             yield number, frame
 
+    def read_decoded(self, numbers: Iterable[int], clock: StageClock | None = None
+                     ) -> Iterator[tuple[int, FrameOrFailure, DecodedPicture | None]]:
+        return ((number, frame, None) for number, frame in self.read(numbers, clock))
+
     def read_analysis(self, numbers: Iterable[int], max_side_px: int | None,
                       clock: StageClock | None = None) -> Iterator[tuple[int, AnalysisItem]]:
         return self.read(numbers, clock)  # plates are read whole
@@ -157,6 +168,10 @@ class VideoInput:
     def read(self, numbers: Iterable[int], clock: StageClock | None = None
              ) -> Iterator[tuple[int, FrameOrFailure]]:
         return self.source.read(numbers, clock)
+
+    def read_decoded(self, numbers: Iterable[int], clock: StageClock | None = None
+                     ) -> Iterator[tuple[int, FrameOrFailure, DecodedPicture | None]]:
+        return self.source.read_decoded(numbers, clock)
 
     def read_analysis(self, numbers: Iterable[int], max_side_px: int | None,
                       clock: StageClock | None = None) -> Iterator[tuple[int, AnalysisItem]]:

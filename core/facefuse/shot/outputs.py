@@ -32,9 +32,11 @@ from ..color import ColourConverter, display_to_linear, linear_output_converter
 from ..errors import InputError
 from ..geometry import DisplayConversion, to_model_range
 from ..io import files, plates, sequences, video
+from ..io.passthrough import DecodedPicture
 from ..io.video_common import check_encoder_options
 from ..io.video_write import check_container
 from ..runtime.threads import thread_budget
+from ..types import Pasted
 from .inputs import ShotInput
 from .output_checks import check_folders, check_outputs, sweep_temporaries
 from .request import RenderRequest
@@ -47,7 +49,12 @@ WRITE_WORKERS = 3
 
 @dataclass(frozen=True, slots=True)
 class Processed:
-    """What pass 2 hands from inference to the writer for one frame (frame None: failed)."""
+    """What pass 2 hands from inference to the writer for one frame (frame None: failed).
+
+    picture: the decoded picture the frame was made from, for a writer that takes pictures
+    (FrameWriter.takes_pictures; else None); pasted: where faces were pasted into the frame
+    (see types.Pasted). Both are counted by the byte-bounded queues (streaming.payload_bytes).
+    """
 
     number: int
     frame: np.ndarray | None
@@ -55,9 +62,18 @@ class Processed:
     faces: int
     ms: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     error: str = ""
+    picture: DecodedPicture | None = None
+    pasted: tuple[Pasted, ...] = ()
 
 
 class FrameWriter(Protocol):
+    @property
+    def takes_pictures(self) -> bool:
+        """Whether write() uses Processed.picture now (render reads pictures while it does;
+        it may turn False once, after the first frame, never back)."""
+        ...
+
+
     def finished(self, number: int, fingerprint: str) -> bool: ...
 
     def write(self, item: Processed, metadata: Mapping[str, str]) -> list[Processed]: ...
@@ -182,6 +198,10 @@ class SequenceWriter:
     def outputs(self) -> tuple[SequenceOutput, ...]:
         return (self.main, *self.extras.outputs)
 
+    @property
+    def takes_pictures(self) -> bool:
+        return False
+
     def finished(self, number: int, fingerprint: str) -> bool:
         return self.main.finished(number, fingerprint) and self.extras.finished(number,
                                                                                 fingerprint)
@@ -227,7 +247,8 @@ class VideoWriter:
 
     A frame that failed to decode is replaced by the previous frame (leading failures by the
     first good frame) so picture, audio and timecode stay in step; the run still ends with an
-    error."""
+    error. Where the encoder takes the decoded picture's own format, the frames' decoded
+    pictures go to it with only the pasted faces converted (io.passthrough)."""
 
     def __init__(self, path: Path, request: RenderRequest, shot: ShotInput,
                  numbers: Sequence[int], extras: _Extras,
@@ -235,24 +256,34 @@ class VideoWriter:
         self.path, self.request, self.shot, self.numbers = path, request, shot, numbers
         self.extras, self.colour = extras, colour
         self.sink: video.VideoSink | None = None
-        self.last: np.ndarray | None = None
+        self.last: Processed | None = None  # the last good frame, the stand-in for failures
         self.leading_failures = 0
+
+    @property
+    def takes_pictures(self) -> bool:
+        """Until the first frame is written: unless colour-transformed (then frames are
+        converted whole); then as long as its picture passed through (the conditions hold for
+        the whole stream), so a refused render stops carrying pictures after one frame."""
+        if self.colour is not None:
+            return False
+        return self.sink is None or self.sink.passes_through is not False
 
     def finished(self, number: int, fingerprint: str) -> bool:
         return False
 
     def write(self, item: Processed, metadata: Mapping[str, str]) -> list[Processed]:
         start = time.perf_counter()
-        frame = item.frame if item.frame is not None else self.last
-        if frame is None:  # nothing to stand in yet: the first good frame will, once per failure
+        good = item if item.frame is not None else self.last
+        if good is None or good.frame is None:  # no stand-in yet: the first good frame will be
             self.leading_failures += 1
         else:
             if self.sink is None:
-                self.sink = self._open(frame, metadata)
+                self.sink = self._open(good.frame, metadata)
             for _ in range(1 + self.leading_failures):
-                self.sink.write(self._display(frame))
+                self.sink.write(self._display(good.frame), good.picture, good.pasted,
+                                colour_transform=self.colour is not None)
             self.leading_failures = 0
-            self.last = frame
+            self.last = good
         if item.frame is None:
             return [item]
         self.extras.write(item, item.frame, metadata)

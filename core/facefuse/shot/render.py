@@ -33,6 +33,7 @@ import numpy as np
 
 from ..cache.hashes import HashMemo
 from ..color import input_conversion
+from ..io.passthrough import DecodedPicture
 from ..io.video import DecodeFailure
 from ..io.yuv import READER_VERSION
 from ..models.manifest import ROLES
@@ -61,6 +62,9 @@ from .streaming import stream
 
 log = logging.getLogger(__name__)
 
+# What pass 2's reader hands to inference: number, frame (or failure), decoded picture, the
+# read's stage milliseconds and the frame's targets.
+_Read = tuple[int, Any, DecodedPicture | None, Mapping[str, float], tuple[Face, ...]]
 
 
 def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
@@ -288,8 +292,8 @@ class RenderJob:
         # frame after it is processed, let alone written; frames before it still complete.
         failed_here: list[int] = []
 
-        def process(item: tuple[int, Any, Mapping[str, float], tuple[Face, ...]]) -> Processed:
-            number, frame, read_ms, targets = item
+        def process(item: _Read) -> Processed:
+            number, frame, picture, read_ms, targets = item
             if isinstance(frame, DecodeFailure):
                 failed_here.append(number)
                 if fail_fast:
@@ -299,7 +303,8 @@ class RenderJob:
             result = pipeline.swap_faces(frame, identity, targets, colour,
                                          in_place=True, matte=wants_matte)
             return Processed(number, result.frame, result.matte, len(result.swapped),
-                             MappingProxyType({**read_ms, **result.timings_ms}))
+                             MappingProxyType({**read_ms, **result.timings_ms}),
+                             picture=picture, pasted=result.pasted)
 
         def sink(item: Processed) -> None:
             self._settle(self.writer.write(item, metadata))
@@ -326,14 +331,14 @@ class RenderJob:
         work.raise_pass_one_error()
         return finished and not (fail_fast and bool(failed_here))
 
-    def _planned(self, plan: EarlyPlan, numbers: Sequence[int]
-                 ) -> Iterator[tuple[int, Any, Mapping[str, float], tuple[Face, ...]]]:
+    def _planned(self, plan: EarlyPlan, numbers: Sequence[int]) -> Iterator[_Read]:
         """The frames (see _timed) with their targets, each once its targets are final (the
         reader thread waits for the analysis here; AnalysisStopped when they will not be)."""
-        for number, frame, ms in _timed(self.shot, numbers):
+        writer = self.writer
+        for number, frame, picture, ms in _timed(self.shot, numbers, writer.takes_pictures):
             targets = plan.targets(number)
             self.found[number] = plan.feed.found(number)
-            yield number, frame, ms, targets
+            yield number, frame, picture if writer.takes_pictures else None, ms, targets
 
 
 class _PassTwo:
@@ -379,13 +384,19 @@ class _PassTwo:
             raise self.pass_one_error
 
 
-def _timed(shot: ShotInput, numbers: Sequence[int]
-           ) -> Iterator[tuple[int, Any, Mapping[str, float]]]:
-    """The frames with the milliseconds each took to decode (and convert to BGR: "colour");
-    each frame is an array of its own (see VideoSource.read), which pass 2 pastes into."""
+def _timed(shot: ShotInput, numbers: Sequence[int], pictures: bool
+           ) -> Iterator[tuple[int, Any, DecodedPicture | None, Mapping[str, float]]]:
+    """The frames, with the decoded picture of each where `pictures` asks for them (and the
+    input has one; else None), and the milliseconds each took to decode (and convert to
+    BGR: "colour"); each frame is an array of its own (see VideoSource.read), which pass 2
+    pastes into."""
     clock = StageClock()
-    for number, frame in shot.read(numbers, clock):
-        yield number, frame, clock.take()
+    if not pictures:
+        for number, frame in shot.read(numbers, clock):
+            yield number, frame, None, clock.take()
+        return
+    for number, frame, picture in shot.read_decoded(numbers, clock):
+        yield number, frame, picture, clock.take()
 
 
 def _ignore(_report: FrameReport | PhaseProgress) -> None:

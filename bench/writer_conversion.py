@@ -1,0 +1,94 @@
+"""CPU milliseconds of the video writer's conversion per frame, before and after passthrough:
+the whole BGR frame to yuv420p (io.yuv.bgr_to_picture, what every h264 frame cost before) against
+the decoded planes copied with one pasted face converted (io.passthrough.compose), and a frame
+without a face (the copy alone). 1080p and 4K; the face box is a fifth of the frame height
+square, under a soft round mask like a swap's.
+
+    python bench/writer_conversion.py [--rounds 50]
+
+Prints one JSON object: the median CPU ms (process time, so other load counts less) per case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections.abc import Callable
+from functools import partial
+
+import cv2
+import numpy as np
+from av.video.reformatter import VideoReformatter
+
+from facefuse.io.passthrough import DecodedPicture, EncoderTarget, compose
+from facefuse.io.yuv import bgr_to_picture, picture_planes
+from facefuse.types import Pasted, Roi
+
+SIZES = {"1080p": (1920, 1080), "4k": (3840, 2160)}
+_BT709, _LIMITED = 1, 1
+
+
+def _scene(width: int, height: int) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    small = rng.integers(0, 256, (height // 16, width // 16, 3), dtype=np.uint8)
+    return cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR)
+
+
+def _face(frame: np.ndarray) -> Pasted:
+    """A soft round paste of a fifth of the frame height, painted into `frame` in place."""
+    height, width = frame.shape[:2]
+    side = height // 5
+    roi = Roi(width // 2 - side // 2 + 1, height // 3 + 1, width // 2 + side // 2 + 1,
+              height // 3 + side + 1)  # odd corners, as a real ROI has
+    yy, xx = np.mgrid[0:side, 0:side]
+    mask = np.clip(1.3 - np.hypot(yy - side / 2, xx - side / 2) / (side / 2), 0, 1)
+    mask = mask.astype(np.float32)
+    region = frame[roi.slices()]
+    np.copyto(region, (region * (1 - mask[..., None]) + 90 * mask[..., None]).astype(np.uint8),
+              where=(mask > 0)[..., None])
+    return Pasted(roi, mask)
+
+
+def _cpu_ms(step: Callable[[], object], rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        start = time.process_time()
+        step()
+        times.append((time.process_time() - start) * 1000.0)
+    return round(statistics.median(times), 2)
+
+
+def _measure(width: int, height: int, rounds: int) -> dict[str, float]:
+    """The three cases' median CPU ms for one frame size."""
+    decoded_bgr = _scene(width, height)
+    planes = picture_planes(bgr_to_picture(decoded_bgr, "yuv420p", _BT709, False))
+    picture = DecodedPicture(tuple(planes), "yuv420p", _BT709, _LIMITED)
+    target = EncoderTarget("yuv420p", width, height, _BT709, _LIMITED)
+    frame = decoded_bgr.copy()
+    pasted = (_face(frame),)
+    reformatter = VideoReformatter()  # the writer keeps one (io.video_write.VideoSink)
+    return {
+        "whole_frame_ms": _cpu_ms(partial(bgr_to_picture, frame, "yuv420p", _BT709, False),
+                                  rounds),
+        "passthrough_one_face_ms": _cpu_ms(partial(compose, picture, frame, pasted, target,
+                                                   reformatter), rounds),
+        "passthrough_no_face_ms": _cpu_ms(partial(compose, picture, frame, (), target),
+                                          rounds),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=50)
+    args = parser.parse_args()
+    cv2.setNumThreads(1)  # one core's cost, as the writer thread's
+    results = {name: _measure(width, height, args.rounds)
+               for name, (width, height) in SIZES.items()}
+    print(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

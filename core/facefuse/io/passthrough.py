@@ -1,0 +1,145 @@
+"""Decoded pictures passed through to the encoder, with only the pasted faces written in.
+
+A video writer normally converts every whole BGR frame back to YUV (io.yuv.bgr_to_picture).
+When the encoder takes the very format the decoder gave (8-bit planar YUV of the same size,
+read and written with the same matrix and range), that is wasted work and a lossy round trip
+for every pixel the swap did not touch. Then the writer starts from a copy of the decoded planes
+(never the decoder's own buffers: they may be reference frames) and replaces only the samples a
+paste changed (io.yuv.paste_into_planes): everything else leaves the encoder's input exactly as
+it was decoded, and a frame without a swapped face is the decoded picture as it is.
+
+`refusal` is the one place that says whether a decoded picture may pass through to a writer's
+stream, and why not: a colour transform, a display rotation the reader applied, alpha or deep
+frames, another pixel format, size or matrix than the encoder's. Then the writer converts the
+whole frame as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..types import Pasted
+from .yuv import PLANAR_8BIT, matrix_for, paste_into_planes, picture_planes
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DecodedPicture:
+    """One decoded 8-bit planar YUV picture as the decoder gave it (stored orientation).
+
+    planes: read-only uint8 views of Y, Cb, Cr (Y (height, width); chroma subsampled as
+    ``pixel_format`` says); they keep the decoder's picture alive and must never be written.
+    colorspace, color_range: its AVColorSpace / AVColorRange tags. turns: the quarter turns the
+    reader gave the frame made from it (0: the frame is the picture's own orientation).
+    """
+
+    planes: tuple[np.ndarray, ...]
+    pixel_format: str
+    colorspace: int
+    color_range: int
+    turns: int = 0
+
+    @property
+    def width(self) -> int:
+        return int(self.planes[0].shape[1])
+
+    @property
+    def height(self) -> int:
+        return int(self.planes[0].shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of its planes (what a byte-bounded queue counts)."""
+        return sum(int(plane.nbytes) for plane in self.planes)
+
+
+@dataclass(frozen=True, slots=True)
+class EncoderTarget:
+    """What a video stream encodes: pixel format, stored size, colour tags, and the quarter
+    turns its writer gives frames back (to the source's stored orientation)."""
+
+    pixel_format: str
+    width: int
+    height: int
+    colorspace: int
+    color_range: int
+    turns: int = 0
+
+
+def decoded_picture(frame: Any, turns: int = 0) -> DecodedPicture | None:
+    """The record of a decoded av.VideoFrame (views, no copy), or None when it is not 8-bit
+    planar YUV (PLANAR_8BIT) with top-down rows."""
+    name = frame.format.name
+    if name not in PLANAR_8BIT or any(p.line_size < 0 for p in frame.planes):
+        return None
+    planes = picture_planes(frame)
+    for plane in planes:
+        plane.flags.writeable = False
+    return DecodedPicture(tuple(planes), name, int(frame.colorspace), int(frame.color_range),
+                          turns)
+
+
+def refusal(picture: DecodedPicture | None, target: EncoderTarget, frame: np.ndarray,
+            colour_transform: bool = False) -> str | None:
+    """None when `frame` (the engine frame made from `picture`, with faces pasted in) may be
+    encoded as `picture`'s planes with the pasted samples replaced (see the module docstring);
+    otherwise why not, in a few words for the log. colour_transform: the frame's colours were
+    transformed on the way to the writer (a colour-managed input)."""
+    if colour_transform:
+        return "the frames are colour-transformed for the video"
+    if picture is None:
+        return "the frames do not come with a decoded 8-bit planar YUV picture"
+    if picture.turns or target.turns:
+        return "the reader turned the pictures upright (display rotation)"
+    if frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != np.uint8:
+        return "the frames are not 8-bit BGR (alpha or deep)"
+    if picture.pixel_format != target.pixel_format:
+        return f"the decoded {picture.pixel_format} is not the encoder's {target.pixel_format}"
+    return _geometry_refusal(picture, target, frame) or _matrix_refusal(picture, target)
+
+
+def _geometry_refusal(picture: DecodedPicture, target: EncoderTarget,
+                      frame: np.ndarray) -> str | None:
+    size = (picture.width, picture.height)
+    if size != (target.width, target.height) or frame.shape[:2] != size[::-1]:
+        return (f"the decoded {size[0]}x{size[1]} is not the encoder's "
+                f"{target.width}x{target.height}")
+    sx, sy = PLANAR_8BIT[picture.pixel_format]
+    if size[0] % sx or size[1] % sy:
+        return f"{picture.pixel_format} of an odd size ({size[0]}x{size[1]})"
+    return None
+
+
+def _matrix_refusal(picture: DecodedPicture, target: EncoderTarget) -> str | None:
+    read = matrix_for(picture.colorspace, picture.color_range, picture.pixel_format)
+    written = matrix_for(target.colorspace, target.color_range, target.pixel_format)
+    if read is None or read != written:
+        return (f"the decoded colour tags (colorspace {picture.colorspace}, range "
+                f"{picture.color_range}) are read with another matrix than the encoder's "
+                f"(colorspace {target.colorspace}, range {target.color_range})")
+    return None
+
+
+def compose(picture: DecodedPicture, frame: np.ndarray, pasted: Sequence[Pasted],
+            target: EncoderTarget, reformatter: Any = None) -> Any:
+    """A new av.VideoFrame of the target's format and tags: a copy of `picture`'s planes with
+    the samples every paste of `pasted` changed (mask > 0) converted from `frame` (BGR uint8,
+    the faces pasted in) as the whole-frame conversion would. Only for a `picture` that
+    `refusal` lets through to `target`. reformatter: an av VideoReformatter the caller keeps
+    between frames (see io.yuv.paste_into_planes)."""
+    import av
+
+    out = av.VideoFrame(picture.width, picture.height, picture.pixel_format)
+    planes = picture_planes(out)  # writable views of the new picture's buffers
+    for plane, decoded in zip(planes, picture.planes, strict=True):
+        np.copyto(plane, decoded)
+    matrix = matrix_for(target.colorspace, target.color_range, target.pixel_format)
+    assert matrix is not None  # refusal checked it
+    for paste in pasted:
+        paste_into_planes(planes, frame, paste.roi.x0, paste.roi.y0, paste.mask > 0,
+                          picture.pixel_format, matrix, reformatter)
+    out.colorspace, out.color_range = target.colorspace, target.color_range
+    return out

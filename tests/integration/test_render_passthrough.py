@@ -1,0 +1,167 @@
+"""A render to h264 of an 8-bit 4:2:0 BT.709 clip hands the encoder the decoded planes with only
+the pasted faces converted (io.passthrough): bit-identical to the input outside the paste,
+today's whole-frame conversion inside it, frames without a face untouched; and every render
+that cannot pass through (a sideways phone clip, a forced refusal) converts whole frames, its
+matte and patch sequences the same either way.
+
+The planes the encoder gets are captured where VideoSink composes them, and an h264 render at
+--crf 0 (lossless) shows they are what the file holds.
+"""
+
+from __future__ import annotations
+
+import logging
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+import pytest
+
+from facefuse.io import video_write
+from facefuse.io.yuv import bgr_to_picture, picture_planes
+from tests import media_factory
+from tests.integration.render_helpers import FACE_BOX, read_bgr
+from tests.integration.test_footage import phone_clip
+from tests.render_media import decode_video, face_frame, face_photo, render_request, run_render
+
+FRAMES = 6
+WITHOUT_FACE = (0, 1)
+_BT709, _LIMITED = 1, 1
+
+
+def _bt709_clip(path: Path, face: np.ndarray) -> Path:
+    """An h264 yuv420p clip tagged BT.709 limited range (as camera footage is), converted with
+    that matrix, frames 0 and 1 without a face."""
+    with av.open(str(path), "w") as container:
+        stream = media_factory._video_stream(container, "h264", Fraction(24),
+                                             (320, 240), 3, None)
+        stream.codec_context.colorspace, stream.codec_context.color_range = _BT709, _LIMITED
+        for i in range(FRAMES):
+            bgr = face_frame(i, None if i in WITHOUT_FACE else face)
+            picture = bgr_to_picture(bgr, "yuv420p", _BT709, False)
+            assert picture is not None
+            picture.pts = i
+            container.mux(stream.encode(picture))
+        container.mux(stream.encode(None))
+    return path
+
+
+def _planes(path: Path) -> list[list[np.ndarray]]:
+    """Every picture's Y, Cb, Cr planes (copies), in presentation order."""
+    with av.open(str(path)) as container:
+        pictures = sorted(container.decode(video=0), key=lambda f: f.pts)
+        return [[p.copy() for p in picture_planes(f)] for f in pictures]
+
+
+@pytest.fixture()
+def captured(monkeypatch: pytest.MonkeyPatch) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+    """(frame, planes composed for the encoder) of every frame VideoSink passes through."""
+    seen: list[tuple[np.ndarray, list[np.ndarray]]] = []
+    original = video_write.compose
+
+    def capture(picture: Any, frame: np.ndarray, *rest: Any) -> Any:
+        out = original(picture, frame, *rest)
+        seen.append((frame.copy(), [p.copy() for p in picture_planes(out)]))
+        return out
+
+    monkeypatch.setattr(video_write, "compose", capture)
+    return seen
+
+
+def _render(testdata: Path, models: Path, cache: Path, clip: Path, out: Path,
+            **fields: Any) -> None:
+    request = render_request(models, cache, testdata / "media" / "obama.jpg", clip, out,
+                             swapper="colour", **fields)
+    summary, _ = run_render(request)
+    assert summary.failed == () and summary.swapped == FRAMES - len(WITHOUT_FACE)
+
+
+def test_outside_the_face_the_encoder_gets_the_decoded_planes(
+        testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path,
+        captured: list, caplog: pytest.LogCaptureFixture) -> None:
+    clip = _bt709_clip(tmp_path / "shot.mp4", face_photo(testdata))
+    out = tmp_path / "out.mp4"
+    with caplog.at_level(logging.DEBUG, logger="facefuse.io.video_write"):
+        _render(testdata, render_models, render_cache, clip, out, crf=0)
+    assert sum("pass through" in r.getMessage() for r in caplog.records) == 1
+    decoded, written, frames_in = _planes(clip), _planes(out), decode_video(clip)
+    assert len(captured) == len(written) == FRAMES
+    x0, y0, x1, y1 = FACE_BOX
+    for i, ((frame, composed), source) in enumerate(zip(captured, decoded, strict=True)):
+        for got, plane in zip(written[i], composed, strict=True):  # --crf 0 is lossless
+            np.testing.assert_array_equal(got, plane)
+        today = picture_planes(bgr_to_picture(frame, "yuv420p", _BT709, False))
+        pasted = np.any(frame != frames_in[i], axis=2)  # the pixels the swap changed
+        for index, (plane, original, whole) in enumerate(zip(composed, source, today)):
+            scale = 1 if index == 0 else 2
+            differs = plane != original
+            if i in WITHOUT_FACE:
+                assert not differs.any(), f"frame {i}: a frame without a face was changed"
+                continue
+            ys, xs = np.nonzero(differs)
+            assert differs.sum() > 500 // scale**2
+            assert (xs.min() * scale >= x0 and xs.max() * scale < x1
+                    and ys.min() * scale >= y0 and ys.max() * scale < y1)
+            # where the swap changed pixels, the samples are today's whole-frame conversion
+            changed = pasted[::scale, ::scale] if index else pasted
+            np.testing.assert_array_equal(plane[changed], whole[changed])
+
+
+def test_a_sideways_phone_clip_converts_whole_frames(
+        testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path,
+        captured: list, caplog: pytest.LogCaptureFixture) -> None:
+    clip = phone_clip(tmp_path / "phone.mp4", face_photo(testdata))
+    with caplog.at_level(logging.DEBUG, logger="facefuse.io.video_write"):
+        request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
+                                 clip, tmp_path / "out.mp4", swapper="colour")
+        summary, _ = run_render(request)
+    assert summary.swapped > 0 and captured == []
+    reasons = [r.getMessage() for r in caplog.records if "whole frames" in r.getMessage()]
+    assert len(reasons) == 1 and "display rotation" in reasons[0]
+
+
+@pytest.mark.parametrize(("output", "fields", "words"), [
+    ("out.mp4", {"colorspace": "Linear Rec.709 (sRGB)"}, "colour-transformed"),
+    ("out.mov", {"codec": "prores_422"}, "not the encoder's yuv422p10le"),  # 10-bit output
+], ids=["colour-transform", "10-bit"])
+def test_other_renders_of_the_clip_convert_whole_frames(
+        testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path,
+        captured: list, caplog: pytest.LogCaptureFixture, output: str,
+        fields: dict[str, str], words: str) -> None:
+    clip = _bt709_clip(tmp_path / "shot.mp4", face_photo(testdata))
+    with caplog.at_level(logging.DEBUG, logger="facefuse.io.video_write"):
+        request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
+                                 clip, tmp_path / output, swapper="colour", **fields)
+        summary, _ = run_render(request)
+    assert summary.failed == () and captured == []
+    reasons = [r.getMessage() for r in caplog.records if "whole frames" in r.getMessage()]
+    assert len(reasons) == 1 and words in reasons[0], reasons
+
+
+def test_matte_and_patch_are_the_same_whether_frames_pass_through_or_not(
+        testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    clip = _bt709_clip(tmp_path / "shot.mp4", face_photo(testdata))
+    outputs = {}
+    for name in ("through", "whole"):
+        if name == "whole":
+            monkeypatch.setattr(video_write, "refusal", lambda *args: "forced by the test")
+        folder = tmp_path / name
+        folder.mkdir()
+        _render(testdata, render_models, render_cache, clip, folder / "out.mp4",
+                crf=0, matte=str(folder / "matte.####.png"), patch=str(folder / "patch.####.exr"))
+        outputs[name] = folder
+    through, whole = _planes(outputs["through"] / "out.mp4"), _planes(outputs["whole"] / "out.mp4")
+    decoded = _planes(clip)
+    for n in range(1, FRAMES + 1):
+        for kind in ("matte.{:04d}.png", "patch.{:04d}.exr"):
+            np.testing.assert_array_equal(read_bgr(outputs["through"] / kind.format(n)),
+                                          read_bgr(outputs["whole"] / kind.format(n)))
+        # whole-frame conversion: a round trip off the decoded planes far from the face too;
+        # passing through: none (the test's own frame 0 has no face)
+        corner = (slice(160, 240), slice(0, 100))
+        assert np.array_equal(through[n - 1][0][corner], decoded[n - 1][0][corner])
+    assert any(not np.array_equal(w[0], d[0]) for w, d in zip(whole, decoded)), (
+        "the forced refusal did not convert whole frames")

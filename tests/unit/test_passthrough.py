@@ -1,0 +1,174 @@
+"""io.passthrough: decoded planes go to the encoder with only the pasted samples replaced, equal
+to the whole-frame conversion there and to the decoded planes everywhere else; and the one
+function that refuses a picture for each condition it cannot pass through."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+from av.video.reformatter import VideoReformatter
+
+from facefuse.io.passthrough import DecodedPicture, EncoderTarget, compose, refusal
+from facefuse.io.yuv import PLANAR_8BIT, bgr_to_picture, picture_planes
+from facefuse.types import Pasted, Roi
+
+_BT709, _BT601, _UNSPECIFIED, _LIMITED, _FULL = 1, 6, 2, 1, 2
+
+
+def _picture(bgr: np.ndarray, fmt: str, colorspace: int = _BT709) -> DecodedPicture:
+    """What a decoder would give for `bgr`: its whole-frame conversion, read-only views."""
+    full = fmt.startswith("yuvj")
+    frame = bgr_to_picture(bgr, fmt, colorspace, full)
+    planes = picture_planes(frame)
+    for plane in planes:
+        plane.flags.writeable = False
+    return DecodedPicture(tuple(planes), fmt, colorspace, _FULL if full else _LIMITED)
+
+
+def _target(picture: DecodedPicture, **changes: object) -> EncoderTarget:
+    fields = {"pixel_format": picture.pixel_format, "width": picture.width,
+              "height": picture.height, "colorspace": picture.colorspace,
+              "color_range": picture.color_range, **changes}
+    return EncoderTarget(**fields)  # type: ignore[arg-type]
+
+
+def _scene(height: int = 96, width: int = 128, seed: int = 0) -> np.ndarray:
+    """A smooth picture with noise (so every chroma filter tap matters)."""
+    rng = np.random.default_rng(seed)
+    base = cv2.resize(rng.integers(0, 256, (height // 8, width // 8, 3), dtype=np.uint8),
+                      (width, height), interpolation=cv2.INTER_LINEAR)
+    noise = rng.integers(-12, 13, base.shape)
+    return np.clip(base.astype(int) + noise, 0, 255).astype(np.uint8)
+
+
+def _paste(frame: np.ndarray, roi: Roi, seed: int) -> Pasted:
+    """Paint a soft blob into `frame` over `roi` IN PLACE, as paste.paste_into would (only where
+    the mask is > 0); the Pasted record of it."""
+    rng = np.random.default_rng(seed)
+    h, w = roi.y1 - roi.y0, roi.x1 - roi.x0
+    yy, xx = np.mgrid[0:h, 0:w]
+    mask = np.clip(1.2 - np.hypot((yy - h / 2) / (h / 2), (xx - w / 2) / (w / 2)), 0, 1)
+    mask = mask.astype(np.float32)
+    region = frame[roi.slices()]
+    colour = rng.integers(0, 256, 3).astype(np.float32)
+    mixed = np.rint(region * (1 - mask[..., None]) + colour * mask[..., None])
+    np.copyto(region, mixed.astype(np.uint8), where=(mask > 0)[..., None])
+    return Pasted(roi, mask)
+
+
+def _changed(pasted: list[Pasted], shape: tuple[int, ...]) -> np.ndarray:
+    union = np.zeros(shape[:2], bool)
+    for paste in pasted:
+        union[paste.roi.slices()] |= paste.mask > 0
+    return union
+
+
+def _footprints(changed: np.ndarray, fmt: str) -> np.ndarray:
+    sx, sy = PLANAR_8BIT[fmt]
+    h, w = changed.shape
+    return changed.reshape(h // sy, sy, w // sx, sx).any(axis=(1, 3))
+
+
+@pytest.mark.parametrize("fmt", ["yuv420p", "yuvj420p", "yuv422p", "yuv444p"])
+def test_only_pasted_samples_change_and_they_equal_the_whole_frame_conversion(fmt: str) -> None:
+    decoded_bgr = _scene()
+    picture = _picture(decoded_bgr, fmt)
+    before = [plane.copy() for plane in picture.planes]
+    frame = decoded_bgr.copy()
+    # two faces that overlap, one at the frame's top-left edge with odd coordinates, one
+    # at the bottom-right edge
+    pasted = [_paste(frame, Roi(0, 0, 37, 41), 1), _paste(frame, Roi(21, 15, 69, 63), 2),
+              _paste(frame, Roi(97, 71, 128, 96), 3)]
+    target = _target(picture)
+    out = picture_planes(compose(picture, frame, pasted, target))
+    whole = picture_planes(bgr_to_picture(frame, fmt, _BT709, fmt.startswith("yuvj")))
+    changed = _changed(pasted, frame.shape)
+    for index, (got, decoded, today) in enumerate(zip(out, before, whole, strict=True)):
+        inside = changed if index == 0 else _footprints(changed, fmt)
+        np.testing.assert_array_equal(got[~inside], decoded[~inside])  # the decoded input
+        np.testing.assert_array_equal(got[inside], today[inside])  # measured: 0 values differ
+        assert (got[inside] != decoded[inside]).sum() > 0.5 * inside.sum()
+    for plane, original in zip(picture.planes, before, strict=True):  # never written into
+        np.testing.assert_array_equal(plane, original)
+    reformatter = VideoReformatter()  # one kept between frames, as the writer does
+    for _ in range(2):
+        kept = picture_planes(compose(picture, frame, pasted, target, reformatter))
+        for got, plane in zip(kept, out, strict=True):
+            np.testing.assert_array_equal(got, plane)
+
+
+def test_a_frame_without_pastes_is_a_copy_of_the_decoded_planes() -> None:
+    bgr = _scene()
+    picture = _picture(bgr, "yuv420p")
+    composed = compose(picture, bgr, (), _target(picture))
+    out = picture_planes(composed)
+    for got, decoded in zip(out, picture.planes, strict=True):
+        np.testing.assert_array_equal(got, decoded)
+        assert not np.shares_memory(got, decoded)
+    assert (composed.colorspace, composed.color_range) == (_BT709, _LIMITED)
+
+
+def test_it_counts_its_planes_for_the_queues() -> None:
+    picture = _picture(_scene(), "yuv420p")
+    assert picture.nbytes == 96 * 128 * 3 // 2
+
+
+def test_the_same_picture_and_target_pass() -> None:
+    bgr = _scene()
+    picture = _picture(bgr, "yuv420p")
+    assert refusal(picture, _target(picture), bgr) is None
+    # an untagged range reads as limited, as the encoder's limited tag does
+    assert refusal(picture, _target(picture, color_range=0), bgr) is None
+
+
+@pytest.mark.parametrize(("case", "words"), [
+    ("colour", "colour-transformed"), ("missing", "decoded 8-bit planar"),
+    ("rotated", "display rotation"), ("rotated_target", "display rotation"),
+    ("alpha", "alpha or deep"), ("deep", "alpha or deep"), ("10-bit", "yuv420p10le"),
+    ("format", "yuv444p"), ("size", "64x48"), ("matrix", "another matrix"),
+    ("range", "another matrix"), ("odd", "odd size"),
+])
+def test_each_condition_it_cannot_pass_through_is_refused(case: str, words: str) -> None:
+    bgr = _scene()
+    picture = _picture(bgr, "yuv420p")
+    target, frame, colour = _target(picture), bgr, False
+    if case == "colour":
+        colour = True
+    elif case == "missing":
+        picture = None  # type: ignore[assignment]
+    elif case == "rotated":
+        picture = DecodedPicture(picture.planes, "yuv420p", _BT709, _LIMITED, turns=1)
+    elif case == "rotated_target":
+        target = _target(picture, turns=3)
+    elif case == "alpha":
+        frame = np.dstack([bgr, bgr[..., :1]])
+    elif case == "deep":
+        frame = bgr.astype(np.uint16) * 257
+    elif case == "10-bit":
+        target = _target(picture, pixel_format="yuv420p10le")
+    elif case == "format":
+        target = _target(picture, pixel_format="yuv444p")
+    elif case == "size":
+        target = _target(picture, width=64, height=48)
+    elif case == "matrix":  # untagged is read as BT.601; the writer tags BT.709
+        picture = DecodedPicture(picture.planes, "yuv420p", _UNSPECIFIED, _LIMITED)
+    elif case == "range":
+        target = _target(picture, color_range=_FULL)
+    elif case == "odd":
+        planes = (np.zeros((96, 125), np.uint8), *[np.zeros((96, 63), np.uint8)] * 2)
+        picture = DecodedPicture(planes, "yuv422p", _BT709, _LIMITED)
+        target, frame = _target(picture), np.zeros((96, 125, 3), np.uint8)
+    reason = refusal(picture, target, frame, colour)
+    assert reason is not None and words in reason, reason
+
+
+def test_the_queues_count_the_picture_and_the_pasted_masks() -> None:
+    from facefuse.shot.outputs import Processed
+    from facefuse.shot.streaming import payload_bytes
+
+    bgr = _scene()
+    picture = _picture(bgr, "yuv420p")
+    pasted = (Pasted(Roi(0, 0, 10, 20), np.ones((20, 10), np.float32)),)
+    item = Processed(1, bgr, None, 1, picture=picture, pasted=pasted)
+    assert payload_bytes(item) == bgr.nbytes + picture.nbytes + 20 * 10 * 4
