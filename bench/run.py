@@ -40,7 +40,7 @@ def build_clip(source: Path, out: Path, size: tuple[int, int], frames: int,
                bt709: bool = False) -> Path:
     """`source` resized to `size` (width, height) and looped to `frames` frames, h264 4:2:0;
     untagged (read as BT.601), or with `bt709` converted and tagged BT.709 limited range, as
-    HD camera footage is (the writer then passes decoded pictures through: docs/render.md)."""
+    HD camera footage is."""
     if out.is_file():
         with av.open(str(out)) as existing:
             if existing.streams.video[0].frames >= frames:

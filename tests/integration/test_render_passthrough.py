@@ -139,6 +139,29 @@ def test_a_source_keeps_its_own_colour_tags_and_passes_through(
         assert pasted[i].any() == (i not in WITHOUT_FACE)
 
 
+@pytest.mark.parametrize(("codec", "output", "crf"), [
+    ("h264", "out.mp4", 0), ("dnxhr_hq", "out.mov", None)], ids=["h264", "dnxhr_hq"])
+def test_an_untagged_source_reads_back_in_its_own_colours(
+        testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path, codec: str,
+        output: str, crf: int | None) -> None:
+    """Read back as the reader reads it, the render of an untagged (BT.601-read) clip shows the
+    clip's colours outside the face: h264 keeps the tags (and at --crf 0 the very codes), and
+    dnxhr_hq, whose .mov carries no colour tags and reads back as BT.709, is converted to that."""
+    clip = _bt709_clip(tmp_path / "shot.mp4", face_photo(testdata), _UNTAGGED, 0)
+    out = tmp_path / output
+    fields = {"codec": codec} if crf is None else {"codec": codec, "crf": crf}
+    _render(testdata, render_models, render_cache, clip, out, **fields)
+    x0, y0, x1, y1 = FACE_BOX
+    for source, written in zip(decode_video(clip), decode_video(out), strict=True):
+        outside = np.ones(source.shape[:2], bool)
+        outside[y0:y1, x0:x1] = False
+        error = written[outside].astype(float) - source[outside]
+        if crf == 0:
+            assert not error.any()
+        else:  # DNxHR's own loss, without a colour cast
+            assert np.abs(error).mean() < 1.5 and np.abs(error.mean(axis=0)).max() < 0.5
+
+
 def test_a_sideways_phone_clip_converts_whole_frames(
         testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path,
         captured: list, caplog: pytest.LogCaptureFixture) -> None:
@@ -195,3 +218,21 @@ def test_matte_and_patch_are_the_same_whether_frames_pass_through_or_not(
         assert np.array_equal(through[n - 1][0][corner], decoded[n - 1][0][corner])
     assert any(not np.array_equal(w[0], d[0]) for w, d in zip(whole, decoded)), (
         "the forced refusal did not convert whole frames")
+
+
+def test_a_frame_without_its_picture_is_converted_whole_and_the_stream_goes_on(
+        tmp_path: Path, captured: list) -> None:
+    """Once the first frame passed through, a later frame that comes without its decoded
+    picture (e.g. one standing in for a frame that failed to decode) is converted whole; the
+    frames after it pass through again."""
+    from facefuse.io.video import VideoSink, VideoSource
+
+    clip = _bt709_clip(tmp_path / "shot.mp4", np.full((64, 64, 3), 128, np.uint8))
+    with VideoSource(clip) as source:
+        info = source.info
+        frames = list(source.read_decoded(range(1, FRAMES + 1)))
+    with VideoSink(tmp_path / "out.mp4", info, codec="h264", quality=0) as sink:
+        for index, (_, frame, picture) in enumerate(frames):
+            sink.write(frame, None if index == 2 else picture)
+        assert sink.passes_through is True
+    assert len(captured) == FRAMES - 1

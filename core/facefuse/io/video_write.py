@@ -10,7 +10,7 @@ What survives where (PyAV 18 / FFmpeg 8 muxers and demuxers):
                metadata: every key as given (written as ``mdta`` tags, movflags=use_metadata_tags).
     .mkv       timecode: a ``TIMECODE`` stream tag; metadata: every key, but matroska upper-cases
                keys (``facefuse_version`` reads back as ``FACEFUSE_VERSION``; ``title`` stays).
-Colour: an 8-bit YUV output of an 8-bit YUV source whose matrix io.yuv reads keeps the
+Colour: an 8-bit h264 / h265 output of an 8-bit YUV source whose matrix io.yuv reads keeps the
 source's own tags (matrix, range, primaries, transfer; an untagged source stays untagged and is
 written back with the BT.601 matrix it was read with), so its frames go back in the encoding
 they came in; other outputs are tagged and converted as BT.709 limited range (mjpeg: BT.601 full
@@ -81,16 +81,20 @@ class _CodecSpec:
     default_quality: int = 0
     jpeg_range: bool = False
     rgb: bool = False  # stores RGB as it is: no YUV conversion, tagged RGB full range
+    # the bitstream carries the colour tags (H.264 / HEVC VUI), so a source's own can be kept;
+    # DNxHR's .mov has no colour atom from FFmpeg and reads back as BT.709
+    keeps_source_tags: bool = False
     container_note: str = ""  # why the containers are limited, for the refusal
 
 
 _ALL = frozenset(_CONTAINER_FORMATS)
 _CODECS: Mapping[str, _CodecSpec] = MappingProxyType({
     "h264": _CodecSpec("libx264", "yuv420p", _ALL, quality_option="crf",
-                       default_quality=DEFAULT_CRF["h264"]),
+                       default_quality=DEFAULT_CRF["h264"], keeps_source_tags=True),
     "h265": _CodecSpec("libx265", "yuv420p", _ALL, pix_fmt_deep="yuv420p10le",
                        options=(("x265-params", "log-level=error"),),
-                       quality_option="crf", default_quality=DEFAULT_CRF["h265"]),
+                       quality_option="crf", default_quality=DEFAULT_CRF["h265"],
+                       keeps_source_tags=True),
     "prores_422": _CodecSpec("prores_ks", "yuv422p10le", frozenset({".mov", ".mkv"}),
                              options=(("profile", "3"),)),
     "prores_4444": _CodecSpec("prores_ks", "yuv444p10le", frozenset({".mov", ".mkv"}),
@@ -273,8 +277,9 @@ class VideoSink:
                         pasted: Sequence[Pasted], colour_transform: bool) -> Any | None:
         """The decoded picture with the pasted samples replaced, or None where
         io.passthrough.refusal says no. The first frame decides for the stream (the conditions
-        are the stream's): a refusal then holds for every later frame, and is logged once, at
-        debug, as is the passing through."""
+        are the stream's): refused, every later frame is converted whole too; passed, a later
+        frame refused on its own (it came without its picture) is converted whole and the
+        stream goes on passing pictures through. Each is logged at debug."""
         if self.passes_through is False:
             return None
         cc = self._stream.codec_context
@@ -282,8 +287,12 @@ class VideoSink:
                                cc.color_range, self._info.rotation_deg // 90 % 4)
         reason = refusal(decoded, target, frame, colour_transform)
         if reason is not None or decoded is None:
-            self.passes_through = False
-            logger.debug("%s: whole frames converted: %s", self._path, reason)
+            if self.passes_through is None:
+                self.passes_through = False
+                logger.debug("%s: whole frames converted: %s", self._path, reason)
+            else:
+                logger.debug("%s: frame %d converted whole: %s", self._path, self._count,
+                             reason)
             return None
         if self.passes_through is None:
             self.passes_through = True
@@ -373,10 +382,10 @@ class VideoSink:
     def _source_tags(self) -> tuple[int, int, int, int] | None:
         """The source's (colorspace, range, primaries, transfer) for this stream, range made
         explicit for a full-range (yuvj) source, or None where the stream takes its own tags:
-        an RGB or JPEG codec, an output that is not 8-bit YUV, a source that is not 8-bit YUV
-        or whose matrix io.yuv does not read."""
+        a codec other than h264 / h265, an output that is not 8-bit YUV, a source that is not
+        8-bit YUV or whose matrix io.yuv does not read."""
         info, spec = self._info, self._spec
-        if (spec.rgb or spec.jpeg_range or info.colour_tags is None
+        if (not spec.keeps_source_tags or info.colour_tags is None
                 or self._pix_fmt not in PLANAR_8BIT or info.pixel_format not in PLANAR_8BIT):
             return None
         colorspace, color_range, primaries, trc = info.colour_tags

@@ -70,7 +70,7 @@ class FrameWriter(Protocol):
     @property
     def takes_pictures(self) -> bool:
         """Whether write() uses Processed.picture now (render reads pictures while it does;
-        it may turn False once, after the first frame, never back)."""
+        it may turn False once, at the first frame, never back)."""
         ...
 
 
