@@ -400,6 +400,7 @@ def _timed(shot: ShotInput, numbers: Sequence[int], writer: FrameWriter
         for number, frame in shot.read(numbers, clock):
             yield number, frame, None, clock.take()
         return
+
     def regions() -> bool:  # asked per frame, by the reader
         return writer.takes_regions
 
@@ -416,9 +417,9 @@ def _swap_region(pipeline: Pipeline, item: _Read, identity: SourceIdentity,
     number, frame, picture, read_ms, targets = item
     footprint = pipeline.swap_footprint(targets, frame.width, frame.height)
     clock = StageClock()
-    if footprint is None:
+    if footprint is None:  # no targets (or none inside the frame: swapped, nothing pasted)
         region = frame.empty_region()
-        result = FrameResult(region.pixels, tuple(targets), (), None)
+        result = FrameResult(region.pixels, tuple(targets), tuple(targets), None)
     else:
         with clock.measure("colour"):
             region = frame.region(converted_box(footprint, frame.width, frame.height))
