@@ -28,19 +28,23 @@ from tests.render_media import decode_video, face_frame, face_photo, render_requ
 
 FRAMES = 6
 WITHOUT_FACE = (0, 1)
-_BT709, _LIMITED = 1, 1
+_BT709, _LIMITED, _FULL, _UNTAGGED = 1, 1, 2, 2
 
 
-def _bt709_clip(path: Path, face: np.ndarray) -> Path:
-    """An h264 yuv420p clip tagged BT.709 limited range (as camera footage is), converted with
-    that matrix, frames 0 and 1 without a face."""
+def _bt709_clip(path: Path, face: np.ndarray, colorspace: int = _BT709,
+                color_range: int = _LIMITED, pixel_format: str = "yuv420p") -> Path:
+    """An h264 clip tagged BT.709 limited range (as camera footage is) unless told otherwise
+    (2 / 0: untagged, read as BT.601 limited; range 2: full), converted with the matrix it is
+    read with, frames 0 and 1 without a face."""
     with av.open(str(path), "w") as container:
         stream = media_factory._video_stream(container, "h264", Fraction(24),
                                              (320, 240), 3, None)
-        stream.codec_context.colorspace, stream.codec_context.color_range = _BT709, _LIMITED
+        stream.pix_fmt = pixel_format
+        stream.codec_context.colorspace, stream.codec_context.color_range = (colorspace,
+                                                                             color_range)
         for i in range(FRAMES):
             bgr = face_frame(i, None if i in WITHOUT_FACE else face)
-            picture = bgr_to_picture(bgr, "yuv420p", _BT709, False)
+            picture = bgr_to_picture(bgr, pixel_format, colorspace, color_range == _FULL)
             assert picture is not None
             picture.pts = i
             container.mux(stream.encode(picture))
@@ -120,6 +124,32 @@ def test_outside_the_face_the_encoder_gets_the_decoded_planes(
             # where the swap changed pixels, the samples are today's whole-frame conversion
             changed = pasted[::scale, ::scale] if index else pasted
             np.testing.assert_array_equal(plane[changed], whole[changed])
+
+
+@pytest.mark.parametrize(("colorspace", "color_range", "pixel_format", "kept"), [
+    (_UNTAGGED, 0, "yuv420p", (_UNTAGGED, 0)),  # most phone and web h264 carries no tags
+    (_BT709, _FULL, "yuvj420p", (_BT709, _FULL)),  # full range (yuvj): the stream says so
+    (5, _LIMITED, "yuv420p", (5, _LIMITED)),  # BT.601 (BT.470BG) SD footage stays BT.601
+], ids=["untagged", "full-range", "bt601"])
+def test_a_source_keeps_its_own_colour_tags_and_passes_through(
+        testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path,
+        captured: list, colorspace: int, color_range: int, pixel_format: str,
+        kept: tuple[int, int]) -> None:
+    clip = _bt709_clip(tmp_path / "shot.mp4", face_photo(testdata), colorspace, color_range,
+                       pixel_format)
+    out = tmp_path / "out.mp4"
+    _render(testdata, render_models, render_cache, clip, out, crf=0)
+    with av.open(str(out)) as container:
+        cc = container.streams.video[0].codec_context
+        # the decoder names a full-range 4:2:0 stream yuvj420p, as it did the source
+        assert (cc.colorspace, cc.color_range, cc.format.name) == (*kept, pixel_format)
+    assert len(captured) == FRAMES  # every frame went to the encoder as decoded planes
+    pasted = [np.any(frame != original, axis=2)
+              for (frame, _), original in zip(captured, decode_video(clip), strict=True)]
+    for i, (source, written) in enumerate(zip(_planes(clip), _planes(out), strict=True)):
+        kept_luma = ~pasted[i]  # outside the paste the file holds the source's codes exactly
+        np.testing.assert_array_equal(written[0][kept_luma], source[0][kept_luma])
+        assert pasted[i].any() == (i not in WITHOUT_FACE)
 
 
 def test_a_sideways_phone_clip_converts_whole_frames(

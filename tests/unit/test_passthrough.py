@@ -122,6 +122,19 @@ def test_the_same_picture_and_target_pass() -> None:
     assert refusal(picture, _target(picture, color_range=0), bgr) is None
 
 
+def test_a_full_range_yuvj_picture_passes_to_a_full_range_yuv_stream_only() -> None:
+    bgr = _scene()
+    picture = _picture(bgr, "yuvj420p")
+    assert refusal(picture, _target(picture, pixel_format="yuv420p"), bgr) is None
+    limited = refusal(picture, _target(picture, pixel_format="yuv420p", color_range=_LIMITED),
+                      bgr)
+    assert limited is not None and "another matrix" in limited
+    frame = compose(picture, bgr, [], _target(picture, pixel_format="yuv420p"))
+    assert frame.format.name == "yuv420p" and frame.color_range == _FULL
+    for got, decoded in zip(picture_planes(frame), picture.planes, strict=True):
+        np.testing.assert_array_equal(got, decoded)
+
+
 @pytest.mark.parametrize(("case", "words"), [
     ("colour", "colour-transformed"), ("missing", "decoded 8-bit planar"),
     ("rotated", "display rotation"), ("rotated_target", "display rotation"),

@@ -96,9 +96,15 @@ def refusal(picture: DecodedPicture | None, target: EncoderTarget, frame: np.nda
         return "the reader turned the pictures upright (display rotation)"
     if frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != np.uint8:
         return "the frames are not 8-bit BGR (alpha or deep)"
-    if picture.pixel_format != target.pixel_format:
+    if _layout(picture.pixel_format) != _layout(target.pixel_format):
         return f"the decoded {picture.pixel_format} is not the encoder's {target.pixel_format}"
     return _geometry_refusal(picture, target, frame) or _matrix_refusal(picture, target)
+
+
+def _layout(pixel_format: str) -> str:
+    """The planes' layout of a pixel format: a yuvj format is its yuv twin tagged full range
+    (the range itself is compared with the matrix)."""
+    return pixel_format.replace("yuvj", "yuv", 1)
 
 
 def _geometry_refusal(picture: DecodedPicture, target: EncoderTarget,
@@ -134,7 +140,9 @@ def compose(picture: DecodedPicture, frame: np.ndarray, pasted: Sequence[Pasted]
     holds only the part of the frame around the pastes (io.frame_regions.FrameRegion)."""
     import av
 
-    out = av.VideoFrame(picture.width, picture.height, picture.pixel_format)
+    # the target's format: a yuvj picture goes to a full-range yuv stream with its planes as
+    # they are (handing the encoder a yuvj frame would have swscale squeeze its range)
+    out = av.VideoFrame(picture.width, picture.height, target.pixel_format)
     planes = picture_planes(out)  # writable views of the new picture's buffers
     for plane, decoded in zip(planes, picture.planes, strict=True):
         np.copyto(plane, decoded)
@@ -142,6 +150,6 @@ def compose(picture: DecodedPicture, frame: np.ndarray, pasted: Sequence[Pasted]
     assert matrix is not None  # refusal checked it
     for paste in pasted:
         paste_into_planes(planes, frame, paste.roi.x0, paste.roi.y0, paste.mask > 0,
-                          picture.pixel_format, matrix, reformatter, origin_xy)
+                          target.pixel_format, matrix, reformatter, origin_xy)
     out.colorspace, out.color_range = target.colorspace, target.color_range
     return out

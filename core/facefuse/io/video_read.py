@@ -67,7 +67,9 @@ class VideoInfo:
     asks players to give its stored pictures; the frames are delivered already turned, and
     ``width``/``height`` are their (upright) size. A video written from them keeps the source's
     orientation by storing ``np.rot90(frame, -rotation_deg // 90)`` with the same display
-    rotation (``VideoStream.set_display_rotation(rotation_deg)``)."""
+    rotation (``VideoStream.set_display_rotation(rotation_deg)``). ``colour_tags`` are the
+    stream's (AVColorSpace, AVColorRange, AVColorPrimaries, AVColorTransferCharacteristic) as
+    stored, 2 / 0 / 2 / 2 when untagged (None: not known, e.g. a new video)."""
 
     path: Path
     frame_count: int
@@ -85,6 +87,7 @@ class VideoInfo:
     start_number: int = 1
     start_time_s: float = 0.0
     rotation_deg: int = 0
+    colour_tags: tuple[int, int, int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,7 +343,9 @@ class VideoSource:
             audio_streams=len(self._container.streams.audio), duration_s=float(count / rate),
             variable_frame_rate=self._slots is not None, start_number=start_number,
             start_time_s=float(self._index.pts[0] * self._index.time_base),
-            rotation_deg=90 * self._turns)
+            rotation_deg=90 * self._turns,
+            colour_tags=(int(cc.colorspace), int(cc.color_range), int(cc.color_primaries),
+                         int(cc.color_trc)))
 
     @property
     def info(self) -> VideoInfo:

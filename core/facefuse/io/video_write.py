@@ -10,8 +10,11 @@ What survives where (PyAV 18 / FFmpeg 8 muxers and demuxers):
                metadata: every key as given (written as ``mdta`` tags, movflags=use_metadata_tags).
     .mkv       timecode: a ``TIMECODE`` stream tag; metadata: every key, but matroska upper-cases
                keys (``facefuse_version`` reads back as ``FACEFUSE_VERSION``; ``title`` stays).
-Colour: output is tagged and converted as BT.709 limited range (mjpeg: BT.601 full range, as JPEG
-defines; rawvideo and ffv1 store the frame's RGB as it is, tagged RGB full range). YUV outputs
+Colour: an 8-bit YUV output of an 8-bit YUV source whose matrix io.yuv reads keeps the
+source's own tags (matrix, range, primaries, transfer; an untagged source stays untagged and is
+written back with the BT.601 matrix it was read with), so its frames go back in the encoding
+they came in; other outputs are tagged and converted as BT.709 limited range (mjpeg: BT.601 full
+range, as JPEG defines; rawvideo and ffv1 store the frame's RGB as it is, tagged RGB full range). YUV outputs
 of BGR frames (8-bit, and the 10-bit ProRes / DNxHR / deep h265 ones) get io.yuv's correctly
 rounded matrix, swscale subsampling the chroma; frames with alpha go through swscale. A frame
 written with the decoded picture it came from goes to the encoder as a copy of that picture's
@@ -52,13 +55,16 @@ from .video_common import (
     open_input,
 )
 from .video_read import VideoInfo
-from .yuv import bgr_to_picture
+from .yuv import PLANAR_8BIT, bgr_to_picture, matrix_for
 
 logger = logging.getLogger(__name__)
 
 _CONTAINER_FORMATS = MappingProxyType({".mov": "mov", ".mp4": "mp4", ".mkv": "matroska"})
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 _RGB, _BT709, _BT601, _RANGE_MPEG, _RANGE_JPEG = 0, 1, 6, 1, 2  # AVColorSpace / AVColorRange
+# AVColorSpace -> swscale's name for it, for the frames io.yuv does not convert (alpha)
+_SWSCALE_COLORSPACES = MappingProxyType({1: "itu709", 2: "default", 4: "fcc", 5: "itu601",
+                                         6: "itu601", 7: "smpte240m", 9: "bt2020"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +204,7 @@ class VideoSink:
             raise
         self._stream: Any = None
         self._pix_fmt, self._deep = self._spec.pix_fmt, False
+        self._matrix = (_BT709, False)  # (AVColorSpace, full range) frames are converted with
         self._count, self._done = 0, False
         # whether decoded pictures pass through (None: no frame yet; False: refused, for good)
         self.passes_through: bool | None = None
@@ -313,9 +320,9 @@ class VideoSink:
         (8-bit, and 10-bit limited range): io.yuv's matrix (rounded once), then swscale's
         chroma subsampling; RGB targets: a repacking (exact); others: swscale, through 4:4:4
         for 8-bit subsampled targets (its direct path truncates levels)."""
-        jpeg = self._spec.jpeg_range
+        colorspace, full_range = self._matrix
         if not self._spec.rgb and packed in ("bgr24", "bgr48le"):
-            fast = bgr_to_picture(array, self._pix_fmt, _BT601 if jpeg else _BT709, jpeg)
+            fast = bgr_to_picture(array, self._pix_fmt, colorspace, full_range)
             if fast is not None:
                 return fast
         picture = av.VideoFrame.from_ndarray(array, format=packed)
@@ -323,8 +330,10 @@ class VideoSink:
             picture = picture.reformat(format=self._pix_fmt)
         else:
             picture = picture.reformat(format=SUBSAMPLED_8BIT.get(self._pix_fmt, self._pix_fmt),
-                                       dst_colorspace="itu601" if jpeg else "itu709",
-                                       dst_color_range=_RANGE_JPEG if jpeg else _RANGE_MPEG)
+                                       dst_colorspace=_SWSCALE_COLORSPACES.get(colorspace,
+                                                                               "itu709"),
+                                       dst_color_range=_RANGE_JPEG if full_range
+                                       else _RANGE_MPEG)
         if picture.format.name != self._pix_fmt:
             picture = picture.reformat(format=self._pix_fmt)
         return picture
@@ -371,11 +380,34 @@ class VideoSink:
             self._audio.add_streams(self._container)
 
     def _tag_colour(self, cc: Any) -> None:
+        """Tag the stream (see the module docstring) and remember the matrix frames are
+        converted with: (AVColorSpace, full range)."""
         jpeg, rgb = self._spec.jpeg_range, self._spec.rgb
+        kept = self._source_tags()
+        if kept is not None:
+            cc.colorspace, cc.color_range, cc.color_primaries, cc.color_trc = kept
+            self._matrix = (kept[0], kept[1] == _RANGE_JPEG)
+            return
         cc.colorspace = _RGB if rgb else _BT601 if jpeg else _BT709
         cc.color_range = _RANGE_JPEG if jpeg or rgb else _RANGE_MPEG
         if not jpeg:
             cc.color_primaries, cc.color_trc = _BT709, _BT709
+        self._matrix = (_BT601 if jpeg else _BT709, jpeg)
+
+    def _source_tags(self) -> tuple[int, int, int, int] | None:
+        """The source's (colorspace, range, primaries, transfer) for this stream, range made
+        explicit for a full-range (yuvj) source, or None where the stream takes its own tags:
+        an RGB or JPEG codec, an output that is not 8-bit YUV, a source that is not 8-bit YUV
+        or whose matrix io.yuv does not read."""
+        info, spec = self._info, self._spec
+        if (spec.rgb or spec.jpeg_range or info.colour_tags is None
+                or self._pix_fmt not in PLANAR_8BIT or info.pixel_format not in PLANAR_8BIT):
+            return None
+        colorspace, color_range, primaries, trc = info.colour_tags
+        matrix = matrix_for(colorspace, color_range, info.pixel_format)
+        if matrix is None:
+            return None
+        return colorspace, _RANGE_JPEG if matrix.full_range else color_range, primaries, trc
 
     def _fix_qscale(self, cc: Any) -> None:
         """A constant JPEG q-scale: the flag alone is not enough, the range must be pinned too."""

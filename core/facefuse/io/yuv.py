@@ -370,10 +370,8 @@ def bgr_to_picture(bgr: np.ndarray, pixel_format: str, colorspace: int,
 # Pasting into decoded planes ---------------------------------------------------------------------
 # 8-bit planar YUV formats a writer may start from the decoded picture for, and their chroma
 # subsampling (horizontal, vertical).
-PLANAR_8BIT = MappingProxyType({
-    "yuv420p": (2, 2), "yuvj420p": (2, 2), "yuv422p": (2, 1), "yuvj422p": (2, 1),
-    "yuv444p": (1, 1), "yuvj444p": (1, 1),
-})
+PLANAR_8BIT = MappingProxyType({name: step for name, step in _SUBSAMPLING.items()
+                                if name != "nv12"})  # nv12 interleaves its chroma
 # Luma pixels of frame around a changed box that its conversion also reads: swscale's chroma
 # filter for a 2:1 reduction reaches 2 luma pixels past a sample's footprint (a margin of 2
 # already gives the whole frame's values exactly, tests/unit/test_passthrough.py), so 8 is ample.
