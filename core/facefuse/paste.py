@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 
 from .geometry import DisplayConversion, invert_affine, transform_points
-from .types import Roi
+from .types import FramePart, Roi
 
 
 def crop_roi(frame_shape: tuple[int, ...], crop_size_px: int, crop_to_frame: np.ndarray) -> Roi:
@@ -57,22 +57,26 @@ def warp_from_roi(roi_image: np.ndarray, frame_to_crop: np.ndarray, roi: Roi,
 
 
 def paste_into(frame: np.ndarray, crop_bgr: np.ndarray, mask: np.ndarray,
-               frame_to_crop: np.ndarray,
-               colour: DisplayConversion | None = None) -> tuple[Roi, np.ndarray]:
+               frame_to_crop: np.ndarray, colour: DisplayConversion | None = None,
+               part: FramePart | None = None) -> tuple[Roi, np.ndarray]:
     """Blend crop_bgr into `frame` IN PLACE under mask; returns (roi, warped mask in the ROI).
 
     frame: (H, W, 3|4) uint8/uint16/float32; alpha is left untouched.
     crop_bgr: float32 (S, S, 3) in the models' display space, 0..255; `colour` converts it back
     to the frame's colour space (at crop size, before warping). mask: float32 (S, S) in [0, 1].
     frame_to_crop: (2, 3) matrix the crop was made with.
+    part: where `frame` lies when it holds only part of the frame (frame_to_crop and the
+    returned roi stay in whole-frame pixels; the maths is the whole frame's, so the pixels
+    written are the same); ValueError when the roi does not lie inside the part.
     """
     if colour is not None:
         crop_bgr = colour.from_display(crop_bgr / np.float32(255.0)) * np.float32(255.0)
     crop_to_frame = invert_affine(frame_to_crop)
-    roi = crop_roi(frame.shape, mask.shape[0], crop_to_frame)
+    shape = frame.shape if part is None else (part.height, part.width)
+    roi = crop_roi(shape, mask.shape[0], crop_to_frame)
     if roi.empty:
         return roi, np.zeros((0, 0), np.float32)
-    rows, cols = roi.slices()
+    rows, cols = _local_slices(roi, part)
     roi_mask = warp_to_roi(np.ascontiguousarray(mask, dtype=np.float32), crop_to_frame, roi)
     roi_crop = warp_to_roi(np.ascontiguousarray(crop_bgr, dtype=np.float32), crop_to_frame, roi)
     scale = frame_scale(frame.dtype)
@@ -80,6 +84,16 @@ def paste_into(frame: np.ndarray, crop_bgr: np.ndarray, mask: np.ndarray,
         roi_crop *= np.float32(scale)
     _blend_into(frame[rows, cols, :3], roi_crop, roi_mask)
     return roi, roi_mask
+
+
+def _local_slices(roi: Roi, part: FramePart | None) -> tuple[slice, slice]:
+    """The slices of `roi` (frame pixels) in an array holding `part` of the frame (None: all)."""
+    if part is None:
+        return roi.slices()
+    box = part.box
+    if roi.x0 < box.x0 or roi.y0 < box.y0 or roi.x1 > box.x1 or roi.y1 > box.y1:
+        raise ValueError(f"the paste {roi} reaches outside the frame part {box}")
+    return slice(roi.y0 - box.y0, roi.y1 - box.y0), slice(roi.x0 - box.x0, roi.x1 - box.x0)
 
 
 def paste_back(frame: np.ndarray, crop_bgr: np.ndarray, mask: np.ndarray,

@@ -25,7 +25,7 @@ from .geometry import DisplayConversion
 from .io.images import decode_image, read_image_bytes
 from .masks import box_mask, combine_masks, keep_out, landmark_hull_mask, soften_model_mask
 from .models.manifest import Manifest
-from .paste import paste_into, warp_from_roi
+from .paste import crop_roi, paste_into, warp_from_roi
 from .runtime.loading import DownloadProgress, ModelLoader
 from .runtime.sessions import SessionTimer
 from .selection import largest_face, select_faces
@@ -33,7 +33,7 @@ from .stages import Swapper
 from .stages.boost import boost_factor
 from .stages.swap import NEUTRAL_WEIGHT, blend_identity
 from .timing import StageClock
-from .types import AlignedCrop, Face, FrameResult, Pasted, Roi, SourceIdentity
+from .types import AlignedCrop, Face, FramePart, FrameResult, Pasted, Roi, SourceIdentity
 from .vectors import mean_direction
 
 log = logging.getLogger(__name__)
@@ -161,7 +161,7 @@ class Pipeline:
     def swap_faces(self, frame: np.ndarray, identity: SourceIdentity, targets: Sequence[Face],
                    colour: DisplayConversion | None = None, faces: Sequence[Face] | None = None,
                    clock: StageClock | None = None, *, in_place: bool = False,
-                   matte: bool = True) -> FrameResult:
+                   matte: bool = True, part: FramePart | None = None) -> FrameResult:
         """Swap the given target faces (e.g. tracked, smoothed ones) without detecting again.
 
         faces: every face seen in the frame, for the result record (default: the targets).
@@ -170,36 +170,66 @@ class Pipeline:
         is a copy. Either way every crop is cut from the frame as it came in, before any paste,
         so the two give the same pixels. matte: False skips the full-frame float32 matte (the
         result's matte is then None), for callers that write no matte or patch.
+        part: `frame` holds only this part of the frame (at least swap_footprint of the
+        targets, or reaching the frame's edge where that does); targets, crops and the
+        result's `pasted` stay in whole-frame pixels and the matte is the part's. The maths is
+        the whole frame's: the same pixels are written (geometry.warp_crop says how exactly).
         """
         clock = clock if clock is not None else StageClock()
-        cut = [self._cut_face(frame, face, identity, clock, colour) for face in targets]
+        origin = part.origin_xy if part is not None else (0, 0)
+        cut = [self._cut_face(frame, face, identity, clock, colour, origin) for face in targets]
         out = frame if in_place else frame.copy()
         union = np.zeros(frame.shape[:2], np.float32) if targets and matte else None
         pasted: list[tuple[Roi, np.ndarray]] = []
         for face, (crop, latent) in zip(targets, cut):
-            swapped = self._swap_face(out, face, crop, latent, union, clock, colour)
+            swapped = self._swap_face(out, face, (crop, latent), union, clock, colour, part)
             pasted.append(swapped)
             if self.settings.enhancer:
                 with clock.measure("enhance"):
-                    pasted.append(self._enhance_face(out, face, colour, swapped))
+                    pasted.append(self._enhance_face(out, face, colour, swapped, part))
         seen = tuple(faces) if faces is not None else tuple(targets)
         return FrameResult(out, seen, tuple(targets), union, clock.snapshot(),
                            tuple(Pasted(roi, mask) for roi, mask in pasted if not roi.empty))
 
+    def swap_footprint(self, targets: Sequence[Face], width: int, height: int) -> Roi | None:
+        """The box of a `width` x `height` frame that swap_faces reads and writes for
+        `targets`: the union of every crop it cuts from the frame (the swapper's at its swap
+        size, the restorer's with an enhancer, the recogniser's where it embeds a target
+        itself), each as paste.crop_roi covers it; None without targets."""
+        swapper = self.models.swapper()
+        specs = [(swapper.template, self._swap_size_px(swapper))]
+        if self.settings.enhancer:
+            specs.append(self.models.load("enhancer").family.crop_spec())
+        boxes = []
+        for face in targets:
+            own = [self.models.load("recogniser").family.crop_spec()] if (
+                self.settings.swapper_weight != NEUTRAL_WEIGHT and face.embedding is None) else []
+            for template, size_px in specs + own:
+                matrix = geometry.frame_to_crop_matrix(face.kps5, template, size_px)
+                boxes.append(crop_roi((height, width), size_px, geometry.invert_affine(matrix)))
+        boxes = [box for box in boxes if not box.empty]
+        if not boxes:
+            return None
+        return Roi(min(b.x0 for b in boxes), min(b.y0 for b in boxes),
+                   max(b.x1 for b in boxes), max(b.y1 for b in boxes))
+
     def _cut_face(self, frame: np.ndarray, face: Face, identity: SourceIdentity,
-                  clock: StageClock, colour: DisplayConversion | None
-                  ) -> tuple[AlignedCrop, np.ndarray]:
-        """The swapper's crop of `face` and the latent to swap it to, from the unpasted frame."""
+                  clock: StageClock, colour: DisplayConversion | None,
+                  origin: tuple[int, int]) -> tuple[AlignedCrop, np.ndarray]:
+        """The swapper's crop of `face` and the latent to swap it to, from the unpasted frame
+        (holding the frame from pixel `origin`)."""
         swapper = self.models.swapper()
         with clock.measure("swap"):
             crop = geometry.warp_crop(frame, face.kps5, swapper.template,
-                                      self._swap_size_px(swapper), colour)
-            return crop, self._face_latent(frame, face, identity, colour)
+                                      self._swap_size_px(swapper), colour, origin)
+            return crop, self._face_latent(frame, face, identity, colour, origin)
 
-    def _swap_face(self, out: np.ndarray, face: Face, crop: AlignedCrop, latent: np.ndarray,
+    def _swap_face(self, out: np.ndarray, face: Face, cut: tuple[AlignedCrop, np.ndarray],
                    matte: np.ndarray | None, clock: StageClock,
-                   colour: DisplayConversion | None) -> tuple[Roi, np.ndarray]:
+                   colour: DisplayConversion | None,
+                   part: FramePart | None) -> tuple[Roi, np.ndarray]:
         """Swap one face into `out`; returns where it was pasted and the mask used there."""
+        crop, latent = cut
         with clock.measure("mask"):
             masks = self._target_masks(crop)
         with clock.measure("swap"):
@@ -209,9 +239,9 @@ class Pipeline:
         with clock.measure("paste"):
             kps5_crop = geometry.transform_points(face.kps5, crop.frame_to_crop)
             mask = combine_masks(self._swap_mask(crop.size_px, kps5_crop), *masks)
-            roi, roi_mask = paste_into(out, swapped, mask, crop.frame_to_crop, colour)
+            roi, roi_mask = paste_into(out, swapped, mask, crop.frame_to_crop, colour, part)
             if matte is not None and not roi.empty:
-                rows, cols = roi.slices()
+                rows, cols = _part_roi(roi, part).slices()
                 np.maximum(matte[rows, cols], roi_mask, out=matte[rows, cols])
         return roi, roi_mask
 
@@ -246,7 +276,8 @@ class Pipeline:
         return [soften_model_mask(regions)]
 
     def _face_latent(self, frame: np.ndarray, face: Face, identity: SourceIdentity,
-                     colour: DisplayConversion | None) -> np.ndarray:
+                     colour: DisplayConversion | None,
+                     origin: tuple[int, int] = (0, 0)) -> np.ndarray:
         """The identity's latent (cached), or at a swapper weight other than 0.5 the latent of
         the identity blended with this target face's own (see stages.swap.blend_identity); the
         target's embedding is the face's own when it carries one, else computed here."""
@@ -254,7 +285,9 @@ class Pipeline:
             return self._latent(identity)
         target = face.embedding
         if target is None:
-            target = self.embed_faces(frame, [face], colour)[0].embedding
+            spec = self.models.load("recogniser").family.crop_spec()
+            crop = geometry.warp_crop(frame, face.kps5, *spec, colour, origin)
+            target = self.embed_crops([face], [crop])[0].embedding
         assert target is not None  # embed_faces always sets it
         key = b"".join(np.ascontiguousarray(v, dtype=np.float32).tobytes()
                        for v in (identity.embedding, target))
@@ -279,12 +312,14 @@ class Pipeline:
         return self._box_masks[size_px]
 
     def _enhance_face(self, out: np.ndarray, face: Face, colour: DisplayConversion | None,
-                      swapped: tuple[Roi, np.ndarray]) -> tuple[Roi, np.ndarray]:
+                      swapped: tuple[Roi, np.ndarray],
+                      part: FramePart | None = None) -> tuple[Roi, np.ndarray]:
         """Restore the swapped face; returns where it was pasted and the mask used there. With
         occlusion, region or mouth masks the restorer is held to the swap's own mask too, so
         what those masks kept of the target stays the target's."""
         spec = self.models.load("enhancer").family.crop_spec()
-        crop = geometry.warp_crop(out, face.kps5, *spec, colour)
+        crop = geometry.warp_crop(out, face.kps5, *spec, colour,
+                                  part.origin_xy if part is not None else (0, 0))
         restored = self.models.restorer().enhance(crop)
         mask = self._box_mask(crop.size_px)
         if self._uses_model_masks():
@@ -292,7 +327,7 @@ class Pipeline:
             mask = combine_masks(mask, warp_from_roi(roi_mask, crop.frame_to_crop, roi,
                                                      crop.size_px))
         return paste_into(out, restored, mask * np.float32(self.settings.enhancer_blend),
-                          crop.frame_to_crop, colour)
+                          crop.frame_to_crop, colour, part)
 
     def _uses_model_masks(self) -> bool:
         return bool(self.settings.occluder or self.settings.parser or self.settings.mouth_mask)
@@ -315,6 +350,14 @@ class Pipeline:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _part_roi(roi: Roi, part: FramePart | None) -> Roi:
+    """`roi` (frame pixels) in the pixels of an array holding `part` of the frame."""
+    if part is None:
+        return roi
+    x, y = part.origin_xy
+    return Roi(roi.x0 - x, roi.y0 - y, roi.x1 - x, roi.y1 - y)
 
 
 def _with_embedding(face: Face, vector: np.ndarray) -> Face:

@@ -71,6 +71,21 @@ class Roi:
         return slice(self.y0, self.y1), slice(self.x0, self.x1)
 
 
+@dataclass(frozen=True, slots=True)
+class FramePart:
+    """Where an array that holds only part of a frame lies in it: `box`, in the whole frame's
+    pixels, of a frame `width` x `height` (pass 2 swaps such parts: see shot.render)."""
+
+    box: Roi
+    width: int
+    height: int
+
+    @property
+    def origin_xy(self) -> tuple[int, int]:
+        """The frame pixel of the part's top-left pixel."""
+        return self.box.x0, self.box.y0
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Pasted:
     """Where one paste (a swapped or an enhanced face) wrote into a frame.

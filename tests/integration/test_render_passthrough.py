@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from facefuse.io import video_write
-from facefuse.io.yuv import bgr_to_picture, picture_planes
+from facefuse.io.yuv import YuvPlanes, bgr_to_picture, matrix_for, picture_planes, yuv_to_bgr
 from tests import media_factory
 from tests.integration.render_helpers import FACE_BOX, read_bgr
 from tests.integration.test_footage import phone_clip
@@ -59,6 +59,19 @@ def _planes(path: Path) -> list[list[np.ndarray]]:
         return [[p.copy() for p in picture_planes(f)] for f in pictures]
 
 
+def _whole(picture: Any, frame: np.ndarray, origin_xy: tuple[int, int] = (0, 0)) -> np.ndarray:
+    """The whole frame compose() was given part of (a region frame, io.frame_regions: the
+    rest is the decoded picture as the reader converts it)."""
+    if frame.shape[:2] == (picture.height, picture.width):
+        return frame.copy()
+    matrix = matrix_for(picture.colorspace, picture.color_range, picture.pixel_format)
+    assert matrix is not None
+    whole = yuv_to_bgr(YuvPlanes(*picture.planes, 2, 2, False, matrix))
+    (x, y), (h, w) = origin_xy, frame.shape[:2]
+    whole[y:y + h, x:x + w] = frame
+    return whole
+
+
 @pytest.fixture()
 def captured(monkeypatch: pytest.MonkeyPatch) -> list[tuple[np.ndarray, list[np.ndarray]]]:
     """(frame, planes composed for the encoder) of every frame VideoSink passes through."""
@@ -67,7 +80,7 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> list[tuple[np.ndarray, list[np.
 
     def capture(picture: Any, frame: np.ndarray, *rest: Any) -> Any:
         out = original(picture, frame, *rest)
-        seen.append((frame.copy(), [p.copy() for p in picture_planes(out)]))
+        seen.append((_whole(picture, frame, *rest[3:]), [p.copy() for p in picture_planes(out)]))
         return out
 
     monkeypatch.setattr(video_write, "compose", capture)

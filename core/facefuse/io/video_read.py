@@ -43,9 +43,10 @@ import numpy as np
 from ..errors import InputError
 from ..timing import StageClock
 from .analysis_pictures import AnalysisPicture, analysis_picture
+from .frame_regions import PendingFrame
 from .passthrough import DecodedPicture, decoded_picture
 from .video_common import SUBSAMPLED_8BIT, format_rate, open_input
-from .yuv import chroma_centred, picture_to_bgr
+from .yuv import chroma_centred, picture_to_bgr, yuv_planes
 
 logger = logging.getLogger(__name__)
 
@@ -363,13 +364,20 @@ class VideoSource:
         modify it in place (pass 2 pastes into it)."""
         return self._start(numbers, self._to_array, clock, shared=False)
 
-    def read_decoded(self, numbers: Iterable[int], clock: StageClock | None = None
-                     ) -> Iterator[tuple[int, np.ndarray | DecodeFailure, DecodedPicture | None]]:
+    def read_decoded(self, numbers: Iterable[int], clock: StageClock | None = None,
+                     pending: Callable[[], bool] | None = None
+                     ) -> Iterator[tuple[int, np.ndarray | PendingFrame | DecodeFailure,
+                                         DecodedPicture | None]]:
         """As read(), with each frame the decoded picture it was made from (read-only views of
         the decoder's planes, io.passthrough; None for a failure and for pictures that are not
-        8-bit planar YUV), for a writer that encodes the decoded planes where it can."""
-        def convert(picture: Any) -> tuple[np.ndarray, DecodedPicture | None]:
-            return self._to_array(picture), decoded_picture(picture, self._turns)
+        8-bit planar YUV), for a writer that encodes the decoded planes where it can.
+        pending: asked before each frame is converted; while it says True, a picture that
+        _to_array converts with io.yuv (upright, tags io.yuv reads) comes unconverted, as an
+        io.frame_regions.PendingFrame, for a caller that converts only the boxes it needs."""
+        def convert(picture: Any) -> tuple[np.ndarray | PendingFrame, DecodedPicture | None]:
+            decoded = decoded_picture(picture, self._turns)
+            later = self._pending(picture) if pending is not None and pending() else None
+            return (later if later is not None else self._to_array(picture)), decoded
 
         frames = self._start(numbers, convert, clock, shared=False)
         return ((number, got, None) if isinstance(got, DecodeFailure) else (number, *got)
@@ -449,6 +457,14 @@ class VideoSource:
                 with clock.measure("colour"):
                     array = (pos, convert(held[1]))
             yield number, array[1]
+
+    def _pending(self, picture: Any) -> PendingFrame | None:
+        """The picture as a PendingFrame, or None where _to_array would not convert it with
+        io.yuv as it stands (a turned, deep, alpha or otherwise tagged picture)."""
+        if self._turns or self._array_format != "bgr24":
+            return None
+        planes = yuv_planes(picture, chroma_centred(self._info.codec))
+        return PendingFrame(planes) if planes is not None else None
 
     def _to_array(self, frame: Any) -> np.ndarray:
         """A decoded VideoFrame as an engine frame (BGR(A), uint8 or uint16, C-contiguous).

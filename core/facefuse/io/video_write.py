@@ -42,6 +42,7 @@ from av.video.reformatter import VideoReformatter
 from ..errors import FacefuseError, InputError
 from ..types import Pasted
 from .files import create_temporary, is_write_failure, write_error
+from .frame_regions import FrameRegion
 from .passthrough import DecodedPicture, EncoderTarget, compose, refusal
 from .video_common import (
     CRF_CODECS,
@@ -264,6 +265,29 @@ class VideoSink:
             if turns:  # back to the source's stored orientation (lossless); see _open_streams
                 frame = np.ascontiguousarray(np.rot90(frame, -turns))
             picture = self._picture(*_as_writable(frame, deep=self._deep))
+        self._encode(picture)
+
+    def write_region(self, region: FrameRegion, decoded: DecodedPicture,
+                     pasted: Sequence[Pasted] = ()) -> None:
+        """Append one frame given as `region` (only the part around the pastes converted to
+        BGR; io.frame_regions) of the picture `decoded`, for a stream whose decoded pictures
+        already pass through (passes_through True, else ValueError): the encoder gets them
+        as write() gives them. Should io.passthrough.refusal turn this picture down, the
+        region's whole frame is converted and written instead."""
+        if self._done or self.passes_through is not True:
+            raise ValueError("write_region() needs an open stream that passes decoded "
+                             "pictures through")
+        cc = self._stream.codec_context
+        target = EncoderTarget(self._pix_fmt, cc.width, cc.height, cc.colorspace,
+                               cc.color_range, self._info.rotation_deg // 90 % 4)
+        shape = np.broadcast_to(np.zeros(3, region.pixels.dtype), region.shape)  # no pixels
+        if refusal(decoded, target, shape) is not None:
+            self.write(region.whole(), decoded, pasted)
+            return
+        self._encode(compose(decoded, region.pixels, pasted, target, self._reformatter,
+                             region.part.origin_xy))
+
+    def _encode(self, picture: Any) -> None:
         picture.pts = self._count
         self._count += 1
         try:

@@ -379,11 +379,15 @@ _BOX_MARGIN_PX = 8
 # Boxes are converted in sizes of whole steps of this many pixels, so that a face box of about
 # the same size frame after frame reuses one swscale context (creating one costs ~0.5 ms).
 _BOX_STEP_PX = 32
+# How far from the changed pixels paste_into_planes may read `bgr`: the margin, then the box
+# rounded up to whole steps (which, at the frame's far edge, moves the box back): at most
+# 2 * margin + step (tests/unit/test_frame_regions.py checks _box_span against it).
+PASTE_REACH_PX = 2 * _BOX_MARGIN_PX + _BOX_STEP_PX
 
 
 def paste_into_planes(planes: Sequence[np.ndarray], bgr: np.ndarray, x0: int, y0: int,
                       changed: np.ndarray, pixel_format: str, matrix: YuvMatrix,
-                      reformatter: Any = None) -> None:
+                      reformatter: Any = None, origin_xy: tuple[int, int] = (0, 0)) -> None:
     """Write into ``planes`` (writable uint8 Y, Cb, Cr of a ``pixel_format`` picture the size
     of ``bgr``) the samples that ``changed`` (bool (h, w), the frame pixels from (x0, y0) that a
     paste wrote) touches: luma where ``changed``, chroma where the sample's footprint (its 2x2,
@@ -392,18 +396,24 @@ def paste_into_planes(planes: Sequence[np.ndarray], bgr: np.ndarray, x0: int, y0
     swscale's chroma subsampling, run over the changed box widened by a margin swscale's filter
     does not see past (so the samples equal the whole frame's conversion exactly).
     reformatter: an av VideoReformatter to keep between calls (its swscale context is reused
-    while the box size stays the same); None: a new one."""
+    while the box size stays the same); None: a new one. origin_xy: the frame pixel where
+    ``bgr`` starts when it holds only part of the frame (then it must hold every pixel within
+    PASTE_REACH_PX of the changed ones, or up to the frame's edge: ValueError otherwise)."""
     rows, cols = np.flatnonzero(changed.any(axis=1)), np.flatnonzero(changed.any(axis=0))
     if rows.size == 0:
         return
     top, left = y0 + int(rows[0]), x0 + int(cols[0])  # the changed pixels' box
     bottom, right = y0 + int(rows[-1]) + 1, x0 + int(cols[-1]) + 1
     sx, sy = PLANAR_8BIT[pixel_format]
-    height, width = bgr.shape[:2]
+    height, width = planes[0].shape[:2]
     bx0, bx1 = _box_span(left, right, sx, width)
     by0, by1 = _box_span(top, bottom, sy, height)
-    box = _subsampled(np.ascontiguousarray(bgr[by0:by1, bx0:bx1]), pixel_format, matrix,
-                      reformatter)
+    ox, oy = origin_xy
+    if bx0 < ox or by0 < oy or bx1 > ox + bgr.shape[1] or by1 > oy + bgr.shape[0]:
+        raise ValueError(f"the BGR part at {origin_xy} does not hold the box "
+                         f"({bx0}, {by0})-({bx1}, {by1}) a paste converts")
+    box = _subsampled(np.ascontiguousarray(bgr[by0 - oy:by1 - oy, bx0 - ox:bx1 - ox]),
+                      pixel_format, matrix, reformatter)
     where = np.zeros((by1 - by0, bx1 - bx0), bool)
     where[top - by0:bottom - by0, left - bx0:right - bx0] = changed[
         rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]

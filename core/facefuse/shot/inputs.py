@@ -9,7 +9,7 @@ Frames are numbered as the input numbers them: a sequence by its file names (a s
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -21,6 +21,7 @@ from ..cache.hashes import HashMemo, content_sha256
 from ..errors import InputError
 from ..io import plates, sequences, video
 from ..io.analysis_pictures import AnalysisPicture
+from ..io.frame_regions import PendingFrame
 from ..io.passthrough import DecodedPicture
 from ..io.video import DecodeFailure
 from ..runtime.threads import thread_budget
@@ -72,10 +73,14 @@ class ShotInput(Protocol):
         own (a repeated number included): the caller may modify it."""
         ...
 
-    def read_decoded(self, numbers: Iterable[int], clock: StageClock | None = None
-                     ) -> Iterator[tuple[int, FrameOrFailure, DecodedPicture | None]]:
+    def read_decoded(self, numbers: Iterable[int], clock: StageClock | None = None,
+                     pending: Callable[[], bool] | None = None
+                     ) -> Iterator[tuple[int, FrameOrFailure | PendingFrame,
+                                         DecodedPicture | None]]:
         """As read(), with the decoded picture each frame was made from where there is one
-        (8-bit planar YUV video: see io.passthrough), for a writer that encodes it."""
+        (8-bit planar YUV video: see io.passthrough), for a writer that encodes it. pending:
+        while it says True, frames the reader can leave unconverted come as
+        io.frame_regions.PendingFrame (see VideoSource.read_decoded)."""
         ...
 
     def read_analysis(self, numbers: Iterable[int], max_side_px: int | None,
@@ -124,8 +129,10 @@ class SequenceInput:
                 continue
             yield number, frame
 
-    def read_decoded(self, numbers: Iterable[int], clock: StageClock | None = None
-                     ) -> Iterator[tuple[int, FrameOrFailure, DecodedPicture | None]]:
+    def read_decoded(self, numbers: Iterable[int], clock: StageClock | None = None,
+                     pending: Callable[[], bool] | None = None
+                     ) -> Iterator[tuple[int, FrameOrFailure | PendingFrame,
+                                         DecodedPicture | None]]:
         return ((number, frame, None) for number, frame in self.read(numbers, clock))
 
     def read_analysis(self, numbers: Iterable[int], max_side_px: int | None,
@@ -169,9 +176,11 @@ class VideoInput:
              ) -> Iterator[tuple[int, FrameOrFailure]]:
         return self.source.read(numbers, clock)
 
-    def read_decoded(self, numbers: Iterable[int], clock: StageClock | None = None
-                     ) -> Iterator[tuple[int, FrameOrFailure, DecodedPicture | None]]:
-        return self.source.read_decoded(numbers, clock)
+    def read_decoded(self, numbers: Iterable[int], clock: StageClock | None = None,
+                     pending: Callable[[], bool] | None = None
+                     ) -> Iterator[tuple[int, FrameOrFailure | PendingFrame,
+                                         DecodedPicture | None]]:
+        return self.source.read_decoded(numbers, clock, pending)
 
     def read_analysis(self, numbers: Iterable[int], max_side_px: int | None,
                       clock: StageClock | None = None) -> Iterator[tuple[int, AnalysisItem]]:

@@ -32,6 +32,7 @@ from ..color import ColourConverter, display_to_linear, linear_output_converter
 from ..errors import InputError
 from ..geometry import DisplayConversion, to_model_range
 from ..io import files, plates, sequences, video
+from ..io.frame_regions import FrameRegion
 from ..io.passthrough import DecodedPicture
 from ..io.video_common import check_encoder_options
 from ..io.video_write import check_container
@@ -51,13 +52,16 @@ WRITE_WORKERS = 3
 class Processed:
     """What pass 2 hands from inference to the writer for one frame (frame None: failed).
 
+    frame: the frame, or where the writer takes regions (FrameWriter.takes_regions) a
+    FrameRegion: only the part around the pastes converted (whole_frame() gives the rest).
     picture: the decoded picture the frame was made from, for a writer that takes pictures
     (FrameWriter.takes_pictures; else None); pasted: where faces were pasted into the frame
     (see types.Pasted). Both are counted by the byte-bounded queues (streaming.payload_bytes).
+    matte: the frame's (a region's: whole-frame size too).
     """
 
     number: int
-    frame: np.ndarray | None
+    frame: np.ndarray | FrameRegion | None
     matte: np.ndarray | None
     faces: int
     ms: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
@@ -73,12 +77,23 @@ class FrameWriter(Protocol):
         it may turn False once, at the first frame, never back)."""
         ...
 
+    @property
+    def takes_regions(self) -> bool:
+        """Whether write() now takes a FrameRegion for Processed.frame as cheaply as a frame
+        (render then converts only the boxes it swaps; a region is always taken, converted
+        whole where needed)."""
+        ...
 
     def finished(self, number: int, fingerprint: str) -> bool: ...
 
     def write(self, item: Processed, metadata: Mapping[str, str]) -> list[Processed]: ...
 
     def finish(self, complete: bool) -> list[Processed]: ...
+
+
+def whole_frame(frame: np.ndarray | FrameRegion) -> np.ndarray:
+    """The whole frame of a Processed.frame (a region's converted whole: see FrameRegion)."""
+    return frame.whole() if isinstance(frame, FrameRegion) else frame
 
 
 def matte_frame(matte: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
@@ -88,8 +103,15 @@ def matte_frame(matte: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
     return np.repeat(matte[..., None], 3, axis=2)
 
 
-def patch_frame(frame: np.ndarray, matte: np.ndarray | None) -> np.ndarray:
-    """The swapped face alone, premultiplied float32 BGRA: colour * matte, alpha = matte."""
+def patch_frame(frame: np.ndarray | FrameRegion, matte: np.ndarray | None) -> np.ndarray:
+    """The swapped face alone, premultiplied float32 BGRA: colour * matte, alpha = matte
+    (of a region: zero outside its box, where its matte is)."""
+    if isinstance(frame, FrameRegion):
+        patch = np.zeros((*frame.shape[:2], 4), np.float32)
+        if matte is not None and not frame.box.empty:
+            rows, cols = frame.box.slices()
+            patch[rows, cols] = patch_frame(frame.pixels, matte[rows, cols])
+        return patch
     alpha = matte if matte is not None else np.zeros(frame.shape[:2], np.float32)
     colour = to_model_range(frame[..., :3]) / np.float32(255.0)
     return np.dstack([colour * alpha[..., None], alpha]).astype(np.float32)
@@ -171,7 +193,8 @@ class _Extras:
     def finished(self, number: int, fingerprint: str) -> bool:
         return all(out.finished(number, fingerprint) for out in self.outputs)
 
-    def write(self, item: Processed, frame: np.ndarray, metadata: Mapping[str, str]) -> None:
+    def write(self, item: Processed, frame: np.ndarray | FrameRegion,
+              metadata: Mapping[str, str]) -> None:
         if self.matte is not None:
             self.matte.write(item.number, matte_frame(item.matte, frame.shape), metadata)
         if self.patch is not None:
@@ -202,6 +225,10 @@ class SequenceWriter:
     def takes_pictures(self) -> bool:
         return False
 
+    @property
+    def takes_regions(self) -> bool:
+        return False
+
     def finished(self, number: int, fingerprint: str) -> bool:
         return self.main.finished(number, fingerprint) and self.extras.finished(number,
                                                                                 fingerprint)
@@ -219,8 +246,8 @@ class SequenceWriter:
         """Write the frame's files; the milliseconds it took."""
         assert item.frame is not None
         start = time.perf_counter()
-        frame = (item.frame if self.linear is None
-                 else display_to_linear(item.frame, self.linear))
+        whole = whole_frame(item.frame)
+        frame = whole if self.linear is None else display_to_linear(whole, self.linear)
         self.main.write(item.number, frame, metadata)
         self.extras.write(item, frame, metadata)  # the patch holds what the main output holds
         return (time.perf_counter() - start) * 1000.0
@@ -268,6 +295,13 @@ class VideoWriter:
             return False
         return self.sink is None or self.sink.passes_through is not False
 
+    @property
+    def takes_regions(self) -> bool:
+        """Once the stream passes decoded pictures through (the first frame decided): the
+        encoder then reads a frame's BGR only around its pastes."""
+        return (self.colour is None and self.sink is not None
+                and self.sink.passes_through is True)
+
     def finished(self, number: int, fingerprint: str) -> bool:
         return False
 
@@ -278,16 +312,25 @@ class VideoWriter:
             self.leading_failures += 1
         else:
             if self.sink is None:
-                self.sink = self._open(good.frame, metadata)
+                self.sink = self._open(whole_frame(good.frame), metadata)
             for _ in range(1 + self.leading_failures):
-                self.sink.write(self._display(good.frame), good.picture, good.pasted,
-                                colour_transform=self.colour is not None)
+                self._write_frame(self.sink, good)
             self.leading_failures = 0
             self.last = good
         if item.frame is None:
             return [item]
         self.extras.write(item, item.frame, metadata)
         return [_with_encode_ms(item, (time.perf_counter() - start) * 1000.0)]
+
+    def _write_frame(self, sink: video.VideoSink, item: Processed) -> None:
+        """Encode the item's frame; a region as such while the stream passes through."""
+        assert item.frame is not None
+        frame = item.frame
+        if isinstance(frame, FrameRegion) and item.picture is not None and self.takes_regions:
+            sink.write_region(frame, item.picture, item.pasted)
+            return
+        sink.write(self._display(whole_frame(frame)), item.picture, item.pasted,
+                   colour_transform=self.colour is not None)
 
     def _display(self, frame: np.ndarray) -> np.ndarray:
         """The frame as the video shows it: display-encoded when the plate is scene-referred."""

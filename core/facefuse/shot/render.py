@@ -33,6 +33,7 @@ import numpy as np
 
 from ..cache.hashes import HashMemo
 from ..color import input_conversion
+from ..io.frame_regions import FrameRegion, PendingFrame, converted_box
 from ..io.passthrough import DecodedPicture
 from ..io.video import DecodeFailure
 from ..io.yuv import READER_VERSION
@@ -40,7 +41,7 @@ from ..models.manifest import ROLES
 from ..pipeline import Pipeline
 from ..runtime.memory import returning_freed_memory
 from ..timing import RenderTimings, StageClock
-from ..types import Face, SourceIdentity
+from ..types import Face, FrameResult, SourceIdentity
 from . import provenance
 from .analysis import PLAN_VERSION, ShotAnalysis, plan_horizon, plan_targets
 from .early_plan import AnalysisStopped, EarlyPlan, Targets
@@ -299,6 +300,9 @@ class RenderJob:
                 if fail_fast:
                     work.halt.set()  # a reader waiting on pass 1 gives up at once
                 return Processed(number, None, None, 0, read_ms, frame.reason)
+            if isinstance(frame, PendingFrame):
+                return _swap_region(pipeline, (number, frame, picture, read_ms, targets),
+                                    identity, wants_matte)
             # the frame is this pass's own (see _timed): paste into it, matte only if written
             result = pipeline.swap_faces(frame, identity, targets, colour,
                                          in_place=True, matte=wants_matte)
@@ -335,7 +339,7 @@ class RenderJob:
         """The frames (see _timed) with their targets, each once its targets are final (the
         reader thread waits for the analysis here; AnalysisStopped when they will not be)."""
         writer = self.writer
-        for number, frame, picture, ms in _timed(self.shot, numbers, writer.takes_pictures):
+        for number, frame, picture, ms in _timed(self.shot, numbers, writer):
             targets = plan.targets(number)
             self.found[number] = plan.feed.found(number)
             yield number, frame, picture if writer.takes_pictures else None, ms, targets
@@ -384,19 +388,55 @@ class _PassTwo:
             raise self.pass_one_error
 
 
-def _timed(shot: ShotInput, numbers: Sequence[int], pictures: bool
+def _timed(shot: ShotInput, numbers: Sequence[int], writer: FrameWriter
            ) -> Iterator[tuple[int, Any, DecodedPicture | None, Mapping[str, float]]]:
-    """The frames, with the decoded picture of each where `pictures` asks for them (and the
+    """The frames, with the decoded picture of each where the writer takes pictures (and the
     input has one; else None), and the milliseconds each took to decode (and convert to
     BGR: "colour"); each frame is an array of its own (see VideoSource.read), which pass 2
-    pastes into."""
+    pastes into, or while the writer takes regions an io.frame_regions.PendingFrame, which
+    pass 2 converts only where it swaps (_swap_region)."""
     clock = StageClock()
-    if not pictures:
+    if not writer.takes_pictures:
         for number, frame in shot.read(numbers, clock):
             yield number, frame, None, clock.take()
         return
-    for number, frame, picture in shot.read_decoded(numbers, clock):
-        yield number, frame, picture, clock.take()
+
+    def regions() -> bool:  # asked per frame, by the reader
+        return writer.takes_regions
+
+    for number, got, picture in shot.read_decoded(numbers, clock, regions):
+        yield number, got, picture, clock.take()
+
+
+def _swap_region(pipeline: Pipeline, item: _Read, identity: SourceIdentity,
+                 matte: bool) -> Processed:
+    """Swap a frame the reader left unconverted: only the box the swap reads and writes (and
+    the writer reads around it: io.frame_regions.converted_box) is converted, timed as
+    "colour"; a frame without targets is not converted at all. The targets and the pastes
+    stay in frame pixels; the matte (when written) is the whole frame's."""
+    number, frame, picture, read_ms, targets = item
+    footprint = pipeline.swap_footprint(targets, frame.width, frame.height)
+    clock = StageClock()
+    if footprint is None:  # no targets (or none inside the frame: swapped, nothing pasted)
+        region = frame.empty_region()
+        result = FrameResult(region.pixels, tuple(targets), tuple(targets), None)
+    else:
+        with clock.measure("colour"):
+            region = frame.region(converted_box(footprint, frame.width, frame.height))
+        result = pipeline.swap_faces(region.pixels, identity, targets, None, clock=clock,
+                                     in_place=True, matte=matte, part=region.part)
+    return Processed(number, region, _whole_matte(result.matte, region),
+                     len(result.swapped), MappingProxyType({**read_ms, **result.timings_ms}),
+                     picture=picture, pasted=result.pasted)
+
+
+def _whole_matte(matte: np.ndarray | None, region: FrameRegion) -> np.ndarray | None:
+    """A region's matte placed in a whole-frame one (zero outside the region)."""
+    if matte is None:
+        return None
+    whole = np.zeros(region.shape[:2], np.float32)
+    whole[region.box.slices()] = matte
+    return whole
 
 
 def _ignore(_report: FrameReport | PhaseProgress) -> None:

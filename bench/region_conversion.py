@@ -1,0 +1,93 @@
+"""CPU milliseconds of pass 2's colour stage per frame, before and after region frames: the
+whole decoded yuv420p picture to BGR (what the reader did for every frame: io.yuv.yuv_to_bgr)
+against the box around one face that a swap converts once the pictures pass through
+(io.frame_regions.converted_box of the swapper crop's footprint, with and without a restorer's
+crop), and a frame without a face (nothing converted). 1080p and 4K; the swapper's crop square
+is a fifth of the frame height.
+
+    python bench/region_conversion.py [--rounds 30]
+
+Prints one JSON object: the median CPU ms (process time, so other load counts less) per case,
+and each box's size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections.abc import Callable
+
+import cv2
+import numpy as np
+
+from facefuse.geometry import frame_to_crop_matrix, invert_affine, template_points
+from facefuse.io.frame_regions import PendingFrame, converted_box
+from facefuse.io.yuv import bgr_to_picture, yuv_planes
+from facefuse.paste import crop_roi
+from facefuse.types import Roi
+
+SIZES = {"1080p": (1920, 1080), "4k": (3840, 2160)}
+# (template, crop px) of inswapper's crop and of GFPGAN's (REFERENCE.md section 3)
+SWAPPER, RESTORER = ("arcface_128", 128), ("ffhq_512", 512)
+_BT709 = 1
+
+
+def _scene(width: int, height: int) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    small = rng.integers(0, 256, (height // 16, width // 16, 3), dtype=np.uint8)
+    return cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR)
+
+
+def _footprint(width: int, height: int, specs: list[tuple[str, int]]) -> Roi:
+    """The union of the crops' footprints of a face whose swapper crop is a fifth of the frame
+    high, mid-frame (its landmarks are the swapper's template at that size)."""
+    side = height / 5.0
+    kps5 = template_points(SWAPPER[0], 1) * side + (width / 2 - side / 2, height / 3)
+    boxes = [crop_roi((height, width), size,
+                      invert_affine(frame_to_crop_matrix(kps5, template, size)))
+             for template, size in specs]
+    return Roi(min(b.x0 for b in boxes), min(b.y0 for b in boxes),
+               max(b.x1 for b in boxes), max(b.y1 for b in boxes))
+
+
+def _cpu_ms(step: Callable[[], object], rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        start = time.process_time()
+        step()
+        times.append((time.process_time() - start) * 1000.0)
+    return round(statistics.median(times), 2)
+
+
+def _measure(width: int, height: int, rounds: int) -> dict[str, object]:
+    """Each case's median CPU ms for one frame size."""
+    picture = bgr_to_picture(_scene(width, height), "yuv420p", _BT709, False)
+    assert picture is not None
+    planes = yuv_planes(picture)
+    assert planes is not None
+    pending = PendingFrame(planes)
+    boxes = {name: converted_box(_footprint(width, height, specs), width, height)
+             for name, specs in (("swap", [SWAPPER]), ("swap_and_restore", [SWAPPER, RESTORER]))}
+    out: dict[str, object] = {"whole_frame_ms": _cpu_ms(pending.whole, rounds)}
+    for name, box in boxes.items():
+        out[f"one_face_{name}_ms"] = _cpu_ms(lambda box=box: pending.region(box), rounds)
+        out[f"one_face_{name}_box"] = f"{box.x1 - box.x0}x{box.y1 - box.y0}"
+    out["no_face_ms"] = _cpu_ms(pending.empty_region, rounds)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=30)
+    args = parser.parse_args()
+    cv2.setNumThreads(1)  # one core's cost, as the inference thread's
+    results = {name: _measure(width, height, args.rounds)
+               for name, (width, height) in SIZES.items()}
+    print(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
