@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
-from collections.abc import Callable
 
 import cv2
 import numpy as np
+from colour import cpu_ms
 
 from facefuse.geometry import frame_to_crop_matrix, invert_affine, template_points
 from facefuse.io.frame_regions import PendingFrame, converted_box
@@ -52,14 +50,6 @@ def _footprint(width: int, height: int, specs: list[tuple[str, int]]) -> Roi:
                max(b.x1 for b in boxes), max(b.y1 for b in boxes))
 
 
-def _cpu_ms(step: Callable[[], object], rounds: int) -> float:
-    times = []
-    for _ in range(rounds):
-        start = time.process_time()
-        step()
-        times.append((time.process_time() - start) * 1000.0)
-    return round(statistics.median(times), 2)
-
 
 def _measure(width: int, height: int, rounds: int) -> dict[str, object]:
     """Each case's median CPU ms for one frame size."""
@@ -70,11 +60,11 @@ def _measure(width: int, height: int, rounds: int) -> dict[str, object]:
     pending = PendingFrame(planes)
     boxes = {name: converted_box(_footprint(width, height, specs), width, height)
              for name, specs in (("swap", [SWAPPER]), ("swap_and_restore", [SWAPPER, RESTORER]))}
-    out: dict[str, object] = {"whole_frame_ms": _cpu_ms(pending.whole, rounds)}
+    out: dict[str, object] = {"whole_frame_ms": cpu_ms(pending.whole, rounds)}
     for name, box in boxes.items():
-        out[f"one_face_{name}_ms"] = _cpu_ms(lambda box=box: pending.region(box), rounds)
+        out[f"one_face_{name}_ms"] = cpu_ms(lambda box=box: pending.region(box), rounds)
         out[f"one_face_{name}_box"] = f"{box.x1 - box.x0}x{box.y1 - box.y0}"
-    out["no_face_ms"] = _cpu_ms(pending.empty_region, rounds)
+    out["no_face_ms"] = cpu_ms(pending.empty_region, rounds)
     return out
 
 

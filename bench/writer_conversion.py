@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
-from collections.abc import Callable
 from functools import partial
 
 import cv2
 import numpy as np
 from av.video.reformatter import VideoReformatter
+from colour import cpu_ms
 
 from facefuse.io.passthrough import DecodedPicture, EncoderTarget, compose
 from facefuse.io.yuv import bgr_to_picture, picture_planes
@@ -51,14 +49,6 @@ def _face(frame: np.ndarray) -> Pasted:
     return Pasted(roi, mask)
 
 
-def _cpu_ms(step: Callable[[], object], rounds: int) -> float:
-    times = []
-    for _ in range(rounds):
-        start = time.process_time()
-        step()
-        times.append((time.process_time() - start) * 1000.0)
-    return round(statistics.median(times), 2)
-
 
 def _measure(width: int, height: int, rounds: int) -> dict[str, float]:
     """The three cases' median CPU ms for one frame size."""
@@ -70,11 +60,11 @@ def _measure(width: int, height: int, rounds: int) -> dict[str, float]:
     pasted = (_face(frame),)
     reformatter = VideoReformatter()  # the writer keeps one (io.video_write.VideoSink)
     return {
-        "whole_frame_ms": _cpu_ms(partial(bgr_to_picture, frame, "yuv420p", _BT709, False),
+        "whole_frame_ms": cpu_ms(partial(bgr_to_picture, frame, "yuv420p", _BT709, False),
                                   rounds),
-        "passthrough_one_face_ms": _cpu_ms(partial(compose, picture, frame, pasted, target,
+        "passthrough_one_face_ms": cpu_ms(partial(compose, picture, frame, pasted, target,
                                                    reformatter), rounds),
-        "passthrough_no_face_ms": _cpu_ms(partial(compose, picture, frame, (), target),
+        "passthrough_no_face_ms": cpu_ms(partial(compose, picture, frame, (), target),
                                           rounds),
     }
 
