@@ -30,6 +30,7 @@ from tests.integration.farm_helpers import (
     assert_only_outputs,
     collect,
     finish,
+    make_face_clip,
     read_pixels,
     run,
     start,
@@ -170,19 +171,23 @@ def test_sigterm_during_analysis_exits_143_promptly_and_caches_only_what_it_anal
 
 
 def test_sigterm_while_waiting_for_another_process_analysis_stops_promptly(
-        farm: Farm, tmp_path: Path) -> None:
+        farm: Farm, tmp_path: Path, testdata: Path) -> None:
     """Two chunks of one shot share a cache: the second waits for the first's analysis. A
-    SIGTERM to the waiting one must cancel it now, not when the other process is done."""
+    SIGTERM to the waiting one must cancel it now, not when the other process is done. The
+    shot is long enough that the first's analysis (several seconds) outlasts the second's
+    start-up on a loaded machine."""
+    frames = 4 * CLIP_FRAMES
+    clip = make_face_clip(tmp_path / "long.mkv", frames, testdata)
     cache = tmp_path / "shared" / "cache"
     first_log, second_log = tmp_path / "first", tmp_path / "second"
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
     first = start(farm, farm.command(tmp_path / "a" / "out.####.png", "--chunk", "1/2",
-                                     verbose=True), first_log, cache=cache)
+                                     clip=clip, verbose=True), first_log, cache=cache)
     try:
-        wait_for_lines(first, first_log, 0, needle=f"analysing {CLIP_FRAMES} frames")
+        wait_for_lines(first, first_log, 0, needle=f"analysing {frames} frames")
         second = start(farm, farm.command(tmp_path / "b" / "out.####.png", "--chunk", "2/2",
-                                          verbose=True), second_log, cache=cache)
+                                          clip=clip, verbose=True), second_log, cache=cache)
         wait_for_lines(second, second_log, 0, needle="waiting for the analysis of")
         written = first_log.with_suffix(".out").read_text()
         assert first.poll() is None and '"frame"' not in written, \
