@@ -220,6 +220,34 @@ def bt709_copy(clip: Path, folder: Path, frames: int) -> Path:
     return out
 
 
+FRAME_SIZES = {"1080p": (1920, 1080), "4k": (3840, 2160)}
+
+
+def smooth_scene(width: int, height: int) -> np.ndarray:
+    """A BGR uint8 picture of smooth random colour (noise 16x upscaled), the same every call."""
+    import cv2
+
+    small = np.random.default_rng(0).integers(0, 256, (height // 16, width // 16, 3), np.uint8)
+    return cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR)
+
+
+def per_size_main(description: str, measure: Callable[[int, int, int], dict[str, Any]],
+                  rounds: int) -> int:
+    """The main() of a script timing one conversion per frame size on one thread (OpenCV
+    single-threaded, as a pass-2 thread's cost): `measure(width, height, rounds)` per size of
+    FRAME_SIZES, printed as one JSON object; --rounds overrides `rounds`."""
+    import cv2
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--rounds", type=int, default=rounds)
+    args = parser.parse_args()
+    cv2.setNumThreads(1)
+    results = {name: measure(width, height, args.rounds)
+               for name, (width, height) in FRAME_SIZES.items()}
+    print(json.dumps(results, indent=1))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="YUV <-> BGR accuracy and cost.")
     parser.add_argument("--clip", type=Path, action="append", required=True)

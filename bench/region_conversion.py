@@ -13,29 +13,17 @@ and each box's size.
 
 from __future__ import annotations
 
-import argparse
-import json
+from colour import cpu_ms, per_size_main, smooth_scene
 
-import cv2
-import numpy as np
-from colour import cpu_ms
-
-from facefuse.geometry import frame_to_crop_matrix, invert_affine, template_points
+from facefuse.geometry import template_points
 from facefuse.io.frame_regions import PendingFrame, converted_box
 from facefuse.io.yuv import bgr_to_picture, yuv_planes
-from facefuse.paste import crop_roi
-from facefuse.types import Roi
+from facefuse.paste import crop_footprint
+from facefuse.types import Roi, enclosing
 
-SIZES = {"1080p": (1920, 1080), "4k": (3840, 2160)}
 # (template, crop px) of inswapper's crop and of GFPGAN's (REFERENCE.md section 3)
 SWAPPER, RESTORER = ("arcface_128", 128), ("ffhq_512", 512)
 _BT709 = 1
-
-
-def _scene(width: int, height: int) -> np.ndarray:
-    rng = np.random.default_rng(0)
-    small = rng.integers(0, 256, (height // 16, width // 16, 3), dtype=np.uint8)
-    return cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR)
 
 
 def _footprint(width: int, height: int, specs: list[tuple[str, int]]) -> Roi:
@@ -43,17 +31,15 @@ def _footprint(width: int, height: int, specs: list[tuple[str, int]]) -> Roi:
     high, mid-frame (its landmarks are the swapper's template at that size)."""
     side = height / 5.0
     kps5 = template_points(SWAPPER[0], 1) * side + (width / 2 - side / 2, height / 3)
-    boxes = [crop_roi((height, width), size,
-                      invert_affine(frame_to_crop_matrix(kps5, template, size)))
-             for template, size in specs]
-    return Roi(min(b.x0 for b in boxes), min(b.y0 for b in boxes),
-               max(b.x1 for b in boxes), max(b.y1 for b in boxes))
-
+    box = enclosing(crop_footprint((height, width), kps5, template, size)
+                    for template, size in specs)
+    assert box is not None
+    return box
 
 
 def _measure(width: int, height: int, rounds: int) -> dict[str, object]:
     """Each case's median CPU ms for one frame size."""
-    picture = bgr_to_picture(_scene(width, height), "yuv420p", _BT709, False)
+    picture = bgr_to_picture(smooth_scene(width, height), "yuv420p", _BT709, False)
     assert picture is not None
     planes = yuv_planes(picture)
     assert planes is not None
@@ -69,14 +55,7 @@ def _measure(width: int, height: int, rounds: int) -> dict[str, object]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=30)
-    args = parser.parse_args()
-    cv2.setNumThreads(1)  # one core's cost, as the inference thread's
-    results = {name: _measure(width, height, args.rounds)
-               for name, (width, height) in SIZES.items()}
-    print(json.dumps(results, indent=1))
-    return 0
+    return per_size_main(__doc__.splitlines()[0], _measure, 30)
 
 
 if __name__ == "__main__":

@@ -11,27 +11,17 @@ Prints one JSON object: the median CPU ms (process time, so other load counts le
 
 from __future__ import annotations
 
-import argparse
-import json
 from functools import partial
 
-import cv2
 import numpy as np
 from av.video.reformatter import VideoReformatter
-from colour import cpu_ms
+from colour import cpu_ms, per_size_main, smooth_scene
 
 from facefuse.io.passthrough import DecodedPicture, EncoderTarget, compose
 from facefuse.io.yuv import bgr_to_picture, picture_planes
 from facefuse.types import Pasted, Roi
 
-SIZES = {"1080p": (1920, 1080), "4k": (3840, 2160)}
 _BT709, _LIMITED = 1, 1
-
-
-def _scene(width: int, height: int) -> np.ndarray:
-    rng = np.random.default_rng(0)
-    small = rng.integers(0, 256, (height // 16, width // 16, 3), dtype=np.uint8)
-    return cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR)
 
 
 def _face(frame: np.ndarray) -> Pasted:
@@ -52,7 +42,7 @@ def _face(frame: np.ndarray) -> Pasted:
 
 def _measure(width: int, height: int, rounds: int) -> dict[str, float]:
     """The three cases' median CPU ms for one frame size."""
-    decoded_bgr = _scene(width, height)
+    decoded_bgr = smooth_scene(width, height)
     planes = picture_planes(bgr_to_picture(decoded_bgr, "yuv420p", _BT709, False))
     picture = DecodedPicture(tuple(planes), "yuv420p", _BT709, _LIMITED)
     target = EncoderTarget("yuv420p", width, height, _BT709, _LIMITED)
@@ -61,23 +51,16 @@ def _measure(width: int, height: int, rounds: int) -> dict[str, float]:
     reformatter = VideoReformatter()  # the writer keeps one (io.video_write.VideoSink)
     return {
         "whole_frame_ms": cpu_ms(partial(bgr_to_picture, frame, "yuv420p", _BT709, False),
-                                  rounds),
+                                 rounds),
         "passthrough_one_face_ms": cpu_ms(partial(compose, picture, frame, pasted, target,
-                                                   reformatter), rounds),
+                                                  reformatter), rounds),
         "passthrough_no_face_ms": cpu_ms(partial(compose, picture, frame, (), target),
-                                          rounds),
+                                         rounds),
     }
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=50)
-    args = parser.parse_args()
-    cv2.setNumThreads(1)  # one core's cost, as the writer thread's
-    results = {name: _measure(width, height, args.rounds)
-               for name, (width, height) in SIZES.items()}
-    print(json.dumps(results, indent=1))
-    return 0
+    return per_size_main(__doc__.splitlines()[0], _measure, 50)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from .geometry import DisplayConversion, invert_affine, transform_points
+from .geometry import DisplayConversion, frame_to_crop_matrix, invert_affine, transform_points
 from .types import FramePart, Roi
 
 
@@ -22,6 +22,13 @@ def crop_roi(frame_shape: tuple[int, ...], crop_size_px: int, crop_to_frame: np.
     x0, y0 = np.floor(corners.min(axis=0)).astype(int) - 1
     x1, y1 = np.ceil(corners.max(axis=0)).astype(int) + 1
     return Roi(max(int(x0), 0), max(int(y0), 0), min(int(x1), width), min(int(y1), height))
+
+
+def crop_footprint(frame_shape: tuple[int, ...], kps5: np.ndarray, template: str,
+                   size_px: int) -> Roi:
+    """The crop_roi of the `size_px` crop on `template` that landmarks `kps5` cut."""
+    matrix = frame_to_crop_matrix(kps5, template, size_px)
+    return crop_roi(frame_shape, size_px, invert_affine(matrix))
 
 
 def frame_scale(dtype: np.dtype) -> float:
@@ -76,7 +83,7 @@ def paste_into(frame: np.ndarray, crop_bgr: np.ndarray, mask: np.ndarray,
     roi = crop_roi(shape, mask.shape[0], crop_to_frame)
     if roi.empty:
         return roi, np.zeros((0, 0), np.float32)
-    rows, cols = _local_slices(roi, part)
+    rows, cols = part_slices(roi, part)
     roi_mask = warp_to_roi(np.ascontiguousarray(mask, dtype=np.float32), crop_to_frame, roi)
     roi_crop = warp_to_roi(np.ascontiguousarray(crop_bgr, dtype=np.float32), crop_to_frame, roi)
     scale = frame_scale(frame.dtype)
@@ -86,7 +93,7 @@ def paste_into(frame: np.ndarray, crop_bgr: np.ndarray, mask: np.ndarray,
     return roi, roi_mask
 
 
-def _local_slices(roi: Roi, part: FramePart | None) -> tuple[slice, slice]:
+def part_slices(roi: Roi, part: FramePart | None) -> tuple[slice, slice]:
     """The slices of `roi` (frame pixels) in an array holding `part` of the frame (None: all)."""
     if part is None:
         return roi.slices()

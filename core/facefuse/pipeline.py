@@ -25,7 +25,7 @@ from .geometry import DisplayConversion
 from .io.images import decode_image, read_image_bytes
 from .masks import box_mask, combine_masks, keep_out, landmark_hull_mask, soften_model_mask
 from .models.manifest import Manifest
-from .paste import crop_roi, paste_into, warp_from_roi
+from .paste import crop_footprint, part_slices, paste_into, warp_from_roi
 from .runtime.loading import DownloadProgress, ModelLoader
 from .runtime.sessions import SessionTimer
 from .selection import largest_face, select_faces
@@ -33,7 +33,16 @@ from .stages import Swapper
 from .stages.boost import boost_factor
 from .stages.swap import NEUTRAL_WEIGHT, blend_identity
 from .timing import StageClock
-from .types import AlignedCrop, Face, FramePart, FrameResult, Pasted, Roi, SourceIdentity
+from .types import (
+    AlignedCrop,
+    Face,
+    FramePart,
+    FrameResult,
+    Pasted,
+    Roi,
+    SourceIdentity,
+    enclosing,
+)
 from .vectors import mean_direction
 
 log = logging.getLogger(__name__)
@@ -123,13 +132,15 @@ class Pipeline:
         return tuple(geometry.scale_face(face, 1.0 / scale) for face in faces)
 
     def embed_faces(self, frame: np.ndarray, faces: Sequence[Face],
-                    colour: DisplayConversion | None = None) -> tuple[Face, ...]:
-        """Copies of `faces` carrying their embeddings (one batched recogniser run)."""
+                    colour: DisplayConversion | None = None,
+                    origin: tuple[int, int] = (0, 0)) -> tuple[Face, ...]:
+        """Copies of `faces` carrying their embeddings (one batched recogniser run); `frame`
+        holds the frame from pixel `origin` (see swap_faces' part)."""
         if not faces:
             return ()
         spec = self.models.load("recogniser").family.crop_spec()
-        return self.embed_crops(faces, [geometry.warp_crop(frame, face.kps5, *spec, colour)
-                                        for face in faces])
+        return self.embed_crops(faces, [geometry.warp_crop(frame, face.kps5, *spec, colour,
+                                                           origin) for face in faces])
 
     def embed_crops(self, faces: Sequence[Face], crops: Sequence[AlignedCrop]
                     ) -> tuple[Face, ...]:
@@ -176,7 +187,7 @@ class Pipeline:
         the whole frame's: the same pixels are written (geometry.warp_crop says how exactly).
         """
         clock = clock if clock is not None else StageClock()
-        origin = part.origin_xy if part is not None else (0, 0)
+        origin = _origin(part)
         cut = [self._cut_face(frame, face, identity, clock, colour, origin) for face in targets]
         out = frame if in_place else frame.copy()
         union = np.zeros(frame.shape[:2], np.float32) if targets and matte else None
@@ -200,18 +211,11 @@ class Pipeline:
         specs = [(swapper.template, self._swap_size_px(swapper))]
         if self.settings.enhancer:
             specs.append(self.models.load("enhancer").family.crop_spec())
-        boxes = []
-        for face in targets:
-            own = [self.models.load("recogniser").family.crop_spec()] if (
-                self.settings.swapper_weight != NEUTRAL_WEIGHT and face.embedding is None) else []
-            for template, size_px in specs + own:
-                matrix = geometry.frame_to_crop_matrix(face.kps5, template, size_px)
-                boxes.append(crop_roi((height, width), size_px, geometry.invert_affine(matrix)))
-        boxes = [box for box in boxes if not box.empty]
-        if not boxes:
-            return None
-        return Roi(min(b.x0 for b in boxes), min(b.y0 for b in boxes),
-                   max(b.x1 for b in boxes), max(b.y1 for b in boxes))
+        embeds = self.settings.swapper_weight != NEUTRAL_WEIGHT
+        own = [self.models.load("recogniser").family.crop_spec()] if embeds else []
+        return enclosing(crop_footprint((height, width), face.kps5, template, size_px)
+                         for face in targets
+                         for template, size_px in specs + (own if face.embedding is None else []))
 
     def _cut_face(self, frame: np.ndarray, face: Face, identity: SourceIdentity,
                   clock: StageClock, colour: DisplayConversion | None,
@@ -241,7 +245,7 @@ class Pipeline:
             mask = combine_masks(self._swap_mask(crop.size_px, kps5_crop), *masks)
             roi, roi_mask = paste_into(out, swapped, mask, crop.frame_to_crop, colour, part)
             if matte is not None and not roi.empty:
-                rows, cols = _part_roi(roi, part).slices()
+                rows, cols = part_slices(roi, part)
                 np.maximum(matte[rows, cols], roi_mask, out=matte[rows, cols])
         return roi, roi_mask
 
@@ -285,9 +289,7 @@ class Pipeline:
             return self._latent(identity)
         target = face.embedding
         if target is None:
-            spec = self.models.load("recogniser").family.crop_spec()
-            crop = geometry.warp_crop(frame, face.kps5, *spec, colour, origin)
-            target = self.embed_crops([face], [crop])[0].embedding
+            target = self.embed_faces(frame, [face], colour, origin)[0].embedding
         assert target is not None  # embed_faces always sets it
         key = b"".join(np.ascontiguousarray(v, dtype=np.float32).tobytes()
                        for v in (identity.embedding, target))
@@ -318,8 +320,7 @@ class Pipeline:
         occlusion, region or mouth masks the restorer is held to the swap's own mask too, so
         what those masks kept of the target stays the target's."""
         spec = self.models.load("enhancer").family.crop_spec()
-        crop = geometry.warp_crop(out, face.kps5, *spec, colour,
-                                  part.origin_xy if part is not None else (0, 0))
+        crop = geometry.warp_crop(out, face.kps5, *spec, colour, _origin(part))
         restored = self.models.restorer().enhance(crop)
         mask = self._box_mask(crop.size_px)
         if self._uses_model_masks():
@@ -352,12 +353,9 @@ class Pipeline:
         self.close()
 
 
-def _part_roi(roi: Roi, part: FramePart | None) -> Roi:
-    """`roi` (frame pixels) in the pixels of an array holding `part` of the frame."""
-    if part is None:
-        return roi
-    x, y = part.origin_xy
-    return Roi(roi.x0 - x, roi.y0 - y, roi.x1 - x, roi.y1 - y)
+def _origin(part: FramePart | None) -> tuple[int, int]:
+    """The frame pixel an array holding `part` starts at ((0, 0): the whole frame)."""
+    return part.origin_xy if part is not None else (0, 0)
 
 
 def _with_embedding(face: Face, vector: np.ndarray) -> Face:

@@ -13,7 +13,7 @@ Frame convention (stated once, converted only at the edges):
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -84,6 +84,15 @@ class FramePart:
     def origin_xy(self) -> tuple[int, int]:
         """The frame pixel of the part's top-left pixel."""
         return self.box.x0, self.box.y0
+
+
+def enclosing(rois: Iterable[Roi]) -> Roi | None:
+    """The smallest Roi holding every non-empty one of `rois`; None when there is none."""
+    boxes = [roi for roi in rois if not roi.empty]
+    if not boxes:
+        return None
+    return Roi(min(b.x0 for b in boxes), min(b.y0 for b in boxes),
+               max(b.x1 for b in boxes), max(b.y1 for b in boxes))
 
 
 @dataclass(frozen=True, slots=True, eq=False)

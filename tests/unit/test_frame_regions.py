@@ -103,3 +103,11 @@ def test_pasting_from_a_region_writes_the_planes_the_whole_frame_does() -> None:
     with pytest.raises(ValueError, match="does not hold"):
         paste_into_planes(planes["region"], region.pixels[:, :-8], x0, y0, changed, "yuv420p",
                           matrix, origin_xy=region.part.origin_xy)
+
+
+def test_enclosing_bounds_the_non_empty_boxes() -> None:
+    from facefuse.types import Roi, enclosing
+
+    assert enclosing([]) is None and enclosing([Roi(5, 5, 5, 9)]) is None
+    assert enclosing([Roi(10, 20, 30, 40), Roi(0, 25, 12, 50), Roi(99, 99, 99, 99)]) == Roi(
+        0, 20, 30, 50)
