@@ -93,3 +93,68 @@ def test_a_timed_pool_times_creation_and_every_run_and_answers_like_the_session(
     assert totals[SESSIONS] > 0 and totals[INFERENCE] > 0
     untimed = sessions.SessionPool(["CPUExecutionProvider"]).get(tiny_model)
     assert isinstance(untimed, ort.InferenceSession)
+
+
+def _slow_model(path):
+    """A model whose run takes a few ms on the CPU: y = x @ w, sixteen times over."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = numpy_helper.from_array(np.eye(256, dtype=np.float32), "w")
+    nodes, name = [], "x"
+    for i in range(16):
+        nodes.append(helper.make_node("MatMul", [name, "w"], [f"m{i}"]))
+        name = f"m{i}"
+    nodes.append(helper.make_node("Identity", [name], ["y"]))
+    graph = helper.make_graph(nodes, "slow",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [256, 256])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [256, 256])],
+                              [weight])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+class _Intervals:
+    def __init__(self):
+        self.runs = []
+
+    def session_created(self, ms):
+        pass
+
+    def inference(self, start, end):
+        self.runs.append((start, end))
+
+
+def test_a_thread_budget_takes_cpu_runs_one_at_a_time_across_threads(tmp_path):
+    """Pass 1 and pass 2 of a `many` render call sessions of one pool from two threads: under
+    --threads N their runs must not overlap, or inference keeps 2N threads busy."""
+    import itertools
+    import threading
+
+    import numpy as np
+
+    timer = _Intervals()
+    pool = sessions.SessionPool(["CPUExecutionProvider"], timer=timer, threads=1)
+    first, second = (pool.get(_slow_model(tmp_path / f"{name}.onnx")) for name in ("a", "b"))
+    x = np.random.default_rng(0).random((256, 256), np.float32)
+
+    def runs(session):
+        for _ in range(12):
+            session.run(None, {"x": x})
+
+    workers = [threading.Thread(target=runs, args=(s,)) for s in (first, second)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    ordered = sorted(timer.runs)
+    assert len(ordered) == 24
+    assert all(end <= next_start for (_, end), (next_start, _) in itertools.pairwise(ordered))
+
+
+def test_without_a_budget_sessions_are_not_gated(tiny_model):
+    pool = sessions.SessionPool(["CPUExecutionProvider"], threads=0)
+    assert isinstance(pool.get(tiny_model), ort.InferenceSession)
+    gated = sessions.SessionPool(["CPUExecutionProvider"], threads=2).get(tiny_model)
+    assert isinstance(gated, sessions.TimedSession)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -113,11 +114,13 @@ class SessionTimer(Protocol):
 
 
 class TimedSession:
-    """An InferenceSession whose run() calls are timed into a SessionTimer; everything else is
-    the session's own (get_inputs, get_providers, io_binding, ...)."""
+    """An InferenceSession whose run() calls are timed into a SessionTimer (when given) and
+    taken one at a time through `gate` (when given); everything else is the session's own
+    (get_inputs, get_providers, io_binding, ...)."""
 
-    def __init__(self, session: ort.InferenceSession, timer: SessionTimer) -> None:
-        self._session, self._timer = session, timer
+    def __init__(self, session: ort.InferenceSession, timer: SessionTimer | None,
+                 gate: threading.Lock | None = None) -> None:
+        self._session, self._timer, self._gate = session, timer, gate
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         return self._timed(self._session.run, *args, **kwargs)
@@ -126,11 +129,13 @@ class TimedSession:
         return self._timed(self._session.run_with_iobinding, *args, **kwargs)
 
     def _timed(self, call: Any, *args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return call(*args, **kwargs)
-        finally:
-            self._timer.inference(start, time.perf_counter())
+        with self._gate if self._gate is not None else contextlib.nullcontext():
+            start = time.perf_counter()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                if self._timer is not None:
+                    self._timer.inference(start, time.perf_counter())
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._session, name)
@@ -140,7 +145,10 @@ class SessionPool:
     """Sessions keyed by (resolved model path, providers); each created once and then reused.
 
     timer: when given, session creation and every run() are timed into it. threads: each
-    session's intra-op threads (0: ONNX Runtime's default)."""
+    session's intra-op threads (0: ONNX Runtime's default). With a budget (threads > 0) the
+    sessions that run on the CPU take their runs one at a time, whichever thread calls them:
+    pass 1 and pass 2 of a `--selector many` render then never keep twice the budget's
+    inference threads busy (runtime.threads)."""
 
     def __init__(self, providers: Sequence[str], cache_dir: Path | None = None,
                  timer: SessionTimer | None = None, threads: int = 0) -> None:
@@ -150,6 +158,7 @@ class SessionPool:
         self._timer = timer
         self._sessions: dict[tuple[str, tuple[str, ...]], Any] = {}
         self._lock = threading.Lock()
+        self._cpu_gate = threading.Lock() if threads > 0 else None
 
     def get(self, model_path: Path) -> Any:
         """The session for model_path (an InferenceSession, or a TimedSession over one)."""
@@ -162,10 +171,12 @@ class SessionPool:
     def _create(self, model_path: Path) -> Any:
         start = time.perf_counter()
         session = create_session(model_path, self.providers, self._cache_dir, self.threads)
-        if self._timer is None:
+        if self._timer is not None:
+            self._timer.session_created((time.perf_counter() - start) * 1000.0)
+        gate = self._cpu_gate if session.get_providers()[0] == CPU else None
+        if self._timer is None and gate is None:
             return session
-        self._timer.session_created((time.perf_counter() - start) * 1000.0)
-        return TimedSession(session, self._timer)
+        return TimedSession(session, self._timer, gate)
 
     def __len__(self) -> int:
         return len(self._sessions)

@@ -7,9 +7,9 @@ than spin (runtime.sessions), so each pool may use the whole budget when its tur
 budget bounds is how many threads any one pool starts. 0 means every core of the machine. A farm
 that packs several renders onto one machine gives each its share (`--threads 4` on 16 cores, four
 tasks); `--threads 1` keeps every pool single-threaded. With `--selector many` pass 1 runs
-beside pass 2 (shot.pass_one): its detector and recogniser sessions and its decoder then work
-at the same time as pass 2's, so such a render may keep up to twice the budget busy while the
-analysis lasts.
+beside pass 2 (shot.pass_one); under a budget their CPU sessions take turns (one run at a
+time, runtime.sessions.SessionPool), so inference never keeps more than the budget's threads
+busy, while pass 1's decoder still works beside pass 2's.
 """
 
 from __future__ import annotations
