@@ -73,7 +73,8 @@ def test_converted_box_widens_by_the_reach_within_the_frame() -> None:
     inside = converted_box(Roi(60, 60, 120, 90), WIDTH, HEIGHT)
     assert inside.x0 <= 60 - reach and inside.y0 <= 60 - reach
     assert inside.x1 >= 120 + reach and inside.y1 >= 90 + reach
-    assert converted_box(Roi(40, 30, 180, 120), WIDTH, HEIGHT) == Roi(0, 0, WIDTH, HEIGHT)
+    assert converted_box(Roi(reach, reach, WIDTH - reach, HEIGHT - reach), WIDTH,
+                         HEIGHT) == Roi(0, 0, WIDTH, HEIGHT)
 
 
 def test_pasting_from_a_region_writes_the_planes_the_whole_frame_does() -> None:
@@ -100,9 +101,10 @@ def test_pasting_from_a_region_writes_the_planes_the_whole_frame_does() -> None:
     for got, want, source in zip(planes["region"], planes["whole"], picture_planes(picture)):
         np.testing.assert_array_equal(got, want)
         assert (got != source).any()
+    short = region.pixels[:, :x0 + 27 - region.box.x0]  # ends at the changed pixels
     with pytest.raises(ValueError, match="does not hold"):
-        paste_into_planes(planes["region"], region.pixels[:, :-8], x0, y0, changed, "yuv420p",
-                          matrix, origin_xy=region.part.origin_xy)
+        paste_into_planes(planes["region"], short, x0, y0, changed, "yuv420p", matrix,
+                          origin_xy=region.part.origin_xy)
 
 
 def test_enclosing_bounds_the_non_empty_boxes() -> None:

@@ -130,14 +130,12 @@ def _matrix_refusal(picture: DecodedPicture, target: EncoderTarget) -> str | Non
 
 
 def compose(picture: DecodedPicture, frame: np.ndarray, pasted: Sequence[Pasted],
-            target: EncoderTarget, reformatter: Any = None,
-            origin_xy: tuple[int, int] = (0, 0)) -> Any:
+            target: EncoderTarget, origin_xy: tuple[int, int] = (0, 0)) -> Any:
     """A new av.VideoFrame of the target's format and tags: a copy of `picture`'s planes with
     the samples every paste of `pasted` changed (mask > 0) converted from `frame` (BGR uint8,
     the faces pasted in) as the whole-frame conversion would. Only for a `picture` that
-    `refusal` lets through to `target`. reformatter: an av VideoReformatter the caller keeps
-    between frames (see io.yuv.paste_into_planes). origin_xy: where `frame` starts when it
-    holds only the part of the frame around the pastes (io.frame_regions.FrameRegion)."""
+    `refusal` lets through to `target`. origin_xy: where `frame` starts when it holds only the
+    part of the frame around the pastes (io.frame_regions.FrameRegion)."""
     import av
 
     # the target's format: a yuvj picture goes to a full-range yuv stream with its planes as
@@ -150,6 +148,6 @@ def compose(picture: DecodedPicture, frame: np.ndarray, pasted: Sequence[Pasted]
     assert matrix is not None  # refusal checked it
     for paste in pasted:
         paste_into_planes(planes, frame, paste.roi.x0, paste.roi.y0, paste.mask > 0,
-                          target.pixel_format, matrix, reformatter, origin_xy)
+                          target.pixel_format, matrix, origin_xy)
     out.colorspace, out.color_range = target.colorspace, target.color_range
     return out

@@ -37,7 +37,6 @@ from typing import Any, Self
 
 import av
 import numpy as np
-from av.video.reformatter import VideoReformatter
 
 from ..errors import FacefuseError, InputError
 from ..types import Pasted
@@ -212,7 +211,6 @@ class VideoSink:
         self._count, self._done = 0, False
         # whether decoded pictures pass through (None: no frame yet; False: refused, for good)
         self.passes_through: bool | None = None
-        self._reformatter = VideoReformatter()  # for the pasted boxes (io.passthrough.compose)
 
     def _make_temp(self) -> Path:
         """The hidden temporary beside the output; its mode follows the umask, as images'."""
@@ -284,7 +282,7 @@ class VideoSink:
         if refusal(decoded, target, shape) is not None:
             self.write(region.whole(), decoded, pasted)
             return
-        self._encode(compose(decoded, region.pixels, pasted, target, self._reformatter,
+        self._encode(compose(decoded, region.pixels, pasted, target,
                              region.part.origin_xy))
 
     def _encode(self, picture: Any) -> None:
@@ -322,12 +320,12 @@ class VideoSink:
             self.passes_through = True
             logger.debug("%s: decoded pictures pass through, only pasted samples converted",
                          self._path)
-        return compose(decoded, frame, pasted, target, self._reformatter)
+        return compose(decoded, frame, pasted, target)
 
     def _picture(self, array: np.ndarray, packed: str) -> Any:
         """The av.VideoFrame to encode, in the stream's pixel format. YUV targets of a BGR frame
-        (8-bit, and 10-bit limited range): io.yuv's matrix (rounded once), then swscale's
-        chroma subsampling; RGB targets: a repacking (exact); others: swscale, through 4:4:4
+        (8-bit, and 10-bit limited range): io.yuv's matrix (rounded once), then its chroma
+        subsampling at the codec's siting (io.yuv.subsample_chroma); RGB targets: a repacking (exact); others: swscale, through 4:4:4
         for 8-bit subsampled targets (its direct path truncates levels)."""
         colorspace, full_range = self._matrix
         if not self._spec.rgb and packed in ("bgr24", "bgr48le"):

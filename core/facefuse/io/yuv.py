@@ -279,12 +279,13 @@ def bgr_to_yuv444(bgr: np.ndarray, matrix: YuvMatrix, bits: int = 8,
 FAST_FORMATS = MappingProxyType({**SUBSAMPLED_8BIT, "yuv444p": "yuv444p", "yuvj444p": "yuvj444p"})
 
 
-# What the writer converts: each target format's 4:4:4 format and bit depth.
+# What the writer converts: each target format's bit depth and chroma subsampling (across,
+# down). The subsampled ones are those of MPEG-2-sited codecs (H.264, HEVC, ProRes, DNxHR); the
+# writer's JPEG formats are 4:4:4.
 WRITER_FORMATS = MappingProxyType({
-    "yuv420p": ("yuv444p", 8), "yuv422p": ("yuv444p", 8), "yuv444p": ("yuv444p", 8),
-    "yuvj444p": ("yuvj444p", 8), "yuvj420p": ("yuvj444p", 8),
-    "yuv420p10le": ("yuv444p10le", 10), "yuv422p10le": ("yuv444p10le", 10),
-    "yuv444p10le": ("yuv444p10le", 10),
+    "yuv420p": (8, (2, 2)), "yuv422p": (8, (2, 1)), "yuv444p": (8, (1, 1)),
+    "yuvj444p": (8, (1, 1)), "yuvj420p": (8, (2, 2)),
+    "yuv420p10le": (10, (2, 2)), "yuv422p10le": (10, (2, 1)), "yuv444p10le": (10, (1, 1)),
 })
 
 
@@ -345,26 +346,65 @@ def picture_to_bgr(picture: Any, centred: bool = False) -> np.ndarray | None:
 def bgr_to_picture(bgr: np.ndarray, pixel_format: str, colorspace: int,
                    full_range: bool) -> Any | None:
     """An av.VideoFrame of ``pixel_format`` holding a BGR (H, W, 3) frame, converted with the
-    matrix ``colorspace`` (AVColorSpace) names and tagged with it; chroma is subsampled by
-    swscale from the 4:4:4 planes. 8-bit formats take uint8 frames, the 10-bit limited-range
+    matrix ``colorspace`` (AVColorSpace) names and tagged with it; chroma is subsampled at the
+    MPEG-2 siting (subsample_chroma). 8-bit formats take uint8 frames, the 10-bit limited-range
     ones of WRITER_FORMATS uint16 frames. None for another format, matrix or frame."""
     import av
 
-    full_format, bits = WRITER_FORMATS.get(pixel_format, (None, 8))
+    bits, step = WRITER_FORMATS.get(pixel_format, (8, None))
     matrix = matrix_for(colorspace, _RANGE_JPEG if full_range else 1, pixel_format)
     wanted = np.uint8 if bits == 8 else np.uint16
-    if (full_format is None or matrix is None or bgr.dtype != wanted or bgr.shape[2] != 3
+    if (step is None or matrix is None or bgr.dtype != wanted or bgr.shape[2] != 3
             or (bits == 10 and full_range)):
         return None
     height, width = bgr.shape[:2]
-    picture = av.VideoFrame(width, height, full_format)
+    picture = av.VideoFrame(width, height, pixel_format)
     planes: list[Any] = list(picture.planes)
     views = [np.frombuffer(plane, "<u2" if bits > 8 else np.uint8).reshape(plane.height, -1)
-             [:, :width] for plane in planes]
-    bgr_to_yuv444(bgr, matrix, bits, out=views)
+             [:, :plane.width] for plane in planes]
+    bgr_to_planes(bgr, matrix, bits, step, views)
     # tagged as converted: a yuvj format is full range whatever full_range says
     picture.colorspace, picture.color_range = colorspace, _RANGE_JPEG if matrix.full_range else 1
-    return picture if full_format == pixel_format else picture.reformat(format=pixel_format)
+    return picture
+
+
+def bgr_to_planes(bgr: np.ndarray, matrix: YuvMatrix, bits: int, step: tuple[int, int],
+                  out: Sequence[np.ndarray]) -> None:
+    """Fill ``out`` (Y, Cb, Cr planes: uint8 for 8 bits, uint16 for 10) with BGR (H, W, 3):
+    bgr_to_yuv444's values, the chroma then subsampled by ``step`` (across, down; H and W
+    multiples of it) with subsample_chroma."""
+    if step == (1, 1):
+        bgr_to_yuv444(bgr, matrix, bits, out=out)
+        return
+    dtype = np.uint8 if bits == 8 else np.uint16
+    chroma = [np.empty(bgr.shape[:2], dtype) for _ in range(2)]
+    bgr_to_yuv444(bgr, matrix, bits, out=[out[0], *chroma])
+    for full, plane in zip(chroma, out[1:], strict=True):
+        subsample_chroma(full, step, plane)
+
+
+def subsample_chroma(plane: np.ndarray, step: tuple[int, int], out: np.ndarray) -> None:
+    """A full-resolution Cb or Cr plane (H, W; uint8, or uint16 of 10-bit levels) subsampled
+    2:1 across and, for step (2, 2), 2:1 down into ``out``, at the siting H.264, HEVC, ProRes and
+    DNxHR mean (and the reader reads them with): across, on the even luma columns, [1 2 1] / 4
+    (the column left of the first repeats it); down, midway between rows 2j and 2j + 1,
+    [1 1] / 2. Rounded once, halves up. A read (linear upsampling at the same siting) and write
+    cycle then filters chroma by [1 6 1] / 8 each way and never moves it; swscale, which PyAV
+    cannot tell the siting, averages column pairs, a quarter sample to the right each write.
+    Each sample depends on luma columns 2i - 1 .. 2i + 1 only, so a box converts as the whole."""
+    across, down = step
+    if across != 2 or down not in (1, 2):
+        raise ValueError(f"chroma subsampling {across}x{down} is not 4:2:0 or 4:2:2")
+    rows: np.ndarray = (cv2.add(plane[0::2], plane[1::2], dtype=cv2.CV_16U) if down == 2
+                        else plane.astype(np.uint16))
+    sums: np.ndarray = rows[:, 0::2] * np.uint16(2)
+    sums += rows[:, 1::2]
+    sums[:, 1:] += rows[:, 1:-1:2]
+    sums[:, 0] += rows[:, 0]
+    shift = down + 1  # the weights sum to 8 (4:2:0) or 4 (4:2:2); 10-bit sums stay < 2**14
+    sums += np.uint16(1 << (shift - 1))
+    sums >>= shift
+    np.copyto(out, sums, casting="unsafe")
 
 
 # Pasting into decoded planes ---------------------------------------------------------------------
@@ -372,13 +412,11 @@ def bgr_to_picture(bgr: np.ndarray, pixel_format: str, colorspace: int,
 # subsampling (horizontal, vertical).
 PLANAR_8BIT = MappingProxyType({name: step for name, step in _SUBSAMPLING.items()
                                 if name != "nv12"})  # nv12 interleaves its chroma
-# Luma pixels of frame around a changed box that its conversion also reads: swscale's chroma
-# filter for a 2:1 reduction reaches 2 luma pixels past a sample's footprint (a margin of 2
-# already gives the whole frame's values exactly, tests/unit/test_passthrough.py), so 8 is ample.
+# Luma pixels of frame around a changed box that its conversion also reads: subsample_chroma
+# reads one column left of a sample's footprint, so 8 is ample.
 _BOX_MARGIN_PX = 8
-# Boxes are converted in sizes of whole steps of this many pixels, so that a face box of about
-# the same size frame after frame reuses one swscale context (creating one costs ~0.5 ms).
-_BOX_STEP_PX = 32
+# Boxes are converted in whole steps of this many pixels: a chroma footprint (2) at least.
+_BOX_STEP_PX = 2
 # How far from the changed pixels paste_into_planes may read `bgr`: the margin, then the box
 # rounded up to whole steps (which, at the frame's far edge, moves the box back): at most
 # 2 * margin + step (tests/unit/test_frame_regions.py checks _box_span against it).
@@ -387,16 +425,14 @@ PASTE_REACH_PX = 2 * _BOX_MARGIN_PX + _BOX_STEP_PX
 
 def paste_into_planes(planes: Sequence[np.ndarray], bgr: np.ndarray, x0: int, y0: int,
                       changed: np.ndarray, pixel_format: str, matrix: YuvMatrix,
-                      reformatter: Any = None, origin_xy: tuple[int, int] = (0, 0)) -> None:
+                      origin_xy: tuple[int, int] = (0, 0)) -> None:
     """Write into ``planes`` (writable uint8 Y, Cb, Cr of a ``pixel_format`` picture the size
     of ``bgr``) the samples that ``changed`` (bool (h, w), the frame pixels from (x0, y0) that a
     paste wrote) touches: luma where ``changed``, chroma where the sample's footprint (its 2x2,
     2x1 or 1x1 luma pixels) holds a changed pixel. The values are those bgr_to_picture gives
     for the whole BGR uint8 frame ``bgr`` with ``matrix``: the matrix rounded once, then
-    swscale's chroma subsampling, run over the changed box widened by a margin swscale's filter
-    does not see past (so the samples equal the whole frame's conversion exactly).
-    reformatter: an av VideoReformatter to keep between calls (its swscale context is reused
-    while the box size stays the same); None: a new one. origin_xy: the frame pixel where
+    subsample_chroma, run over the changed box widened by a margin the filter does not see past
+    (so the samples equal the whole frame's conversion exactly). origin_xy: the frame pixel where
     ``bgr`` starts when it holds only part of the frame (then it must hold every pixel within
     PASTE_REACH_PX of the changed ones, or up to the frame's edge: ValueError otherwise)."""
     rows, cols = np.flatnonzero(changed.any(axis=1)), np.flatnonzero(changed.any(axis=0))
@@ -413,7 +449,7 @@ def paste_into_planes(planes: Sequence[np.ndarray], bgr: np.ndarray, x0: int, y0
         raise ValueError(f"the BGR part at {origin_xy} does not hold the box "
                          f"({bx0}, {by0})-({bx1}, {by1}) a paste converts")
     box = _subsampled(np.ascontiguousarray(bgr[by0 - oy:by1 - oy, bx0 - ox:bx1 - ox]),
-                      pixel_format, matrix, reformatter)
+                      (sx, sy), matrix)
     where = np.zeros((by1 - by0, bx1 - bx0), bool)
     where[top - by0:bottom - by0, left - bx0:right - bx0] = changed[
         rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
@@ -433,16 +469,12 @@ def _box_span(start: int, stop: int, step: int, size: int) -> tuple[int, int]:
     return max(0, high - length), high
 
 
-def _subsampled(bgr: np.ndarray, pixel_format: str, matrix: YuvMatrix,
-                reformatter: Any) -> list[np.ndarray]:
-    """The planes of BGR uint8 (h, w, 3) in ``pixel_format``, as bgr_to_picture makes them."""
-    import av
-
+def _subsampled(bgr: np.ndarray, step: tuple[int, int], matrix: YuvMatrix) -> list[np.ndarray]:
+    """The Y, Cb, Cr planes of BGR uint8 (h, w, 3) with chroma subsampling `step`, as
+    bgr_to_picture makes them."""
     height, width = bgr.shape[:2]
-    full = av.VideoFrame(width, height, FAST_FORMATS[pixel_format])
-    bgr_to_yuv444(bgr, matrix, 8, out=picture_planes(full))
-    if FAST_FORMATS[pixel_format] == pixel_format:
-        return picture_planes(full)
-    if reformatter is None:
-        return picture_planes(full.reformat(format=pixel_format))
-    return picture_planes(reformatter.reformat(full, format=pixel_format))
+    across, down = step
+    planes = [np.empty((height, width), np.uint8)] + [
+        np.empty((height // down, width // across), np.uint8) for _ in range(2)]
+    bgr_to_planes(bgr, matrix, 8, step, planes)
+    return planes
