@@ -372,15 +372,20 @@ def bgr_to_planes(bgr: np.ndarray, matrix: YuvMatrix, bits: int, step: tuple[int
                   out: Sequence[np.ndarray]) -> None:
     """Fill ``out`` (Y, Cb, Cr planes: uint8 for 8 bits, uint16 for 10) with BGR (H, W, 3):
     bgr_to_yuv444's values, the chroma then subsampled by ``step`` (across, down; H and W
-    multiples of it) with subsample_chroma."""
+    multiples of it) with subsample_chroma. Converted in bands of _STRIP_ROWS rows, so the
+    full-resolution chroma never exists whole (it stays in the CPU's cache)."""
     if step == (1, 1):
         bgr_to_yuv444(bgr, matrix, bits, out=out)
         return
     dtype = np.uint8 if bits == 8 else np.uint16
-    chroma = [np.empty(bgr.shape[:2], dtype) for _ in range(2)]
-    bgr_to_yuv444(bgr, matrix, bits, out=[out[0], *chroma])
-    for full, plane in zip(chroma, out[1:], strict=True):
-        subsample_chroma(full, step, plane)
+    band = [np.empty((min(_STRIP_ROWS, bgr.shape[0]), bgr.shape[1]), dtype) for _ in range(2)]
+    down = step[1]
+    for top in range(0, bgr.shape[0], _STRIP_ROWS):
+        rows = bgr[top:top + _STRIP_ROWS]
+        chroma = [plane[:rows.shape[0]] for plane in band]
+        bgr_to_yuv444(rows, matrix, bits, out=[out[0][top:top + _STRIP_ROWS], *chroma])
+        for full, plane in zip(chroma, out[1:], strict=True):
+            subsample_chroma(full, step, plane[top // down:(top + rows.shape[0]) // down])
 
 
 def subsample_chroma(plane: np.ndarray, step: tuple[int, int], out: np.ndarray) -> None:
@@ -395,12 +400,13 @@ def subsample_chroma(plane: np.ndarray, step: tuple[int, int], out: np.ndarray) 
     across, down = step
     if across != 2 or down not in (1, 2):
         raise ValueError(f"chroma subsampling {across}x{down} is not 4:2:0 or 4:2:2")
-    rows: np.ndarray = (cv2.add(plane[0::2], plane[1::2], dtype=cv2.CV_16U) if down == 2
-                        else plane.astype(np.uint16))
-    sums: np.ndarray = rows[:, 0::2] * np.uint16(2)
-    sums += rows[:, 1::2]
-    sums[:, 1:] += rows[:, 1:-1:2]
-    sums[:, 0] += rows[:, 0]
+    # rows 2j and 2j + 1 summed (OpenCV takes row strides without a copy; column strides not)
+    rows = cv2.add(plane[0::2], plane[1::2], dtype=cv2.CV_16U) if down == 2 else plane
+    even, odd = rows[:, 0::2], rows[:, 1::2]
+    sums: np.ndarray = np.left_shift(even, 1, dtype=np.uint16)
+    sums += odd
+    sums[:, 1:] += odd[:, :-1]  # column 2i - 1
+    sums[:, 0] += even[:, 0]
     shift = down + 1  # the weights sum to 8 (4:2:0) or 4 (4:2:2); 10-bit sums stay < 2**14
     sums += np.uint16(1 << (shift - 1))
     sums >>= shift
