@@ -1,5 +1,5 @@
 """8-bit YUV <-> BGR conversions rounded once: the reader's chroma upsampling and matrix, the
-writer's matrix.
+writer's matrix and chroma subsampling (at the siting the reader reads, see subsample_chroma).
 
 swscale converts 4:4:4 YUV to BGR in fixed point and rounds about 0.4 % of limited-range values
 one level too high (and 1 % of BGR -> YUV values); its 4:4:4 -> BGR step is also the most costly
