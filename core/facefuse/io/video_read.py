@@ -372,8 +372,9 @@ class VideoSource:
         the decoder's planes, io.passthrough; None for a failure and for pictures that are not
         8-bit planar YUV), for a writer that encodes the decoded planes where it can.
         pending: asked before each frame is converted; while it says True, a picture that
-        _to_array converts with io.yuv (upright, tags io.yuv reads) comes unconverted, as an
-        io.frame_regions.PendingFrame, for a caller that converts only the boxes it needs."""
+        _to_array converts with io.yuv (tags io.yuv reads; upright or turned) comes
+        unconverted, as an io.frame_regions.PendingFrame, for a caller that converts only the
+        boxes it needs."""
         def convert(picture: Any) -> tuple[np.ndarray | PendingFrame, DecodedPicture | None]:
             decoded = decoded_picture(picture, self._turns)
             later = self._pending(picture) if pending is not None and pending() else None
@@ -459,12 +460,13 @@ class VideoSource:
             yield number, array[1]
 
     def _pending(self, picture: Any) -> PendingFrame | None:
-        """The picture as a PendingFrame, or None where _to_array would not convert it with
-        io.yuv as it stands (a turned, deep, alpha or otherwise tagged picture)."""
-        if self._turns or self._array_format != "bgr24":
+        """The picture as a PendingFrame (turned upright as _to_array turns it), or None where
+        _to_array would not convert it with io.yuv (a deep, alpha or otherwise tagged
+        picture)."""
+        if self._array_format != "bgr24":
             return None
         planes = yuv_planes(picture, chroma_centred(self._info.codec))
-        return PendingFrame(planes) if planes is not None else None
+        return PendingFrame(planes, self._turns) if planes is not None else None
 
     def _to_array(self, frame: Any) -> np.ndarray:
         """A decoded VideoFrame as an engine frame (BGR(A), uint8 or uint16, C-contiguous).
