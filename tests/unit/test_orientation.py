@@ -6,7 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from facefuse.io.orientation import stored_parts, turned_box, turned_paste, turned_size
+from facefuse.io.orientation import (
+    stored_parts,
+    turned,
+    turned_box,
+    turned_paste,
+    turned_size,
+)
 from facefuse.types import Pasted, Roi
 
 SIZES = ((37, 23), (16, 16), (1, 9))  # (width, height), odd and square
@@ -91,3 +97,19 @@ def test_no_turn_passes_everything_as_it_is() -> None:
     paste = Pasted(Roi(1, 1, 3, 3), np.ones((2, 2), np.float32))
     [(pixels, origin, same)] = stored_parts(frame, [paste], (2, 3), (10, 11), 4, 48)
     assert pixels is frame and origin == (2, 3) and same is paste
+
+
+@pytest.mark.parametrize("turns", TURNS)
+@pytest.mark.parametrize(("dtype", "channels"), [(np.uint8, 3), (np.uint8, None),
+                                                 (np.uint16, 4), (np.float32, 1),
+                                                 (np.int32, 3), (np.uint8, 5)])
+def test_turned_pixels_are_np_rot90s_in_a_contiguous_array(turns: int, dtype: type,
+                                                           channels: int | None) -> None:
+    rng = np.random.default_rng(7)
+    shape = (23, 37) if channels is None else (23, 37, channels)
+    whole = rng.integers(0, 200, shape).astype(dtype)
+    for pixels in (whole, whole[3:20, 5:30]):  # a view with strides too
+        got = turned(pixels, turns)
+        assert got.flags.c_contiguous and got.dtype == pixels.dtype
+        np.testing.assert_array_equal(got, np.rot90(pixels, turns))
+        assert turns % 4 == 0 or not np.shares_memory(got, pixels)

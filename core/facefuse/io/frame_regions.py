@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..types import FramePart, Roi
-from .orientation import turned_box
+from .orientation import turned, turned_box
 from .yuv import PASTE_REACH_PX, YuvPlanes, yuv_to_bgr
 
 # Pixels around the swap's footprint also converted: bilinear sampling's neighbour (crop_roi
@@ -52,14 +52,14 @@ class PendingFrame:
 
     def whole(self) -> np.ndarray:
         """The whole BGR uint8 (H, W, 3) frame, as the reader converts it (turned upright)."""
-        return np.ascontiguousarray(np.rot90(yuv_to_bgr(self.planes), self.turns))
+        return turned(yuv_to_bgr(self.planes), self.turns)
 
     def region(self, box: Roi) -> FrameRegion:
         """`box` (inside the upright frame) converted: the same pixels as the whole frame's
         there (the stored picture's box converted, then turned upright)."""
         stored = turned_box(box, self.width, self.height, -self.turns)
         pixels = yuv_to_bgr(self.planes, (stored.x0, stored.y0, stored.x1, stored.y1))
-        return FrameRegion(np.ascontiguousarray(np.rot90(pixels, self.turns)), box, self)
+        return FrameRegion(turned(pixels, self.turns), box, self)
 
     def empty_region(self) -> FrameRegion:
         """The frame with nothing converted (a frame nothing is pasted into)."""

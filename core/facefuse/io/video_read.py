@@ -44,6 +44,7 @@ from ..errors import InputError
 from ..timing import StageClock
 from .analysis_pictures import AnalysisPicture, analysis_picture
 from .frame_regions import PendingFrame
+from .orientation import turned
 from .passthrough import DecodedPicture, decoded_picture
 from .video_common import SUBSAMPLED_8BIT, format_rate, open_input
 from .yuv import chroma_centred, picture_to_bgr, yuv_planes
@@ -481,9 +482,7 @@ class VideoSource:
                  if self._array_format == "bgr24" else None)
         if array is None:
             array = self._swscale_array(frame)
-        if self._turns:
-            array = np.rot90(array, self._turns)
-        return np.ascontiguousarray(array)
+        return turned(array, self._turns)  # C-contiguous, upright
 
     def _swscale_array(self, frame: Any) -> np.ndarray:
         """swscale's conversion (through 4:4:4 for 8-bit subsampled pictures)."""

@@ -43,6 +43,7 @@ from ..errors import FacefuseError, InputError
 from ..types import Pasted
 from .files import create_temporary, is_write_failure, write_error
 from .frame_regions import FrameRegion
+from .orientation import turned
 from .passthrough import DecodedPicture, EncoderTarget, compose, refusal
 from .video_common import (
     CRF_CODECS,
@@ -263,7 +264,7 @@ class VideoSink:
         if picture is None:
             turns = self._info.rotation_deg // 90 % 4
             if turns:  # back to the source's stored orientation (lossless); see _open_streams
-                frame = np.ascontiguousarray(np.rot90(frame, -turns))
+                frame = turned(frame, -turns)
             picture = self._picture(*_as_writable(frame, deep=self._deep))
         self._encode(picture)
 
