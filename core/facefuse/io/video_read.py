@@ -395,8 +395,9 @@ class VideoSource:
         An analysis read decodes from a container of its own, so it may run on one thread
         while a read() runs on another (a render's pass 1 beside its pass 2)."""
         def convert(picture: Any) -> AnalysisPicture | np.ndarray:
-            fast = (None if self._turns or max_side_px is None
-                    else analysis_picture(picture, max_side_px, chroma_centred(self._info.codec)))
+            fast = (None if max_side_px is None
+                    else analysis_picture(picture, max_side_px, chroma_centred(self._info.codec),
+                                          self._turns))
             return fast if fast is not None else self._to_array(picture)
 
         return self._start(numbers, convert, clock, shared=True)
