@@ -30,7 +30,8 @@ def _boxes(width: int, height: int) -> list[Roi]:
     for _ in range(20):
         x0, x1 = sorted(rng.integers(0, width + 1, 2))
         y0, y1 = sorted(rng.integers(0, height + 1, 2))
-        boxes.append(Roi(int(x0), int(y0), int(x1) + (x1 == x0 < width), int(y1) + (y1 == y0 < height)))
+        boxes.append(Roi(int(x0), int(y0), int(x1) + (x1 == x0 < width),
+                         int(y1) + (y1 == y0 < height)))
     return [box for box in boxes if not box.empty]
 
 

@@ -7,8 +7,8 @@ decoded picture not yet converted: pass 2 converts only the box its swap reads a
 what the writer reads around the pastes (`converted_box`), and hands the swapped box on as a
 FrameRegion. io.yuv converts a box bit-identically to the same pixels of the whole conversion,
 so the encoder gets the same planes. A picture stored sideways (a display rotation) converts
-the stored picture's box and turns it upright, as the whole-frame reader does. A consumer that needs the whole frame after all (a
-refused stream) gets it from FrameRegion.whole().
+the stored picture's box and turns it upright, as the whole-frame reader does. A consumer
+that needs the whole frame after all (a refused stream) gets it from FrameRegion.whole().
 """
 
 from __future__ import annotations
