@@ -3,7 +3,10 @@ whole decoded yuv420p picture to BGR (what the reader did for every frame: io.yu
 against the box around one face that a swap converts once the pictures pass through
 (io.frame_regions.converted_box of the swapper crop's footprint, with and without a restorer's
 crop), and a frame without a face (nothing converted). 1080p and 4K; the swapper's crop square
-is a fifth of the frame height.
+is a fifth of the frame height. The rotated_ cases are the same upright frame of a clip stored
+sideways (display rotation 90): the whole stored picture converted and turned upright (the
+reader's conversion: with numpy's turn until now, OpenCV's now, as the frames that are still
+converted whole are), against the stored box of each face converted and turned upright.
 
     python bench/region_conversion.py [--rounds 30]
 
@@ -13,11 +16,12 @@ and each box's size.
 
 from __future__ import annotations
 
+import numpy as np
 from colour import cpu_ms, per_size_main, smooth_scene
 
 from facefuse.geometry import template_points
 from facefuse.io.frame_regions import PendingFrame, converted_box
-from facefuse.io.yuv import bgr_to_picture, yuv_planes
+from facefuse.io.yuv import bgr_to_picture, yuv_planes, yuv_to_bgr
 from facefuse.paste import crop_footprint
 from facefuse.types import Roi, enclosing
 
@@ -51,6 +55,16 @@ def _measure(width: int, height: int, rounds: int) -> dict[str, object]:
         out[f"one_face_{name}_ms"] = cpu_ms(lambda box=box: pending.region(box), rounds)
         out[f"one_face_{name}_box"] = f"{box.x1 - box.x0}x{box.y1 - box.y0}"
     out["no_face_ms"] = cpu_ms(pending.empty_region, rounds)
+    stored = bgr_to_picture(np.ascontiguousarray(np.rot90(smooth_scene(width, height), -1)),
+                            "yuv420p", _BT709, False)
+    turned_planes = yuv_planes(stored)
+    assert turned_planes is not None
+    turned = PendingFrame(turned_planes, turns=1)  # upright width x height, as above
+    out["rotated_whole_frame_numpy_turn_ms"] = cpu_ms(  # the reader until 028f115
+        lambda: np.ascontiguousarray(np.rot90(yuv_to_bgr(turned_planes), 1)), rounds)
+    out["rotated_whole_frame_ms"] = cpu_ms(turned.whole, rounds)
+    for name, box in boxes.items():
+        out[f"rotated_one_face_{name}_ms"] = cpu_ms(lambda box=box: turned.region(box), rounds)
     return out
 
 

@@ -37,10 +37,11 @@ YUNET = "face_detection_yunet_2023mar.onnx"
 
 
 def build_clip(source: Path, out: Path, size: tuple[int, int], frames: int,
-               bt709: bool = False) -> Path:
+               bt709: bool = False, rotation: int = 0) -> Path:
     """`source` resized to `size` (width, height) and looped to `frames` frames, h264 4:2:0;
     untagged (read as BT.601), or with `bt709` converted and tagged BT.709 limited range, as
-    HD camera footage is."""
+    HD camera footage is. rotation (90, 180 or 270): stored sideways as phones store it, each
+    picture turned by -rotation under a display rotation that shows it upright at `size`."""
     if out.is_file():
         with av.open(str(out)) as existing:
             if existing.streams.video[0].frames >= frames:
@@ -51,12 +52,17 @@ def build_clip(source: Path, out: Path, size: tuple[int, int], frames: int,
     partial = out.with_name(f".{out.stem}.partial{out.suffix}")  # renamed once complete
     with av.open(str(partial), "w") as container:
         stream = container.add_stream("libx264", rate=CLIP_RATE)
-        stream.width, stream.height, stream.pix_fmt = size[0], size[1], "yuv420p"
+        turns = rotation // 90 % 4
+        stored = size[::-1] if turns % 2 else size
+        stream.width, stream.height, stream.pix_fmt = stored[0], stored[1], "yuv420p"
         stream.options = {"preset": "ultrafast", "crf": "18"}
+        if turns:
+            stream.set_display_rotation(rotation)
         if bt709:
             stream.codec_context.colorspace, stream.codec_context.color_range = 1, 1
         for i in range(frames):
             picture = cv2.resize(pictures[i % len(pictures)], size, interpolation=cv2.INTER_LINEAR)
+            picture = np.rot90(picture, -turns)
             frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(picture), format="bgr24")
             if bt709:
                 frame = frame.reformat(format="yuv420p", dst_colorspace="itu709",
@@ -113,12 +119,14 @@ def clip_for(scenario: dict[str, Any], scenarios: Sequence[dict[str, Any]], test
     base = testdata / "media" / "asl_yes.mp4"
     if scenario["clip"] == "480p":
         return base
-    colour = scenario.get("colour", "")
+    colour, rotation = scenario.get("colour", ""), scenario.get("rotation", 0)
     frames = max(s["frames"] for s in scenarios
-                 if s["clip"] == scenario["clip"] and s.get("colour", "") == colour)
+                 if s["clip"] == scenario["clip"] and s.get("colour", "") == colour
+                 and s.get("rotation", 0) == rotation)
     name = f"{scenario['clip']}-{colour}" if colour else scenario["clip"]
+    name += f"-rot{rotation}" if rotation else ""
     return build_clip(base, work / "clips" / f"{name}.mp4", SIZES[scenario["clip"]], frames,
-                      bt709=colour == "bt709")
+                      bt709=colour == "bt709", rotation=rotation)
 
 
 def machine() -> dict[str, Any]:

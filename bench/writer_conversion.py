@@ -2,7 +2,11 @@
 the whole BGR frame to yuv420p (io.yuv.bgr_to_picture, what every h264 frame cost before) against
 the decoded planes copied with one pasted face converted (io.passthrough.compose), and a frame
 without a face (the copy alone). 1080p and 4K; the face box is a fifth of the frame height
-square, under a soft round mask like a swap's.
+square, under a soft round mask like a swap's. The rotated_ cases are the same upright frame
+of a clip stored sideways (display rotation 90): the frame turned back whole and converted
+(what every rotated h264 frame cost until its pictures passed through: with numpy's turn
+then, OpenCV's now, as a refused frame still is) against the paste turned back with the
+pixels around it and composed into the stored planes.
 
     python bench/writer_conversion.py [--rounds 50]
 
@@ -11,11 +15,13 @@ Prints one JSON object: the median CPU ms (process time, so other load counts le
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 import numpy as np
 from colour import cpu_ms, per_size_main, smooth_scene
 
+from facefuse.io.orientation import turned
 from facefuse.io.passthrough import DecodedPicture, EncoderTarget, compose
 from facefuse.io.yuv import bgr_to_picture, picture_planes
 from facefuse.types import Pasted, Roi
@@ -47,7 +53,7 @@ def _measure(width: int, height: int, rounds: int) -> dict[str, float]:
     target = EncoderTarget("yuv420p", width, height, _BT709, _LIMITED)
     frame = decoded_bgr.copy()
     pasted = (_face(frame),)
-    return {
+    return {**_rotated(decoded_bgr, frame, pasted, rounds),
         "whole_frame_ms": cpu_ms(partial(bgr_to_picture, frame, "yuv420p", _BT709, False),
                                  rounds),
         "passthrough_one_face_ms": cpu_ms(partial(compose, picture, frame, pasted, target),
@@ -55,6 +61,29 @@ def _measure(width: int, height: int, rounds: int) -> dict[str, float]:
         "passthrough_no_face_ms": cpu_ms(partial(compose, picture, frame, (), target),
                                          rounds),
     }
+
+
+def _rotated(decoded_bgr: np.ndarray, frame: np.ndarray, pasted: tuple[Pasted, ...],
+             rounds: int) -> dict[str, float]:
+    """The rotated cases: `frame` (with `pasted`) upright, its picture stored a quarter turn
+    clockwise (np.rot90(frame, -1)) and turned upright by the reader (turns 1)."""
+    stored = np.ascontiguousarray(np.rot90(decoded_bgr, -1))
+    height, width = stored.shape[:2]
+    planes = picture_planes(bgr_to_picture(stored, "yuv420p", _BT709, False))
+    picture = DecodedPicture(tuple(planes), "yuv420p", _BT709, _LIMITED, turns=1)
+    target = EncoderTarget("yuv420p", width, height, _BT709, _LIMITED, turns=1)
+
+    def whole(turn: Callable[[np.ndarray], np.ndarray]) -> object:
+        return bgr_to_picture(turn(frame), "yuv420p", _BT709, False)
+
+    def numpy_turn(upright: np.ndarray) -> np.ndarray:  # the writer's turn until 028f115
+        return np.ascontiguousarray(np.rot90(upright, -1))
+
+    return {"rotated_whole_frame_numpy_turn_ms": cpu_ms(partial(whole, numpy_turn), rounds),
+            "rotated_whole_frame_ms": cpu_ms(partial(whole, partial(turned, turns=-1)),
+                                             rounds),
+            "rotated_passthrough_one_face_ms": cpu_ms(partial(
+                compose, picture, frame, pasted, target), rounds)}
 
 
 def main() -> int:

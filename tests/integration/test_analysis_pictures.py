@@ -4,6 +4,7 @@ come from real pixels, and a render through it changes nothing outside the face.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 
 import av
@@ -13,15 +14,18 @@ import pytest
 
 from facefuse.geometry import scale_face
 from facefuse.io.analysis_pictures import AnalysisPicture, analysis_picture
+from facefuse.io.video import VideoSource
 from facefuse.io.yuv import chroma_centred
 from facefuse.pipeline import Pipeline
 from facefuse.shot.analysis_pass import FrameAnalysis
 from facefuse.shot.render import render
 from facefuse.timing import RenderTimings, StageClock
 from facefuse.types import Face
+from tests import media_factory
 from tests.integration.render_helpers import read_bgr
 from tests.render_media import (
     decode_video,
+    face_frame,
     face_photo,
     make_face_clip,
     render_request,
@@ -119,6 +123,56 @@ def test_a_render_through_the_small_path_changes_only_the_face(
         assert (np.abs(out.astype(int) - ref).max(axis=2) > 20).sum() > 2000  # the face changed
 
 
+def _sideways_clip(path: Path, face: np.ndarray, rotation: int) -> Path:
+    """hd_clip's pictures stored turned by -rotation under a display rotation of `rotation`."""
+    turns = rotation // 90
+    with av.open(str(path), "w") as container:
+        stream = media_factory._video_stream(container, "h264", Fraction(24),
+                                             SIZE[::-1] if turns % 2 else SIZE, 2, None)
+        stream.set_display_rotation(rotation)
+        for i in range(2):
+            stored = np.ascontiguousarray(np.rot90(face_frame(i, face, SIZE), -turns))
+            picture = av.VideoFrame.from_ndarray(stored, format="bgr24").reformat(
+                format="yuv420p", dst_colorspace="itu709", dst_color_range=1)
+            picture.pts = i
+            container.mux(stream.encode(picture))
+        container.mux(stream.encode(None))
+    return path
+
+
+@pytest.mark.parametrize("rotation", [90, 180, 270])
+def test_a_sideways_picture_is_analysed_upright(rotation: int, testdata: Path,
+                                                render_models: Path, tmp_path: Path) -> None:
+    """A clip stored sideways: `small` is the upright picture's, its regions are the reader's
+    upright frame exactly, and the faces found are those of the clip stored upright."""
+    face = face_photo(testdata, (192, 240))
+    clip = _sideways_clip(tmp_path / "phone.mp4", face, rotation)
+    upright = _sideways_clip(tmp_path / "upright.mp4", face, 0)
+    with VideoSource(clip) as source, VideoSource(upright) as plain:
+        _, small = next(iter(source.read_analysis([2], 640)))
+        _, full = next(iter(source.read([2])))
+        _, level = next(iter(plain.read_analysis([2], 640)))
+    assert isinstance(small, AnalysisPicture) and isinstance(full, np.ndarray)
+    assert isinstance(level, AnalysisPicture)
+    assert small.small.shape == (360, 640, 3) and small.scale_xy == (0.5, 0.5)
+    assert small.small.flags.c_contiguous
+    for box in ((101, 51, 501, 401), (1200, 650, 1400, 800), (-5, -5, 40, 30)):
+        region = small.region(box)
+        assert region is not None and region[1] == (max(0, box[0]), max(0, box[1]))
+        (x0, y0), (h, w) = region[1], region[0].shape[:2]
+        np.testing.assert_array_equal(region[0], full[y0:y0 + h, x0:x0 + w])
+        assert (x0 + w, y0 + h) == (min(SIZE[0], box[2]), min(SIZE[1], box[3]))
+    assert small.region((1300, 730, 1400, 800)) is None  # wholly outside (below)
+    shrunk = cv2.resize(full, (640, 360), interpolation=cv2.INTER_AREA).astype(int)
+    assert np.abs(small.small.astype(int) - shrunk).mean() < 1.0
+    with Pipeline(render_settings(render_models, tmp_path / "cache")) as pipeline:
+        analysis = FrameAnalysis(pipeline, None, StageClock())
+        turned, straight = analysis.faces(small), analysis.faces(level)
+    assert len(turned) == len(straight) == 1
+    assert np.abs(turned[0].kps5 - straight[0].kps5).max() < 1.5
+    assert float(turned[0].embedding @ straight[0].embedding) > 0.999
+
+
 def test_a_dci_4k_picture_is_scaled_back_per_axis() -> None:
     """4096x2160 shrinks to 640x338: x and y scale differently (0.15625 vs 0.15648), and a
     face found in the small picture maps back with each axis's own factor."""
@@ -131,6 +185,10 @@ def test_a_dci_4k_picture_is_scaled_back_per_axis() -> None:
     back = scale_face(found, (1 / small.scale_xy[0], 1 / small.scale_xy[1]))
     np.testing.assert_allclose(back.kps5[0], (30 * 4096 / 640, 320 * 2160 / 338), rtol=1e-6)
     assert abs(back.kps5[0, 1] - 320 / small.scale_xy[0]) > 2.5  # one factor would be 3 px off
+    # stored sideways (turned upright by a quarter turn): the factors are the upright axes'
+    turned = analysis_picture(picture.reformat(format="yuv420p"), 640, turns=1)
+    assert turned is not None and turned.small.shape == (640, 338, 3)
+    assert turned.scale_xy == (338 / 2160, 640 / 4096)
 
 
 def _frame_of_regions(picture: AnalysisPicture, boxes: list[tuple[int, int, int, int]]

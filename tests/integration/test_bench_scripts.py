@@ -124,3 +124,25 @@ def test_colour_script_reports_both_paths_against_the_reference(testdata: Path,
     assert "kr=0.2126" in bt709["tags"] and bt709["reader_vs_reference"]["max_error"] == 0
     assert set(result["cost"][0]["ms"]) >= {"reader_swscale", "reader_444", "reader_new",
                                             "writer_yuv420p_new"}
+
+
+def test_the_scenario_clip_builder_stores_a_rotated_clip_sideways(testdata: Path,
+                                                                  tmp_path: Path) -> None:
+    """bench/run.py's rotation option: stored turned, shown upright at the size asked, the
+    same pictures as the unrotated clip."""
+    from facefuse.io.video import VideoSource
+
+    _standins()  # run.py imports it by name
+    spec = importlib.util.spec_from_file_location("bench_run", ROOT / "bench" / "run.py")
+    assert spec is not None and spec.loader is not None
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    base = testdata / "media" / "asl_yes.mp4"
+    clips = {rotation: run.build_clip(base, tmp_path / f"r{rotation}.mp4", (96, 64), 2,
+                                      rotation=rotation) for rotation in (0, 90)}
+    with VideoSource(clips[90]) as turned, VideoSource(clips[0]) as upright:
+        assert (turned.info.width, turned.info.height, turned.info.rotation_deg) == (96, 64, 90)
+        for (_, a), (_, b) in zip(turned.read([1, 2]), upright.read([1, 2]), strict=True):
+            assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+            assert a.shape == b.shape == (64, 96, 3)
+            assert np.abs(a.astype(int) - b).mean() < 3  # x264's own loss apart

@@ -1,8 +1,8 @@
 """A render to h264 of an 8-bit 4:2:0 BT.709 clip hands the encoder the decoded planes with only
 the pasted faces converted (io.passthrough): bit-identical to the input outside the paste,
-today's whole-frame conversion inside it, frames without a face untouched; and every render
-that cannot pass through (a sideways phone clip, a forced refusal) converts whole frames, its
-matte and patch sequences the same either way.
+today's whole-frame conversion inside it, frames without a face untouched (a sideways phone
+clip too); and every render that cannot pass through (a colour transform, a 10-bit output, a
+forced refusal) converts whole frames, its matte and patch sequences the same either way.
 
 The planes the encoder gets are captured where VideoSink composes them, and an h264 render at
 --crf 0 (lossless) shows they are what the file holds.
@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from facefuse.io import video_write
+from facefuse.io.orientation import turned_size
 from facefuse.io.yuv import YuvPlanes, bgr_to_picture, matrix_for, picture_planes, yuv_to_bgr
 from tests import media_factory
 from tests.integration.render_helpers import FACE_BOX, read_bgr
@@ -61,12 +62,14 @@ def _planes(path: Path) -> list[list[np.ndarray]]:
 
 def _whole(picture: Any, frame: np.ndarray, origin_xy: tuple[int, int] = (0, 0)) -> np.ndarray:
     """The whole frame compose() was given part of (a region frame, io.frame_regions: the
-    rest is the decoded picture as the reader converts it)."""
-    if frame.shape[:2] == (picture.height, picture.width):
+    rest is the decoded picture as the reader converts it, turned upright by its turns)."""
+    width, height = turned_size(picture.width, picture.height, picture.turns)
+    if frame.shape[:2] == (height, width):
         return frame.copy()
     matrix = matrix_for(picture.colorspace, picture.color_range, picture.pixel_format)
     assert matrix is not None
-    whole = yuv_to_bgr(YuvPlanes(*picture.planes, 2, 2, False, matrix))
+    whole = np.rot90(yuv_to_bgr(YuvPlanes(*picture.planes, 2, 2, False, matrix)),
+                     picture.turns).copy()
     (x, y), (h, w) = origin_xy, frame.shape[:2]
     whole[y:y + h, x:x + w] = frame
     return whole
@@ -184,17 +187,18 @@ def test_an_untagged_source_reads_back_in_its_own_colours(
             assert np.abs(error).mean() < 1.5 and np.abs(error.mean(axis=0)).max() < 0.5
 
 
-def test_a_sideways_phone_clip_converts_whole_frames(
+def test_a_sideways_phone_clip_passes_through_too(
         testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path,
         captured: list, caplog: pytest.LogCaptureFixture) -> None:
+    """An untagged phone clip with a display rotation (tests/integration/test_render_rotated.py
+    holds rotated clips' planes to the bar of the test above)."""
     clip = phone_clip(tmp_path / "phone.mp4", face_photo(testdata))
     with caplog.at_level(logging.DEBUG, logger="facefuse.io.video_write"):
         request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
                                  clip, tmp_path / "out.mp4", swapper="colour")
         summary, _ = run_render(request)
-    assert summary.swapped > 0 and captured == []
-    reasons = [r.getMessage() for r in caplog.records if "whole frames" in r.getMessage()]
-    assert len(reasons) == 1 and "display rotation" in reasons[0]
+    assert summary.swapped > 0 and len(captured) == summary.frames
+    assert sum("pass through" in r.getMessage() for r in caplog.records) == 1
 
 
 @pytest.mark.parametrize(("output", "fields", "words"), [

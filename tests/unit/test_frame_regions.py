@@ -50,6 +50,29 @@ def test_a_region_holds_the_whole_conversion_and_whole_puts_it_back(box: Roi) ->
     np.testing.assert_array_equal(again[outside], whole[outside])
 
 
+@pytest.mark.parametrize("turns", [1, 2, 3])
+@pytest.mark.parametrize("box", [Roi(0, 0, 9, 5), Roi(3, 7, 61, 90), Roi(101, 119, 150, 200)])
+def test_a_turned_frame_converts_the_stored_box_and_turns_it_upright(turns: int,
+                                                                     box: Roi) -> None:
+    """A picture stored sideways: the frame is the whole conversion turned upright (as the
+    reader's), and a region of the upright frame the same pixels, from the stored box alone."""
+    planes = yuv_planes(_picture(turns))
+    assert planes is not None
+    pending = PendingFrame(planes, turns)
+    whole = pending.whole()
+    np.testing.assert_array_equal(whole, np.rot90(PendingFrame(planes).whole(), turns))
+    assert (pending.width, pending.height) == (whole.shape[1], whole.shape[0])
+    inside = Roi(box.x0, box.y0, min(box.x1, pending.width), min(box.y1, pending.height))
+    region = pending.region(inside)
+    assert region.pixels.flags.c_contiguous and region.shape == whole.shape
+    np.testing.assert_array_equal(region.pixels, whole[inside.slices()])
+    region.pixels[...] = 3
+    again = region.whole()
+    assert (again[inside.slices()] == 3).all()
+    again[inside.slices()] = whole[inside.slices()]
+    np.testing.assert_array_equal(again, whole)
+
+
 def test_an_empty_region_converts_nothing_and_counts_no_planes() -> None:
     pending = _pending(_picture())
     region = pending.empty_region()

@@ -95,6 +95,39 @@ def test_only_pasted_samples_change_and_they_equal_the_whole_frame_conversion(fm
         np.testing.assert_array_equal(got, plane)
 
 
+@pytest.mark.parametrize("turns", [1, 2, 3])
+@pytest.mark.parametrize("part", [False, True], ids=["whole", "part"])
+def test_a_turned_picture_takes_its_upright_pastes_turned_back(turns: int, part: bool) -> None:
+    """A picture the reader turned upright (display rotation): the pastes lie in the upright
+    frame, and the planes equal the decoded ones outside their stored-orientation samples and
+    the whole-frame path (the upright frame turned back, converted whole) inside them."""
+    stored_bgr = _scene(96, 128, seed=turns)
+    picture = _picture(stored_bgr, "yuv420p")
+    picture = DecodedPicture(picture.planes, "yuv420p", _BT709, _LIMITED, turns)
+    before = [plane.copy() for plane in picture.planes]
+    frame = np.ascontiguousarray(np.rot90(stored_bgr, turns))  # what the reader delivers
+    height, width = frame.shape[:2]
+    pasted = [_paste(frame, Roi(0, 1, 37, 40), 1), _paste(frame, Roi(21, 15, 60, 62), 2),
+              _paste(frame, Roi(width - 29, height - 31, width, height), 3)]
+    target = _target(picture, turns=turns)
+    assert refusal(picture, target, frame) is None
+    given, origin = frame, (0, 0)
+    if part:  # only the part around the pastes converted (io.frame_regions)
+        given, origin = frame[1:, :].copy(), (0, 1)
+        pasted = pasted[1:]
+    out = picture_planes(compose(picture, given, pasted, target, origin))
+    whole = picture_planes(bgr_to_picture(np.ascontiguousarray(np.rot90(frame, -turns)),
+                                          "yuv420p", _BT709, False))
+    changed = np.rot90(_changed(pasted, frame.shape), -turns)
+    for index, (got, decoded, today) in enumerate(zip(out, before, whole, strict=True)):
+        inside = changed if index == 0 else _footprints(changed, "yuv420p")
+        np.testing.assert_array_equal(got[~inside], decoded[~inside])
+        np.testing.assert_array_equal(got[inside], today[inside])  # measured: 0 values differ
+        assert (got[inside] != decoded[inside]).sum() > 0.5 * inside.sum()
+    for plane, original in zip(picture.planes, before, strict=True):
+        np.testing.assert_array_equal(plane, original)
+
+
 def test_a_frame_without_pastes_is_a_copy_of_the_decoded_planes() -> None:
     bgr = _scene()
     picture = _picture(bgr, "yuv420p")
@@ -115,6 +148,10 @@ def test_the_same_picture_and_target_pass() -> None:
     bgr = _scene()
     picture = _picture(bgr, "yuv420p")
     assert refusal(picture, _target(picture), bgr) is None
+    for turns in (1, 2, 3):  # turned upright by the reader and back by the writer
+        turned = DecodedPicture(picture.planes, "yuv420p", _BT709, _LIMITED, turns)
+        upright = np.ascontiguousarray(np.rot90(bgr, turns))
+        assert refusal(turned, _target(turned, turns=turns + 4 * (turns == 3)), upright) is None
     # an untagged range reads as limited, as the encoder's limited tag does
     assert refusal(picture, _target(picture, color_range=0), bgr) is None
 
@@ -135,6 +172,7 @@ def test_a_full_range_yuvj_picture_passes_to_a_full_range_yuv_stream_only() -> N
 @pytest.mark.parametrize(("case", "words"), [
     ("colour", "colour-transformed"), ("missing", "decoded 8-bit planar"),
     ("rotated", "display rotation"), ("rotated_target", "display rotation"),
+    ("turned_other_way", "turns them back by 3"), ("turned_size", "not the decoded picture's 96x128"),
     ("alpha", "alpha or deep"), ("deep", "alpha or deep"), ("10-bit", "yuv420p10le"),
     ("format", "yuv444p"), ("size", "64x48"), ("matrix", "another matrix"),
     ("range", "another matrix"), ("odd", "odd size"),
@@ -151,6 +189,12 @@ def test_each_condition_it_cannot_pass_through_is_refused(case: str, words: str)
         picture = DecodedPicture(picture.planes, "yuv420p", _BT709, _LIMITED, turns=1)
     elif case == "rotated_target":
         target = _target(picture, turns=3)
+    elif case == "turned_other_way":  # the writer turns back by another angle
+        picture = DecodedPicture(picture.planes, "yuv420p", _BT709, _LIMITED, turns=1)
+        target, frame = _target(picture, turns=3), np.ascontiguousarray(np.rot90(bgr))
+    elif case == "turned_size":  # a quarter-turned picture's frame is the upright size
+        picture = DecodedPicture(picture.planes, "yuv420p", _BT709, _LIMITED, turns=1)
+        target = _target(picture, turns=1)
     elif case == "alpha":
         frame = np.dstack([bgr, bgr[..., :1]])
     elif case == "deep":

@@ -13,6 +13,11 @@ for tags io.yuv does not take, the picture is converted whole by swscale, as the
 and cut. Shot analysis cuts its recogniser crops from `region`s, so no full-size BGR frame is
 made for a picture with faces. `small` differs slightly from shrinking the full conversion
 (docs/performance.md has the measured effect on detections).
+
+A picture stored sideways (a display rotation: the reader turns frames upright) is shrunk in
+its stored orientation and `small` turned upright; a region's box is found in the stored
+picture, converted there and turned upright (io.orientation), so boxes, `small` and the
+regions are all the upright frame's, as the reader's full conversion turns it.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from ..types import Roi
+from .orientation import turned, turned_box, turned_size
 from .video_common import SUBSAMPLED_8BIT
 from .yuv import FAST_FORMATS, Box, yuv_planes, yuv_to_bgr
 
@@ -38,12 +45,15 @@ class AnalysisPicture:
     for. scale_xy: small pixels per frame pixel (< 1), across and down (the small size is
     rounded, so the two differ slightly unless the aspect divides exactly). picture: the
     decoded 8-bit YUV av.VideoFrame (its format and colour tags decide the conversion).
-    centred: its chroma siting (io.yuv.chroma_centred of the stream's codec)."""
+    centred: its chroma siting (io.yuv.chroma_centred of the stream's codec). turns: the
+    quarter turns (counter-clockwise) that bring the stored picture upright; `small`,
+    `scale_xy` and the regions are the upright frame's."""
 
     small: np.ndarray
     scale_xy: tuple[float, float]
     picture: Any
     centred: bool = False
+    turns: int = 0
 
     @property
     def nbytes(self) -> int:
@@ -53,24 +63,31 @@ class AnalysisPicture:
     def region(self, box: Box) -> tuple[np.ndarray, tuple[int, int]] | None:
         """The BGR uint8 (h, w, 3) pixels of `box` clipped to the frame, exactly as the full
         conversion holds them there, and the frame pixel (x, y) of their top-left corner;
-        None when the box lies outside the frame."""
+        None when the box lies outside the frame. (Upright frame pixels: see `turns`.)"""
+        width, height = turned_size(self.picture.width, self.picture.height, self.turns)
         x0, y0 = max(0, box[0]), max(0, box[1])
-        x1, y1 = min(self.picture.width, box[2]), min(self.picture.height, box[3])
+        x1, y1 = min(width, box[2]), min(height, box[3])
         if x1 <= x0 or y1 <= y0:
             return None
+        stored = turned_box(Roi(x0, y0, x1, y1), width, height, -self.turns)
+        return turned(self._stored_region(stored), self.turns), (x0, y0)
+
+    def _stored_region(self, box: Roi) -> np.ndarray:
+        """BGR uint8 of `box` of the stored picture, as the reader converts it there."""
         planes = yuv_planes(self.picture, self.centred)
         if planes is not None:  # as the reader converts (io.yuv), pixel by pixel
-            return np.ascontiguousarray(yuv_to_bgr(planes, (x0, y0, x1, y1))), (x0, y0)
+            return yuv_to_bgr(planes, (box.x0, box.y0, box.x1, box.y1))
         name = self.picture.format.name  # swscale's whole conversion, as the reader's
         whole = self.picture.reformat(format=SUBSAMPLED_8BIT.get(name, name))
-        return np.ascontiguousarray(whole.to_ndarray(format="bgr24")[y0:y1, x0:x1]), (x0, y0)
+        return whole.to_ndarray(format="bgr24")[box.slices()]
 
 
-def analysis_picture(picture: Any, max_side_px: int, centred: bool = False
+def analysis_picture(picture: Any, max_side_px: int, centred: bool = False, turns: int = 0
                      ) -> AnalysisPicture | None:
-    """The picture for analysis (centred: its chroma siting, see io.yuv.chroma_centred), or
-    None when it does not take this path: not 8-bit YUV (4:2:0, 4:2:2 or 4:4:4), or no larger
-    than the detector (then the full conversion is as cheap)."""
+    """The picture for analysis (centred: its chroma siting, see io.yuv.chroma_centred;
+    turns: the reader's turns that bring it upright), or None when it does not take this path:
+    not 8-bit YUV (4:2:0, 4:2:2 or 4:4:4), or no larger than the detector (then the full
+    conversion is as cheap)."""
     scale = max_side_px / max(picture.height, picture.width)
     if scale >= 1.0 or picture.format.name not in FAST_FORMATS:
         return None
@@ -78,4 +95,6 @@ def analysis_picture(picture: Any, max_side_px: int, centred: bool = False
     small = picture.reformat(format="bgr24", width=size[0], height=size[1],
                              interpolation=_SMALL_FLAGS).to_ndarray()
     scale_xy = (float(size[0] / picture.width), float(size[1] / picture.height))
-    return AnalysisPicture(np.ascontiguousarray(small), scale_xy, picture, centred)
+    if turns % 2:
+        scale_xy = scale_xy[::-1]
+    return AnalysisPicture(turned(small, turns), scale_xy, picture, centred, turns % 4)

@@ -6,8 +6,9 @@ the BGR frame only around the pasted faces; converting the whole picture to BGR 
 decoded picture not yet converted: pass 2 converts only the box its swap reads and writes, plus
 what the writer reads around the pastes (`converted_box`), and hands the swapped box on as a
 FrameRegion. io.yuv converts a box bit-identically to the same pixels of the whole conversion,
-so the encoder gets the same planes. A consumer that needs the whole frame after all (a
-refused stream) gets it from FrameRegion.whole().
+so the encoder gets the same planes. A picture stored sideways (a display rotation) converts
+the stored picture's box and turns it upright, as the whole-frame reader does. A consumer
+that needs the whole frame after all (a refused stream) gets it from FrameRegion.whole().
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..types import FramePart, Roi
+from .orientation import turned, turned_box
 from .yuv import PASTE_REACH_PX, YuvPlanes, yuv_to_bgr
 
 # Pixels around the swap's footprint also converted: bilinear sampling's neighbour (crop_roi
@@ -27,17 +29,21 @@ _SAMPLING_MARGIN_PX = 2
 @dataclass(frozen=True, slots=True, eq=False)
 class PendingFrame:
     """A decoded 8-bit YUV picture that stands for its BGR frame (the reader's conversion,
-    io.yuv.yuv_to_bgr, not yet run): planes are read-only views of the decoder's picture."""
+    io.yuv.yuv_to_bgr, not yet run, then np.rot90 by `turns`: the display rotation that turns
+    the stored picture upright, 0-3 counter-clockwise): planes are read-only views of the
+    decoder's picture, in its stored orientation. Boxes, width and height are the upright
+    frame's."""
 
     planes: YuvPlanes
+    turns: int = 0
 
     @property
     def width(self) -> int:
-        return int(self.planes.y.shape[1])
+        return int(self.planes.y.shape[0 if self.turns % 2 else 1])
 
     @property
     def height(self) -> int:
-        return int(self.planes.y.shape[0])
+        return int(self.planes.y.shape[1 if self.turns % 2 else 0])
 
     @property
     def nbytes(self) -> int:
@@ -45,13 +51,15 @@ class PendingFrame:
         return 0
 
     def whole(self) -> np.ndarray:
-        """The whole BGR uint8 (H, W, 3) frame, as the reader converts it."""
-        return np.ascontiguousarray(yuv_to_bgr(self.planes))
+        """The whole BGR uint8 (H, W, 3) frame, as the reader converts it (turned upright)."""
+        return turned(yuv_to_bgr(self.planes), self.turns)
 
     def region(self, box: Roi) -> FrameRegion:
-        """`box` (inside the frame) converted: the same pixels as the whole frame's there."""
-        pixels = yuv_to_bgr(self.planes, (box.x0, box.y0, box.x1, box.y1))
-        return FrameRegion(np.ascontiguousarray(pixels), box, self)
+        """`box` (inside the upright frame) converted: the same pixels as the whole frame's
+        there (the stored picture's box converted, then turned upright)."""
+        stored = turned_box(box, self.width, self.height, -self.turns)
+        pixels = yuv_to_bgr(self.planes, (stored.x0, stored.y0, stored.x1, stored.y1))
+        return FrameRegion(turned(pixels, self.turns), box, self)
 
     def empty_region(self) -> FrameRegion:
         """The frame with nothing converted (a frame nothing is pasted into)."""

@@ -9,21 +9,27 @@ paste changed (io.yuv.paste_into_planes): everything else leaves the encoder's i
 it was decoded, and a frame without a swapped face is the decoded picture as it is.
 
 `refusal` is the one place that says whether a decoded picture may pass through to a writer's
-stream, and why not: a colour transform, a display rotation the reader applied, alpha or deep
-frames, another pixel format, size or matrix than the encoder's. Then the writer converts the
-whole frame as before.
+stream, and why not: a colour transform, a display rotation the writer does not turn back as
+the reader turned it, alpha or deep frames, another pixel format, size or matrix than the
+encoder's. Then the writer converts the whole frame as before.
+
+A picture the reader turned upright (a phone clip's display rotation) passes through like any
+other: the pastes lie in the upright frame, so each is turned back to the stored orientation
+with the pixels around it (io.orientation) before its samples are converted, and the samples
+equal those of the upright frame turned back and converted whole.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..types import Pasted
-from .yuv import PLANAR_8BIT, matrix_for, paste_into_planes, picture_planes
+from .orientation import stored_parts, turned_size
+from .yuv import PASTE_REACH_PX, PLANAR_8BIT, matrix_for, paste_into_planes, picture_planes
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -92,8 +98,8 @@ def refusal(picture: DecodedPicture | None, target: EncoderTarget, frame: np.nda
         return "the frames are colour-transformed for the video"
     if picture is None:
         return "the frames do not come with a decoded 8-bit planar YUV picture"
-    if picture.turns or target.turns:
-        return "the reader turned the pictures upright (display rotation)"
+    if picture.turns % 4 != target.turns % 4:
+        return _turns_refusal(picture, target)
     if frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != np.uint8:
         return "the frames are not 8-bit BGR (alpha or deep)"
     if _layout(picture.pixel_format) != _layout(target.pixel_format):
@@ -107,12 +113,21 @@ def _layout(pixel_format: str) -> str:
     return pixel_format.replace("yuvj", "yuv", 1)
 
 
+def _turns_refusal(picture: DecodedPicture, target: EncoderTarget) -> str:
+    return (f"the reader turned the pictures by {picture.turns % 4} quarter turns (display "
+            f"rotation) and the writer turns them back by {target.turns % 4}")
+
+
 def _geometry_refusal(picture: DecodedPicture, target: EncoderTarget,
                       frame: np.ndarray) -> str | None:
     size = (picture.width, picture.height)
-    if size != (target.width, target.height) or frame.shape[:2] != size[::-1]:
+    if size != (target.width, target.height):
         return (f"the decoded {size[0]}x{size[1]} is not the encoder's "
                 f"{target.width}x{target.height}")
+    upright = turned_size(*size, picture.turns)  # the frame's: the picture turned upright
+    if frame.shape[:2] != upright[::-1]:
+        return (f"the frame's {frame.shape[1]}x{frame.shape[0]} is not the decoded picture's "
+                f"{upright[0]}x{upright[1]} (upright)")
     sx, sy = PLANAR_8BIT[picture.pixel_format]
     if size[0] % sx or size[1] % sy:
         return f"{picture.pixel_format} of an odd size ({size[0]}x{size[1]})"
@@ -135,7 +150,8 @@ def compose(picture: DecodedPicture, frame: np.ndarray, pasted: Sequence[Pasted]
     the samples every paste of `pasted` changed (mask > 0) converted from `frame` (BGR uint8,
     the faces pasted in) as the whole-frame conversion would. Only for a `picture` that
     `refusal` lets through to `target`. origin_xy: where `frame` starts when it holds only the
-    part of the frame around the pastes (io.frame_regions.FrameRegion)."""
+    part of the frame around the pastes (io.frame_regions.FrameRegion). `frame` and `pasted`
+    are upright (`picture` turned by its turns); the planes are stored."""
     import av
 
     # the target's format: a yuvj picture goes to a full-range yuv stream with its planes as
@@ -146,8 +162,19 @@ def compose(picture: DecodedPicture, frame: np.ndarray, pasted: Sequence[Pasted]
         np.copyto(plane, decoded)
     matrix = matrix_for(target.colorspace, target.color_range, target.pixel_format)
     assert matrix is not None  # refusal checked it
-    for paste in pasted:
-        paste_into_planes(planes, frame, paste.roi.x0, paste.roi.y0, paste.mask > 0,
-                          target.pixel_format, matrix, origin_xy)
+    for bgr, origin, paste in _stored(picture, frame, pasted, origin_xy):
+        paste_into_planes(planes, bgr, paste.roi.x0, paste.roi.y0, paste.mask > 0,
+                          target.pixel_format, matrix, origin)
     out.colorspace, out.color_range = target.colorspace, target.color_range
     return out
+
+
+def _stored(picture: DecodedPicture, frame: np.ndarray, pasted: Sequence[Pasted],
+            origin_xy: tuple[int, int]
+            ) -> Iterator[tuple[np.ndarray, tuple[int, int], Pasted]]:
+    """Each paste with the BGR it is converted from, in `picture`'s stored orientation: for a
+    picture the reader turned upright, the pixels around the paste (as far as
+    paste_into_planes reads) turned back and the paste's box and mask turned with them
+    (io.orientation); otherwise (`frame`, `origin_xy`, paste) as they are."""
+    upright = turned_size(picture.width, picture.height, picture.turns)
+    return stored_parts(frame, pasted, origin_xy, upright, picture.turns, PASTE_REACH_PX)

@@ -44,6 +44,7 @@ from ..errors import InputError
 from ..timing import StageClock
 from .analysis_pictures import AnalysisPicture, analysis_picture
 from .frame_regions import PendingFrame
+from .orientation import turned
 from .passthrough import DecodedPicture, decoded_picture
 from .video_common import SUBSAMPLED_8BIT, format_rate, open_input
 from .yuv import chroma_centred, picture_to_bgr, yuv_planes
@@ -372,8 +373,9 @@ class VideoSource:
         the decoder's planes, io.passthrough; None for a failure and for pictures that are not
         8-bit planar YUV), for a writer that encodes the decoded planes where it can.
         pending: asked before each frame is converted; while it says True, a picture that
-        _to_array converts with io.yuv (upright, tags io.yuv reads) comes unconverted, as an
-        io.frame_regions.PendingFrame, for a caller that converts only the boxes it needs."""
+        _to_array converts with io.yuv (tags io.yuv reads; upright or turned) comes
+        unconverted, as an io.frame_regions.PendingFrame, for a caller that converts only the
+        boxes it needs."""
         def convert(picture: Any) -> tuple[np.ndarray | PendingFrame, DecodedPicture | None]:
             decoded = decoded_picture(picture, self._turns)
             later = self._pending(picture) if pending is not None and pending() else None
@@ -393,8 +395,9 @@ class VideoSource:
         An analysis read decodes from a container of its own, so it may run on one thread
         while a read() runs on another (a render's pass 1 beside its pass 2)."""
         def convert(picture: Any) -> AnalysisPicture | np.ndarray:
-            fast = (None if self._turns or max_side_px is None
-                    else analysis_picture(picture, max_side_px, chroma_centred(self._info.codec)))
+            fast = (None if max_side_px is None
+                    else analysis_picture(picture, max_side_px, chroma_centred(self._info.codec),
+                                          self._turns))
             return fast if fast is not None else self._to_array(picture)
 
         return self._start(numbers, convert, clock, shared=True)
@@ -459,12 +462,13 @@ class VideoSource:
             yield number, array[1]
 
     def _pending(self, picture: Any) -> PendingFrame | None:
-        """The picture as a PendingFrame, or None where _to_array would not convert it with
-        io.yuv as it stands (a turned, deep, alpha or otherwise tagged picture)."""
-        if self._turns or self._array_format != "bgr24":
+        """The picture as a PendingFrame (turned upright as _to_array turns it), or None where
+        _to_array would not convert it with io.yuv (a deep, alpha or otherwise tagged
+        picture)."""
+        if self._array_format != "bgr24":
             return None
         planes = yuv_planes(picture, chroma_centred(self._info.codec))
-        return PendingFrame(planes) if planes is not None else None
+        return PendingFrame(planes, self._turns) if planes is not None else None
 
     def _to_array(self, frame: Any) -> np.ndarray:
         """A decoded VideoFrame as an engine frame (BGR(A), uint8 or uint16, C-contiguous).
@@ -479,9 +483,7 @@ class VideoSource:
                  if self._array_format == "bgr24" else None)
         if array is None:
             array = self._swscale_array(frame)
-        if self._turns:
-            array = np.rot90(array, self._turns)
-        return np.ascontiguousarray(array)
+        return turned(array, self._turns)  # C-contiguous, upright
 
     def _swscale_array(self, frame: Any) -> np.ndarray:
         """swscale's conversion (through 4:4:4 for 8-bit subsampled pictures)."""

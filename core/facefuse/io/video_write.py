@@ -18,7 +18,8 @@ range, as JPEG defines; rawvideo and ffv1 store the frame's RGB as it is, tagged
 of BGR frames (8-bit, and the 10-bit ProRes / DNxHR / deep h265 ones) get io.yuv's correctly
 rounded matrix, swscale subsampling the chroma; frames with alpha go through swscale. A frame
 written with the decoded picture it came from goes to the encoder as a copy of that picture's
-planes with only the pasted samples converted, where io.passthrough.refusal allows.
+planes with only the pasted samples converted, where io.passthrough.refusal allows (a source
+stored sideways too: the pastes are turned back to its stored orientation).
 Lossless: rawvideo (.mov only: Matroska has no native raw RGB) stores bgr24, bgra (alpha) or
 rgb48be (deep frames; a deep frame with alpha keeps the alpha in 8-bit bgra, as FFmpeg has no
 16-bit RGBA raw tag for .mov); ffv1 (.mkv only: FFmpeg's mov muxer refuses it) is FFV1 level 3,
@@ -42,6 +43,7 @@ from ..errors import FacefuseError, InputError
 from ..types import Pasted
 from .files import create_temporary, is_write_failure, write_error
 from .frame_regions import FrameRegion
+from .orientation import turned
 from .passthrough import DecodedPicture, EncoderTarget, compose, refusal
 from .video_common import (
     CRF_CODECS,
@@ -261,7 +263,7 @@ class VideoSink:
         if picture is None:
             turns = self._info.rotation_deg // 90 % 4
             if turns:  # back to the source's stored orientation (lossless); see _open_streams
-                frame = np.ascontiguousarray(np.rot90(frame, -turns))
+                frame = turned(frame, -turns)
             picture = self._picture(*_as_writable(frame, deep=self._deep))
         self._encode(picture)
 
