@@ -122,12 +122,14 @@ def test_sigint_exits_130_with_complete_frames_and_no_temporary(farm: Farm,
     out = tmp_path / "out"
     out.mkdir()
     proc = start(farm, farm.command(out / "out.####.png"), tmp_path / "interrupted")
-    wait_for_frames(proc, out, 20, "png")
+    # early: the render now writes these small frames at ~70 a second, so on a loaded machine
+    # a signal sent after 20 once landed after the last
+    wait_for_frames(proc, out, 8, "png")
     proc.send_signal(signal.SIGINT)
     interrupted = finish(proc, tmp_path / "interrupted", timeout=60)
     assert interrupted.returncode == 130, interrupted.stderr
     done = assert_only_outputs(out, "png", max_temps=0)
-    assert 20 <= len(done) < CLIP_FRAMES
+    assert 8 <= len(done) < CLIP_FRAMES
     assert [r["frame"] for r in interrupted.frames] == list(done) == list(range(1, len(done) + 1))
     assert_identical_to(done, farm.reference)
 
