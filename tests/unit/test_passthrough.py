@@ -136,7 +136,7 @@ def test_a_full_range_yuvj_picture_passes_to_a_full_range_yuv_stream_only() -> N
 
 
 @pytest.mark.parametrize(("case", "words"), [
-    ("colour", "colour-transformed"), ("missing", "decoded 8-bit planar"),
+    ("colour", "colour-transformed"), ("missing", "decoded planar"),
     ("rotated", "display rotation"), ("rotated_target", "display rotation"),
     ("alpha", "alpha or deep"), ("deep", "alpha or deep"), ("10-bit", "yuv420p10le"),
     ("format", "yuv444p"), ("size", "64x48"), ("matrix", "another matrix"),

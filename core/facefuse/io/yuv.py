@@ -295,8 +295,12 @@ _SUBSAMPLING = MappingProxyType({"yuv420p": (2, 2), "yuvj420p": (2, 2), "nv12": 
 
 
 def picture_planes(picture: Any) -> list[np.ndarray]:
-    """uint8 (h, w) views of a planar 8-bit av.VideoFrame's planes (no copy)."""
-    return [np.frombuffer(p, np.uint8).reshape(p.height, p.line_size)[:, :p.width]
+    """(h, w) views of a planar av.VideoFrame's planes (no copy): uint8 for an 8-bit format,
+    little-endian uint16 for a deeper one (yuv422p10le, ...: line_size counts bytes, and a
+    row may be padded past its samples)."""
+    deep = max(c.bits for c in picture.format.components) > 8
+    dtype = np.dtype("<u2") if deep else np.dtype(np.uint8)
+    return [np.frombuffer(p, dtype).reshape(p.height, p.line_size // dtype.itemsize)[:, :p.width]
             for p in picture.planes]
 
 
@@ -358,10 +362,7 @@ def bgr_to_picture(bgr: np.ndarray, pixel_format: str, colorspace: int,
         return None
     height, width = bgr.shape[:2]
     picture = av.VideoFrame(width, height, full_format)
-    planes: list[Any] = list(picture.planes)
-    views = [np.frombuffer(plane, "<u2" if bits > 8 else np.uint8).reshape(plane.height, -1)
-             [:, :width] for plane in planes]
-    bgr_to_yuv444(bgr, matrix, bits, out=views)
+    bgr_to_yuv444(bgr, matrix, bits, out=picture_planes(picture))
     # tagged as converted: a yuvj format is full range whatever full_range says
     picture.colorspace, picture.color_range = colorspace, _RANGE_JPEG if matrix.full_range else 1
     return picture if full_format == pixel_format else picture.reformat(format=pixel_format)
@@ -372,6 +373,10 @@ def bgr_to_picture(bgr: np.ndarray, pixel_format: str, colorspace: int,
 # subsampling (horizontal, vertical).
 PLANAR_8BIT = MappingProxyType({name: step for name, step in _SUBSAMPLING.items()
                                 if name != "nv12"})  # nv12 interleaves its chroma
+# The 10-bit (limited-range) planar formats alike: ProRes 422 and 4444, DNxHR 444, HEVC Main10.
+PLANAR_10BIT = MappingProxyType({"yuv420p10le": (2, 2), "yuv422p10le": (2, 1),
+                                 "yuv444p10le": (1, 1)})
+PLANAR = MappingProxyType({**PLANAR_8BIT, **PLANAR_10BIT})
 # Luma pixels of frame around a changed box that its conversion also reads: swscale's chroma
 # filter for a 2:1 reduction reaches 2 luma pixels past a sample's footprint (a margin of 2
 # already gives the whole frame's values exactly, tests/unit/test_passthrough.py), so 8 is ample.
@@ -388,11 +393,12 @@ PASTE_REACH_PX = 2 * _BOX_MARGIN_PX + _BOX_STEP_PX
 def paste_into_planes(planes: Sequence[np.ndarray], bgr: np.ndarray, x0: int, y0: int,
                       changed: np.ndarray, pixel_format: str, matrix: YuvMatrix,
                       reformatter: Any = None, origin_xy: tuple[int, int] = (0, 0)) -> None:
-    """Write into ``planes`` (writable uint8 Y, Cb, Cr of a ``pixel_format`` picture the size
-    of ``bgr``) the samples that ``changed`` (bool (h, w), the frame pixels from (x0, y0) that a
-    paste wrote) touches: luma where ``changed``, chroma where the sample's footprint (its 2x2,
-    2x1 or 1x1 luma pixels) holds a changed pixel. The values are those bgr_to_picture gives
-    for the whole BGR uint8 frame ``bgr`` with ``matrix``: the matrix rounded once, then
+    """Write into ``planes`` (writable Y, Cb, Cr of a ``pixel_format`` picture of PLANAR the
+    size of ``bgr``: uint8, or uint16 levels for a 10-bit format) the samples that ``changed``
+    (bool (h, w), the frame pixels from (x0, y0) that a paste wrote) touches: luma where
+    ``changed``, chroma where the sample's footprint (its 2x2, 2x1 or 1x1 luma pixels) holds a
+    changed pixel. The values are those bgr_to_picture gives for the whole BGR frame ``bgr``
+    (uint8; uint16 for a 10-bit format) with ``matrix``: the matrix rounded once, then
     swscale's chroma subsampling, run over the changed box widened by a margin swscale's filter
     does not see past (so the samples equal the whole frame's conversion exactly).
     reformatter: an av VideoReformatter to keep between calls (its swscale context is reused
@@ -404,7 +410,7 @@ def paste_into_planes(planes: Sequence[np.ndarray], bgr: np.ndarray, x0: int, y0
         return
     top, left = y0 + int(rows[0]), x0 + int(cols[0])  # the changed pixels' box
     bottom, right = y0 + int(rows[-1]) + 1, x0 + int(cols[-1]) + 1
-    sx, sy = PLANAR_8BIT[pixel_format]
+    sx, sy = PLANAR[pixel_format]
     height, width = planes[0].shape[:2]
     bx0, bx1 = _box_span(left, right, sx, width)
     by0, by1 = _box_span(top, bottom, sy, height)
@@ -435,13 +441,15 @@ def _box_span(start: int, stop: int, step: int, size: int) -> tuple[int, int]:
 
 def _subsampled(bgr: np.ndarray, pixel_format: str, matrix: YuvMatrix,
                 reformatter: Any) -> list[np.ndarray]:
-    """The planes of BGR uint8 (h, w, 3) in ``pixel_format``, as bgr_to_picture makes them."""
+    """The planes of BGR (h, w, 3) in ``pixel_format``, as bgr_to_picture makes them (uint8
+    BGR for an 8-bit format, uint16 for a 10-bit one)."""
     import av
 
     height, width = bgr.shape[:2]
-    full = av.VideoFrame(width, height, FAST_FORMATS[pixel_format])
-    bgr_to_yuv444(bgr, matrix, 8, out=picture_planes(full))
-    if FAST_FORMATS[pixel_format] == pixel_format:
+    full_format, bits = WRITER_FORMATS[pixel_format]
+    full = av.VideoFrame(width, height, full_format)
+    bgr_to_yuv444(bgr, matrix, bits, out=picture_planes(full))
+    if full_format == pixel_format:
         return picture_planes(full)
     if reformatter is None:
         return picture_planes(full.reformat(format=pixel_format))
