@@ -18,7 +18,10 @@ range, as JPEG defines; rawvideo and ffv1 store the frame's RGB as it is, tagged
 of BGR frames (8-bit, and the 10-bit ProRes / DNxHR / deep h265 ones) get io.yuv's correctly
 rounded matrix, swscale subsampling the chroma; frames with alpha go through swscale. A frame
 written with the decoded picture it came from goes to the encoder as a copy of that picture's
-planes with only the pasted samples converted, where io.passthrough.refusal allows.
+planes with only the pasted samples converted, where io.passthrough.refusal allows (8-bit
+and 10-bit planar YUV; the 10-bit writers read back with the BT.709 limited-range matrix they
+convert with: ProRes keeps it in its frame header, HEVC in its VUI, and FFmpeg's DNxHR decoder
+gives BT.709 pictures whatever the .mov says).
 Lossless: rawvideo (.mov only: Matroska has no native raw RGB) stores bgr24, bgra (alpha) or
 rgb48be (deep frames; a deep frame with alpha keeps the alpha in 8-bit bgra, as FFmpeg has no
 16-bit RGBA raw tag for .mov); ffv1 (.mkv only: FFmpeg's mov muxer refuses it) is FFV1 level 3,
