@@ -1,7 +1,8 @@
 """10-bit renders that pass the decoded planes through (io.passthrough): a ProRes 422 HQ
-(yuv422p10le) clip rendered to prores_422, and an HEVC Main10 (yuv420p10le) one to h265, hand
-the encoder the decoded uint16 planes with only the pasted faces converted; read back, the
-output shows the clip's own colours outside the face. Renders that cannot pass through (a
+(yuv422p10le) clip rendered to prores_422, and an HEVC Main10 (yuv420p10le) one to h265 (BT.709,
+or BT.2020 with PQ, whose tags the h265 output keeps), hand the encoder the decoded uint16
+planes with only the pasted faces converted; read back, the output shows the clip's own colours
+outside the face. Renders that cannot pass through (a
 10-bit clip to an 8-bit codec, a matrix the writer does not tag) convert whole frames, and
 each 10-bit writer's output reads back with the matrix it converted with (so refusing on the
 matrix is enough to keep a passed-through picture's colours as the whole-frame path's).
@@ -27,7 +28,7 @@ from tests.render_media import face_frame, face_photo, render_request, run_rende
 
 FRAMES = 5
 WITHOUT_FACE = (0,)
-_BT709, _BT601 = 1, 6
+_BT709, _BT601, _BT2020, _PQ = 1, 6, 9, 16
 # (encoder, pixel format, options) of the 10-bit source clips
 _SOURCES = {"prores_422": ("prores_ks", "yuv422p10le", {"profile": "3"}),
             "h265": ("libx265", "yuv420p10le", {"x265-params": "log-level=error", "crf": "12"})}
@@ -48,6 +49,8 @@ def _deep_clip(path: Path, face: np.ndarray, codec: str, colorspace: int = _BT70
         stream = container.add_stream(encoder, rate=Fraction(24), options=options)
         stream.width, stream.height, stream.pix_fmt = 320, 240, pixel_format
         stream.codec_context.colorspace, stream.codec_context.color_range = colorspace, 1
+        if colorspace == _BT2020:  # HDR: BT.2020 primaries, PQ
+            stream.codec_context.color_primaries, stream.codec_context.color_trc = _BT2020, _PQ
         for i in range(FRAMES):
             picture = bgr_to_picture(_deep_frame(i, None if i in WITHOUT_FACE else face),
                                      pixel_format, colorspace, False)
@@ -68,14 +71,19 @@ def _decoded(path: Path) -> tuple[list[list[np.ndarray]], list[np.ndarray]]:
 
 
 @pytest.fixture()
-def captured(monkeypatch: pytest.MonkeyPatch) -> list[tuple[np.ndarray, list[np.ndarray]]]:
-    """(frame, planes composed for the encoder) of every frame VideoSink passes through."""
-    seen: list[tuple[np.ndarray, list[np.ndarray]]] = []
+def captured(monkeypatch: pytest.MonkeyPatch
+             ) -> list[tuple[np.ndarray, np.ndarray, list[np.ndarray]]]:
+    """(frame, where its pastes' masks are > 0, planes composed for the encoder) of every
+    frame VideoSink passes through."""
+    seen: list[tuple[np.ndarray, np.ndarray, list[np.ndarray]]] = []
     original = video_write.compose
 
-    def capture(picture: Any, frame: np.ndarray, *rest: Any) -> Any:
-        out = original(picture, frame, *rest)
-        seen.append((frame.copy(), [p.copy() for p in picture_planes(out)]))
+    def capture(picture: Any, frame: np.ndarray, pasted: Any, *rest: Any) -> Any:
+        out = original(picture, frame, pasted, *rest)
+        masked = np.zeros(frame.shape[:2], bool)
+        for paste in pasted:
+            masked[paste.roi.slices()] |= paste.mask > 0
+        seen.append((frame.copy(), masked, [p.copy() for p in picture_planes(out)]))
         return out
 
     monkeypatch.setattr(video_write, "compose", capture)
@@ -101,27 +109,36 @@ def _outside_face() -> np.ndarray:
     return outside
 
 
-@pytest.mark.parametrize(("codec", "output"), [("prores_422", "out.mov"), ("h265", "out.mp4")])
+@pytest.mark.parametrize(("codec", "output", "colorspace"), [
+    ("prores_422", "out.mov", _BT709), ("h265", "out.mp4", _BT709), ("h265", "out.mkv", _BT2020)],
+    ids=["prores_422", "h265", "h265-hdr"])
 def test_a_10_bit_clip_passes_its_decoded_planes_through(
         testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path,
-        captured: list, caplog: pytest.LogCaptureFixture, codec: str, output: str) -> None:
-    clip = _deep_clip(tmp_path / f"shot{Path(output).suffix}", face_photo(testdata), codec)
+        captured: list, caplog: pytest.LogCaptureFixture, codec: str, output: str,
+        colorspace: int) -> None:
+    clip = _deep_clip(tmp_path / f"shot{Path(output).suffix}", face_photo(testdata), codec,
+                      colorspace)
     out = tmp_path / output
     lines = _render(testdata, render_models, render_cache, clip, out, caplog, codec=codec)
     assert len(lines) == 1 and "pass through" in lines[0], lines
+    with av.open(str(clip)) as source, av.open(str(out)) as rendered:
+        tags = [(int(c.colorspace), int(c.color_range), int(c.color_primaries), int(c.color_trc))
+                for c in (source.streams.video[0].codec_context,
+                          rendered.streams.video[0].codec_context)]
+    assert tags[1][:2] == (colorspace, 1) and (codec == "prores_422" or tags[1] == tags[0])
     planes, frames = _decoded(clip)
     fmt = _SOURCES[codec][1]
     assert len(captured) == FRAMES
     across, down = (2, 1) if fmt == "yuv422p10le" else (2, 2)
-    for i, ((frame, composed), source, before) in enumerate(
+    for i, ((frame, masked, composed), source, before) in enumerate(
             zip(captured, planes, frames, strict=True)):
         assert frame.dtype == np.uint16
-        pasted = np.any(frame != before, axis=2)
-        assert pasted.any() == (i not in WITHOUT_FACE)
-        today = picture_planes(bgr_to_picture(frame, fmt, _BT709, False))
-        footprint = pasted.reshape(240 // down, down, 160, across).any(axis=(1, 3))
+        changed = np.any(frame != before, axis=2)
+        assert changed.any() == (i not in WITHOUT_FACE) and not changed[~masked].any()
+        today = picture_planes(bgr_to_picture(frame, fmt, colorspace, False))
+        footprint = masked.reshape(240 // down, down, 160, across).any(axis=(1, 3))
         for index, (plane, original, whole) in enumerate(zip(composed, source, today)):
-            inside = pasted if index == 0 else footprint
+            inside = masked if index == 0 else footprint
             np.testing.assert_array_equal(plane[~inside], original[~inside])  # exact
             np.testing.assert_array_equal(plane[inside], whole[inside])  # the whole-frame path
     _, written = _decoded(out)  # read back: the clip's colours outside the face
@@ -158,8 +175,8 @@ def test_a_10_bit_clip_the_writer_cannot_take_as_it_is_converts_whole_frames(
     ("dnxhr_444", "out.mov"), ("h265", "out.mp4"), ("h265", "out.mkv")])
 def test_each_10_bit_writer_reads_back_with_the_matrix_it_converted_with(
         tmp_path: Path, codec: str, output: str) -> None:
-    """Whatever the source's tags (here BT.601, untagged, BT.2020), a 10-bit output is
-    converted with, tagged and read back as BT.709 limited range: ProRes keeps the matrix in
+    """Where it does not keep the source's tags (here a ProRes source's BT.601, untagged or
+    BT.2020), a 10-bit output is converted with, tagged and read back as BT.709 limited range: ProRes keeps the matrix in
     its frame header, HEVC in its VUI, and FFmpeg's DNxHR decoder gives BT.709 pictures
     whatever the .mov says. A source tagged otherwise is refused passing through on its
     matrix; ProRes 4444 sources decode to 12 bits and are converted whole."""
@@ -184,3 +201,28 @@ def test_each_10_bit_writer_reads_back_with_the_matrix_it_converted_with(
         expected = "yuv444p12le" if codec == "prores_4444" else sink._pix_fmt
         assert picture.format.name == expected
         assert (decoded_picture(picture) is None) == (codec == "prores_4444")
+
+
+@pytest.mark.parametrize(("source_codec", "color_range", "kept"), [
+    ("hevc", 1, True), ("h264", 1, True), ("hevc", 2, False), ("prores", 1, False),
+    ("dnxhd", 1, False)])
+def test_a_10_bit_h265_output_keeps_the_tags_of_a_10_bit_h264_or_hevc_source(
+        tmp_path: Path, source_codec: str, color_range: int, kept: bool) -> None:
+    """H.264 / HEVC pictures carry their stream's tags, so a 10-bit h265 output keeps them
+    (HDR stays BT.2020 PQ) and converts with their matrix; not from ProRes (primaries and
+    transfer read back unspecified) or DNxHR (its pictures are BT.709 whatever the .mov
+    says), nor 10-bit full range (converted by swscale)."""
+    from facefuse.io.video_read import VideoInfo
+
+    tags = (_BT2020, color_range, _BT2020, _PQ)
+    info = VideoInfo(path=tmp_path / "in.mkv", frame_count=3, rate=Fraction(24), width=256,
+                     height=128, codec=source_codec, pixel_format="yuv420p10le", bit_depth=10,
+                     has_alpha=False, timecode=None, audio_streams=0, duration_s=3 / 24,
+                     variable_frame_rate=False, colour_tags=tags)
+    with VideoSink(tmp_path / "out.mkv", info, codec="h265") as sink:
+        for i in range(3):
+            sink.write(_deep_frame(i, None)[:128, :256])
+    with av.open(str(tmp_path / "out.mkv")) as container:
+        picture = next(container.decode(video=0))
+    read = (picture.colorspace, picture.color_range, picture.color_primaries, picture.color_trc)
+    assert read == (tags if kept else (_BT709, 1, _BT709, _BT709))
