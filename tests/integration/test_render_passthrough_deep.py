@@ -176,10 +176,11 @@ def test_a_10_bit_clip_the_writer_cannot_take_as_it_is_converts_whole_frames(
 def test_each_10_bit_writer_reads_back_with_the_matrix_it_converted_with(
         tmp_path: Path, codec: str, output: str) -> None:
     """Where it does not keep the source's tags (here a ProRes source's BT.601, untagged or
-    BT.2020), a 10-bit output is converted with, tagged and read back as BT.709 limited range: ProRes keeps the matrix in
-    its frame header, HEVC in its VUI, and FFmpeg's DNxHR decoder gives BT.709 pictures
-    whatever the .mov says. A source tagged otherwise is refused passing through on its
-    matrix; ProRes 4444 sources decode to 12 bits and are converted whole."""
+    BT.2020), a 10-bit output is converted with, tagged and read back as BT.709 limited
+    range: ProRes keeps the matrix in its frame header, HEVC in its VUI, and FFmpeg's DNxHR
+    decoder gives BT.709 pictures whatever the .mov says. A source tagged otherwise is
+    refused passing through on its matrix; ProRes 4444 sources decode to 12 bits and are
+    converted whole."""
     from facefuse.io.video_read import VideoInfo
 
     # three frames: two of 10-bit h265 in .mp4 fail in FFmpeg 8's muxer ("not yet implemented")

@@ -2,11 +2,12 @@
 
 A video writer normally converts every whole BGR frame back to YUV (io.yuv.bgr_to_picture).
 When the encoder takes the very format the decoder gave (8-bit or 10-bit planar YUV of the
-same size and bit depth, read and written with the same matrix and range), that is wasted work and a lossy round trip
-for every pixel the swap did not touch. Then the writer starts from a copy of the decoded planes
-(never the decoder's own buffers: they may be reference frames) and replaces only the samples a
-paste changed (io.yuv.paste_into_planes): everything else leaves the encoder's input exactly as
-it was decoded, and a frame without a swapped face is the decoded picture as it is.
+same size and bit depth, read and written with the same matrix and range), that is wasted work
+and a lossy round trip for every pixel the swap did not touch. Then the writer starts from a
+copy of the decoded planes (never the decoder's own buffers: they may be reference frames) and
+replaces only the samples a paste changed (io.yuv.paste_into_planes): everything else leaves
+the encoder's input exactly as it was decoded, and a frame without a swapped face is the
+decoded picture as it is.
 
 `refusal` is the one place that says whether a decoded picture may pass through to a writer's
 stream, and why not: a colour transform, a display rotation the reader applied, alpha or deep
@@ -39,8 +40,9 @@ class DecodedPicture:
     """One decoded planar YUV picture (io.yuv.PLANAR: 8-bit or 10-bit) as the decoder gave it
     (stored orientation).
 
-    planes: read-only views of Y, Cb, Cr (uint8; uint16 levels for a 10-bit format) (Y (height, width); chroma subsampled as
-    ``pixel_format`` says); they keep the decoder's picture alive and must never be written.
+    planes: read-only views of Y, Cb, Cr, uint8 (uint16 levels for a 10-bit format): Y
+    (height, width), chroma subsampled as ``pixel_format`` says; they keep the decoder's
+    picture alive and must never be written.
     colorspace, color_range: its AVColorSpace / AVColorRange tags. turns: the quarter turns the
     reader gave the frame made from it (0: the frame is the picture's own orientation).
     """
@@ -156,10 +158,11 @@ def compose(picture: DecodedPicture, frame: np.ndarray, pasted: Sequence[Pasted]
             origin_xy: tuple[int, int] = (0, 0)) -> Any:
     """A new av.VideoFrame of the target's format and tags: a copy of `picture`'s planes with
     the samples every paste of `pasted` changed (mask > 0) converted from `frame` (BGR uint8,
-    uint16 for a 10-bit picture; the faces pasted in) as the whole-frame conversion would. Only for a `picture` that
-    `refusal` lets through to `target`. reformatter: an av VideoReformatter the caller keeps
-    between frames (see io.yuv.paste_into_planes). origin_xy: where `frame` starts when it
-    holds only the part of the frame around the pastes (io.frame_regions.FrameRegion)."""
+    uint16 for a 10-bit picture; the faces pasted in) as the whole-frame conversion would.
+    Only for a `picture` that `refusal` lets through to `target`. reformatter: an av
+    VideoReformatter the caller keeps between frames (see io.yuv.paste_into_planes).
+    origin_xy: where `frame` starts when it holds only the part of the frame around the
+    pastes (io.frame_regions.FrameRegion)."""
     import av
 
     # the target's format: a yuvj picture goes to a full-range yuv stream with its planes as

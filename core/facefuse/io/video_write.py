@@ -14,8 +14,9 @@ Colour: an 8-bit h264 / h265 output of an 8-bit YUV source whose matrix io.yuv r
 source's own tags (matrix, range, primaries, transfer; an untagged source stays untagged and is
 written back with the BT.601 matrix it was read with), so its frames go back in the encoding
 they came in, as does a 10-bit h265 output of a 10-bit limited-range H.264 / HEVC source (HDR
-HEVC keeps its BT.2020 matrix, primaries and PQ / HLG transfer); other outputs are tagged and converted as BT.709 limited range (mjpeg: BT.601 full
-range, as JPEG defines; rawvideo and ffv1 store the frame's RGB as it is, tagged RGB full range). YUV outputs
+HEVC keeps its BT.2020 matrix, primaries and PQ / HLG transfer); other outputs are tagged and
+converted as BT.709 limited range (mjpeg: BT.601 full range, as JPEG defines; rawvideo and
+ffv1 store the frame's RGB as it is, tagged RGB full range). YUV outputs
 of BGR frames (8-bit, and the 10-bit ProRes / DNxHR / deep h265 ones) get io.yuv's correctly
 rounded matrix, swscale subsampling the chroma; frames with alpha go through swscale. A frame
 written with the decoded picture it came from goes to the encoder as a copy of that picture's
