@@ -132,7 +132,7 @@ def test_a_10_bit_clip_passes_its_decoded_planes_through(
     across, down = (2, 1) if fmt == "yuv422p10le" else (2, 2)
     for i, ((frame, masked, composed), source, before) in enumerate(
             zip(captured, planes, frames, strict=True)):
-        assert frame.dtype == np.uint16
+        assert frame.dtype == np.uint16 and frame.shape == (240, 320, 3)  # whole: no regions
         changed = np.any(frame != before, axis=2)
         assert changed.any() == (i not in WITHOUT_FACE) and not changed[~masked].any()
         today = picture_planes(bgr_to_picture(frame, fmt, colorspace, False))
