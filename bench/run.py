@@ -37,11 +37,14 @@ YUNET = "face_detection_yunet_2023mar.onnx"
 
 
 def build_clip(source: Path, out: Path, size: tuple[int, int], frames: int,
-               bt709: bool = False, rotation: int = 0) -> Path:
+               bt709: bool = False, rotation: int = 0, codec: str = "h264") -> Path:
     """`source` resized to `size` (width, height) and looped to `frames` frames, h264 4:2:0;
     untagged (read as BT.601), or with `bt709` converted and tagged BT.709 limited range, as
     HD camera footage is. rotation (90, 180 or 270): stored sideways as phones store it, each
-    picture turned by -rotation under a display rotation that shows it upright at `size`."""
+    picture turned by -rotation under a display rotation that shows it upright at `size`.
+    codec "prores_422": a 10-bit ProRes 422 HQ (yuv422p10le) .mov tagged BT.709 limited range
+    instead (upright), resized at 16 bits (so the low bits vary), as plates from a camera or a
+    grade are."""
     if out.is_file():
         with av.open(str(out)) as existing:
             if existing.streams.video[0].frames >= frames:
@@ -50,6 +53,8 @@ def build_clip(source: Path, out: Path, size: tuple[int, int], frames: int,
         pictures = [f.to_ndarray(format="bgr24") for f in clip.decode(video=0)]
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.stem}.partial{out.suffix}")  # renamed once complete
+    if codec == "prores_422":
+        return _build_prores(pictures, partial, size, frames).replace(out)
     with av.open(str(partial), "w") as container:
         stream = container.add_stream("libx264", rate=CLIP_RATE)
         turns = rotation // 90 % 4
@@ -70,6 +75,24 @@ def build_clip(source: Path, out: Path, size: tuple[int, int], frames: int,
             container.mux(stream.encode(frame))
         container.mux(stream.encode())
     partial.replace(out)
+    return out
+
+
+def _build_prores(pictures: list[np.ndarray], out: Path, size: tuple[int, int],
+                  frames: int) -> Path:
+    """`pictures` as a ProRes 422 HQ clip (see build_clip) at `out`."""
+    with av.open(str(out), "w") as container:
+        stream = container.add_stream("prores_ks", rate=CLIP_RATE, options={"profile": "3"})
+        stream.width, stream.height, stream.pix_fmt = size[0], size[1], "yuv422p10le"
+        stream.codec_context.colorspace, stream.codec_context.color_range = 1, 1
+        for i in range(frames):
+            deep = pictures[i % len(pictures)].astype(np.uint16) * 257
+            picture = cv2.resize(deep, size, interpolation=cv2.INTER_LINEAR)
+            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(picture), format="bgr48le")
+            frame = frame.reformat(format="yuv422p10le", dst_colorspace="itu709",
+                                   dst_color_range=1)
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode())
     return out
 
 
@@ -120,13 +143,16 @@ def clip_for(scenario: dict[str, Any], scenarios: Sequence[dict[str, Any]], test
     if scenario["clip"] == "480p":
         return base
     colour, rotation = scenario.get("colour", ""), scenario.get("rotation", 0)
+    codec = scenario.get("source", "h264")
     frames = max(s["frames"] for s in scenarios
                  if s["clip"] == scenario["clip"] and s.get("colour", "") == colour
-                 and s.get("rotation", 0) == rotation)
-    name = f"{scenario['clip']}-{colour}" if colour else scenario["clip"]
+                 and s.get("rotation", 0) == rotation and s.get("source", "h264") == codec)
+    name = "-".join([scenario["clip"], *([colour] if colour else []),
+                     *([codec] if codec != "h264" else [])])
     name += f"-rot{rotation}" if rotation else ""
-    return build_clip(base, work / "clips" / f"{name}.mp4", SIZES[scenario["clip"]], frames,
-                      bt709=colour == "bt709", rotation=rotation)
+    suffix = ".mp4" if codec == "h264" else ".mov"
+    return build_clip(base, work / "clips" / f"{name}{suffix}", SIZES[scenario["clip"]], frames,
+                      bt709=colour == "bt709", rotation=rotation, codec=codec)
 
 
 def machine() -> dict[str, Any]:

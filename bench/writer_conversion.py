@@ -6,9 +6,11 @@ square, under a soft round mask like a swap's. The rotated_ cases are the same u
 of a clip stored sideways (display rotation 90): the frame turned back whole and converted
 (what every rotated h264 frame cost until its pictures passed through: with numpy's turn
 then, OpenCV's now, as a refused frame still is) against the paste turned back with the
-pixels around it and composed into the stored planes.
+pixels around it and composed into the stored planes. --bits 10: the same for a 10-bit ProRes
+422 output (BGR uint16 frames to yuv422p10le, whole against the decoded 10-bit planes passed
+through; no rotated cases).
 
-    python bench/writer_conversion.py [--rounds 50]
+    python bench/writer_conversion.py [--rounds 50] [--bits 10]
 
 Prints one JSON object: the median CPU ms (process time, so other load counts less) per case.
 """
@@ -39,23 +41,27 @@ def _face(frame: np.ndarray) -> Pasted:
     mask = np.clip(1.3 - np.hypot(yy - side / 2, xx - side / 2) / (side / 2), 0, 1)
     mask = mask.astype(np.float32)
     region = frame[roi.slices()]
-    np.copyto(region, (region * (1 - mask[..., None]) + 90 * mask[..., None]).astype(np.uint8),
-              where=(mask > 0)[..., None])
+    grey = 90 * (257 if frame.dtype == np.uint16 else 1)
+    np.copyto(region, (region * (1 - mask[..., None]) + grey * mask[..., None]).astype(
+        frame.dtype), where=(mask > 0)[..., None])
     return Pasted(roi, mask)
 
 
-
-def _measure(width: int, height: int, rounds: int) -> dict[str, float]:
-    """The three cases' median CPU ms for one frame size."""
+def _measure(width: int, height: int, rounds: int, bits: int = 8) -> dict[str, float]:
+    """The three cases' median CPU ms for one frame size (bits 10: ProRes 422's yuv422p10le
+    from BGR uint16, else h264's yuv420p from BGR uint8)."""
+    fmt = "yuv422p10le" if bits == 10 else "yuv420p"
     decoded_bgr = smooth_scene(width, height)
-    planes = picture_planes(bgr_to_picture(decoded_bgr, "yuv420p", _BT709, False))
-    picture = DecodedPicture(tuple(planes), "yuv420p", _BT709, _LIMITED)
-    target = EncoderTarget("yuv420p", width, height, _BT709, _LIMITED)
+    if bits == 10:
+        decoded_bgr = decoded_bgr.astype(np.uint16) * 257
+    planes = picture_planes(bgr_to_picture(decoded_bgr, fmt, _BT709, False))
+    picture = DecodedPicture(tuple(planes), fmt, _BT709, _LIMITED)
+    target = EncoderTarget(fmt, width, height, _BT709, _LIMITED)
     frame = decoded_bgr.copy()
     pasted = (_face(frame),)
-    return {**_rotated(decoded_bgr, frame, pasted, rounds),
-        "whole_frame_ms": cpu_ms(partial(bgr_to_picture, frame, "yuv420p", _BT709, False),
-                                 rounds),
+    rotated = _rotated(decoded_bgr, frame, pasted, rounds) if bits == 8 else {}
+    return {**rotated,
+        "whole_frame_ms": cpu_ms(partial(bgr_to_picture, frame, fmt, _BT709, False), rounds),
         "passthrough_one_face_ms": cpu_ms(partial(compose, picture, frame, pasted, target),
                                           rounds),
         "passthrough_no_face_ms": cpu_ms(partial(compose, picture, frame, (), target),
@@ -87,7 +93,7 @@ def _rotated(decoded_bgr: np.ndarray, frame: np.ndarray, pasted: tuple[Pasted, .
 
 
 def main() -> int:
-    return per_size_main(__doc__.splitlines()[0], _measure, 50)
+    return per_size_main(__doc__.splitlines()[0], _measure, 50, bits=True)
 
 
 if __name__ == "__main__":

@@ -84,7 +84,7 @@ class Capture:
             for paste in pasted:
                 upright[paste.roi.slices()] |= paste.mask > 0
             self.pasted.append(np.rot90(upright, -target.turns))
-            stored = np.rot90(whole_of(picture, frame, *rest[1:]), -target.turns)
+            stored = np.rot90(whole_of(picture, frame, *rest), -target.turns)
             today = bgr_to_picture(np.ascontiguousarray(stored), "yuv420p", _BT709, False)
             self.whole.append(picture_planes(today))
             return out

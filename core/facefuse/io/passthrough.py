@@ -1,22 +1,29 @@
 """Decoded pictures passed through to the encoder, with only the pasted faces written in.
 
 A video writer normally converts every whole BGR frame back to YUV (io.yuv.bgr_to_picture).
-When the encoder takes the very format the decoder gave (8-bit planar YUV of the same size,
-read and written with the same matrix and range), that is wasted work and a lossy round trip
-for every pixel the swap did not touch. Then the writer starts from a copy of the decoded planes
-(never the decoder's own buffers: they may be reference frames) and replaces only the samples a
-paste changed (io.yuv.paste_into_planes): everything else leaves the encoder's input exactly as
-it was decoded, and a frame without a swapped face is the decoded picture as it is.
+When the encoder takes the very format the decoder gave (8-bit or 10-bit planar YUV of the
+same size and bit depth, read and written with the same matrix and range), that is wasted work
+and a lossy round trip for every pixel the swap did not touch. Then the writer starts from a
+copy of the decoded planes (never the decoder's own buffers: they may be reference frames) and
+replaces only the samples a paste changed (io.yuv.paste_into_planes): everything else leaves
+the encoder's input exactly as it was decoded, and a frame without a swapped face is the
+decoded picture as it is.
 
 `refusal` is the one place that says whether a decoded picture may pass through to a writer's
 stream, and why not: a colour transform, a display rotation the writer does not turn back as
-the reader turned it, alpha or deep frames, another pixel format, size or matrix than the
+the reader turned it, alpha, another pixel format, bit depth, size or matrix than the
 encoder's. Then the writer converts the whole frame as before.
 
 A picture the reader turned upright (a phone clip's display rotation) passes through like any
 other: the pastes lie in the upright frame, so each is turned back to the stored orientation
 with the pixels around it (io.orientation) before its samples are converted, and the samples
 equal those of the upright frame turned back and converted whole.
+
+10-bit pictures (yuv420p10le, yuv422p10le, yuv444p10le: HEVC Main10, ProRes 422, DNxHR 444)
+pass through as 8-bit ones do: their planes are little-endian uint16 views, the engine frame
+made from them is BGR uint16 (swscale's conversion), and the pasted samples are io.yuv's 10-bit
+conversion of it, as bgr_to_picture's whole-frame one. Only limited range: bgr_to_picture leaves
+10-bit full range to swscale.
 """
 
 from __future__ import annotations
@@ -29,15 +36,26 @@ import numpy as np
 
 from ..types import Pasted
 from .orientation import stored_parts, turned_size
-from .yuv import PASTE_REACH_PX, PLANAR_8BIT, matrix_for, paste_into_planes, picture_planes
+from .yuv import (
+    PASTE_REACH_PX,
+    PLANAR,
+    PLANAR_10BIT,
+    matrix_for,
+    paste_into_planes,
+    picture_planes,
+)
+
+_RANGE_JPEG = 2  # AVColorRange: full range
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class DecodedPicture:
-    """One decoded 8-bit planar YUV picture as the decoder gave it (stored orientation).
+    """One decoded planar YUV picture (io.yuv.PLANAR: 8-bit or 10-bit) as the decoder gave it
+    (stored orientation).
 
-    planes: read-only uint8 views of Y, Cb, Cr (Y (height, width); chroma subsampled as
-    ``pixel_format`` says); they keep the decoder's picture alive and must never be written.
+    planes: read-only views of Y, Cb, Cr, uint8 (uint16 levels for a 10-bit format): Y
+    (height, width), chroma subsampled as ``pixel_format`` says; they keep the decoder's
+    picture alive and must never be written.
     colorspace, color_range: its AVColorSpace / AVColorRange tags. turns: the quarter turns the
     reader gave the frame made from it (0: the frame is the picture's own orientation).
     """
@@ -76,10 +94,10 @@ class EncoderTarget:
 
 
 def decoded_picture(frame: Any, turns: int = 0) -> DecodedPicture | None:
-    """The record of a decoded av.VideoFrame (views, no copy), or None when it is not 8-bit
-    planar YUV (PLANAR_8BIT) with top-down rows."""
+    """The record of a decoded av.VideoFrame (views, no copy), or None when it is not 8-bit or
+    10-bit planar YUV (io.yuv.PLANAR) with top-down rows."""
     name = frame.format.name
-    if name not in PLANAR_8BIT or any(p.line_size < 0 for p in frame.planes):
+    if name not in PLANAR or any(p.line_size < 0 for p in frame.planes):
         return None
     planes = picture_planes(frame)
     for plane in planes:
@@ -97,14 +115,27 @@ def refusal(picture: DecodedPicture | None, target: EncoderTarget, frame: np.nda
     if colour_transform:
         return "the frames are colour-transformed for the video"
     if picture is None:
-        return "the frames do not come with a decoded 8-bit planar YUV picture"
+        return "the frames do not come with a decoded planar YUV picture"
     if picture.turns % 4 != target.turns % 4:
         return _turns_refusal(picture, target)
-    if frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != np.uint8:
-        return "the frames are not 8-bit BGR (alpha or deep)"
+    depth = _depth_refusal(picture, frame)
+    if depth is not None:
+        return depth
     if _layout(picture.pixel_format) != _layout(target.pixel_format):
         return f"the decoded {picture.pixel_format} is not the encoder's {target.pixel_format}"
     return _geometry_refusal(picture, target, frame) or _matrix_refusal(picture, target)
+
+
+def _depth_refusal(picture: DecodedPicture, frame: np.ndarray) -> str | None:
+    """Why the frame's samples do not suit the picture's bit depth: BGR uint8 frames go with
+    8-bit pictures, uint16 ones (swscale's 16-bit conversion) with 10-bit limited-range ones."""
+    deep = picture.pixel_format in PLANAR_10BIT
+    if frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != (np.uint16 if deep else np.uint8):
+        return ("the frames are not 16-bit BGR (alpha or 8-bit)" if deep
+                else "the frames are not 8-bit BGR (alpha or deep)")
+    if deep and picture.color_range == _RANGE_JPEG:
+        return "10-bit full-range pictures are converted by swscale"
+    return None
 
 
 def _layout(pixel_format: str) -> str:
@@ -128,7 +159,7 @@ def _geometry_refusal(picture: DecodedPicture, target: EncoderTarget,
     if frame.shape[:2] != upright[::-1]:
         return (f"the frame's {frame.shape[1]}x{frame.shape[0]} is not the decoded picture's "
                 f"{upright[0]}x{upright[1]} (upright)")
-    sx, sy = PLANAR_8BIT[picture.pixel_format]
+    sx, sy = PLANAR[picture.pixel_format]
     if size[0] % sx or size[1] % sy:
         return f"{picture.pixel_format} of an odd size ({size[0]}x{size[1]})"
     return None
@@ -148,10 +179,11 @@ def compose(picture: DecodedPicture, frame: np.ndarray, pasted: Sequence[Pasted]
             target: EncoderTarget, origin_xy: tuple[int, int] = (0, 0)) -> Any:
     """A new av.VideoFrame of the target's format and tags: a copy of `picture`'s planes with
     the samples every paste of `pasted` changed (mask > 0) converted from `frame` (BGR uint8,
-    the faces pasted in) as the whole-frame conversion would. Only for a `picture` that
-    `refusal` lets through to `target`. origin_xy: where `frame` starts when it holds only the
-    part of the frame around the pastes (io.frame_regions.FrameRegion). `frame` and `pasted`
-    are upright (`picture` turned by its turns); the planes are stored."""
+    uint16 for a 10-bit picture; the faces pasted in) as the whole-frame conversion would.
+    Only for a `picture` that `refusal` lets through to `target`. origin_xy: where `frame`
+    starts when it holds only the part of the frame around the pastes
+    (io.frame_regions.FrameRegion). `frame` and `pasted` are upright (`picture` turned by its
+    turns); the planes are stored."""
     import av
 
     # the target's format: a yuvj picture goes to a full-range yuv stream with its planes as

@@ -371,7 +371,7 @@ class VideoSource:
                                          DecodedPicture | None]]:
         """As read(), with each frame the decoded picture it was made from (read-only views of
         the decoder's planes, io.passthrough; None for a failure and for pictures that are not
-        8-bit planar YUV), for a writer that encodes the decoded planes where it can.
+        8-bit or 10-bit planar YUV), for a writer that encodes the decoded planes where it can.
         pending: asked before each frame is converted; while it says True, a picture that
         _to_array converts with io.yuv (tags io.yuv reads; upright or turned) comes
         unconverted, as an io.frame_regions.PendingFrame, for a caller that converts only the

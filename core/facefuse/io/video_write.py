@@ -13,13 +13,19 @@ What survives where (PyAV 18 / FFmpeg 8 muxers and demuxers):
 Colour: an 8-bit h264 / h265 output of an 8-bit YUV source whose matrix io.yuv reads keeps the
 source's own tags (matrix, range, primaries, transfer; an untagged source stays untagged and is
 written back with the BT.601 matrix it was read with), so its frames go back in the encoding
-they came in; other outputs are tagged and converted as BT.709 limited range (mjpeg: BT.601 full
-range, as JPEG defines; rawvideo and ffv1 store the frame's RGB as it is, tagged RGB full range). YUV outputs
+they came in, as does a 10-bit h265 output of a 10-bit limited-range H.264 / HEVC source (HDR
+HEVC keeps its BT.2020 matrix, primaries and PQ / HLG transfer); other outputs are tagged and
+converted as BT.709 limited range (mjpeg: BT.601 full range, as JPEG defines; rawvideo and
+ffv1 store the frame's RGB as it is, tagged RGB full range). YUV outputs
 of BGR frames (8-bit, and the 10-bit ProRes / DNxHR / deep h265 ones) get io.yuv's correctly
-rounded matrix, swscale subsampling the chroma; frames with alpha go through swscale. A frame
+rounded matrix and its chroma subsampling (io.yuv.subsample_chroma); frames with alpha go
+through swscale. A frame
 written with the decoded picture it came from goes to the encoder as a copy of that picture's
-planes with only the pasted samples converted, where io.passthrough.refusal allows (a source
-stored sideways too: the pastes are turned back to its stored orientation).
+planes with only the pasted samples converted, where io.passthrough.refusal allows (8-bit
+and 10-bit planar YUV, a source stored sideways too: the pastes are turned back to its stored
+orientation; the 10-bit writers read back with the BT.709 limited-range matrix they convert
+with: ProRes keeps it in its frame header, HEVC in its VUI, and FFmpeg's DNxHR decoder gives
+BT.709 pictures whatever the .mov says).
 Lossless: rawvideo (.mov only: Matroska has no native raw RGB) stores bgr24, bgra (alpha) or
 rgb48be (deep frames; a deep frame with alpha keeps the alpha in 8-bit bgra, as FFmpeg has no
 16-bit RGBA raw tag for .mov); ffv1 (.mkv only: FFmpeg's mov muxer refuses it) is FFV1 level 3,
@@ -56,13 +62,14 @@ from .video_common import (
     open_input,
 )
 from .video_read import VideoInfo
-from .yuv import PLANAR_8BIT, bgr_to_picture, matrix_for
+from .yuv import PLANAR_8BIT, PLANAR_10BIT, bgr_to_picture, matrix_for
 
 logger = logging.getLogger(__name__)
 
 _CONTAINER_FORMATS = MappingProxyType({".mov": "mov", ".mp4": "mp4", ".mkv": "matroska"})
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 _RGB, _BT709, _BT601, _RANGE_MPEG, _RANGE_JPEG = 0, 1, 6, 1, 2  # AVColorSpace / AVColorRange
+_VUI_DECODERS = frozenset({"h264", "hevc"})  # decoders whose pictures carry the stream's tags
 # AVColorSpace -> swscale's name for it, for the frames io.yuv does not convert (alpha)
 _SWSCALE_COLORSPACES = MappingProxyType({1: "itu709", 2: "default", 4: "fcc", 5: "itu601",
                                          6: "itu601", 7: "smpte240m", 9: "bt2020"})
@@ -170,6 +177,17 @@ def _as_writable(frame: np.ndarray, deep: bool) -> tuple[np.ndarray, str]:
     if frame.dtype == np.uint8:
         return np.ascontiguousarray(frame), "bgra" if alpha else "bgr24"
     return np.ascontiguousarray(frame, dtype="<u2"), "bgra64le" if alpha else "bgr48le"
+
+
+def _tags_travel(pixel_format: str, info: VideoInfo) -> bool:
+    """Whether a stream of `pixel_format` may keep the colour tags of `info`'s source: both
+    8-bit planar YUV, or both 10-bit with the source decoded from H.264 / HEVC, whose
+    pictures carry the four tags of the stream (FFmpeg's DNxHR decoder gives BT.709 pictures
+    whatever its .mov says, and ProRes primaries and transfer read back unspecified)."""
+    if pixel_format in PLANAR_8BIT:
+        return info.pixel_format in PLANAR_8BIT
+    return (pixel_format in PLANAR_10BIT and info.pixel_format in PLANAR_10BIT
+            and info.codec in _VUI_DECODERS)
 
 
 class VideoSink:
@@ -406,15 +424,15 @@ class VideoSink:
     def _source_tags(self) -> tuple[int, int, int, int] | None:
         """The source's (colorspace, range, primaries, transfer) for this stream, range made
         explicit for a full-range (yuvj) source, or None where the stream takes its own tags:
-        a codec other than h264 / h265, an output that is not 8-bit YUV, a source that is not
-        8-bit YUV or whose matrix io.yuv does not read."""
+        a codec other than h264 / h265, an output and source not both 8-bit YUV or both 10-bit
+        YUV (_tags_travel), a source whose matrix io.yuv does not read, or 10-bit full range."""
         info, spec = self._info, self._spec
         if (not spec.keeps_source_tags or info.colour_tags is None
-                or self._pix_fmt not in PLANAR_8BIT or info.pixel_format not in PLANAR_8BIT):
+                or not _tags_travel(self._pix_fmt, info)):
             return None
         colorspace, color_range, primaries, trc = info.colour_tags
         matrix = matrix_for(colorspace, color_range, info.pixel_format)
-        if matrix is None:
+        if matrix is None or (matrix.full_range and self._pix_fmt in PLANAR_10BIT):
             return None
         return colorspace, _RANGE_JPEG if matrix.full_range else color_range, primaries, trc
 

@@ -296,8 +296,12 @@ _SUBSAMPLING = MappingProxyType({"yuv420p": (2, 2), "yuvj420p": (2, 2), "nv12": 
 
 
 def picture_planes(picture: Any) -> list[np.ndarray]:
-    """uint8 (h, w) views of a planar 8-bit av.VideoFrame's planes (no copy)."""
-    return [np.frombuffer(p, np.uint8).reshape(p.height, p.line_size)[:, :p.width]
+    """(h, w) views of a planar av.VideoFrame's planes (no copy): uint8 for an 8-bit format,
+    little-endian uint16 for a deeper one (yuv422p10le, ...: line_size counts bytes, and a
+    row may be padded past its samples)."""
+    deep = max(c.bits for c in picture.format.components) > 8
+    dtype = np.dtype("<u2") if deep else np.dtype(np.uint8)
+    return [np.frombuffer(p, dtype).reshape(p.height, p.line_size // dtype.itemsize)[:, :p.width]
             for p in picture.planes]
 
 
@@ -359,10 +363,7 @@ def bgr_to_picture(bgr: np.ndarray, pixel_format: str, colorspace: int,
         return None
     height, width = bgr.shape[:2]
     picture = av.VideoFrame(width, height, pixel_format)
-    planes: list[Any] = list(picture.planes)
-    views = [np.frombuffer(plane, "<u2" if bits > 8 else np.uint8).reshape(plane.height, -1)
-             [:, :plane.width] for plane in planes]
-    bgr_to_planes(bgr, matrix, bits, step, views)
+    bgr_to_planes(bgr, matrix, bits, step, picture_planes(picture))
     # tagged as converted: a yuvj format is full range whatever full_range says
     picture.colorspace, picture.color_range = colorspace, _RANGE_JPEG if matrix.full_range else 1
     return picture
@@ -418,6 +419,10 @@ def subsample_chroma(plane: np.ndarray, step: tuple[int, int], out: np.ndarray) 
 # subsampling (horizontal, vertical).
 PLANAR_8BIT = MappingProxyType({name: step for name, step in _SUBSAMPLING.items()
                                 if name != "nv12"})  # nv12 interleaves its chroma
+# The 10-bit (limited-range) planar formats alike: ProRes 422 and 4444, DNxHR 444, HEVC Main10.
+PLANAR_10BIT = MappingProxyType({"yuv420p10le": (2, 2), "yuv422p10le": (2, 1),
+                                 "yuv444p10le": (1, 1)})
+PLANAR = MappingProxyType({**PLANAR_8BIT, **PLANAR_10BIT})
 # Luma pixels of frame around a changed box that its conversion also reads: subsample_chroma
 # reads one column left of a sample's footprint, so 8 is ample.
 _BOX_MARGIN_PX = 8
@@ -432,11 +437,12 @@ PASTE_REACH_PX = 2 * _BOX_MARGIN_PX + _BOX_STEP_PX
 def paste_into_planes(planes: Sequence[np.ndarray], bgr: np.ndarray, x0: int, y0: int,
                       changed: np.ndarray, pixel_format: str, matrix: YuvMatrix,
                       origin_xy: tuple[int, int] = (0, 0)) -> None:
-    """Write into ``planes`` (writable uint8 Y, Cb, Cr of a ``pixel_format`` picture the size
-    of ``bgr``) the samples that ``changed`` (bool (h, w), the frame pixels from (x0, y0) that a
-    paste wrote) touches: luma where ``changed``, chroma where the sample's footprint (its 2x2,
-    2x1 or 1x1 luma pixels) holds a changed pixel. The values are those bgr_to_picture gives
-    for the whole BGR uint8 frame ``bgr`` with ``matrix``: the matrix rounded once, then
+    """Write into ``planes`` (writable Y, Cb, Cr of a ``pixel_format`` picture of PLANAR the
+    size of ``bgr``: uint8, or uint16 levels for a 10-bit format) the samples that ``changed``
+    (bool (h, w), the frame pixels from (x0, y0) that a paste wrote) touches: luma where
+    ``changed``, chroma where the sample's footprint (its 2x2, 2x1 or 1x1 luma pixels) holds a
+    changed pixel. The values are those bgr_to_picture gives for the whole BGR frame ``bgr``
+    (uint8; uint16 for a 10-bit format) with ``matrix``: the matrix rounded once, then
     subsample_chroma, run over the changed box widened by a margin the filter does not see past
     (so the samples equal the whole frame's conversion exactly). origin_xy: the frame pixel where
     ``bgr`` starts when it holds only part of the frame (then it must hold every pixel within
@@ -446,7 +452,7 @@ def paste_into_planes(planes: Sequence[np.ndarray], bgr: np.ndarray, x0: int, y0
         return
     top, left = y0 + int(rows[0]), x0 + int(cols[0])  # the changed pixels' box
     bottom, right = y0 + int(rows[-1]) + 1, x0 + int(cols[-1]) + 1
-    sx, sy = PLANAR_8BIT[pixel_format]
+    sx, sy = PLANAR[pixel_format]
     height, width = planes[0].shape[:2]
     bx0, bx1 = _box_span(left, right, sx, width)
     by0, by1 = _box_span(top, bottom, sy, height)
@@ -455,7 +461,7 @@ def paste_into_planes(planes: Sequence[np.ndarray], bgr: np.ndarray, x0: int, y0
         raise ValueError(f"the BGR part at {origin_xy} does not hold the box "
                          f"({bx0}, {by0})-({bx1}, {by1}) a paste converts")
     box = _subsampled(np.ascontiguousarray(bgr[by0 - oy:by1 - oy, bx0 - ox:bx1 - ox]),
-                      (sx, sy), matrix)
+                      (sx, sy), matrix, 10 if pixel_format in PLANAR_10BIT else 8)
     where = np.zeros((by1 - by0, bx1 - bx0), bool)
     where[top - by0:bottom - by0, left - bx0:right - bx0] = changed[
         rows[0]:rows[-1] + 1, cols[0]:cols[-1] + 1]
@@ -475,12 +481,14 @@ def _box_span(start: int, stop: int, step: int, size: int) -> tuple[int, int]:
     return max(0, high - length), high
 
 
-def _subsampled(bgr: np.ndarray, step: tuple[int, int], matrix: YuvMatrix) -> list[np.ndarray]:
-    """The Y, Cb, Cr planes of BGR uint8 (h, w, 3) with chroma subsampling `step`, as
-    bgr_to_picture makes them."""
+def _subsampled(bgr: np.ndarray, step: tuple[int, int], matrix: YuvMatrix,
+                bits: int) -> list[np.ndarray]:
+    """The Y, Cb, Cr planes of BGR (h, w, 3; uint8 for 8 bits, uint16 for 10) with chroma
+    subsampling `step`, as bgr_to_picture makes them."""
     height, width = bgr.shape[:2]
     across, down = step
-    planes = [np.empty((height, width), np.uint8)] + [
-        np.empty((height // down, width // across), np.uint8) for _ in range(2)]
-    bgr_to_planes(bgr, matrix, 8, step, planes)
+    dtype = np.uint8 if bits == 8 else np.uint16
+    planes = [np.empty((height, width), dtype)] + [
+        np.empty((height // down, width // across), dtype) for _ in range(2)]
+    bgr_to_planes(bgr, matrix, bits, step, planes)
     return planes
