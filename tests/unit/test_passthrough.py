@@ -4,6 +4,8 @@ function that refuses a picture for each condition it cannot pass through."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import cv2
 import numpy as np
 import pytest
@@ -175,7 +177,7 @@ def test_a_full_range_yuvj_picture_passes_to_a_full_range_yuv_stream_only() -> N
     ("turned_other_way", "turns them back by 3"), ("turned_size", "not the decoded picture's 96x128"),
     ("alpha", "alpha or deep"), ("deep", "alpha or deep"), ("10-bit", "yuv420p10le"),
     ("format", "yuv444p"), ("size", "64x48"), ("matrix", "another matrix"),
-    ("range", "another matrix"), ("odd", "odd size"),
+    ("range", "another matrix"), ("odd", "odd size"), ("jpeg_siting", "midway"),
 ])
 def test_each_condition_it_cannot_pass_through_is_refused(case: str, words: str) -> None:
     bgr = _scene()
@@ -209,12 +211,43 @@ def test_each_condition_it_cannot_pass_through_is_refused(case: str, words: str)
         picture = DecodedPicture(picture.planes, "yuv420p", _UNSPECIFIED, _LIMITED)
     elif case == "range":
         target = _target(picture, color_range=_FULL)
+    elif case == "jpeg_siting":  # an mjpeg yuvj420p clip to a full-range h264 stream
+        picture = DecodedPicture(picture.planes, "yuv420p", _BT709, _LIMITED, centred=True)
     elif case == "odd":
         planes = (np.zeros((96, 125), np.uint8), *[np.zeros((96, 63), np.uint8)] * 2)
         picture = DecodedPicture(planes, "yuv422p", _BT709, _LIMITED)
         target, frame = _target(picture), np.zeros((96, 125, 3), np.uint8)
     reason = refusal(picture, target, frame, colour)
     assert reason is not None and words in reason, reason
+
+
+def test_jpeg_siting_does_not_matter_without_subsampling() -> None:
+    bgr = _scene()
+    picture = _picture(bgr, "yuv444p")
+    centred = DecodedPicture(picture.planes, "yuv444p", _BT709, _LIMITED, centred=True)
+    assert refusal(centred, _target(picture), bgr) is None
+
+
+def test_the_reader_marks_the_pictures_of_a_jpeg_family_codec_centred(tmp_path: Path) -> None:
+    import av
+
+    from facefuse.io.video_read import VideoSource
+
+    for codec, suffix in (("mjpeg", ".avi"), ("libx264", ".mp4")):
+        path = tmp_path / f"clip{suffix}"
+        with av.open(str(path), "w") as container:
+            stream = container.add_stream(codec, rate=24)
+            stream.width, stream.height = 64, 48
+            stream.pix_fmt = "yuvj420p" if codec == "mjpeg" else "yuv420p"
+            for i in range(2):
+                frame = av.VideoFrame.from_ndarray(np.full((48, 64, 3), 40 * i, np.uint8),
+                                                   format="bgr24")
+                frame.pts = i
+                container.mux(stream.encode(frame.reformat(format=stream.pix_fmt)))
+            container.mux(stream.encode(None))
+        with VideoSource(path) as source:
+            (_, _, decoded), *_ = source.read_decoded([1, 2])
+        assert decoded is not None and decoded.centred == (codec == "mjpeg")
 
 
 def test_the_queues_count_the_picture_and_the_pasted_masks() -> None:

@@ -58,6 +58,8 @@ class DecodedPicture:
     picture alive and must never be written.
     colorspace, color_range: its AVColorSpace / AVColorRange tags. turns: the quarter turns the
     reader gave the frame made from it (0: the frame is the picture's own orientation).
+    centred: its codec sites 4:2:x chroma midway between luma columns (the JPEG family,
+    io.yuv.chroma_centred) rather than on the even ones, as every subsampled writer does.
     """
 
     planes: tuple[np.ndarray, ...]
@@ -65,6 +67,7 @@ class DecodedPicture:
     colorspace: int
     color_range: int
     turns: int = 0
+    centred: bool = False
 
     @property
     def width(self) -> int:
@@ -93,9 +96,9 @@ class EncoderTarget:
     turns: int = 0
 
 
-def decoded_picture(frame: Any, turns: int = 0) -> DecodedPicture | None:
+def decoded_picture(frame: Any, turns: int = 0, centred: bool = False) -> DecodedPicture | None:
     """The record of a decoded av.VideoFrame (views, no copy), or None when it is not 8-bit or
-    10-bit planar YUV (io.yuv.PLANAR) with top-down rows."""
+    10-bit planar YUV (io.yuv.PLANAR) with top-down rows. turns, centred: see DecodedPicture."""
     name = frame.format.name
     if name not in PLANAR or any(p.line_size < 0 for p in frame.planes):
         return None
@@ -103,7 +106,7 @@ def decoded_picture(frame: Any, turns: int = 0) -> DecodedPicture | None:
     for plane in planes:
         plane.flags.writeable = False
     return DecodedPicture(tuple(planes), name, int(frame.colorspace), int(frame.color_range),
-                          turns)
+                          turns, centred)
 
 
 def refusal(picture: DecodedPicture | None, target: EncoderTarget, frame: np.ndarray,
@@ -123,6 +126,10 @@ def refusal(picture: DecodedPicture | None, target: EncoderTarget, frame: np.nda
         return depth
     if _layout(picture.pixel_format) != _layout(target.pixel_format):
         return f"the decoded {picture.pixel_format} is not the encoder's {target.pixel_format}"
+    if picture.centred and PLANAR[picture.pixel_format] != (1, 1):
+        # copied as they are, its chroma samples would be shown a quarter sample off
+        return ("the decoded chroma sits midway between luma columns (JPEG), the encoder's on "
+                "the even ones")
     return _geometry_refusal(picture, target, frame) or _matrix_refusal(picture, target)
 
 

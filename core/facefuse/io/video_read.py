@@ -377,7 +377,7 @@ class VideoSource:
         unconverted, as an io.frame_regions.PendingFrame, for a caller that converts only the
         boxes it needs."""
         def convert(picture: Any) -> tuple[np.ndarray | PendingFrame, DecodedPicture | None]:
-            decoded = decoded_picture(picture, self._turns)
+            decoded = decoded_picture(picture, self._turns, chroma_centred(self._info.codec))
             later = self._pending(picture) if pending is not None and pending() else None
             return (later if later is not None else self._to_array(picture)), decoded
 
