@@ -367,7 +367,31 @@ def test_odd_sizes_are_refused_for_420_codecs(tmp_path: Path, clips: dict[str, C
         odd = dataclasses.replace(source.info, width=321)
     with pytest.raises(InputError, match="even width and height"):
         VideoSink(tmp_path / "odd.mp4", odd, codec="h264")
-    VideoSink(tmp_path / "odd.mov", odd, codec="prores_422").abort()
+    with pytest.raises(InputError, match="prores_422 needs an even width"):
+        VideoSink(tmp_path / "odd.mov", odd, codec="prores_422")
+    VideoSink(tmp_path / "odd.mov", odd, codec="prores_4444").abort()
+
+
+@pytest.mark.parametrize(("codec", "deep"), [("dnxhr_hq", False), ("dnxhr_hq", True),
+                                             ("prores_4444", True)])
+def test_an_odd_width_writes_and_reads_back(tmp_path: Path, codec: str, deep: bool) -> None:
+    """dnxhr_hq (4:2:2: its last chroma column repeats the last luma column) and prores_4444
+    take odd widths, 8-bit and 16-bit frames alike, and read back as written, the last column
+    included (prores_422 is refused: FFmpeg's encoder turns that column green)."""
+    frame = gradient16(width=321, height=128)
+    info = VideoInfo(path=tmp_path / "x", frame_count=2, rate=Fraction(25), width=321, height=128,
+                     codec="", pixel_format="", bit_depth=16 if deep else 8, has_alpha=False,
+                     timecode=None, audio_streams=0, duration_s=0.08, variable_frame_rate=False)
+    written = frame if deep else (frame // 257).astype(np.uint8)
+    with VideoSink(tmp_path / "odd.mov", info, codec=codec) as sink:
+        for _ in range(2):
+            sink.write(written)
+    back = decoded(tmp_path / "odd.mov")[1].astype(float)
+    if back.max() > 255:
+        back /= 257.0
+    expected = frame / 257.0
+    assert back.shape == (128, 321, 3)
+    assert np.abs(back - expected).mean() < 1.5 and np.abs(back - expected)[:, -1].max() < 4
 
 
 # --- bad inputs ------------------------------------------------------------------------------

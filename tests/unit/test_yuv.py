@@ -151,7 +151,8 @@ def test_ten_bit_targets_take_deep_frames_at_four_times_the_levels() -> None:
 def _cosited(plane: np.ndarray, down: int) -> np.ndarray:
     """MPEG-2-sited 2:1 chroma by the formula, in Python integers: [1 2 1] across on the even
     columns (the first repeated to its left), [1 1] down for 4:2:0, rounded half up."""
-    values = plane.astype(np.int64)
+    values = np.pad(plane.astype(np.int64), ((0, plane.shape[0] % down), (0, plane.shape[1] % 2)),
+                    mode="edge")  # an odd last column (and 4:2:0 row) repeats itself
     left = np.concatenate([values[:, :1], values[:, :-1]], axis=1)
     across = left[:, 0::2] + 2 * values[:, 0::2] + values[:, 1::2]
     weight = 4
@@ -160,13 +161,14 @@ def _cosited(plane: np.ndarray, down: int) -> np.ndarray:
     return (across + weight // 2) // weight
 
 
+@pytest.mark.parametrize("size", [(64, 96), (63, 95), (131, 97)], ids=["even", "odd", "bands"])
 @pytest.mark.parametrize(("fmt", "down", "bits"), [("yuv420p", 2, 8), ("yuv422p", 1, 8),
                                                     ("yuv420p10le", 2, 10),
                                                     ("yuv422p10le", 1, 10)])
 def test_the_writer_subsamples_chroma_at_the_mpeg2_siting_and_tags_the_picture(
-        fmt: str, down: int, bits: int) -> None:
+        fmt: str, down: int, bits: int, size: tuple[int, int]) -> None:
     rng = np.random.default_rng(5)
-    bgr = rng.integers(0, 256, (64, 96, 3), np.uint8)
+    bgr = rng.integers(0, 256, (*size, 3), np.uint8)
     if bits == 10:
         bgr = bgr.astype(np.uint16) * 257 + rng.integers(0, 257, bgr.shape).astype(np.uint16)
     picture = yuv.bgr_to_picture(bgr, fmt, 1, False)

@@ -150,7 +150,11 @@ def _check_output(path: Path, codec: str, width: int, height: int) -> _CodecSpec
     spec = _spec_for(path, codec)
     if spec.pix_fmt.startswith("yuv420") and (width % 2 or height % 2):
         raise InputError(f"{codec} needs an even width and height, and the frames are "
-                         f"{width}x{height}; choose prores_422, prores_4444 or mjpeg")
+                         f"{width}x{height}; choose prores_4444 or mjpeg")
+    if spec.encoder == "prores_ks" and spec.pix_fmt.startswith("yuv422") and width % 2:
+        # FFmpeg's ProRes encoder garbles the last chroma column of an odd width (green)
+        raise InputError(f"{codec} needs an even width, and the frames are {width}x{height}; "
+                         f"choose prores_4444 or mjpeg")
     if spec.encoder == "dnxhd" and (width < 256 or height < 120):
         raise InputError(f"{codec} needs frames of at least 256x120, and these are "
                          f"{width}x{height}; choose prores_422 or prores_4444")

@@ -372,9 +372,10 @@ def bgr_to_picture(bgr: np.ndarray, pixel_format: str, colorspace: int,
 def bgr_to_planes(bgr: np.ndarray, matrix: YuvMatrix, bits: int, step: tuple[int, int],
                   out: Sequence[np.ndarray]) -> None:
     """Fill ``out`` (Y, Cb, Cr planes: uint8 for 8 bits, uint16 for 10) with BGR (H, W, 3):
-    bgr_to_yuv444's values, the chroma then subsampled by ``step`` (across, down; H and W
-    multiples of it) with subsample_chroma. Converted in bands of _STRIP_ROWS rows, so the
-    full-resolution chroma never exists whole (it stays in the CPU's cache)."""
+    bgr_to_yuv444's values, the chroma then subsampled by ``step`` (across, down) with
+    subsample_chroma (an odd size takes ceil(W / across) x ceil(H / down) chroma samples).
+    Converted in bands of _STRIP_ROWS rows, so the full-resolution chroma never exists whole
+    (it stays in the CPU's cache)."""
     if step == (1, 1):
         bgr_to_yuv444(bgr, matrix, bits, out=out)
         return
@@ -386,7 +387,7 @@ def bgr_to_planes(bgr: np.ndarray, matrix: YuvMatrix, bits: int, step: tuple[int
         chroma = [plane[:rows.shape[0]] for plane in band]
         bgr_to_yuv444(rows, matrix, bits, out=[out[0][top:top + _STRIP_ROWS], *chroma])
         for full, plane in zip(chroma, out[1:], strict=True):
-            subsample_chroma(full, step, plane[top // down:(top + rows.shape[0]) // down])
+            subsample_chroma(full, step, plane[top // down:-(-(top + rows.shape[0]) // down)])
 
 
 def subsample_chroma(plane: np.ndarray, step: tuple[int, int], out: np.ndarray) -> None:
@@ -394,13 +395,19 @@ def subsample_chroma(plane: np.ndarray, step: tuple[int, int], out: np.ndarray) 
     2:1 across and, for step (2, 2), 2:1 down into ``out``, at the siting H.264, HEVC, ProRes and
     DNxHR mean (and the reader reads them with): across, on the even luma columns, [1 2 1] / 4
     (the column left of the first repeats it); down, midway between rows 2j and 2j + 1,
-    [1 1] / 2. Rounded once, halves up. A read (linear upsampling at the same siting) and write
-    cycle then filters chroma by [1 6 1] / 8 each way and never moves it; swscale, which PyAV
-    cannot tell the siting, averages column pairs, a quarter sample to the right each write.
-    Each sample depends on luma columns 2i - 1 .. 2i + 1 only, so a box converts as the whole."""
+    [1 1] / 2; an odd last column or row repeats itself too. Rounded once, halves up. A read
+    (linear upsampling at the same siting) and write cycle then filters chroma by [1 6 1] / 8
+    each way and never moves it; swscale, which PyAV cannot tell the siting, averages column
+    pairs, a quarter sample to the right each write. Each sample depends on luma columns
+    2i - 1 .. 2i + 1 only, so a box with a column of margin left of its first sample converts
+    as the whole frame does there."""
     across, down = step
     if across != 2 or down not in (1, 2):
         raise ValueError(f"chroma subsampling {across}x{down} is not 4:2:0 or 4:2:2")
+    height, width = plane.shape
+    if width % 2 or (down == 2 and height % 2):
+        plane = cv2.copyMakeBorder(plane, 0, height % 2 if down == 2 else 0, 0, width % 2,
+                                   cv2.BORDER_REPLICATE)
     # rows 2j and 2j + 1 summed (OpenCV takes row strides without a copy; column strides not)
     rows = cv2.add(plane[0::2], plane[1::2], dtype=cv2.CV_16U) if down == 2 else plane
     even, odd = rows[:, 0::2], rows[:, 1::2]
