@@ -145,7 +145,14 @@ def test_ten_bit_targets_take_deep_frames_at_four_times_the_levels() -> None:
     assert picture is not None and picture.format.name == "yuv422p10le"
     luma = np.frombuffer(picture.planes[0], "<u2").reshape(64, -1)[:, :96]
     np.testing.assert_array_equal(luma, yuv.bgr_to_yuv444(deep, matrix, bits=10)[0])
-    assert yuv.bgr_to_picture(deep.astype(np.uint8), "yuv422p10le", 1, False) is None
+    # an 8-bit frame (an 8-bit clip written to ProRes) takes the same path, rounded to 10 bits
+    eight = (deep // 257).astype(np.uint8)
+    picture = yuv.bgr_to_picture(eight, "yuv422p10le", 1, False)
+    assert picture is not None
+    luma = np.frombuffer(picture.planes[0], "<u2").reshape(64, -1)[:, :96]
+    exact = 4 * (eight.astype(np.float64) @ coefficients[:, :3].T + coefficients[:, 3])
+    _check_rounding(luma, exact[..., 0], top=1023)
+    assert yuv.bgr_to_picture(deep.astype(np.float32), "yuv422p10le", 1, False) is None
 
 
 def _cosited(plane: np.ndarray, down: int) -> np.ndarray:

@@ -352,13 +352,14 @@ def bgr_to_picture(bgr: np.ndarray, pixel_format: str, colorspace: int,
     """An av.VideoFrame of ``pixel_format`` holding a BGR (H, W, 3) frame, converted with the
     matrix ``colorspace`` (AVColorSpace) names and tagged with it; chroma is subsampled at the
     MPEG-2 siting (subsample_chroma). 8-bit formats take uint8 frames, the 10-bit limited-range
-    ones of WRITER_FORMATS uint16 frames. None for another format, matrix or frame."""
+    ones of WRITER_FORMATS uint16 frames and uint8 ones (an 8-bit clip written to ProRes). None
+    for another format, matrix or frame."""
     import av
 
     bits, step = WRITER_FORMATS.get(pixel_format, (8, None))
     matrix = matrix_for(colorspace, _RANGE_JPEG if full_range else 1, pixel_format)
-    wanted = np.uint8 if bits == 8 else np.uint16
-    if (step is None or matrix is None or bgr.dtype != wanted or bgr.shape[2] != 3
+    taken = (np.uint8,) if bits == 8 else (np.uint8, np.uint16)
+    if (step is None or matrix is None or bgr.dtype not in taken or bgr.shape[2] != 3
             or (bits == 10 and full_range)):
         return None
     height, width = bgr.shape[:2]
