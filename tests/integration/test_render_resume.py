@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from facefuse.shot import render as render_module
 from tests.integration.render_helpers import Media, read_bgr
 from tests.media_factory import read_marker
 from tests.render_media import face_frame, render_request, run_render, write_plate_oiio
@@ -109,3 +112,22 @@ def test_resume_rerenders_frames_whose_plate_changed(
     summary, _ = run_render(request)  # a new plate version under the same name
     assert summary.skipped < 3
     assert read_marker(read_bgr(out / "o.2.png")) == 42
+
+
+@pytest.mark.parametrize("version", ["ANALYSIS_VERSION", "PLAN_VERSION", "READER_VERSION"])
+def test_a_new_analysis_plan_or_reader_version_rerenders_the_frames(
+        media: Media, render_models: Path, render_cache: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, version: str) -> None:
+    """Frames made from another version's detections, plan or decoded pixels are not kept:
+    each version is in the render fingerprint."""
+    plates, out = tmp_path / "plates", tmp_path / "out"
+    plates.mkdir(), out.mkdir()
+    for n in (1, 2):
+        write_plate_oiio(plates / f"p.{n}.png", face_frame(n, media.face)[..., ::-1].copy(),
+                         "uint8")
+    request = render_request(render_models, render_cache, media.source, plates / "p.#.png",
+                             out / "o.#.png")
+    assert run_render(request)[0].swapped == 2
+    monkeypatch.setattr(render_module, version, getattr(render_module, version) + 1)
+    again = run_render(request)[0]
+    assert (again.swapped, again.skipped) == (2, 0)

@@ -43,7 +43,13 @@ from ..runtime.memory import returning_freed_memory
 from ..timing import RenderTimings, StageClock
 from ..types import Face, FrameResult, SourceIdentity
 from . import provenance
-from .analysis import PLAN_VERSION, ShotAnalysis, plan_horizon, plan_targets
+from .analysis import (
+    ANALYSIS_VERSION,
+    PLAN_VERSION,
+    ShotAnalysis,
+    plan_horizon,
+    plan_targets,
+)
 from .early_plan import AnalysisStopped, EarlyPlan, Targets
 from .frames import plan_frames
 from .inputs import ShotInput, open_input
@@ -230,7 +236,7 @@ class RenderJob:
         memo.flush()
         analysed = self.frames.analysed
         extra = {"smoothing": repr(self._smoothing()), "frames": (analysed[0], analysed[-1]),
-                 "plan": PLAN_VERSION, "reader": READER_VERSION,
+                 "analysis": ANALYSIS_VERSION, "plan": PLAN_VERSION, "reader": READER_VERSION,
                  "start_number": self.request.start_number, "input": content_sha256,
                  "reference": references, "enhancer": bool(self.request.settings.enhancer),
                  "conform_vfr": self.request.conform_vfr}
