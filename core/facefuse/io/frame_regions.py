@@ -2,7 +2,8 @@
 
 Where a video writer passes decoded pictures through to the encoder (io.passthrough), it reads
 the BGR frame only around the pasted faces; converting the whole picture to BGR (io.yuv:
-~14 ms a 1080p frame, ~54 ms at 4K) is then wasted on every other pixel. A PendingFrame is a
+~14 ms a 1080p frame, ~54 ms at 4K; more for 10-bit pictures, to BGR uint16) is then wasted on
+every other pixel. A PendingFrame is a
 decoded picture not yet converted: pass 2 converts only the box its swap reads and writes, plus
 what the writer reads around the pastes (`converted_box`), and hands the swapped box on as a
 FrameRegion. io.yuv converts a box bit-identically to the same pixels of the whole conversion,
