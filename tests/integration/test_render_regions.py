@@ -187,16 +187,22 @@ def test_10_bit_region_frames_give_the_encoder_the_same_planes(
     _assert_same_planes(runs[True].planes, runs[False].planes)
 
 
+@pytest.mark.parametrize("deep", [False, True], ids=["8-bit", "10-bit"])
 def test_with_an_enhancer_matte_and_patch_regions_write_the_same_files(
-        clip: Path, testdata: Path, render_models: Path, render_cache: Path,
-        contract_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        clip: Path, deep_clip: Path, testdata: Path, render_models: Path, render_cache: Path,
+        contract_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        deep: bool) -> None:
     runs = {}
     for regions in (True, False):
         folder = tmp_path / str(regions)
-        request = _request(testdata, render_models, render_cache, clip, folder / "out.mp4",
-                           enhancer=str(contract_dir / "identity_restorer.onnx"),
-                           matte=str(folder / "matte.####.png"),
-                           patch=str(folder / "patch.####.exr"))
+        options = {"codec": "prores_422"} if deep else {"crf": 0}
+        request = render_request(
+            render_models, render_cache, testdata / "media" / "obama.jpg",
+            deep_clip if deep else clip, folder / ("out.mov" if deep else "out.mp4"),
+            swapper="colour", settings={
+                "selector": "many", "enhancer": str(contract_dir / "identity_restorer.onnx")},
+            matte=str(folder / "matte.####.png"), patch=str(folder / "patch.####.exr"),
+            **options)
         runs[regions], _ = _render(monkeypatch, request, regions)
     _assert_regions(runs[True])
     _assert_same_planes(runs[True].planes, runs[False].planes)
