@@ -49,9 +49,10 @@ to 3 levels.) The upsampled 10-bit chroma (less 512: integers below 512 in magni
 multiples of 1/4 applied twice) is a multiple of 1/16 below 512, 14 significant bits, so it
 too is exact in float32 and the conversion rounds once. At 16-bit output scale float32 leaves
 only 8 bits below a level, so ties are wider: float32 rounds a value the other way from
-float64 only within about 0.02 of a half 16-bit level (a 16-bit level is 1/64 of a 10-bit
-one): measured in docs/performance.md. 10-bit full range (Y 0..1023, whose scale is not four
-times 8-bit's) is left to swscale, as the writer leaves it.
+float64 only within about 0.01 of a half 16-bit level (a 16-bit level is 1/64 of a 10-bit
+one): 0.15 % of values on a real clip, 0.1 % on random planes (docs/performance.md).
+10-bit full range (Y 0..1023, whose scale is not four times 8-bit's) is left to swscale, as
+the writer leaves it.
 """
 
 from __future__ import annotations
