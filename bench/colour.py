@@ -41,10 +41,11 @@ def reference_yuv(bgr: np.ndarray, matrix: yuv.YuvMatrix, levels: int = 1) -> np
     return np.clip(np.rint(out), 0, 256 * levels - 1).astype(np.uint16)
 
 
-def reference_upsampled_bgr(planes: yuv.YuvPlanes) -> np.ndarray:
-    """The float64 formula of io.yuv's conversion, rounded: each chroma sample sits at luma
-    row 2i + 1/2 (4:2:0) and column 2j (MPEG-2) or 2j + 1/2 (centred), linear in between,
-    the edge samples repeated beyond the picture."""
+def reference_upsampled_bgr(planes: yuv.YuvPlanes, rounded: bool = True) -> np.ndarray:
+    """The float64 formula of io.yuv's conversion, rounded (rounded False: not): each chroma
+    sample sits at luma row 2i + 1/2 (4:2:0) and column 2j (MPEG-2) or 2j + 1/2 (centred),
+    linear in between, the edge samples repeated beyond the picture. 10-bit planes: the
+    levels divided by 4 and the result times 257 (uint16, Y 940 = 65535)."""
     height, width = planes.y.shape
 
     def linear(values: np.ndarray, positions: np.ndarray, axis: int) -> np.ndarray:
@@ -66,8 +67,13 @@ def reference_upsampled_bgr(planes: yuv.YuvPlanes) -> np.ndarray:
     yuv444 = np.stack([planes.y.astype(np.float64), upsampled(planes.cb),
                        upsampled(planes.cr)], axis=-1)
     coefficients = planes.matrix.to_bgr()
-    out = yuv444 @ coefficients[:, :3].T + coefficients[:, 3]
-    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+    deep = planes.bits == 10
+    out = (yuv444 / (4.0 if deep else 1.0)) @ coefficients[:, :3].T + coefficients[:, 3]
+    if deep:
+        out *= 257.0
+    if not rounded:
+        return out
+    return np.clip(np.rint(out), 0, 65535 if deep else 255).astype(np.uint16 if deep else np.uint8)
 
 
 def old_reader(picture: Any) -> np.ndarray:
@@ -108,8 +114,9 @@ def accuracy(clip: Path, frames: int) -> dict[str, Any]:
             if index >= frames:
                 break
             planes = yuv.yuv_planes(picture, centred)
-            if planes is None:
-                raise SystemExit(f"{clip}: {picture.format.name} is not on the io.yuv path")
+            if planes is None or planes.bits != 8:
+                raise SystemExit(f"{clip}: {picture.format.name} is not on io.yuv's 8-bit "
+                                 "path (10-bit clips: bench/deep_reader.py)")
             tags = (picture.format.name, picture.colorspace, picture.color_range,
                     planes.matrix, "centred" if centred else "co-sited")
             new = yuv.yuv_to_bgr(planes)

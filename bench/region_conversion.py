@@ -7,8 +7,11 @@ is a fifth of the frame height. The rotated_ cases are the same upright frame of
 sideways (display rotation 90): the whole stored picture converted and turned upright (the
 reader's conversion: with numpy's turn until now, OpenCV's now, as the frames that are still
 converted whole are), against the stored box of each face converted and turned upright.
+--bits 10: the same for a 10-bit ProRes 422 picture (yuv422p10le, BT.709 limited range, to BGR
+uint16), with swscale's whole conversion (bgr48le: the 10-bit reader before io.yuv read 10-bit
+pictures) beside io.yuv's.
 
-    python bench/region_conversion.py [--rounds 30]
+    python bench/region_conversion.py [--rounds 30] [--bits 10]
 
 Prints one JSON object: the median CPU ms (process time, so other load counts less) per case,
 and each box's size.
@@ -41,9 +44,20 @@ def _footprint(width: int, height: int, specs: list[tuple[str, int]]) -> Roi:
     return box
 
 
-def _measure(width: int, height: int, rounds: int) -> dict[str, object]:
-    """Each case's median CPU ms for one frame size."""
-    picture = bgr_to_picture(smooth_scene(width, height), "yuv420p", _BT709, False)
+def _scene(width: int, height: int, bits: int) -> np.ndarray:
+    """smooth_scene, at 16 bits with a fine ramp (the low two of 10 bits vary) for bits 10."""
+    scene = smooth_scene(width, height)
+    if bits == 8:
+        return scene
+    deep = scene.astype(np.uint16) * 257
+    return deep + np.minimum((np.arange(width, dtype=np.uint16) % 64 * 4)[None, :, None],
+                             65535 - deep)
+
+
+def _measure(width: int, height: int, rounds: int, bits: int = 8) -> dict[str, object]:
+    """Each case's median CPU ms for one frame size (bits 10: yuv422p10le)."""
+    fmt = "yuv422p10le" if bits == 10 else "yuv420p"
+    picture = bgr_to_picture(_scene(width, height, bits), fmt, _BT709, False)
     assert picture is not None
     planes = yuv_planes(picture)
     assert planes is not None
@@ -51,12 +65,15 @@ def _measure(width: int, height: int, rounds: int) -> dict[str, object]:
     boxes = {name: converted_box(_footprint(width, height, specs), width, height)
              for name, specs in (("swap", [SWAPPER]), ("swap_and_restore", [SWAPPER, RESTORER]))}
     out: dict[str, object] = {"whole_frame_ms": cpu_ms(pending.whole, rounds)}
+    if bits == 10:
+        out["swscale_whole_frame_ms"] = cpu_ms(lambda: picture.to_ndarray(format="bgr48le"),
+                                               rounds)
     for name, box in boxes.items():
         out[f"one_face_{name}_ms"] = cpu_ms(lambda box=box: pending.region(box), rounds)
         out[f"one_face_{name}_box"] = f"{box.x1 - box.x0}x{box.y1 - box.y0}"
     out["no_face_ms"] = cpu_ms(pending.empty_region, rounds)
-    stored = bgr_to_picture(np.ascontiguousarray(np.rot90(smooth_scene(width, height), -1)),
-                            "yuv420p", _BT709, False)
+    stored = bgr_to_picture(np.ascontiguousarray(np.rot90(_scene(width, height, bits), -1)),
+                            fmt, _BT709, False)
     turned_planes = yuv_planes(stored)
     assert turned_planes is not None
     turned = PendingFrame(turned_planes, turns=1)  # upright width x height, as above
@@ -69,7 +86,7 @@ def _measure(width: int, height: int, rounds: int) -> dict[str, object]:
 
 
 def main() -> int:
-    return per_size_main(__doc__.splitlines()[0], _measure, 30)
+    return per_size_main(__doc__.splitlines()[0], _measure, 30, bits=True)
 
 
 if __name__ == "__main__":

@@ -140,9 +140,10 @@ def make_face_clip(path: Path, face: np.ndarray, frames: int = 12,
 
 def decode_video(path: Path, fmt: str = "bgr24") -> list[np.ndarray]:
     """Every picture of the first video stream in presentation order (PyAV, like VideoSource:
-    8-bit YUV pictures to bgr24 through io.yuv's chroma upsampling at the codec's siting and
-    its matrix rounded once, which tests/unit/test_yuv.py checks against the float64 formula;
-    others through 4:4:4 and swscale)."""
+    8-bit YUV pictures to bgr24, and 10-bit limited-range planar ones to bgr48le, through
+    io.yuv's chroma upsampling at the codec's siting and its matrix rounded once, which
+    tests/unit/test_yuv.py and test_yuv_deep.py check against the float64 formula; others
+    through 4:4:4 and swscale)."""
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
         centred = chroma_centred(stream.codec_context.name)
@@ -152,8 +153,10 @@ def decode_video(path: Path, fmt: str = "bgr24") -> list[np.ndarray]:
 
 
 def _as_array(frame: Any, fmt: str, centred: bool) -> np.ndarray:
-    fast = picture_to_bgr(frame, centred) if fmt == "bgr24" else None
-    return fast if fast is not None else _through_444(frame).to_ndarray(format=fmt)
+    fast = picture_to_bgr(frame, centred) if fmt in ("bgr24", "bgr48le") else None
+    if fast is not None and fast.dtype == (np.uint16 if fmt == "bgr48le" else np.uint8):
+        return fast
+    return _through_444(frame).to_ndarray(format=fmt)
 
 
 def _through_444(frame: Any) -> Any:

@@ -48,14 +48,18 @@ def _pictures(clip: Path) -> list:
         return list(container.decode(video=0))
 
 
-@pytest.mark.parametrize("codec", ["h264", "mjpeg"])  # yuv420p (limited), yuvj444p (full)
+# yuv420p (limited), yuvj444p (full), yuv422p10le (limited: BGR uint16 regions)
+@pytest.mark.parametrize("codec", ["h264", "mjpeg", "prores_422"])
 def test_face_regions_are_exactly_the_full_conversion_and_small_stays_close(
         codec: str, testdata: Path, tmp_path: Path) -> None:
     face = face_photo(testdata, (192, 240))
-    clip = make_face_clip(tmp_path / f"c.{'mov' if codec == 'mjpeg' else 'mp4'}", face,
+    clip = make_face_clip(tmp_path / f"c.{'mp4' if codec == 'h264' else 'mov'}", face,
                           frames=2, size=SIZE, audio=None, codec=codec)
     picture = _pictures(clip)[1]
-    full = decode_video(clip)[1]  # as the swap pass converts it
+    deep = codec == "prores_422"
+    full = decode_video(clip, "bgr48le" if deep else "bgr24")[1]  # as the swap pass converts it
+    with VideoSource(clip) as source:  # the reader's frame is that conversion
+        np.testing.assert_array_equal(next(iter(source.read([2])))[1], full)
     small = analysis_picture(picture, 640, chroma_centred(codec))  # as the reader makes it
     assert small is not None and small.small.shape == (360, 640, 3) and small.scale_xy == (0.5, 0.5)
     inside, clipped = small.region((101, 51, 501, 401)), small.region((1200, 700, 1400, 800))
@@ -65,9 +69,11 @@ def test_face_regions_are_exactly_the_full_conversion_and_small_stays_close(
     np.testing.assert_array_equal(clipped[0], full[700:, 1200:])
     assert small.region((1300, 10, 1400, 50)) is None  # wholly outside
     assert small.picture is picture  # kept as decoded, no 4:4:4 copy: 4:2:0 is half the bytes
-    per_pixel = {"yuv420p": 1.5, "yuvj444p": 3}[picture.format.name]
+    per_pixel = {"yuv420p": 1.5, "yuvj444p": 3, "yuv422p10le": 4}[picture.format.name]
     assert small.nbytes == 1280 * 720 * per_pixel + small.small.nbytes
-    shrunk = cv2.resize(full, (640, 360), interpolation=cv2.INTER_AREA).astype(int)
+    assert small.small.dtype == np.uint8 and inside[0].dtype == full.dtype
+    shrunk = cv2.resize(full // 257 if deep else full, (640, 360),
+                        interpolation=cv2.INTER_AREA).astype(int)
     assert np.abs(small.small.astype(int) - shrunk).mean() < 1.0
     assert analysis_picture(picture, 1280) is None  # small enough: the full conversion
 

@@ -22,7 +22,14 @@ import pytest
 from facefuse.io import video_write
 from facefuse.io.passthrough import decoded_picture
 from facefuse.io.video import VideoSink, VideoSource
-from facefuse.io.yuv import bgr_to_picture, matrix_for, picture_planes
+from facefuse.io.yuv import (
+    PLANAR_10BIT,
+    YuvPlanes,
+    bgr_to_picture,
+    matrix_for,
+    picture_planes,
+    yuv_to_bgr,
+)
 from tests.integration.render_helpers import FACE_BOX
 from tests.render_media import face_frame, face_photo, render_request, run_render
 
@@ -80,13 +87,21 @@ def _decoded(path: Path) -> tuple[list[list[np.ndarray]], list[np.ndarray]]:
 def captured(monkeypatch: pytest.MonkeyPatch
              ) -> list[tuple[np.ndarray, np.ndarray, list[np.ndarray]]]:
     """(frame, where its pastes' masks are > 0, planes composed for the encoder) of every
-    frame VideoSink passes through."""
+    frame VideoSink passes through. Where pass 2 handed a region (io.frame_regions: only the
+    box around the pastes converted, the rest as the reader converts the whole picture), the
+    frame is the reader's whole frame with the region's pixels at its place."""
     seen: list[tuple[np.ndarray, np.ndarray, list[np.ndarray]]] = []
     original = video_write.compose
 
     def capture(picture: Any, frame: np.ndarray, pasted: Any, *rest: Any) -> Any:
         out = original(picture, frame, pasted, *rest)
-        masked = np.zeros(frame.shape[:2], bool)
+        upright = (picture.width, picture.height) if picture.turns % 2 else (
+            picture.height, picture.width)
+        if frame.shape[:2] != upright:  # a region at origin (x, y)
+            (x, y), region = rest[1], frame
+            frame = _reader_frame(picture)
+            frame[y:y + region.shape[0], x:x + region.shape[1]] = region
+        masked = np.zeros(upright, bool)
         for paste in pasted:
             masked[paste.roi.slices()] |= paste.mask > 0
         seen.append((frame.copy(), masked, [p.copy() for p in picture_planes(out)]))
@@ -94,6 +109,14 @@ def captured(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(video_write, "compose", capture)
     return seen
+
+
+def _reader_frame(picture: Any) -> np.ndarray:
+    """The whole BGR uint16 frame the reader makes of a DecodedPicture (io.yuv, upright)."""
+    planes = YuvPlanes(*picture.planes, *PLANAR_10BIT[picture.pixel_format], False,
+                       matrix_for(picture.colorspace, picture.color_range, picture.pixel_format),
+                       bits=10)
+    return np.ascontiguousarray(np.rot90(yuv_to_bgr(planes), picture.turns))
 
 
 def _render(testdata: Path, models: Path, cache: Path, clip: Path, out: Path,
@@ -163,7 +186,7 @@ def test_a_10_bit_clip_passes_its_decoded_planes_through(
     across, down = (2, 1) if fmt == "yuv422p10le" else (2, 2)
     for i, ((frame, masked, composed), source, before) in enumerate(
             zip(captured, planes, frames, strict=True)):
-        assert frame.dtype == np.uint16 and frame.shape == (240, 320, 3)  # whole: no regions
+        assert frame.dtype == np.uint16 and frame.shape == (240, 320, 3)  # (regions made whole)
         changed = np.any(frame != before, axis=2)
         assert changed.any() == (i not in WITHOUT_FACE) and not changed[~masked].any()
         today = picture_planes(bgr_to_picture(frame, fmt, colorspace, False))
@@ -258,3 +281,32 @@ def test_a_10_bit_h265_output_keeps_the_tags_of_a_10_bit_h264_or_hevc_source(
         picture = next(container.decode(video=0))
     read = (picture.colorspace, picture.color_range, picture.color_primaries, picture.color_trc)
     assert read == (tags if kept else (_BT709, 1, _BT709, _BT709))
+
+
+def test_a_prores_clip_reads_white_and_black_as_the_whole_16_bit_range(tmp_path: Path) -> None:
+    """Y 940 and 64 (flat, so ProRes keeps them) read back through the reader as 65535 and 0
+    (swscale's bgr48, the reader before, gave 65283 at white), and the writer's 10-bit matrix
+    turns those frames back into the same levels: a whole-frame round trip is unbiased."""
+    path = tmp_path / "levels.mov"
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("prores_ks", rate=Fraction(24), options={"profile": "3"})
+        stream.width, stream.height, stream.pix_fmt = 128, 64, "yuv422p10le"
+        stream.codec_context.colorspace, stream.codec_context.color_range = _BT709, 1
+        picture = av.VideoFrame(128, 64, "yuv422p10le")
+        y, cb, cr = picture_planes(picture)
+        y[:, :64], y[:, 64:], cb[:], cr[:] = 940, 64, 512, 512
+        picture.colorspace, picture.color_range, picture.pts = _BT709, 1, 0
+        container.mux(stream.encode(picture))
+        container.mux(stream.encode(None))
+    with VideoSource(path) as source:
+        frame = next(iter(source.read([1])))[1]
+    assert frame.dtype == np.uint16
+    assert np.all(frame[:, :56] == 65535) and np.all(frame[:, 72:] == 0)  # away from the edge
+    back = picture_planes(bgr_to_picture(frame, "yuv422p10le", _BT709, False))
+    with av.open(str(path)) as container:
+        decoded = picture_planes(next(container.decode(video=0)))
+    np.testing.assert_array_equal(back[0][:, :56], 940)
+    np.testing.assert_array_equal(back[0][:, 72:], 64)
+    for plane, original in zip(back, decoded, strict=True):
+        np.testing.assert_array_equal(plane[:, :plane.shape[1] * 7 // 16],
+                                      original[:, :plane.shape[1] * 7 // 16])

@@ -4,7 +4,8 @@ every whole frame is converted (bit for bit with OpenCV 4; OpenCV 5's warps are 
 shift-invariant, so a crop cut from a box is a level off in ~0.2 % of its values there), and
 so do the matte and patch sequences. The clip's frames cycle through no face, one face, two
 faces and a face whose crops the frame edge cuts; the planes are captured where VideoSink
-composes them.
+composes them. A 10-bit ProRes 422 HQ copy of the clip (rendered to prores_422, BGR uint16
+regions) gives the same planes with and without regions too.
 """
 
 from __future__ import annotations
@@ -56,6 +57,28 @@ def clip(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Path:
         stream.codec_context.colorspace, stream.codec_context.color_range = _BT709, _LIMITED
         for i in range(FRAMES):
             picture = bgr_to_picture(_frame(i, face), "yuv420p", _BT709, False)
+            assert picture is not None
+            picture.pts = i
+            container.mux(stream.encode(picture))
+        container.mux(stream.encode(None))
+    return path
+
+
+@pytest.fixture(scope="module")
+def deep_clip(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Path:
+    """The clip's frames at 16 bits with a fine ramp (the low two of the 10 bits vary), as a
+    ProRes 422 HQ (yuv422p10le) clip tagged BT.709 limited range."""
+    path = tmp_path_factory.mktemp("regions_deep") / "shot.mov"
+    face = face_photo(testdata)
+    ramp = (np.arange(SIZE[0], dtype=np.uint16) % 64 * 4)[None, :, None]
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("prores_ks", rate=Fraction(24), options={"profile": "3"})
+        stream.width, stream.height, stream.pix_fmt = *SIZE, "yuv422p10le"
+        stream.codec_context.colorspace, stream.codec_context.color_range = _BT709, _LIMITED
+        for i in range(FRAMES):
+            frame = _frame(i, face).astype(np.uint16) * 257
+            picture = bgr_to_picture(frame + np.minimum(ramp, 65535 - frame), "yuv422p10le",
+                                     _BT709, False)
             assert picture is not None
             picture.pts = i
             container.mux(stream.encode(picture))
@@ -148,16 +171,38 @@ def test_region_frames_give_the_encoder_the_same_planes(
     _assert_same_planes(runs[True].planes, runs[False].planes)
 
 
+def test_10_bit_region_frames_give_the_encoder_the_same_planes(
+        deep_clip: Path, testdata: Path, render_models: Path, render_cache: Path,
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runs = {}
+    for regions in (True, False):
+        request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
+                                 deep_clip, tmp_path / f"{regions}.mov", swapper="colour",
+                                 settings={"selector": "many"}, codec="prores_422")
+        runs[regions], summary = _render(monkeypatch, request, regions)
+        assert summary.swapped == FRAMES - len(NO_FACE) and not summary.failed
+    _assert_regions(runs[True])
+    assert runs[False].regions == []
+    assert runs[True].planes[0][0].dtype == np.uint16
+    _assert_same_planes(runs[True].planes, runs[False].planes)
+
+
+@pytest.mark.parametrize("deep", [False, True], ids=["8-bit", "10-bit"])
 def test_with_an_enhancer_matte_and_patch_regions_write_the_same_files(
-        clip: Path, testdata: Path, render_models: Path, render_cache: Path,
-        contract_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        clip: Path, deep_clip: Path, testdata: Path, render_models: Path, render_cache: Path,
+        contract_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        deep: bool) -> None:
     runs = {}
     for regions in (True, False):
         folder = tmp_path / str(regions)
-        request = _request(testdata, render_models, render_cache, clip, folder / "out.mp4",
-                           enhancer=str(contract_dir / "identity_restorer.onnx"),
-                           matte=str(folder / "matte.####.png"),
-                           patch=str(folder / "patch.####.exr"))
+        options = {"codec": "prores_422"} if deep else {"crf": 0}
+        request = render_request(
+            render_models, render_cache, testdata / "media" / "obama.jpg",
+            deep_clip if deep else clip, folder / ("out.mov" if deep else "out.mp4"),
+            swapper="colour", settings={
+                "selector": "many", "enhancer": str(contract_dir / "identity_restorer.onnx")},
+            matte=str(folder / "matte.####.png"), patch=str(folder / "patch.####.exr"),
+            **options)
         runs[regions], _ = _render(monkeypatch, request, regions)
     _assert_regions(runs[True])
     _assert_same_planes(runs[True].planes, runs[False].planes)

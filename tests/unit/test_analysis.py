@@ -97,7 +97,7 @@ def test_the_key_depends_on_everything_that_changes_detections():
 def test_entries_without_cut_signatures_are_never_read():
     """Version 1 entries (detections only) were keyed by the same fields without a version: the
     current key names another file, so the shot is analysed again, signatures and all."""
-    assert ANALYSIS_VERSION == 4 and KEY.version == ANALYSIS_VERSION  # 4: sideways clips shrunk
+    assert ANALYSIS_VERSION == 5 and KEY.version == ANALYSIS_VERSION  # 5: 10-bit small pictures
     text = "\n".join(str(v) for v in ("c" * 64, "det:1", "rec:2", 640, 0.5, None))
     assert replace(KEY, version=1).digest == hashlib.sha256(text.encode()).hexdigest()
     assert KEY.digest != replace(KEY, version=1).digest

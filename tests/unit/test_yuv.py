@@ -47,14 +47,15 @@ def _picture(planes: list[np.ndarray], fmt: str, colorspace: int, color_range: i
     return picture
 
 
-def _check_rounding(values: np.ndarray, exact: np.ndarray, top: int = 255) -> None:
+def _check_rounding(values: np.ndarray, exact: np.ndarray, top: int = 255,
+                    tie: float = NEAR_TIE) -> None:
     """values == exact rounded to the nearest level and clipped, except a level off where the
-    exact value lies within NEAR_TIE of a half level (a tie: the formulas' decimal weights make
+    exact value lies within `tie` of a half level (a tie: the formulas' decimal weights make
     exact ties common, e.g. 0.299 R + 0.587 G + 0.114 B = n + 1/2)."""
     rounded = np.clip(np.rint(exact), 0, top)
     diff = np.abs(values.astype(int) - rounded)
     assert diff.max() <= 1
-    near_tie = np.abs(np.abs(exact - np.floor(exact)) - 0.5) < NEAR_TIE
+    near_tie = np.abs(np.abs(exact - np.floor(exact)) - 0.5) < tie
     assert not np.any(diff[~near_tie]), f"{np.count_nonzero(diff[~near_tie])} values off"
 
 
@@ -105,8 +106,10 @@ def test_centred_chroma_upsampling_matches_swscales_bilinear(fmt: str) -> None:
 
 
 def test_other_pictures_are_left_to_swscale() -> None:
-    deep = av.VideoFrame(16, 16, "yuv420p10le")
-    assert yuv.picture_to_bgr(deep) is None
+    deep = av.VideoFrame(16, 16, "yuv420p10le")  # 10-bit limited range: io.yuv's (test_yuv_deep)
+    deep.color_range = 2
+    assert yuv.picture_to_bgr(deep) is None  # 10-bit full range
+    assert yuv.picture_to_bgr(av.VideoFrame(16, 16, "yuv444p12le")) is None
     assert yuv.picture_to_bgr(av.VideoFrame(16, 16, "rgb24")) is None
     assert yuv.picture_to_bgr(_picture(_planes(1, (16, 16)), "yuv444p", 8, 1)) is None
     bgra = np.zeros((16, 16, 4), np.uint8)

@@ -10,7 +10,10 @@ filter) and converted to BGR in one swscale pass straight from the decoded plane
 through io.yuv's conversion from the decoded planes (its own chroma upsampling and matrix, both
 pixel-local), so a region is bit-identical to the same box of the reader's full conversion;
 for tags io.yuv does not take, the picture is converted whole by swscale, as the reader does,
-and cut. Shot analysis cuts its recogniser crops from `region`s, so no full-size BGR frame is
+and cut. 10-bit limited-range planar pictures (ProRes 422, DNxHR 444, HEVC Main10) that io.yuv
+reads take this path too: `small` is 8-bit BGR shrunk by swscale from the 10-bit planes, and
+regions are BGR uint16, the reader's io.yuv conversion there (other 10-bit, 12-bit and alpha
+pictures are converted whole by the reader). Shot analysis cuts its recogniser crops from `region`s, so no full-size BGR frame is
 made for a picture with faces. `small` differs slightly from shrinking the full conversion
 (docs/performance.md has the measured effect on detections).
 
@@ -30,7 +33,7 @@ import numpy as np
 from ..types import Roi
 from .orientation import turned, turned_box, turned_size
 from .video_common import SUBSAMPLED_8BIT
-from .yuv import FAST_FORMATS, Box, yuv_planes, yuv_to_bgr
+from .yuv import FAST_FORMATS, PLANAR_10BIT, Box, yuv_planes, yuv_to_bgr
 
 # swscale flags for `small`: the area filter, with chroma interpolated to full width and
 # accurate rounding (without them swscale truncates and reads about half a level dark).
@@ -44,7 +47,7 @@ class AnalysisPicture:
     small: BGR uint8 (h, w, 3), the whole picture with its long side at most the size asked
     for. scale_xy: small pixels per frame pixel (< 1), across and down (the small size is
     rounded, so the two differ slightly unless the aspect divides exactly). picture: the
-    decoded 8-bit YUV av.VideoFrame (its format and colour tags decide the conversion).
+    decoded 8-bit (or 10-bit limited-range planar) YUV av.VideoFrame (its format and colour tags decide the conversion).
     centred: its chroma siting (io.yuv.chroma_centred of the stream's codec). turns: the
     quarter turns (counter-clockwise) that bring the stored picture upright; `small`,
     `scale_xy` and the regions are the upright frame's."""
@@ -61,8 +64,8 @@ class AnalysisPicture:
         return int(sum(p.buffer_size for p in self.picture.planes)) + int(self.small.nbytes)
 
     def region(self, box: Box) -> tuple[np.ndarray, tuple[int, int]] | None:
-        """The BGR uint8 (h, w, 3) pixels of `box` clipped to the frame, exactly as the full
-        conversion holds them there, and the frame pixel (x, y) of their top-left corner;
+        """The BGR (h, w, 3) pixels of `box` clipped to the frame (uint8; uint16 for a 10-bit
+        picture), exactly as the full conversion holds them there, and the frame pixel (x, y) of their top-left corner;
         None when the box lies outside the frame. (Upright frame pixels: see `turns`.)"""
         width, height = turned_size(self.picture.width, self.picture.height, self.turns)
         x0, y0 = max(0, box[0]), max(0, box[1])
@@ -73,7 +76,7 @@ class AnalysisPicture:
         return turned(self._stored_region(stored), self.turns), (x0, y0)
 
     def _stored_region(self, box: Roi) -> np.ndarray:
-        """BGR uint8 of `box` of the stored picture, as the reader converts it there."""
+        """BGR of `box` of the stored picture, as the reader converts it there."""
         planes = yuv_planes(self.picture, self.centred)
         if planes is not None:  # as the reader converts (io.yuv), pixel by pixel
             return yuv_to_bgr(planes, (box.x0, box.y0, box.x1, box.y1))
@@ -86,10 +89,12 @@ def analysis_picture(picture: Any, max_side_px: int, centred: bool = False, turn
                      ) -> AnalysisPicture | None:
     """The picture for analysis (centred: its chroma siting, see io.yuv.chroma_centred;
     turns: the reader's turns that bring it upright), or None when it does not take this path:
-    not 8-bit YUV (4:2:0, 4:2:2 or 4:4:4), or no larger than the detector (then the full
-    conversion is as cheap)."""
+    not 8-bit YUV (4:2:0, 4:2:2 or 4:4:4) nor 10-bit planar YUV io.yuv reads, or no larger
+    than the detector (then the full conversion is as cheap)."""
     scale = max_side_px / max(picture.height, picture.width)
-    if scale >= 1.0 or picture.format.name not in FAST_FORMATS:
+    name = picture.format.name
+    if scale >= 1.0 or not (name in FAST_FORMATS
+                            or (name in PLANAR_10BIT and yuv_planes(picture) is not None)):
         return None
     size = (max(1, round(picture.width * scale)), max(1, round(picture.height * scale)))
     small = picture.reformat(format="bgr24", width=size[0], height=size[1],

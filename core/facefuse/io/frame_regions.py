@@ -2,7 +2,8 @@
 
 Where a video writer passes decoded pictures through to the encoder (io.passthrough), it reads
 the BGR frame only around the pasted faces; converting the whole picture to BGR (io.yuv:
-~14 ms a 1080p frame, ~54 ms at 4K) is then wasted on every other pixel. A PendingFrame is a
+~14 ms a 1080p frame, ~54 ms at 4K; more for 10-bit pictures, to BGR uint16) is then wasted on
+every other pixel. A PendingFrame is a
 decoded picture not yet converted: pass 2 converts only the box its swap reads and writes, plus
 what the writer reads around the pastes (`converted_box`), and hands the swapped box on as a
 FrameRegion. io.yuv converts a box bit-identically to the same pixels of the whole conversion,
@@ -28,7 +29,8 @@ _SAMPLING_MARGIN_PX = 2
 
 @dataclass(frozen=True, slots=True, eq=False)
 class PendingFrame:
-    """A decoded 8-bit YUV picture that stands for its BGR frame (the reader's conversion,
+    """A decoded YUV picture (8-bit, or 10-bit: BGR uint16) that stands for its BGR frame
+    (the reader's conversion,
     io.yuv.yuv_to_bgr, not yet run, then np.rot90 by `turns`: the display rotation that turns
     the stored picture upright, 0-3 counter-clockwise): planes are read-only views of the
     decoder's picture, in its stored orientation. Boxes, width and height are the upright
@@ -51,7 +53,8 @@ class PendingFrame:
         return 0
 
     def whole(self) -> np.ndarray:
-        """The whole BGR uint8 (H, W, 3) frame, as the reader converts it (turned upright)."""
+        """The whole BGR (H, W, 3) frame, uint8 (10-bit planes: uint16), as the reader
+        converts it (turned upright)."""
         return turned(yuv_to_bgr(self.planes), self.turns)
 
     def region(self, box: Roi) -> FrameRegion:
@@ -63,13 +66,14 @@ class PendingFrame:
 
     def empty_region(self) -> FrameRegion:
         """The frame with nothing converted (a frame nothing is pasted into)."""
-        return FrameRegion(np.zeros((0, 0, 3), np.uint8), Roi(0, 0, 0, 0), self)
+        dtype = np.uint16 if self.planes.bits == 10 else np.uint8
+        return FrameRegion(np.zeros((0, 0, 3), dtype), Roi(0, 0, 0, 0), self)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class FrameRegion:
-    """A frame of which only `box` is converted to BGR: `pixels` (h, w, 3) uint8, pass 2's
-    to paste into; every other pixel is as `source` converts."""
+    """A frame of which only `box` is converted to BGR: `pixels` (h, w, 3) uint8 (uint16 for
+    10-bit planes), pass 2's to paste into; every other pixel is as `source` converts."""
 
     pixels: np.ndarray
     box: Roi

@@ -21,9 +21,10 @@ equal those of the upright frame turned back and converted whole.
 
 10-bit pictures (yuv420p10le, yuv422p10le, yuv444p10le: HEVC Main10, ProRes 422, DNxHR 444)
 pass through as 8-bit ones do: their planes are little-endian uint16 views, the engine frame
-made from them is BGR uint16 (swscale's conversion), and the pasted samples are io.yuv's 10-bit
-conversion of it, as bgr_to_picture's whole-frame one. Only limited range: bgr_to_picture leaves
-10-bit full range to swscale.
+made from them is BGR uint16 (io.yuv's 10-bit reader: whole, or only around the faces as
+io.frame_regions converts it), and the pasted samples are io.yuv's 10-bit conversion of it, as
+bgr_to_picture's whole-frame one. Only limited range: io.yuv leaves 10-bit full range to
+swscale both ways.
 """
 
 from __future__ import annotations
@@ -135,7 +136,8 @@ def refusal(picture: DecodedPicture | None, target: EncoderTarget, frame: np.nda
 
 def _depth_refusal(picture: DecodedPicture, frame: np.ndarray) -> str | None:
     """Why the frame's samples do not suit the picture's bit depth: BGR uint8 frames go with
-    8-bit pictures, uint16 ones (swscale's 16-bit conversion) with 10-bit limited-range ones."""
+    8-bit pictures, uint16 ones (the reader's 16-bit conversion) with 10-bit limited-range
+    ones."""
     deep = picture.pixel_format in PLANAR_10BIT
     if frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != (np.uint16 if deep else np.uint8):
         return ("the frames are not 16-bit BGR (alpha or 8-bit)" if deep

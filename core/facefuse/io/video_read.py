@@ -9,9 +9,9 @@ presentation timestamp: that gives the exact frame count and shows a variable fr
 seeks to the key frame a wanted frame depends on and decodes forward, recognising each picture by
 its timestamp, never by counting. Frames come out in the engine convention (see types.py): BGR
 uint8 for 8-bit sources, BGR uint16 for deeper ones, BGRA/uint16 BGRA when the source has alpha.
-Colour: reads convert with the matrix and range the stream is tagged with (8-bit YUV through
-io.yuv: its own chroma upsampling at the codec's siting and the matrix, rounded once to the
-nearest level; everything else through swscale).
+Colour: reads convert with the matrix and range the stream is tagged with (8-bit YUV and
+10-bit limited-range planar YUV through io.yuv: its own chroma upsampling at the codec's
+siting and the matrix, rounded once to the nearest level; everything else through swscale).
 
 Rotation: phone footage is often stored sideways with a display matrix telling players to turn
 it. Frames are delivered upright (the stored picture turned by the display rotation with
@@ -47,7 +47,7 @@ from .frame_regions import PendingFrame
 from .orientation import turned
 from .passthrough import DecodedPicture, decoded_picture
 from .video_common import SUBSAMPLED_8BIT, format_rate, open_input
-from .yuv import chroma_centred, picture_to_bgr, yuv_planes
+from .yuv import YuvPlanes, chroma_centred, yuv_planes, yuv_to_bgr
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +56,8 @@ STANDARD_RATES = (Fraction(24000, 1001), Fraction(24), Fraction(25), Fraction(30
                   Fraction(100), Fraction(120000, 1001), Fraction(120))
 _DECODE_THREADS = 4
 _MAX_SKIP = 4  # decode through up to this many unwanted frames rather than seek (intra codecs)
+# The bit depth of the pictures io.yuv converts for each array format (see _to_array).
+_IO_YUV_BITS = MappingProxyType({"bgr24": 8, "bgr48le": 10})
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,7 +390,8 @@ class VideoSource:
     def read_analysis(self, numbers: Iterable[int], max_side_px: int | None,
                       clock: StageClock | None = None
                       ) -> Iterator[tuple[int, AnalysisPicture | np.ndarray | DecodeFailure]]:
-        """As read(), for shot analysis: 8-bit 4:2:0 pictures come as AnalysisPicture (small
+        """As read(), for shot analysis: 8-bit YUV pictures (and 10-bit planar ones io.yuv
+        reads) come as AnalysisPicture (small
         for a detector of `max_side_px`, full size only where asked; see analysis_pictures),
         other pictures (all of them when max_side_px is None) as frames; a repeated number
         gives the same object again. The conversion is timed as "colour".
@@ -463,26 +466,32 @@ class VideoSource:
 
     def _pending(self, picture: Any) -> PendingFrame | None:
         """The picture as a PendingFrame (turned upright as _to_array turns it), or None where
-        _to_array would not convert it with io.yuv (a deep, alpha or otherwise tagged
-        picture)."""
-        if self._array_format != "bgr24":
-            return None
-        planes = yuv_planes(picture, chroma_centred(self._info.codec))
+        _to_array would not convert it with io.yuv (an alpha, 12-bit, 10-bit full-range or
+        otherwise tagged picture)."""
+        planes = self._yuv_planes(picture)
         return PendingFrame(planes, self._turns) if planes is not None else None
+
+    def _yuv_planes(self, picture: Any) -> YuvPlanes | None:
+        """The planes io.yuv converts `picture` from, when its depth is the stream's (8-bit
+        pictures of a bgr24 stream, 10-bit ones of a bgr48le one), else None."""
+        bits = _IO_YUV_BITS.get(self._array_format)
+        planes = (yuv_planes(picture, chroma_centred(self._info.codec))
+                  if bits is not None else None)
+        return planes if planes is not None and planes.bits == bits else None
 
     def _to_array(self, frame: Any) -> np.ndarray:
         """A decoded VideoFrame as an engine frame (BGR(A), uint8 or uint16, C-contiguous).
 
-        8-bit YUV pictures with a matrix io.yuv knows: io.yuv upsamples the chroma (at the
-        codec's siting) and applies the matrix, rounded once, exactly as analysis regions are
-        converted (io.analysis_pictures). Other 8-bit subsampled pictures (other tags, rows
-        stored bottom-up) are upsampled to 4:4:4 by swscale first (its direct 4:2:0 -> BGR path
-        truncates levels), then converted by swscale, as are deep and alpha pictures. A stored-sideways picture is
-        turned upright (see the module docstring)."""
-        array = (picture_to_bgr(frame, chroma_centred(self._info.codec))
-                 if self._array_format == "bgr24" else None)
-        if array is None:
-            array = self._swscale_array(frame)
+        8-bit YUV pictures with a matrix io.yuv knows, and 10-bit limited-range planar ones
+        (BGR uint16, Y 940 = 65535): io.yuv upsamples the chroma (at the codec's siting) and
+        applies the matrix, rounded once, exactly as regions are converted
+        (io.analysis_pictures, io.frame_regions). Other 8-bit subsampled pictures (other tags,
+        rows stored bottom-up) are upsampled to 4:4:4 by swscale first (its direct 4:2:0 -> BGR
+        path truncates levels), then converted by swscale, as are other deep (12-bit, 10-bit
+        full range) and alpha pictures. A stored-sideways picture is turned upright (see the
+        module docstring)."""
+        planes = self._yuv_planes(frame)
+        array = yuv_to_bgr(planes) if planes is not None else self._swscale_array(frame)
         return turned(array, self._turns)  # C-contiguous, upright
 
     def _swscale_array(self, frame: Any) -> np.ndarray:

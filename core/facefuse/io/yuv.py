@@ -1,5 +1,6 @@
-"""8-bit YUV <-> BGR conversions rounded once: the reader's chroma upsampling and matrix, the
-writer's matrix and chroma subsampling (at the siting the reader reads, see subsample_chroma).
+"""YUV <-> BGR conversions rounded once: the reader's chroma upsampling and matrix (8-bit, and
+10-bit limited range), the writer's matrix and chroma subsampling (at the siting the reader
+reads, see subsample_chroma).
 
 swscale converts 4:4:4 YUV to BGR in fixed point and rounds about 0.4 % of limited-range values
 one level too high (and 1 % of BGR -> YUV values); its 4:4:4 -> BGR step is also the most costly
@@ -35,6 +36,23 @@ The matrix is the one the picture is tagged with, read as swscale reads it: BT.7
 (BT.470BG, SMPTE 170M, and untagged), FCC, SMPTE 240M and BT.2020 non-constant luminance; full
 range when tagged JPEG range or a ``yuvj`` format, else limited. Other tags return None: the
 caller keeps swscale's conversion for them.
+
+10-bit pictures (yuv420p10le, yuv422p10le, yuv444p10le: ProRes 422, DNxHR 444, HEVC Main10)
+are read the same way to BGR uint16 at 16-bit scale (0..65535), limited range only: the same
+formula on the levels divided by 4 and the result times 257, i.e.
+
+    Y' = (Y - 64) * 65535/876,  Cb' = (Cb - 512) * 65535/896 (Cr' alike)
+
+so Y 940 is 65535 and Y 64 is 0, the inverse of the writer's 10-bit matrix (bgr_to_yuv444).
+(swscale's bgr48 gives Y 940 as 65283, 0.38 % short, so its round trips darkened white by up
+to 3 levels.) The upsampled 10-bit chroma (less 512: integers below 512 in magnitude, weights
+multiples of 1/4 applied twice) is a multiple of 1/16 below 512, 14 significant bits, so it
+too is exact in float32 and the conversion rounds once. At 16-bit output scale float32 leaves
+only 8 bits below a level, so ties are wider: float32 rounds a value the other way from
+float64 only within about 0.01 of a half 16-bit level (a 16-bit level is 1/64 of a 10-bit
+one): 0.15 % of values on a real clip, 0.1 % on random planes (docs/performance.md).
+10-bit full range (Y 0..1023, whose scale is not four times 8-bit's) is left to swscale, as
+the writer leaves it.
 """
 
 from __future__ import annotations
@@ -58,9 +76,10 @@ _LUMA_WEIGHTS = MappingProxyType({
     9: (0.2627, 0.0593),  # BT.2020 non-constant luminance
 })
 _RANGE_JPEG = 2  # AVColorRange
-# How the reader turns 8-bit YUV into BGR: 1 swscale's chroma upsampling and io.yuv's matrix,
-# 2 io.yuv's own upsampling too. Part of a render's fingerprint (frames differ slightly).
-READER_VERSION = 2
+# How the reader turns YUV into BGR: 1 swscale's chroma upsampling and io.yuv's matrix (8-bit),
+# 2 io.yuv's own upsampling too, 3 10-bit limited-range pictures through io.yuv as well. Part
+# of a render's fingerprint (frames differ slightly).
+READER_VERSION = 3
 _STRIP_ROWS = 64  # the writer converts in strips of this many rows (stays in cache)
 
 
@@ -130,25 +149,31 @@ def _matrix_into(luma: np.ndarray, cb: np.ndarray, cr: np.ndarray, coefficients:
 
 def _centred_matrix_into(luma: np.ndarray, cb: np.ndarray, cr: np.ndarray,
                          weights: tuple[np.float32, ...], out: np.ndarray) -> None:
-    """_matrix_into for float32 chroma less 128 (upsampled), `weights` from _centred_weights:
-    luma (Y - 16) * 255/219 (limited range; full range: Y) plus each chroma product, one IEEE
-    operation at a time (numpy's products, OpenCV's sums to uint8, exact to the last bit on
+    """_matrix_into for float32 chroma less its zero (128, 10-bit 512; upsampled or not),
+    `weights` from _centred_weights: luma (Y - 16) * 255/219 (limited range; full range: Y;
+    10-bit: (Y - 64) * 65535/876) plus each chroma product, one IEEE operation at a time
+    (numpy's products, OpenCV's sums to `out`'s uint8 or uint16, exact to the last bit on
     every build), so no OpenCV build's fused multiply-adds make a band's ragged end differ."""
     y_scale, y_zero, bu, gu, gv, rv = weights
+    depth = cv2.CV_16U if out.dtype == np.uint16 else cv2.CV_8U
     scaled = np.subtract(luma, y_zero, dtype=np.float32)
     if y_scale != 1.0:
         scaled *= y_scale
     green = np.multiply(cb, gu)
     green += np.multiply(cr, gv)
-    cv2.merge([cv2.add(scaled, term, dtype=cv2.CV_8U)
+    cv2.merge([cv2.add(scaled, term, dtype=depth)
                for term in (np.multiply(cb, bu), green, np.multiply(cr, rv))], dst=out)
 
 
-def _centred_weights(matrix: YuvMatrix) -> tuple[np.float32, ...]:
-    """float32 (luma scale, luma zero, Cb to B, Cb to G, Cr to G, Cr to R) of a matrix."""
+def _centred_weights(matrix: YuvMatrix, bits: int = 8) -> tuple[np.float32, ...]:
+    """float32 (luma scale, luma zero, Cb to B, Cb to G, Cr to G, Cr to R) of a matrix, for
+    8-bit levels to 8-bit BGR, or (bits 10, limited range) 10-bit levels to 16-bit BGR: the
+    8-bit weights times 257/4, the luma zero 64."""
     (ys, bu, _, _), (_, gu, gv, _), (_, _, rv, _) = matrix.to_bgr()
     zero = 0.0 if matrix.full_range else 16.0
-    return tuple(np.float32(w) for w in (ys, zero, bu, gu, gv, rv))
+    scale, levels = (257 / 4, 4.0) if bits == 10 else (1.0, 1.0)
+    return tuple(np.float32(w) for w in (ys * scale, zero * levels, bu * scale, gu * scale,
+                                         gv * scale, rv * scale))
 
 
 # Chroma upsampling (see the module docstring) ---------------------------------------------------
@@ -159,8 +184,9 @@ _CENTRED_CODECS = frozenset({"mjpeg", "mjpegb", "jpegls", "ljpeg", "amv", "smvjp
 
 @dataclass(frozen=True, slots=True, eq=False)
 class YuvPlanes:
-    """One 8-bit YUV picture as uint8 planes (views of the picture's buffers where they can be):
-    luma `y` (H, W); `cb`, `cr` (ceil(H / down), ceil(W / across)); `across`, `down`: the chroma
+    """One YUV picture as planes (views of the picture's buffers where they can be): luma `y`
+    (H, W); `cb`, `cr` (ceil(H / down), ceil(W / across)); uint8, or for `bits` 10 uint16
+    10-bit levels (limited range only; converted to BGR uint16); `across`, `down`: the chroma
     subsampling (2 or 1 each way: 4:2:0 is 2, 2); `centred`: chroma sits midway between luma
     columns (JPEG) rather than on the even ones (MPEG-2); `matrix`: the conversion."""
 
@@ -171,6 +197,7 @@ class YuvPlanes:
     down: int
     centred: bool
     matrix: YuvMatrix
+    bits: int = 8
 
 
 def chroma_centred(codec_name: str) -> bool:
@@ -180,20 +207,21 @@ def chroma_centred(codec_name: str) -> bool:
 
 
 def yuv_to_bgr(planes: YuvPlanes, box: Box | None = None) -> np.ndarray:
-    """BGR uint8 (h, w, 3) of the whole picture or of `box` (inside the picture): the chroma
-    upsampled bilinearly at the planes' siting, edges repeated, then the matrix, rounded once.
-    A box comes out bit-identical to the same pixels of the whole conversion: it is widened to
-    the chroma grid, read with the one chroma sample of margin the filter needs, and every step
-    is elementwise."""
+    """BGR (h, w, 3) of the whole picture or of `box` (inside the picture), uint8 (uint16 at
+    16-bit scale for 10-bit planes): the chroma upsampled bilinearly at the planes' siting,
+    edges repeated, then the matrix, rounded once and clipped. A box comes out bit-identical to
+    the same pixels of the whole conversion: it is widened to the chroma grid, read with the
+    one chroma sample of margin the filter needs, and every step is elementwise."""
     height, width = planes.y.shape
     x0, y0, x1, y1 = box if box is not None else (0, 0, width, height)
     left, top = x0 - x0 % planes.across, y0 - y0 % planes.down
-    out = np.empty((y1 - top, x1 - left, 3), np.uint8)
-    coefficients, weights = planes.matrix.to_bgr(), _centred_weights(planes.matrix)
+    deep = planes.bits == 10
+    out = np.empty((y1 - top, x1 - left, 3), np.uint16 if deep else np.uint8)
+    coefficients, weights = planes.matrix.to_bgr(), _centred_weights(planes.matrix, planes.bits)
     for first in range(top, y1, _STRIP_ROWS):
         last = min(first + _STRIP_ROWS, y1)
         luma, band = planes.y[first:last, left:x1], out[first - top:last - top]
-        if planes.across == planes.down == 1:
+        if planes.across == planes.down == 1 and not deep:
             _matrix_into(luma, planes.cb[first:last, left:x1], planes.cr[first:last, left:x1],
                          coefficients, band)
             continue
@@ -204,11 +232,14 @@ def yuv_to_bgr(planes: YuvPlanes, box: Box | None = None) -> np.ndarray:
 
 
 def _upsampled(plane: np.ndarray, planes: YuvPlanes, box: Box) -> np.ndarray:
-    """The 4:2:x chroma `plane` less 128 at luma resolution over `box` (whose x0, y0 lie on the
-    chroma grid): float32, exact."""
+    """The chroma `plane` less its zero (128; 10-bit 512) at luma resolution over `box` (whose
+    x0, y0 lie on the chroma grid): float32, exact (4:4:4: the plane's box itself)."""
     x0, y0, x1, y1 = box
+    zero = 512 if planes.bits == 10 else 128
+    if planes.across == 1:  # 4:4:4 (the only layout without horizontal subsampling here)
+        return np.subtract(plane[y0:y1, x0:x1], zero, dtype=np.float32)
     rows = ((y0 // 2 - 1, (y1 + 1) // 2 + 1) if planes.down == 2 else (y0, y1))
-    window = np.subtract(_window(plane, rows, (x0 // 2 - 1, (x1 + 1) // 2 + 1)), 128,
+    window = np.subtract(_window(plane, rows, (x0 // 2 - 1, (x1 + 1) // 2 + 1)), zero,
                          dtype=np.float32)
     tall = _doubled_rows(window) if planes.down == 2 else window
     return _doubled_columns(tall, planes.centred)[:y1 - y0, :x1 - x0]
@@ -306,14 +337,19 @@ def picture_planes(picture: Any) -> list[np.ndarray]:
 
 
 def yuv_planes(picture: Any, centred: bool = False) -> YuvPlanes | None:
-    """The planes of a decoded 8-bit YUV av.VideoFrame (see YuvPlanes; `centred`: see
-    chroma_centred), or None when it is not one with a matrix this module converts (or it
-    stores its rows bottom-up): use swscale's conversion then."""
+    """The planes of a decoded 8-bit YUV av.VideoFrame, or of a 10-bit limited-range one
+    (PLANAR_10BIT) (see YuvPlanes; `centred`: see chroma_centred), or None when it is not one
+    with a matrix this module converts (or it stores its rows bottom-up): use swscale's
+    conversion then."""
     name = picture.format.name
     matrix = matrix_of(picture)
-    if (name not in _SUBSAMPLING or matrix is None
-            or any(p.line_size < 0 for p in picture.planes)):
+    deep = name in PLANAR_10BIT
+    if ((name not in _SUBSAMPLING and not deep) or matrix is None
+            or (deep and matrix.full_range) or any(p.line_size < 0 for p in picture.planes)):
         return None
+    if deep:
+        y, cb, cr = picture_planes(picture)
+        return YuvPlanes(y, cb, cr, *PLANAR_10BIT[name], centred, matrix, bits=10)
     across, down = _SUBSAMPLING[name]
     if name == "nv12":  # one plane of interleaved Cb, Cr
         uv = picture.planes[1]
@@ -340,9 +376,10 @@ def matrix_of(picture: Any) -> YuvMatrix | None:
 
 
 def picture_to_bgr(picture: Any, centred: bool = False) -> np.ndarray | None:
-    """A decoded 8-bit YUV av.VideoFrame as BGR uint8 (H, W, 3) (yuv_to_bgr; `centred`: the
-    chroma siting, see chroma_centred), or None where this module does not convert it (other
-    formats and tags: use swscale's conversion)."""
+    """A decoded 8-bit YUV av.VideoFrame as BGR uint8 (H, W, 3), a 10-bit limited-range one
+    as BGR uint16 (yuv_to_bgr; `centred`: the chroma siting, see chroma_centred), or None
+    where this module does not convert it (other formats and tags: use swscale's
+    conversion)."""
     planes = yuv_planes(picture, centred)
     return None if planes is None else yuv_to_bgr(planes)
 
