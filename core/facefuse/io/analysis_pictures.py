@@ -13,9 +13,10 @@ for tags io.yuv does not take, the picture is converted whole by swscale, as the
 and cut. 10-bit limited-range planar pictures (ProRes 422, DNxHR 444, HEVC Main10) that io.yuv
 reads take this path too: `small` is 8-bit BGR shrunk by swscale from the 10-bit planes, and
 regions are BGR uint16, the reader's io.yuv conversion there (other 10-bit, 12-bit and alpha
-pictures are converted whole by the reader). Shot analysis cuts its recogniser crops from `region`s, so no full-size BGR frame is
-made for a picture with faces. `small` differs slightly from shrinking the full conversion
-(docs/performance.md has the measured effect on detections).
+pictures are converted whole by the reader). Shot analysis cuts its recogniser crops from
+`region`s, so no full-size BGR frame is made for a picture with faces. `small` differs
+slightly from shrinking the full conversion (docs/performance.md has the measured effect on
+detections).
 
 A picture stored sideways (a display rotation: the reader turns frames upright) is shrunk in
 its stored orientation and `small` turned upright; a region's box is found in the stored
@@ -47,7 +48,8 @@ class AnalysisPicture:
     small: BGR uint8 (h, w, 3), the whole picture with its long side at most the size asked
     for. scale_xy: small pixels per frame pixel (< 1), across and down (the small size is
     rounded, so the two differ slightly unless the aspect divides exactly). picture: the
-    decoded 8-bit (or 10-bit limited-range planar) YUV av.VideoFrame (its format and colour tags decide the conversion).
+    decoded 8-bit (or 10-bit limited-range planar) YUV av.VideoFrame (its format and colour
+    tags decide the conversion).
     centred: its chroma siting (io.yuv.chroma_centred of the stream's codec). turns: the
     quarter turns (counter-clockwise) that bring the stored picture upright; `small`,
     `scale_xy` and the regions are the upright frame's."""
@@ -65,8 +67,9 @@ class AnalysisPicture:
 
     def region(self, box: Box) -> tuple[np.ndarray, tuple[int, int]] | None:
         """The BGR (h, w, 3) pixels of `box` clipped to the frame (uint8; uint16 for a 10-bit
-        picture), exactly as the full conversion holds them there, and the frame pixel (x, y) of their top-left corner;
-        None when the box lies outside the frame. (Upright frame pixels: see `turns`.)"""
+        picture), exactly as the full conversion holds them there, and the frame pixel (x, y) of
+        their top-left corner; None when the box lies outside the frame. (Upright frame
+        pixels: see `turns`.)"""
         width, height = turned_size(self.picture.width, self.picture.height, self.turns)
         x0, y0 = max(0, box[0]), max(0, box[1])
         x1, y1 = min(width, box[2]), min(height, box[3])

@@ -349,8 +349,9 @@ class VideoSink:
     def _picture(self, array: np.ndarray, packed: str) -> Any:
         """The av.VideoFrame to encode, in the stream's pixel format. YUV targets of a BGR frame
         (8-bit, and 10-bit limited range): io.yuv's matrix (rounded once), then its chroma
-        subsampling at the codec's siting (io.yuv.subsample_chroma); RGB targets: a repacking (exact); others: swscale, through 4:4:4
-        for 8-bit subsampled targets (its direct path truncates levels)."""
+        subsampling at the codec's siting (io.yuv.subsample_chroma); RGB targets: a repacking
+        (exact); others: swscale, through 4:4:4 for 8-bit subsampled targets (its direct path
+        truncates levels)."""
         colorspace, full_range = self._matrix
         if not self._spec.rgb and packed in ("bgr24", "bgr48le"):
             fast = bgr_to_picture(array, self._pix_fmt, colorspace, full_range)

@@ -311,8 +311,8 @@ FAST_FORMATS = MappingProxyType({**SUBSAMPLED_8BIT, "yuv444p": "yuv444p", "yuvj4
 
 
 # What the writer converts: each target format's bit depth and chroma subsampling (across,
-# down). The subsampled ones are those of MPEG-2-sited codecs (H.264, HEVC, ProRes, DNxHR); the
-# writer's JPEG formats are 4:4:4.
+# down). The subsampled ones are those of MPEG-2-sited codecs (H.264, HEVC, ProRes, DNxHR):
+# yuvj420p is H.264's full-range 4:2:0 here (the mjpeg writer is 4:4:4, yuvj444p).
 WRITER_FORMATS = MappingProxyType({
     "yuv420p": (8, (2, 2)), "yuv422p": (8, (2, 1)), "yuv444p": (8, (1, 1)),
     "yuvj444p": (8, (1, 1)), "yuvj420p": (8, (2, 2)),
