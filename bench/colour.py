@@ -239,21 +239,19 @@ def smooth_scene(width: int, height: int) -> np.ndarray:
 
 
 def per_size_main(description: str, measure: Callable[..., dict[str, Any]],
-                  rounds: int, bits: bool = False) -> int:
+                  rounds: int) -> int:
     """The main() of a script timing one conversion per frame size on one thread (OpenCV
-    single-threaded, as a pass-2 thread's cost): `measure(width, height, rounds)` per size of
-    FRAME_SIZES, printed as one JSON object; --rounds overrides `rounds`. bits: the script
-    also takes --bits 8|10, passed on as measure(..., bits=)."""
+    single-threaded, as a pass-2 thread's cost): `measure(width, height, rounds, bits)` per
+    size of FRAME_SIZES, printed as one JSON object; --rounds overrides `rounds`, --bits 8|10
+    picks the pictures' bit depth."""
     import cv2
 
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--rounds", type=int, default=rounds)
-    if bits:
-        parser.add_argument("--bits", type=int, choices=(8, 10), default=8)
+    parser.add_argument("--bits", type=int, choices=(8, 10), default=8)
     args = parser.parse_args()
     cv2.setNumThreads(1)
-    options = {"bits": args.bits} if bits else {}
-    results = {name: measure(width, height, args.rounds, **options)
+    results = {name: measure(width, height, args.rounds, args.bits)
                for name, (width, height) in FRAME_SIZES.items()}
     print(json.dumps(results, indent=1))
     return 0

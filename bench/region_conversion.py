@@ -86,7 +86,7 @@ def _measure(width: int, height: int, rounds: int, bits: int = 8) -> dict[str, o
 
 
 def main() -> int:
-    return per_size_main(__doc__.splitlines()[0], _measure, 30, bits=True)
+    return per_size_main(__doc__.splitlines()[0], _measure, 30)
 
 
 if __name__ == "__main__":

@@ -54,6 +54,8 @@ def build_clip(source: Path, out: Path, size: tuple[int, int], frames: int,
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.stem}.partial{out.suffix}")  # renamed once complete
     if codec == "prores_422":
+        if rotation:
+            raise ValueError("a ProRes scenario clip is built upright: leave out its rotation")
         return _build_prores(pictures, partial, size, frames).replace(out)
     with av.open(str(partial), "w") as container:
         stream = container.add_stream("libx264", rate=CLIP_RATE)

@@ -93,7 +93,7 @@ def _rotated(decoded_bgr: np.ndarray, frame: np.ndarray, pasted: tuple[Pasted, .
 
 
 def main() -> int:
-    return per_size_main(__doc__.splitlines()[0], _measure, 50, bits=True)
+    return per_size_main(__doc__.splitlines()[0], _measure, 50)
 
 
 if __name__ == "__main__":
