@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -223,9 +224,21 @@ def kill_started() -> None:
             proc.wait()
 
 
+def _deliverable_signals() -> None:
+    """SIGINT and SIGTERM handled and unblocked here, so a child started next gets them at their
+    defaults, as a render node's job runner starts a task. Children inherit an ignored or
+    blocked signal (and Python keeps an inherited SIG_IGN): in the whole suite something before
+    these tests left the renders deaf to SIGINT, so a SIGINT test saw the render finish. A
+    handler set again here is reset to the default in the child by exec."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
 def start(farm: Farm, command: list[str], log: Path, cache: Path | None = None
           ) -> subprocess.Popen:
     """Start a render; its stdout (JSON lines) and stderr go to log.out and log.err."""
+    _deliverable_signals()
     with open(log.with_suffix(".out"), "wb") as out, open(log.with_suffix(".err"), "wb") as err:
         proc = subprocess.Popen(command, stdout=out, stderr=err, env=farm.env(cache),
                                 cwd=farm.root)
