@@ -44,17 +44,17 @@ def _scene(height: int = 96, width: int = 128, seed: int = 0) -> np.ndarray:
 
 
 def _paste(frame: np.ndarray, roi: Roi, seed: int) -> Pasted:
-    """Paint a soft blob into `frame` over `roi` IN PLACE, as paste.paste_into would (only where
-    the mask is > 0); the Pasted record of it."""
+    """Paint a soft blob into `frame` (uint8, or uint16) over `roi` IN PLACE, as
+    paste.paste_into would (only where the mask is > 0); the Pasted record of it."""
     rng = np.random.default_rng(seed)
     h, w = roi.y1 - roi.y0, roi.x1 - roi.x0
     yy, xx = np.mgrid[0:h, 0:w]
     mask = np.clip(1.2 - np.hypot((yy - h / 2) / (h / 2), (xx - w / 2) / (w / 2)), 0, 1)
     mask = mask.astype(np.float32)
     region = frame[roi.slices()]
-    colour = rng.integers(0, 256, 3).astype(np.float32)
+    colour = rng.integers(0, np.iinfo(frame.dtype).max + 1, 3).astype(np.float32)
     mixed = np.rint(region * (1 - mask[..., None]) + colour * mask[..., None])
-    np.copyto(region, mixed.astype(np.uint8), where=(mask > 0)[..., None])
+    np.copyto(region, mixed.astype(frame.dtype), where=(mask > 0)[..., None])
     return Pasted(roi, mask)
 
 

@@ -11,6 +11,7 @@ import pytest
 from facefuse.io.passthrough import DecodedPicture, EncoderTarget, compose, refusal
 from facefuse.io.yuv import PLANAR_10BIT, bgr_to_picture, picture_planes
 from facefuse.types import Pasted, Roi
+from tests.unit.test_passthrough import _paste
 
 _BT709, _BT601, _BT2020, _LIMITED, _FULL = 1, 6, 9, 1, 2
 DEEP = sorted(PLANAR_10BIT)
@@ -39,20 +40,6 @@ def _target(picture: DecodedPicture, **changes: object) -> EncoderTarget:
               "height": picture.height, "colorspace": picture.colorspace,
               "color_range": picture.color_range, **changes}
     return EncoderTarget(**fields)  # type: ignore[arg-type]
-
-
-def _paste(frame: np.ndarray, roi: Roi, seed: int) -> Pasted:
-    """Blend a soft blob into the uint16 `frame` over `roi` IN PLACE where the mask is > 0."""
-    rng = np.random.default_rng(seed)
-    h, w = roi.y1 - roi.y0, roi.x1 - roi.x0
-    yy, xx = np.mgrid[0:h, 0:w]
-    mask = np.clip(1.2 - np.hypot((yy - h / 2) / (h / 2), (xx - w / 2) / (w / 2)), 0, 1)
-    mask = mask.astype(np.float32)
-    region = frame[roi.slices()]
-    colour = rng.integers(0, 65536, 3).astype(np.float32)
-    mixed = np.rint(region * (1 - mask[..., None]) + colour * mask[..., None])
-    np.copyto(region, mixed.astype(np.uint16), where=(mask > 0)[..., None])
-    return Pasted(roi, mask)
 
 
 def _inside(pasted: list[Pasted], shape: tuple[int, ...], fmt: str) -> list[np.ndarray]:

@@ -12,20 +12,23 @@ from facefuse.io import yuv
 from tests.unit.test_yuv import _check_rounding
 
 LAYOUTS = {"4:2:0": (2, 2), "4:2:2": (2, 1)}
+STEPS = {**LAYOUTS, "4:4:4": (1, 1)}
 MATRICES = (yuv.YuvMatrix(0.299, 0.114, False), yuv.YuvMatrix(0.299, 0.114, True),
             yuv.YuvMatrix(0.2126, 0.0722, False), yuv.YuvMatrix(0.2126, 0.0722, True))
 
 
 def _random_planes(seed: int, size: tuple[int, int], layout: str, centred: bool,
-                   matrix: yuv.YuvMatrix) -> yuv.YuvPlanes:
-    """Uniformly random planes of an (H, W) picture, odd sizes allowed (chroma ceil'd)."""
+                   matrix: yuv.YuvMatrix, bits: int = 8) -> yuv.YuvPlanes:
+    """Uniformly random planes of an (H, W) picture, odd sizes allowed (chroma ceil'd): 8-bit
+    levels, or 10-bit ones (0..1023, illegal levels too) in uint16."""
     rng = np.random.default_rng(seed)
-    across, down = LAYOUTS[layout]
+    across, down = STEPS[layout]
     height, width = size
     chroma = (-(-height // down), -(-width // across))
-    cb, cr = (rng.integers(0, 256, chroma, np.uint8) for _ in range(2))
-    return yuv.YuvPlanes(rng.integers(0, 256, size, np.uint8), cb, cr, across, down,
-                         centred, matrix)
+    dtype, top = (np.uint8, 256) if bits == 8 else (np.uint16, 1024)
+    cb, cr = (rng.integers(0, top, chroma).astype(dtype) for _ in range(2))
+    return yuv.YuvPlanes(rng.integers(0, top, size).astype(dtype), cb, cr, across, down,
+                         centred, matrix, bits=bits)
 
 
 def _linear(plane: np.ndarray, positions: np.ndarray, axis: int) -> np.ndarray:

@@ -12,7 +12,7 @@ import pytest
 
 from facefuse.io import yuv
 from tests.unit.test_yuv import _check_rounding
-from tests.unit.test_yuv_chroma import _linear
+from tests.unit.test_yuv_chroma import _linear, _random_planes
 
 LAYOUTS = {"4:2:0": (2, 2), "4:2:2": (2, 1), "4:4:4": (1, 1)}
 FORMATS = {"4:2:0": "yuv420p10le", "4:2:2": "yuv422p10le", "4:4:4": "yuv444p10le"}
@@ -20,18 +20,6 @@ MATRICES = (yuv.YuvMatrix(0.2126, 0.0722, False), yuv.YuvMatrix(0.299, 0.114, Fa
             yuv.YuvMatrix(0.2627, 0.0593, False))
 # float32 keeps 8 bits below a 16-bit level: measured ties lie within 0.009 of a half level
 NEAR_TIE_16 = 0.02
-
-
-def _random_planes(seed: int, size: tuple[int, int], layout: str, centred: bool,
-                   matrix: yuv.YuvMatrix) -> yuv.YuvPlanes:
-    """Uniformly random 10-bit planes (0..1023, illegal levels too) of an (H, W) picture."""
-    rng = np.random.default_rng(seed)
-    across, down = LAYOUTS[layout]
-    height, width = size
-    chroma = (-(-height // down), -(-width // across))
-    cb, cr = (rng.integers(0, 1024, chroma).astype(np.uint16) for _ in range(2))
-    return yuv.YuvPlanes(rng.integers(0, 1024, size).astype(np.uint16), cb, cr, across, down,
-                         centred, matrix, bits=10)
 
 
 def _exact_chroma(plane: np.ndarray, planes: yuv.YuvPlanes) -> np.ndarray:
@@ -63,7 +51,7 @@ def _exact_bgr16(planes: yuv.YuvPlanes) -> np.ndarray:
 def test_10_bit_planes_convert_as_the_float64_formula_rounded_once(layout: str,
                                                                    centred: bool) -> None:
     for seed, matrix in enumerate(MATRICES):
-        planes = _random_planes(seed, (75, 131), layout, centred, matrix)  # > one band of rows
+        planes = _random_planes(seed, (75, 131), layout, centred, matrix, bits=10)  # > a band
         bgr = yuv.yuv_to_bgr(planes)
         assert bgr.shape == (75, 131, 3) and bgr.dtype == np.uint16 and bgr.flags.c_contiguous
         _check_rounding(bgr, _exact_bgr16(planes), top=65535, tie=NEAR_TIE_16)
@@ -73,7 +61,7 @@ def test_10_bit_planes_convert_as_the_float64_formula_rounded_once(layout: str,
 def test_a_10_bit_box_converts_bit_identically_to_the_same_box_of_the_whole(layout: str) -> None:
     rng = np.random.default_rng(3)
     for seed, matrix in enumerate(MATRICES[:2]):
-        planes = _random_planes(seed, (133, 150), layout, False, matrix)
+        planes = _random_planes(seed, (133, 150), layout, False, matrix, bits=10)
         whole = yuv.yuv_to_bgr(planes)
         height, width = planes.y.shape
         boxes = [(0, 0, width, height), (0, 0, 1, 1), (width - 1, height - 1, width, height),
