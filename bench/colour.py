@@ -23,7 +23,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +102,21 @@ def errors(values: np.ndarray, reference: np.ndarray) -> tuple[int, int, int, in
     return int(np.count_nonzero(diff)), diff.size, int(diff.max()), int(diff.sum())
 
 
+def io_yuv_pictures(container: Any, clip: Path, frames: int, bits: int
+                    ) -> Iterator[tuple[Any, yuv.YuvPlanes]]:
+    """The first `frames` decoded pictures of `container` (the open `clip`) with their io.yuv
+    planes; SystemExit when one is not on io.yuv's path at `bits`."""
+    centred = yuv.chroma_centred(container.streams.video[0].codec_context.name)
+    for index, picture in enumerate(container.decode(video=0)):
+        if index >= frames:
+            return
+        planes = yuv.yuv_planes(picture, centred)
+        if planes is None or planes.bits != bits:
+            raise SystemExit(f"{clip}: {picture.format.name} (tags {picture.colorspace}, "
+                             f"{picture.color_range}) is not on io.yuv's {bits}-bit path")
+        yield picture, planes
+
+
 def accuracy(clip: Path, frames: int) -> dict[str, Any]:
     """The reader and the writer against their references over a clip's first frames."""
     totals = {key: [0, 0, 0, 0] for key in (
@@ -109,16 +124,9 @@ def accuracy(clip: Path, frames: int) -> dict[str, Any]:
         "writer_new", "writer10_old", "writer10_new")}
     tags = None
     with av.open(str(clip)) as container:
-        centred = yuv.chroma_centred(container.streams.video[0].codec_context.name)
-        for index, picture in enumerate(container.decode(video=0)):
-            if index >= frames:
-                break
-            planes = yuv.yuv_planes(picture, centred)
-            if planes is None or planes.bits != 8:
-                raise SystemExit(f"{clip}: {picture.format.name} is not on io.yuv's 8-bit "
-                                 "path (10-bit clips: bench/deep_reader.py)")
+        for picture, planes in io_yuv_pictures(container, clip, frames, bits=8):
             tags = (picture.format.name, picture.colorspace, picture.color_range,
-                    planes.matrix, "centred" if centred else "co-sited")
+                    planes.matrix, "centred" if planes.centred else "co-sited")
             new = yuv.yuv_to_bgr(planes)
             out_matrix = yuv.matrix_for(1, 1, "yuv444p")
             assert out_matrix is not None

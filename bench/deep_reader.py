@@ -24,7 +24,7 @@ from typing import Any
 import av
 import cv2
 import numpy as np
-from colour import cpu_ms, reference_upsampled_bgr
+from colour import cpu_ms, io_yuv_pictures, reference_upsampled_bgr
 
 from facefuse.io import yuv
 
@@ -62,14 +62,7 @@ def measure(clip: Path, frames: int, rounds: int) -> dict[str, Any]:
     """The figures of the module docstring for the clip's first `frames` pictures."""
     out: dict[str, Any] = {"clip": str(clip), "frames": []}
     with av.open(str(clip)) as container:
-        centred = yuv.chroma_centred(container.streams.video[0].codec_context.name)
-        for index, picture in enumerate(container.decode(video=0)):
-            if index >= frames:
-                break
-            planes = yuv.yuv_planes(picture, centred)
-            if planes is None or planes.bits != 10:
-                raise SystemExit(f"{clip}: {picture.format.name} (tags {picture.colorspace}, "
-                                 f"{picture.color_range}) is not on io.yuv's 10-bit path")
+        for index, (picture, planes) in enumerate(io_yuv_pictures(container, clip, frames, 10)):
             new, old = yuv.yuv_to_bgr(planes), picture.to_ndarray(format="bgr48le")
             out["frames"].append({
                 "vs_reference": _accuracy(new, planes),

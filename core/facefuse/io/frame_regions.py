@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..types import FramePart, Roi
-from .orientation import turned, turned_box
+from .orientation import turned, turned_box, turned_size, widened
 from .yuv import PASTE_REACH_PX, YuvPlanes, yuv_to_bgr
 
 # Pixels around the swap's footprint also converted: bilinear sampling's neighbour (crop_roi
@@ -41,11 +41,16 @@ class PendingFrame:
 
     @property
     def width(self) -> int:
-        return int(self.planes.y.shape[0 if self.turns % 2 else 1])
+        return self._upright_size[0]
 
     @property
     def height(self) -> int:
-        return int(self.planes.y.shape[1 if self.turns % 2 else 0])
+        return self._upright_size[1]
+
+    @property
+    def _upright_size(self) -> tuple[int, int]:
+        height, width = self.planes.y.shape
+        return turned_size(int(width), int(height), self.turns)
 
     @property
     def nbytes(self) -> int:
@@ -105,6 +110,4 @@ def converted_box(footprint: Roi, width: int, height: int) -> Roi:
     """The box of a `width` x `height` frame to convert for a swap that reads and writes inside
     `footprint` (pipeline.Pipeline.swap_footprint): widened by the sampling margin and by what
     the writer reads around pasted pixels (io.yuv.PASTE_REACH_PX), clipped to the frame."""
-    reach = _SAMPLING_MARGIN_PX + PASTE_REACH_PX
-    return Roi(max(0, footprint.x0 - reach), max(0, footprint.y0 - reach),
-               min(width, footprint.x1 + reach), min(height, footprint.y1 + reach))
+    return widened(footprint, _SAMPLING_MARGIN_PX + PASTE_REACH_PX, width, height)

@@ -310,20 +310,26 @@ def bgr_to_yuv444(bgr: np.ndarray, matrix: YuvMatrix, bits: int = 8,
 FAST_FORMATS = MappingProxyType({**SUBSAMPLED_8BIT, "yuv444p": "yuv444p", "yuvj444p": "yuvj444p"})
 
 
-# What the writer converts: each target format's bit depth and chroma subsampling (across,
-# down). The subsampled ones are those of MPEG-2-sited codecs (H.264, HEVC, ProRes, DNxHR):
-# yuvj420p is H.264's full-range 4:2:0 here (the mjpeg writer is 4:4:4, yuvj444p).
-WRITER_FORMATS = MappingProxyType({
-    "yuv420p": (8, (2, 2)), "yuv422p": (8, (2, 1)), "yuv444p": (8, (1, 1)),
-    "yuvj444p": (8, (1, 1)), "yuvj420p": (8, (2, 2)),
-    "yuv420p10le": (10, (2, 2)), "yuv422p10le": (10, (2, 1)), "yuv444p10le": (10, (1, 1)),
-})
-
-
 # 4:4:4 pictures and chroma subsampling (across, down) of the 8-bit formats the fast path takes.
 _SUBSAMPLING = MappingProxyType({"yuv420p": (2, 2), "yuvj420p": (2, 2), "nv12": (2, 2),
                                  "yuv422p": (2, 1), "yuvj422p": (2, 1),
                                  "yuv444p": (1, 1), "yuvj444p": (1, 1)})
+
+
+# 8-bit planar YUV formats a writer may start from the decoded picture for, and their chroma
+# subsampling (horizontal, vertical).
+PLANAR_8BIT = MappingProxyType({name: step for name, step in _SUBSAMPLING.items()
+                                if name != "nv12"})  # nv12 interleaves its chroma
+# The 10-bit (limited-range) planar formats alike: ProRes 422 and 4444, DNxHR 444, HEVC Main10.
+PLANAR_10BIT = MappingProxyType({"yuv420p10le": (2, 2), "yuv422p10le": (2, 1),
+                                 "yuv444p10le": (1, 1)})
+PLANAR = MappingProxyType({**PLANAR_8BIT, **PLANAR_10BIT})
+# What the writer converts: each target format's bit depth and chroma subsampling (across,
+# down). The subsampled ones are those of MPEG-2-sited codecs (H.264, HEVC, ProRes, DNxHR):
+# yuvj420p is H.264's full-range 4:2:0 here (the mjpeg writer is 4:4:4, yuvj444p).
+WRITER_FORMATS = MappingProxyType({
+    name: (10 if name in PLANAR_10BIT else 8, PLANAR[name])
+    for name in ("yuv420p", "yuv422p", "yuv444p", "yuvj444p", "yuvj420p", *PLANAR_10BIT)})
 
 
 def picture_planes(picture: Any) -> list[np.ndarray]:
@@ -461,14 +467,6 @@ def subsample_chroma(plane: np.ndarray, step: tuple[int, int], out: np.ndarray) 
 
 
 # Pasting into decoded planes ---------------------------------------------------------------------
-# 8-bit planar YUV formats a writer may start from the decoded picture for, and their chroma
-# subsampling (horizontal, vertical).
-PLANAR_8BIT = MappingProxyType({name: step for name, step in _SUBSAMPLING.items()
-                                if name != "nv12"})  # nv12 interleaves its chroma
-# The 10-bit (limited-range) planar formats alike: ProRes 422 and 4444, DNxHR 444, HEVC Main10.
-PLANAR_10BIT = MappingProxyType({"yuv420p10le": (2, 2), "yuv422p10le": (2, 1),
-                                 "yuv444p10le": (1, 1)})
-PLANAR = MappingProxyType({**PLANAR_8BIT, **PLANAR_10BIT})
 # Luma pixels of frame around a changed box that its conversion also reads: subsample_chroma
 # reads one column left of a sample's footprint, so 8 is ample.
 _BOX_MARGIN_PX = 8
