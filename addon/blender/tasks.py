@@ -190,8 +190,9 @@ def fetch_job(settings: Any) -> Job:
     absent = models.absent_models(settings)
 
     def work(report: Report, _cancelled: Any) -> list[str]:
+        from facefuse.models.locations import default_models_dir
         from facefuse.models.manifest import load_manifest
-        from facefuse.models.store import ModelStore, default_models_dir
+        from facefuse.models.store import ModelStore
 
         store = ModelStore(load_manifest(), default_models_dir(settings.models_dir),
                            offline=False, on_progress=lambda *p: report(p))

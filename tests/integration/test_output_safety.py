@@ -204,7 +204,7 @@ def test_a_full_disk_while_writing_frames_is_one_sentence(
         Path(path).write_bytes(b"part")
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
-    monkeypatch.setattr(plates, "_write_file", full)
+    monkeypatch.setattr(plates.write, "_write_file", full)
     out = tmp_path / "out"
     rc = cli.main(cli_args(render_models, media.source, media.clip, out / "o.####.png",
                            "--frames", "1-2"))

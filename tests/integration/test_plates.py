@@ -263,7 +263,7 @@ def test_interrupted_write_keeps_the_old_file(tmp_path: Path,
     def fail(src: str, dst: str) -> None:
         raise OSError("disk went away")
 
-    monkeypatch.setattr(plates.os, "replace", fail)
+    monkeypatch.setattr(plates.write.os, "replace", fail)
     with pytest.raises(OSError):
         write_plate(target, np.ones((H, W, 3), np.float32), fmt)
     assert target.read_bytes() == before
@@ -349,7 +349,7 @@ def test_failed_write_removes_the_temporary_file(tmp_path: Path, monkeypatch: py
         Path(path).write_bytes(b"partial")
         raise InputError("cannot write: disk full")
 
-    monkeypatch.setattr(plates, "_write_file", boom)
+    monkeypatch.setattr(plates.write, "_write_file", boom)
     with pytest.raises(InputError):
         write_plate(tmp_path / "a.png", np.zeros((H, W, 3), np.uint8), _fmt("png", "uint8", 8, "RGB"))
     assert list(tmp_path.iterdir()) == []
@@ -365,7 +365,7 @@ def test_os_replace_is_what_publishes(tmp_path: Path) -> None:
         real(src, dst)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(plates.os, "replace", spy)
+        patch.setattr(plates.write.os, "replace", spy)
         write_plate(tmp_path / "shot.1001.dpx", np.zeros((H, W, 3), np.uint16),
                     _fmt("dpx", "uint16", 10, "RGB"))
     assert len(seen) == 1 and seen[0].startswith(".shot.1001.") and seen[0].endswith(".dpx")

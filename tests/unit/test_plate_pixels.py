@@ -1,9 +1,9 @@
-"""plate_pixels.pick_channels: the channel mixer gives exactly what numpy's indexing gives."""
+"""io.plates.pixels.pick_channels: the channel mixer gives exactly what numpy's indexing gives."""
 
 import numpy as np
 import pytest
 
-from facefuse.io.plate_pixels import frame_to_pixels, pick_channels, pixels_to_frame
+from facefuse.io.plates.pixels import frame_to_pixels, pick_channels, pixels_to_frame
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32])

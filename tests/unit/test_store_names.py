@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from facefuse.errors import ModelContractError, ModelMissingError
+from facefuse.models.locations import default_models_dir, offline_from_env
 from facefuse.models.manifest import Manifest
-from facefuse.models.store import default_models_dir, offline_from_env
 from tests.unit.store_helpers import (
     PAYLOAD,
     Served,

@@ -9,14 +9,9 @@ from typing import Any
 
 from ..cache.layout import CacheLayout
 from ..errors import ExitCode, InputError
+from ..models.locations import default_models_dir, looks_like_model_path, offline_from_env
 from ..models.manifest import load_manifest
-from ..models.store import (
-    ModelStatus,
-    ModelStore,
-    default_models_dir,
-    looks_like_model_path,
-    offline_from_env,
-)
+from ..models.store import ModelStatus, ModelStore
 from .options import DEFAULTS, DownloadProgress, model_options
 
 DEFAULT_MODELS = (DEFAULTS.detector, DEFAULTS.recogniser, DEFAULTS.swapper)

@@ -20,7 +20,7 @@ from ..cli import render as cli_render
 from ..cli.options import tunable_args
 from ..config import Settings, tunable_options
 from ..errors import InputError
-from ..models.store import looks_like_model_path
+from ..models.locations import looks_like_model_path
 from ..shot.request import RenderRequest
 
 DEFAULT_SETTINGS = Settings()

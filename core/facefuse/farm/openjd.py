@@ -32,7 +32,7 @@ from typing import Any
 from ..cache.layout import CacheLayout
 from ..errors import InputError
 from ..io.files import atomic_write_bytes
-from ..models.store import default_models_dir, looks_like_model_path
+from ..models.locations import default_models_dir, looks_like_model_path
 from ..shot.request import RenderRequest
 from . import commandline
 from .chunks import chunk_ranges

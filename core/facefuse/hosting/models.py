@@ -12,8 +12,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..config import Settings
+from ..models.locations import default_models_dir
 from ..models.manifest import ROLES, Manifest, load_manifest
-from ..models.store import ModelStore, default_models_dir
+from ..models.store import ModelStore
 
 LOOK_ROLES = ("detector",)
 

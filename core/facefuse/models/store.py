@@ -5,28 +5,23 @@ unless its size and sha256 equal the manifest's: downloads stream into ``<file>.
 directory (so the final ``os.replace`` is atomic), hashing as bytes arrive. An interrupted
 download keeps its ``.part`` and resumes with an HTTP Range request. A ``<file>.lock`` file
 (created with O_EXCL, refreshed while the transfer runs, broken when stale) keeps two processes
-from writing the same file. Verified files are remembered in ``<models_dir>/verified.json`` by
-size and mtime_ns, so a 500 MB model is hashed once, not on every run.
+from writing the same file.
 
-This module decides what to fetch and where, and remembers what was verified; the transfer itself
-(resume, retries over mirrors, the lock file, zip members, hashing) is `facefuse.models.download`.
+This module decides what to fetch and where. The transfer itself (resume, retries over mirrors,
+the lock file, zip members, hashing) is `facefuse.models.download`; remembering what was
+verified is `facefuse.models.verification`; the folder, offline mode and the messages that
+point a user to missing models are `facefuse.models.locations`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
-import platformdirs
-
-from ..cache.hashes import sha256_file
 from ..cache.locking import FileLock
 from ..errors import ChecksumError, DownloadError, ModelContractError, ModelError, ModelMissingError
 from .download import (
@@ -35,33 +30,21 @@ from .download import (
     download_verified,
     extract_member,
     file_matches,
-    mismatch_message,
     url_file_name,
 )
+from .locations import (
+    bad_file_message,
+    by_hand,
+    fetch_command,
+    looks_like_model_path,
+    missing_models_message,
+)
 from .manifest import ROLES, Manifest, ModelEntry, file_name_problem
+from .verification import VerifiedRecords, VerifyResult, is_remembered
 
 log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[str, int, int | None], None]
-
-RECORDS_FILE = "verified.json"
-OFFLINE_VALUES = frozenset({"1", "true", "yes"})
-
-
-def default_models_dir(explicit: Path | None = None) -> Path:
-    """explicit, else $FACEFUSE_MODELS, else the user cache directory's facefuse/models."""
-    if explicit is not None:
-        return Path(explicit).expanduser()
-    env = os.environ.get("FACEFUSE_MODELS", "").strip()
-    if env:
-        return Path(env).expanduser()
-    return Path(platformdirs.user_cache_dir("facefuse")) / "models"
-
-
-def offline_from_env() -> bool:
-    """Whether $FACEFUSE_OFFLINE asks for offline mode (1, true or yes, any case)."""
-    return os.environ.get("FACEFUSE_OFFLINE", "").strip().lower() in OFFLINE_VALUES
-
 
 @dataclass(frozen=True, slots=True)
 class LocatedModel:
@@ -70,17 +53,6 @@ class LocatedModel:
     path: Path
     entry: ModelEntry | None
     label: str
-
-
-@dataclass(frozen=True, slots=True)
-class VerifyResult:
-    """Whether a manifest model's file is present and holds the manifest's bytes, and why not."""
-
-    name: str
-    path: Path
-    present: bool
-    ok: bool
-    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +90,7 @@ class ModelStore:
         self.timeout_s = timeout_s
         self.retry_wait_s = retry_wait_s
         self.lock_stale_s = lock_stale_s
+        self.records = VerifiedRecords(self.models_dir)
 
     # ---- public -------------------------------------------------------------------------
 
@@ -143,7 +116,7 @@ class ModelStore:
         if self.offline:
             absent = self.missing(names)
             if absent:
-                raise ModelMissingError(missing_models_message(self, absent))
+                raise ModelMissingError(missing_models_message(self.models_dir, self.offline, absent))
 
     def locate(self, name_or_path: str, role: str) -> LocatedModel:
         """A verified file for a manifest model name (fetched unless offline), or a user's file.
@@ -161,7 +134,7 @@ class ModelStore:
         if target.exists():
             result = self.verify(entry.name)
             if not result.ok:
-                raise ChecksumError(_bad_file_message(entry.name, result.reason))
+                raise ChecksumError(bad_file_message(entry.name, result.reason))
         elif self.offline:
             raise ModelMissingError(self._offline_message(entry))
         else:
@@ -191,7 +164,7 @@ class ModelStore:
                 result = self.verify(name)
                 if result.ok:
                     return target
-                raise ChecksumError(_bad_file_message(name, result.reason))
+                raise ChecksumError(bad_file_message(name, result.reason))
             if force:
                 _sibling(target, ".part").unlink(missing_ok=True)
             try:
@@ -204,34 +177,20 @@ class ModelStore:
                                       on_progress=self._progress_for(name))
             except DownloadError as exc:
                 raise DownloadError(f"{exc}; when the network is back run "
-                                    f"`{fetch_command(self, [name])}`, or {_by_hand(entry)} and "
+                                    f"`{fetch_command(self.models_dir, [name])}`, or {by_hand(entry)} and "
                                     f"put it in {self.models_dir}") from exc
-            self._remember(entry.file, target, entry.sha256)
+            self.records.remember(entry.file, target, entry.sha256)
         log.info("model %s is ready at %s", name, target)
         return target
 
     def verify(self, name: str) -> VerifyResult:
         """Check model `name`'s file: trusted from verified.json when its size and mtime_ns are
         unchanged, otherwise hashed (and remembered when right). Never deletes anything."""
-        entry = self._entry(name)
-        path = self.path_for(name)
-        try:
-            stat = path.stat()
-        except FileNotFoundError:
-            return VerifyResult(name, path, False, False, f"{path} is not downloaded")
-        if _is_remembered(self._load_records().get(entry.file), stat, entry):
-            return VerifyResult(name, path, True, True, "verified before; size and mtime unchanged")
-        digest = sha256_file(path)
-        if stat.st_size != entry.size_bytes or digest != entry.sha256:
-            self._forget(entry.file)
-            return VerifyResult(name, path, True, False, mismatch_message(
-                str(path), str(stat.st_size), digest, entry.size_bytes, entry.sha256))
-        self._remember(entry.file, path, digest, stat)
-        return VerifyResult(name, path, True, True, "sha256 checked")
+        return self.records.verify(self._entry(name), self.path_for(name))
 
     def status(self) -> list[ModelStatus]:
         """Every manifest model with its presence and remembered verification (no hashing)."""
-        records = self._load_records()
+        records = self.records.load()
         rows = []
         for entry in self.manifest.models.values():
             path = self.path_for(entry.name)
@@ -240,7 +199,7 @@ class ModelStore:
                 name=entry.name, role=self.manifest.families[entry.family].role,
                 family=entry.family, file=entry.file, size_bytes=entry.size_bytes,
                 licence=entry.licence, present=stat is not None,
-                verified=stat is not None and _is_remembered(records.get(entry.file), stat, entry),
+                verified=stat is not None and is_remembered(records.get(entry.file), stat, entry),
                 path=path))
         return rows
 
@@ -274,7 +233,7 @@ class ModelStore:
         return LocatedModel(path, None, path.name)
 
     def _offline_message(self, entry: ModelEntry) -> str:
-        return missing_models_message(self, [entry])
+        return missing_models_message(self.models_dir, self.offline, [entry])
 
     def _inside(self, file_name: str, what: str) -> Path:
         """models_dir / file_name, refused (ModelError) unless file_name is a plain file name,
@@ -318,52 +277,8 @@ class ModelStore:
             finally:
                 zip_path.unlink(missing_ok=True)
 
-    # ---- verified.json ------------------------------------------------------------------
-
-    def _records_path(self) -> Path:
-        return self.models_dir / RECORDS_FILE
-
-    def _load_records(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self._records_path().read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError) as exc:
-            log.warning("ignoring unreadable %s (%s); files will be hashed again",
-                        self._records_path(), exc)
-            return {}
-        return data if isinstance(data, dict) else {}
-
-    def _remember(self, file: str, path: Path, digest: str,
-                  stat: os.stat_result | None = None) -> None:
-        stat = stat if stat is not None else path.stat()
-        records = self._load_records()
-        records[file] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest}
-        self._save_records(records)
-
-    def _forget(self, file: str) -> None:
-        records = self._load_records()
-        if records.pop(file, None) is not None:
-            self._save_records(records)
-
-    def _save_records(self, records: dict[str, Any]) -> None:
-        """Write verified.json atomically; failing is only a warning (it is a cache)."""
-        try:
-            fd, tmp = tempfile.mkstemp(dir=self.models_dir, prefix=RECORDS_FILE, suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(records, handle, indent=1, sort_keys=True)
-            os.replace(tmp, self._records_path())
-        except OSError as exc:
-            log.warning("could not write %s: %s", self._records_path(), exc)
-
 
 # ---- helpers ------------------------------------------------------------------------------
-
-def looks_like_model_path(text: str) -> bool:
-    """A model option that names a file (an .onnx path or an existing file), not a manifest
-    model."""
-    return text.lower().endswith(".onnx") or Path(text).expanduser().is_file()
-
 
 def _sibling(path: Path, suffix: str) -> Path:
     return path.with_name(path.name + suffix)
@@ -374,52 +289,3 @@ def _stat_or_none(path: Path) -> os.stat_result | None:
         return path.stat()
     except FileNotFoundError:
         return None
-
-
-def _is_remembered(record: Any, stat: os.stat_result, entry: ModelEntry) -> bool:
-    return (isinstance(record, dict) and record.get("sha256") == entry.sha256
-            and record.get("size") == stat.st_size == entry.size_bytes
-            and record.get("mtime_ns") == stat.st_mtime_ns)
-
-
-def missing_models_message(store: ModelStore, entries: Sequence[ModelEntry]) -> str:
-    """One sentence naming every missing model with its size, the folder, and the command that
-    fetches them all (or that the files can be put there by hand)."""
-    listed = ", ".join(f"{e.name} ({_megabytes(e.size_bytes)})" for e in entries)
-    mode = " and offline mode is on" if store.offline else ""
-    if len(entries) == 1:
-        head, pronoun = f"model {listed} is missing from {store.models_dir}{mode}", "it"
-    else:
-        total = _megabytes(sum(e.size_bytes for e in entries))
-        head = (f"{len(entries)} models ({total} in all) are missing from {store.models_dir}"
-                f"{mode}: {listed}")
-        pronoun = "them"
-    command = fetch_command(store, [e.name for e in entries])
-    return (f"{head}; fetch {pronoun} with `{command}`, or put "
-            f"{', '.join(e.file for e in entries)} in that folder by hand")
-
-
-def fetch_command(store: ModelStore, names: Sequence[str]) -> str:
-    """The command that fetches `names` into the store's folder."""
-    command = "facefuse models fetch " + " ".join(names)
-    if store.models_dir != default_models_dir():
-        command += f" --models-dir {store.models_dir}"
-    return command
-
-
-def _megabytes(size: int) -> str:
-    return f"{size / 1e6:.1f} MB"
-
-
-def _by_hand(entry: ModelEntry) -> str:
-    """How to get a model's file without facefuse: 'download FILE (N MB) from URL'."""
-    size = _megabytes(entry.size_bytes)
-    if entry.archive is not None:
-        return (f"download {entry.archive.url}, take {entry.file} ({size}) out of it "
-                f"(member {entry.archive.member})")
-    return f"download {entry.file} ({size}) from {entry.urls[0] if entry.urls else 'its source'}"
-
-
-def _bad_file_message(name: str, reason: str) -> str:
-    return (f"model {name} is corrupt or a different build: {reason}; inspect it, then delete "
-            f"it and run: facefuse models fetch {name}")

@@ -18,8 +18,9 @@ import onnxruntime as ort
 
 from .. import __version__
 from ..cache.layout import CacheLayout
+from ..models.locations import default_models_dir, offline_from_env
 from ..models.manifest import load_manifest
-from ..models.store import ModelStore, default_models_dir, offline_from_env
+from ..models.store import ModelStore
 
 ORT_DISTRIBUTIONS = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-directml",
                      "onnxruntime-openvino", "onnxruntime-silicon", "onnxruntime-qnn")

@@ -15,8 +15,9 @@ from typing import cast
 
 from ..cache.hashes import HashMemo
 from ..config import Settings
+from ..models.locations import default_models_dir, offline_from_env
 from ..models.manifest import OPTIONAL_ROLES, ROLES, Family, Manifest, load_manifest
-from ..models.store import LocatedModel, ModelStore, default_models_dir, offline_from_env
+from ..models.store import LocatedModel, ModelStore
 from ..stages import (
     FAMILY_CLASSES,
     Detector,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 DECODE_THREADS_MAX = 4  # more frame threads only add latency and frames in flight
 SEQUENCE_WRITERS_MAX = 3  # image-sequence files written at once (EXR compression is the cost)
-# Each x264 frame thread holds frames of its own: peak RSS of a 4K medium encode was 1.5 GiB at
+# Each x264 frame thread holds frames of its own: peak RSS of a 4K medium encode is 1.5 GiB at
 # 4 threads, 2.1 at 16, 3.1 at 64 (docs/performance.md), while pass 2 feeds the encoder one frame
 # at a time at inference pace, so past this an encoder would mostly buy memory.
 ENCODE_THREADS_MAX = 16

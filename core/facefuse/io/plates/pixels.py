@@ -4,7 +4,7 @@ Engine frames are (H, W, 3|4) BGR(A), uint8, uint16 or float32 (types.py); OIIO'
 (H, W, C) in the file's channel order (RGB(A), Y(A), ...). Integer types are converted by
 rounding to the nearest code of the plate's bit depth and, for uint16 plates of fewer than 16
 bits, bit replication: OIIO reads a 10-bit code c as ``c << 6 | c >> 4`` and writes ``v >> 6``, so a
-replicated value writes back the exact code (see plates.py). No file access here.
+replicated value writes back the exact code (see write.py). No file access here.
 """
 
 from __future__ import annotations

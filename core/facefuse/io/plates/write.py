@@ -1,0 +1,153 @@
+"""Writing plates: a frame in the engine convention to a file of a given PlateFormat, atomically
+and without clock time, so the same frame writes the same bytes."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import OpenImageIO as oiio
+
+from ...errors import InputError
+from ..files import create_temporary, is_write_failure, write_error
+from .formats import (
+    CARRIED_ATTRIBUTES,
+    PlateFormat,
+    default_names,
+    output_file_format,
+    plate_format_for,
+)
+from .metadata import add_carrier, prefixed
+from .pixels import NATURAL_BITS, frame_to_pixels
+from .read import one_line
+
+log = logging.getLogger(__name__)
+
+# Formats where OIIO stamps the clock time unless told otherwise: left out, so renders repeat
+# byte for byte.
+DATED_FORMATS = frozenset({"tiff", "openexr"})
+
+
+def write_plate(path: Path, frame: np.ndarray, fmt: PlateFormat,
+                metadata: Mapping[str, str] = MappingProxyType({})) -> None:
+    """Write `frame` (H, W, 3|4) BGR(A) uint8/uint16/float32 to `path` in the format `fmt`.
+
+    Pixel type, bit depth and channel layout follow `fmt` (a grey `fmt` gets Rec.709 luma; a
+    4-channel `fmt` gets the frame's alpha, or opaque alpha if the frame has none); its
+    attributes are written too. If the path's extension names another file format than
+    `fmt.file_format`, the format is converted with `plate_format_for`. `metadata` keys are
+    stored as "facefuse:<key>" string attributes (read them back with `read_metadata`).
+    Atomic: written under a temporary name in the same folder, then renamed over `path`.
+    No clock time is written (TIFF and EXR DateTime are left out), so the same frame writes
+    the same bytes. A full disk or a permission problem is an InputError naming `path`.
+    """
+    path = Path(path)
+    _check_output_path(path)
+    _check_frame(frame)
+    target = output_file_format(path)
+    if fmt.file_format != target:
+        log.debug("converting %s plate format to %s for %s", fmt.file_format, target, path)
+        fmt = plate_format_for(path, fmt, frame)
+    pixels = _frame_to_pixels(frame, fmt)
+    spec = _spec_for(fmt, pixels.shape[1], pixels.shape[0], prefixed(metadata))
+    try:  # created here (O_EXCL) so no existing file is ever opened under a temporary name
+        handle, tmp = create_temporary(path, keep_suffix=True)
+    except OSError as exc:
+        raise write_error(path, exc) from exc
+    os.close(handle)
+    try:
+        _write_file(tmp, spec, pixels)
+        os.replace(tmp, path)
+    except InputError as exc:  # the message names the output, not its temporary name
+        tmp.unlink(missing_ok=True)
+        raise InputError(str(exc).replace(str(tmp), str(path))) from exc
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if is_write_failure(exc):
+            raise write_error(path, exc) from exc
+        raise
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _check_output_path(path: Path) -> None:
+    if not path.parent.is_dir():
+        raise InputError(f"the output folder {path.parent} does not exist")
+    if path.is_dir():
+        raise InputError(f"{path} is a folder, not a file name")
+
+
+def _check_frame(frame: np.ndarray) -> None:
+    if frame.ndim != 3 or frame.shape[2] not in (3, 4):
+        raise ValueError(f"a frame is (H, W, 3|4); got shape {frame.shape}")
+    if frame.dtype not in (np.uint8, np.uint16, np.float32):
+        raise ValueError(f"a frame is uint8, uint16 or float32; got {frame.dtype}")
+
+
+def _frame_to_pixels(frame: np.ndarray, fmt: PlateFormat) -> np.ndarray:
+    """BGR(A) frame -> OIIO's RGB(A) or Y(A) pixels in fmt's type (float32 for half/float)."""
+    grey, alpha = _layout(fmt)
+    if fmt.channels > 4:
+        log.warning("only R, G, B and A are written; the %s plate had %d channels",
+                    fmt.file_format, fmt.channels)
+    return frame_to_pixels(frame, grey, alpha, fmt.pixel_type, fmt.bits_per_sample)
+
+
+def _spec_for(fmt: PlateFormat, width: int, height: int, metadata: Mapping[str, str]) -> Any:
+    grey, alpha = _layout(fmt)
+    count = (1 if grey else 3) + int(alpha)
+    names = default_names(count)
+    short = tuple(name.rsplit(".", 1)[-1].upper() for name in fmt.channel_names)
+    spec = oiio.ImageSpec(width, height, count, fmt.pixel_type)
+    spec.channelnames = fmt.channel_names if short == names else names
+    spec.alpha_channel = count - 1 if alpha else -1
+    spec.x, spec.y = fmt.origin
+    if fmt.display_window is not None:
+        spec.full_x, spec.full_y, spec.full_width, spec.full_height = fmt.display_window
+    if fmt.bits_per_sample != NATURAL_BITS[fmt.pixel_type]:
+        spec.attribute("oiio:BitsPerSample", fmt.bits_per_sample)
+    for name, value in fmt.attributes.items():
+        _set_attribute(spec, name, value)
+    if fmt.file_format != "tiff":  # values as they are; in TIFF the attribute picks the tag
+        spec.attribute("oiio:UnassociatedAlpha", 1)
+    for name, value in metadata.items():
+        spec.attribute(name, value)
+    if fmt.file_format in DATED_FORMATS:
+        spec.attribute("DateTime", "")  # an empty DateTime is left out (not the clock time)
+    add_carrier(spec, fmt.file_format, metadata)
+    return spec
+
+
+def _layout(fmt: PlateFormat) -> tuple[bool, bool]:
+    """(grey, alpha) of what `write_plate` writes for `fmt`: at most Y/RGB plus A."""
+    if fmt.channels <= 4:
+        return fmt.channels in (1, 2), fmt.channels in (2, 4)
+    return False, any(name.rsplit(".", 1)[-1].upper() == "A" for name in fmt.channel_names)
+
+
+def _set_attribute(spec: Any, name: str, value: Any) -> None:
+    kind = CARRIED_ATTRIBUTES.get(name)
+    if kind is None or kind in ("string", "int", "float"):
+        spec.attribute(name, value)
+    else:
+        spec.attribute(name, oiio.TypeDesc(kind), tuple(value))
+
+
+def _write_file(path: Path, spec: Any, pixels: np.ndarray) -> None:
+    writer = oiio.ImageOutput.create(str(path))
+    if writer is None or not writer.open(str(path), spec):
+        error = writer.geterror() if writer is not None else oiio.geterror()
+        raise InputError(f"cannot write {path}: {one_line(error)}")
+    ok = writer.write_image(pixels)
+    error = writer.geterror()
+    ok = writer.close() and ok
+    if not ok or error:
+        raise InputError(f"cannot write {path}: {one_line(error or writer.geterror())}")
+    with open(path, "rb") as written:
+        os.fsync(written.fileno())
