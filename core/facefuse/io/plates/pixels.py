@@ -42,7 +42,7 @@ def pick_channels(pixels: np.ndarray, order: Sequence[int]) -> np.ndarray:
     for the uint8, uint16 and float32 arrays frames and plates hold.
 
     The same values as ``pixels[..., order]``, copied by OpenCV's channel mixer: numpy's fancy
-    indexing takes 20-36 ms CPU for a 1080p frame here, this 0.5-5 ms (docs/performance.md)."""
+    indexing takes 20-36 ms CPU for a 1080p frame here, this 0.5-5 ms (CHANGELOG.md)."""
     source = np.ascontiguousarray(pixels)
     out = np.empty(source.shape[:2] + (len(order),), source.dtype)
     pairs = [index for target, picked in enumerate(order) for index in (picked, target)]
