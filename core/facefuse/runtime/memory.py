@@ -5,11 +5,11 @@ A render allocates and frees a few buffers of frame size every frame (decoded pi
 writer). glibc's malloc keeps what is freed in its heaps, one arena per thread that allocates,
 and buffers of several sizes freed by other threads than the one that allocated them fragment
 those heaps: the memory held grows over hundreds of frames although the frames in flight stay
-the same few. Measured at 4K (docs/performance.md): 240 frames peaked at 877 MiB against 521 MiB
-at the end of the analysis pass, the same render with the freed memory handed back once a
-second at 635 MiB. Fixing malloc's mmap threshold instead (a mapping per frame buffer, unmapped
-when freed) held it flat too but cost 60 % more CPU a frame at 1080p (page faults and unmapping
-in a threaded process).
+the same few. Measured at 4K (CHANGELOG.md, 2026-12-01): 240 frames peaked at 877 MiB
+against 521 MiB at the end of the analysis pass, the same render with the freed memory handed
+back once a second at 635 MiB. Fixing malloc's mmap threshold instead (a mapping per frame
+buffer, unmapped when freed) holds it flat too but costs 60 % more CPU a frame at 1080p (page
+faults and unmapping in a threaded process).
 
 `returning_freed_memory()` runs one thread for the length of a `with` block that calls glibc's
 malloc_trim every `interval_s`: free pages go back to the system, what is in use stays. Elsewhere
