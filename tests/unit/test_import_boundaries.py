@@ -19,8 +19,11 @@ HOSTS = {"bpy", "PySide6", "DaVinciResolveScript", "fusionscript"}
 ENGINE_ONLY = {"cv2", "onnxruntime", "onnx"}
 
 # Bottom to top: a module may import its own layer or those below, never one above.
+# "facefuse" is the package itself, the public API (facefuse/__init__.py): it names what the
+# layers below offer hosts and sits above them; its submodules are in their own rows.
+PUBLIC_API = "facefuse"
 LAYERS = (
-    ("facefuse", "facefuse.types", "facefuse.errors", "facefuse.vectors", "facefuse.timing",
+    ("facefuse.version", "facefuse.types", "facefuse.errors", "facefuse.vectors", "facefuse.timing",
      "facefuse.config"),
     ("facefuse.geometry", "facefuse.masks", "facefuse.paste", "facefuse.selection",
      "facefuse.color", "facefuse.io"),
@@ -31,6 +34,7 @@ LAYERS = (
     ("facefuse.pipeline",),
     ("facefuse.shot",),
     ("facefuse.hosting",),
+    (PUBLIC_API,),
     ("facefuse.cli", "facefuse.__main__", "facefuse.farm"),
 )
 # Modules that import an optional extra (dask) when loaded: the command needing them imports
@@ -88,7 +92,8 @@ def _layer(module: str) -> int:
     best, found = -1, -1
     for index, members in enumerate(LAYERS):
         for member in members:
-            if (module == member or module.startswith(member + ".")) and len(member) > best:
+            below = member != PUBLIC_API and module.startswith(member + ".")
+            if (module == member or below) and len(member) > best:
                 best, found = len(member), index
     assert found >= 0, f"{module} belongs to no layer: add it to LAYERS"
     return found

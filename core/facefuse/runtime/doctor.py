@@ -16,10 +16,10 @@ from typing import Any
 
 import onnxruntime as ort
 
-from .. import __version__
 from ..cache.layout import CacheLayout
 from ..models.manifest import load_manifest
 from ..models.store import ModelStore, default_models_dir, offline_from_env
+from ..version import __version__
 
 ORT_DISTRIBUTIONS = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-directml",
                      "onnxruntime-openvino", "onnxruntime-silicon", "onnxruntime-qnn")
