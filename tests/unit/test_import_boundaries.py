@@ -35,7 +35,8 @@ LAYERS = (
     ("facefuse.shot",),
     ("facefuse.hosting",),
     (PUBLIC_API,),
-    ("facefuse.cli", "facefuse.__main__", "facefuse.farm"),
+    ("facefuse.farm",),
+    ("facefuse.cli", "facefuse.__main__"),
 )
 # Modules that import an optional extra (dask) when loaded: the command needing them imports
 # them in a function. The graph above still reads those imports, so no circle can hide there.
