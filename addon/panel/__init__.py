@@ -5,3 +5,7 @@ widgets.py: widgets that only emit signals · settings.py: the settings form bui
 facefuse.config.tunable_options() · worker.py: engine work on QThreads · window.py: the window
 that wires them to a host. Installed from the wheel as the package ``facefuse_panel``.
 """
+
+from facefuse import prefer_source_tree
+
+prefer_source_tree(__name__, "addon.panel")

@@ -19,9 +19,9 @@ to it); every other module is the engine's own and may change shape.
   ``HostError``, ``PhaseRate`` (fps and ETA), ``CacheLayout``, ``atomic_write_bytes`` and
   ``check_folder_writable``; model checks ``missing_models``, ``absent_models``,
   ``fetch_models`` over ``MODEL_ROLES`` / ``LOOK_ROLES``.
-- Hosts as plugins: ``host_module(host, module)`` imports a module of an installed host (entry
-  point group ``facefuse.hosts``); ``HOST_GROUP`` names the group.
-- Where a host puts results: ``OUTPUT_KINDS``, ``output_target``, ``safe_name``.
+- Hosts as plugins: ``host_module(host, module)`` imports a module of a host registered in the
+  entry-point group ``HOST_GROUP`` (``facefuse.hosts``), ``installed_hosts()`` lists them, and
+  a host package calls ``prefer_source_tree`` so an editable install runs the checkout's files.
 - Errors: ``FacefuseError`` and its subclasses carry their ``ExitCode``.
 
 The shot plan and the review report (what a render decided, for a host to show and edit) will
@@ -63,9 +63,11 @@ if TYPE_CHECKING:
         fetch_models,
         missing_models,
     )
+    from .hosting.plugins import HOST_GROUP, host_module, installed_hosts, prefer_source_tree
     from .io.files import atomic_write_bytes, check_folder_writable
     from .io.sequences import FramePattern, is_frame_pattern, parse_chunk, parse_frame_range
     from .pipeline import Pipeline
+    from .shot.commandline import render_args, request_from_args
     from .shot.frames import FramePlan, plan_frames
     from .shot.previews import (
         face_pictures,
@@ -97,6 +99,9 @@ _WHERE = MappingProxyType({
     **dict.fromkeys(("Job", "JobRunner", "Message", "Report", "HostError"), ".hosting.jobs"),
     **dict.fromkeys(("missing_models", "absent_models", "fetch_models", "MODEL_ROLES",
                      "LOOK_ROLES"), ".hosting.models"),
+    **dict.fromkeys(("render_args", "request_from_args"), ".shot.commandline"),
+    **dict.fromkeys(("host_module", "installed_hosts", "prefer_source_tree", "HOST_GROUP"),
+                    ".hosting.plugins"),
     "PhaseRate": ".timing",
     "CacheLayout": ".cache.layout",
     **dict.fromkeys(("atomic_write_bytes", "check_folder_writable"), ".io.files"),
@@ -111,6 +116,7 @@ __all__ = [  # noqa: RUF022 - grouped as the docstring lists them
     # one shot
     "RenderRequest", "FrameReport", "PhaseProgress", "RenderSummary", "render", "plan_frames",
     "FramePlan", "FramePattern", "is_frame_pattern", "parse_frame_range", "parse_chunk",
+    "render_args", "request_from_args",
     # quick looks
     "preview_frame", "frame_picture", "faces_overlay", "face_pictures", "reference_face",
     "source_preview",
@@ -118,6 +124,8 @@ __all__ = [  # noqa: RUF022 - grouped as the docstring lists them
     "Job", "JobRunner", "Message", "Report", "HostError", "PhaseRate", "CacheLayout",
     "atomic_write_bytes", "check_folder_writable",
     "missing_models", "absent_models", "fetch_models", "MODEL_ROLES", "LOOK_ROLES",
+    # hosts as plugins
+    "host_module", "installed_hosts", "prefer_source_tree", "HOST_GROUP",
     # errors
     "ExitCode", "FacefuseError", "InputError", "OutputError", "NoFaceError", "ModelError",
     "ModelMissingError", "ModelContractError", "ChecksumError", "DownloadError",

@@ -31,7 +31,7 @@ from addon.panel.host import FileHost, JobHost, clip_from_file
 from addon.panel.widgets import DIVIDER_PX
 from addon.panel.window import PanelWindow
 from facefuse.config import tunable_options
-from facefuse.hosting import addons
+from facefuse.hosting import plugins
 from facefuse.hosting.resolve_plan import read_result
 from facefuse.shot.request import PhaseProgress
 from tests.render_media import face_photo, make_face_clip, render_settings
@@ -335,7 +335,7 @@ def test_without_pyside_the_launcher_still_gets_a_result(tmp_path: Path, clip: P
     def missing(name: str):
         raise ModuleNotFoundError("No module named 'PySide6'", name="PySide6")
 
-    monkeypatch.setattr(addons.importlib, "import_module", missing)
+    monkeypatch.setattr(plugins.importlib, "import_module", missing)
     result = tmp_path / "result.json"
     code = main(["resolve", "open", "--job", str(_job_file(tmp_path, job(clip))),
                  "--result", str(result)])

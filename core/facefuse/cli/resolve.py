@@ -16,8 +16,8 @@ from typing import Any
 
 from ..errors import ExitCode, FacefuseError, InputError
 from ..hosting import resolve_plan
-from ..hosting.addons import host_module
 from ..hosting.jobs import HostError
+from ..hosting.plugins import host_module
 from ..hosting.resolve_jobs import ClipFacts, parse_job, read_job
 from .options import engine_options, settings_from_args
 from .render import Progress, run_render
