@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from facefuse.config import Settings, Tunable, tunable_options
+from facefuse import Settings, Tunable, tunable_options
 
 SPIN_LIMIT = 1e9
 CHOICE_COLUMNS = 3

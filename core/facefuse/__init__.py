@@ -22,6 +22,8 @@ to it); every other module is the engine's own and may change shape.
 - Hosts as plugins: ``host_module(host, module)`` imports a module of a host registered in the
   entry-point group ``HOST_GROUP`` (``facefuse.hosts``), ``installed_hosts()`` lists them, and
   a host package calls ``prefer_source_tree`` so an editable install runs the checkout's files.
+- Where a host puts results: ``OUTPUT_KINDS`` (``SEQUENCE_FORMATS``, ``MOVIE_CODECS``),
+  ``output_target``, ``safe_name``, ``OUTPUT_FOLDER``.
 - Errors: ``FacefuseError`` and its subclasses carry their ``ExitCode``.
 
 The shot plan and the review report (what a render decided, for a host to show and edit) will
@@ -63,6 +65,14 @@ if TYPE_CHECKING:
         fetch_models,
         missing_models,
     )
+    from .hosting.outputs import (
+        MOVIE_CODECS,
+        OUTPUT_FOLDER,
+        OUTPUT_KINDS,
+        SEQUENCE_FORMATS,
+        output_target,
+        safe_name,
+    )
     from .hosting.plugins import HOST_GROUP, host_module, installed_hosts, prefer_source_tree
     from .io.files import atomic_write_bytes, check_folder_writable
     from .io.sequences import FramePattern, is_frame_pattern, parse_chunk, parse_frame_range
@@ -102,6 +112,8 @@ _WHERE = MappingProxyType({
     **dict.fromkeys(("render_args", "request_from_args"), ".shot.commandline"),
     **dict.fromkeys(("host_module", "installed_hosts", "prefer_source_tree", "HOST_GROUP"),
                     ".hosting.plugins"),
+    **dict.fromkeys(("OUTPUT_FOLDER", "OUTPUT_KINDS", "SEQUENCE_FORMATS", "MOVIE_CODECS",
+                     "output_target", "safe_name"), ".hosting.outputs"),
     "PhaseRate": ".timing",
     "CacheLayout": ".cache.layout",
     **dict.fromkeys(("atomic_write_bytes", "check_folder_writable"), ".io.files"),
@@ -126,6 +138,9 @@ __all__ = [  # noqa: RUF022 - grouped as the docstring lists them
     "missing_models", "absent_models", "fetch_models", "MODEL_ROLES", "LOOK_ROLES",
     # hosts as plugins
     "host_module", "installed_hosts", "prefer_source_tree", "HOST_GROUP",
+    # where a host puts results
+    "OUTPUT_FOLDER", "OUTPUT_KINDS", "SEQUENCE_FORMATS", "MOVIE_CODECS", "output_target",
+    "safe_name",
     # errors
     "ExitCode", "FacefuseError", "InputError", "OutputError", "NoFaceError", "ModelError",
     "ModelMissingError", "ModelContractError", "ChecksumError", "DownloadError",
