@@ -2,7 +2,7 @@
 clip, in Resolve (started by the Lua launcher) or on plain files (`facefuse panel CLIP`).
 
 widgets.py: widgets that only emit signals · settings.py: the settings form built from
-facefuse.config.tunable_options() · worker.py: engine work on QThreads · window.py: the window
+facefuse.tunable_options() · worker.py: engine work on QThreads · window.py: the window
 that wires them to a host. Installed from the wheel as the package ``facefuse_panel``.
 """
 

@@ -1,4 +1,4 @@
-"""The settings form, built from facefuse.config.tunable_options(): one control per tunable, in a
+"""The settings form, built from facefuse.tunable_options(): one control per tunable, in a
 group box per Tunable.group, so a Settings field added to the engine appears here with no panel
 code. Kinds: model -> line edit; optional-model -> check box + line edit; choice -> combo box;
 choices -> a check box per choice; float / int -> spin boxes bounded by the tunable's range;
