@@ -178,6 +178,8 @@ class PanelWindow(QMainWindow):
 
     def look_request(self, settings: Settings | None = None) -> RenderRequest:
         clip = self.host.clip
+        if clip is None:
+            raise HostError("Open a clip to swap (Clip > Open)")
         return RenderRequest(sources=tuple(self.sources.paths()), input=clip.input,
                              output=str(clip.folder / "look.####.png"),
                              settings=settings or self.settings(),
@@ -301,8 +303,8 @@ class PanelWindow(QMainWindow):
         except (FacefuseError, HostError) as exc:
             self.log.say(str(exc), "ERROR")
             return
-        self.render_rates: dict[str, PhaseRate] = {}
-        self.render_steps: dict[str, PhaseProgress] = {}  # the last of each phase
+        self.render_rates = {}
+        self.render_steps = {}  # the last of each phase
         self.progress.setValue(0)
         self.render_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
@@ -377,6 +379,6 @@ class PanelWindow(QMainWindow):
 def _progress_text(step: PhaseProgress, rate: PhaseRate) -> str:
     fps, left = rate.fps_eta(step.done, step.total)
     eta = "" if left is None else f" · {int(left) // 60}:{int(left) % 60:02d} left"
-    rate = f" · {fps:.1f} fps" if fps else ""
-    return f"{step.phase}: {step.done}/{step.total} frames{rate}{eta}"
+    speed = f" · {fps:.1f} fps" if fps else ""
+    return f"{step.phase}: {step.done}/{step.total} frames{speed}{eta}"
 
