@@ -6,7 +6,8 @@ to it); every other module is the engine's own and may change shape.
 
 - Settings: ``Settings`` (frozen; change it with ``dataclasses.replace``) and its description
   for hosts, ``tunable_options()`` -> ``Tunable`` per field a user tunes.
-- One image: ``Pipeline(settings)``; its methods detect, embed and swap.
+- One image: ``Pipeline(settings)``; its methods detect, embed and swap; ``read_image`` and
+  ``write_image`` read and write the frames it takes (BGR(A) numpy arrays).
 - One shot: a ``RenderRequest`` goes to ``render(request, on_progress, cancel, on_phase)``, which
   reports a ``FrameReport`` per frame and ``PhaseProgress`` per phase step and returns a
   ``RenderSummary``; ``plan_frames`` says which frames a request renders; ``FramePattern`` and
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
     )
     from .hosting.plugins import HOST_GROUP, host_module, installed_hosts, prefer_source_tree
     from .io.files import atomic_write_bytes, check_folder_writable
+    from .io.images import read_image, write_image
     from .io.sequences import FramePattern, is_frame_pattern, parse_chunk, parse_frame_range
     from .pipeline import Pipeline
     from .shot.commandline import render_args, request_from_args
@@ -98,6 +100,7 @@ _WHERE = MappingProxyType({
                      "ModelError", "ModelMissingError", "ModelContractError", "ChecksumError",
                      "DownloadError"), ".errors"),
     "Pipeline": ".pipeline",
+    **dict.fromkeys(("read_image", "write_image"), ".io.images"),
     **dict.fromkeys(("RenderRequest", "FrameReport", "PhaseProgress", "RenderSummary"),
                     ".shot.request"),
     "render": ".shot.render",
@@ -124,7 +127,7 @@ __all__ = [  # noqa: RUF022 - grouped as the docstring lists them
     # settings
     "Settings", "Tunable", "tunable_options",
     # one image
-    "Pipeline",
+    "Pipeline", "read_image", "write_image",
     # one shot
     "RenderRequest", "FrameReport", "PhaseProgress", "RenderSummary", "render", "plan_frames",
     "FramePlan", "FramePattern", "is_frame_pattern", "parse_frame_range", "parse_chunk",
