@@ -1,8 +1,8 @@
 """Engine jobs in Blender: a worker thread per job, one bpy.app.timers callback that drains them.
 
-The jobs themselves (facefuse.Job, facefuse.JobRunner) know nothing of Blender. This module starts their
-threads and, from a timer on the main thread, delivers their progress and outcomes, whose
-callbacks may write bpy data (bpy is not thread safe). With bpy as a module or `blender -b`
+The jobs themselves (facefuse.Job, facefuse.JobRunner) know nothing of Blender. This module
+starts their threads and, from a timer on the main thread, delivers their progress and outcomes,
+whose callbacks may write bpy data (bpy is not thread safe). With bpy as a module or `blender -b`
 (bpy.app.background: timers never fire, nobody waits on a UI) `submit` runs the work on the
 calling thread and delivers it at once, so the operator has its result before it returns.
 

@@ -23,8 +23,8 @@ ENGINE_ONLY = {"cv2", "onnxruntime", "onnx"}
 # layers below offer hosts and sits above them; its submodules are in their own rows.
 PUBLIC_API = "facefuse"
 LAYERS = (
-    ("facefuse.version", "facefuse.types", "facefuse.errors", "facefuse.vectors", "facefuse.timing",
-     "facefuse.config"),
+    ("facefuse.version", "facefuse.types", "facefuse.errors", "facefuse.vectors",
+     "facefuse.timing", "facefuse.config"),
     ("facefuse.geometry", "facefuse.masks", "facefuse.paste", "facefuse.selection",
      "facefuse.color", "facefuse.io"),
     ("facefuse.cache",),

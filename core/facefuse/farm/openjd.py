@@ -12,8 +12,8 @@ tasks with the TASK_CHUNKING extension (contiguous chunks of at most ChunkSize f
 task runs the `facefuse render` command a user would type (shot.commandline), with
 `--frames` the whole range (analysed once through the shared analysis cache, so every chunk
 makes the same decisions), `--chunk-frames` its chunk, `--output-root` the output folder and
-`--progress openjd`. Without the extension (`task_chunking=False`) the chunks are fixed when the job is
-made, as (ChunkStart, ChunkEnd) task parameter pairs. A step environment runs `facefuse models
+`--progress openjd`. Without the extension (`task_chunking=False`) the chunks are fixed when the
+job is made, as (ChunkStart, ChunkEnd) task parameter pairs. A step environment runs `facefuse models
 check` once per worker session and points FACEFUSE_MODELS and FACEFUSE_CACHE at the shared
 folders with downloads off (FACEFUSE_OFFLINE=1) unless the job allows them.
 
