@@ -26,12 +26,19 @@ from typing import Any
 
 import bpy
 
-from facefuse.config import Settings, Tunable, tunable_options
-from facefuse.hosting import models
-from facefuse.hosting.jobs import HostError
-from facefuse.io import sequences
-from facefuse.shot.frames import plan_frames
-from facefuse.shot.request import RenderRequest
+from facefuse import (
+    LOOK_ROLES,
+    MODEL_ROLES,
+    FramePattern,
+    HostError,
+    RenderRequest,
+    Settings,
+    Tunable,
+    is_frame_pattern,
+    missing_models,
+    plan_frames,
+    tunable_options,
+)
 
 START_NUMBER = 1
 DEFAULT_OUTPUT = "//facefuse/"
@@ -62,7 +69,7 @@ class SwapPlan:
     output_dir_setting: str
 
     def output_name(self, number: int) -> str:
-        return sequences.FramePattern.parse(self.request.output).name(number)
+        return FramePattern.parse(self.request.output).name(number)
 
     def missing_outputs(self) -> list[int]:
         """Numbers whose output file is not there (yet)."""
@@ -134,7 +141,7 @@ def require_swappable(strip: Any) -> None:
 
 def engine_settings(props: Any) -> Settings:
     """facefuse Settings from a strip's settings; offline unless Blender allows online access."""
-    reference = ()
+    reference: tuple[Path, ...] = ()
     if props.selector == 'reference' and props.reference_image:
         reference = (Path(bpy.path.abspath(props.reference_image)),)
     return Settings(
@@ -192,7 +199,7 @@ def plan_swap(scene: Any, strip: Any, frames: tuple[int, int] | None = None,
     sources = () if look else _sources(props)
     if not look:
         _check_reference(props)
-    missing = models.missing_models(settings, models.LOOK_ROLES if look else models.ROLES)
+    missing = missing_models(settings, LOOK_ROLES if look else MODEL_ROLES)
     if missing:
         raise StripError("; ".join(missing))
     selected = _selected_numbers(strip, numbers, frames)
@@ -260,7 +267,7 @@ def _prepare_folder(folder: Path) -> None:
 def _format(choice: str, input_spec: str) -> str:
     if choice != 'AUTO':
         return choice
-    if sequences.is_frame_pattern(input_spec):
+    if is_frame_pattern(input_spec):
         return _SEQUENCE_FORMATS.get(Path(input_spec).suffix.lower(), "png")
     return "png"
 
@@ -330,7 +337,7 @@ def _as_sequence(folder: Path, names: list[str]) -> tuple[str, tuple[int, ...]] 
         return None
     digits = match["digits"]
     padding = len(digits) if digits.startswith("0") or len(set(map(len, names))) == 1 else 1
-    pattern = sequences.FramePattern.parse(
+    pattern = FramePattern.parse(
         str(folder / f"{match['prefix']}{'#' * padding}{match['suffix']}"))
     numbers = []
     for name in names:

@@ -17,7 +17,7 @@ the range itself, which changes those decisions at the range's edges: for farm c
 --chunk alone. --add-strips adds the result strips of complete strips and saves the .blend
 (one machine only: parallel chunks must not all save the file).
 
-Exit codes as `facefuse render` (facefuse.errors.ExitCode): 0 done, 2 bad input or usage, 3 no
+Exit codes as `facefuse render` (facefuse.ExitCode): 0 done, 2 bad input or usage, 3 no
 face in a source, 4 model missing or invalid, 5 some frames failed, 143 stopped by SIGTERM.
 main() returns the code; run with argv None (from Blender's command line) a failure also exits
 Blender with it.
@@ -36,8 +36,7 @@ from typing import Any
 
 import bpy
 
-from facefuse.errors import ExitCode, FacefuseError
-from facefuse.io.sequences import parse_chunk, parse_frame_range
+from facefuse import ExitCode, FacefuseError, parse_chunk, parse_frame_range
 
 from . import convert, result
 from .convert import StripError
@@ -132,7 +131,7 @@ def _targets(scene_name: str | None, strip_name: str | None) -> Iterator[tuple[A
 
 
 def _swap(scene: Any, strip: Any, args: argparse.Namespace) -> int:
-    from facefuse.shot.render import render
+    from facefuse import render
 
     label = f"{scene.name}/{strip.name}"
     if not args.strip and not convert.overlaps(strip, args.frames):

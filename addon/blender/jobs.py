@@ -1,8 +1,8 @@
 """Engine jobs in Blender: a worker thread per job, one bpy.app.timers callback that drains them.
 
-The jobs themselves (facefuse.hosting.jobs) know nothing of Blender. This module starts their
-threads and, from a timer on the main thread, delivers their progress and outcomes, whose
-callbacks may write bpy data (bpy is not thread safe). With bpy as a module or `blender -b`
+The jobs themselves (facefuse.Job, facefuse.JobRunner) know nothing of Blender. This module
+starts their threads and, from a timer on the main thread, delivers their progress and outcomes,
+whose callbacks may write bpy data (bpy is not thread safe). With bpy as a module or `blender -b`
 (bpy.app.background: timers never fire, nobody waits on a UI) `submit` runs the work on the
 calling thread and delivers it at once, so the operator has its result before it returns.
 
@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import bpy
 
-from facefuse.config import Settings
-from facefuse.hosting.jobs import Job, JobRunner, Message
+from facefuse import Job, JobRunner, Message, Settings
 
 if TYPE_CHECKING:
-    from facefuse.pipeline import Pipeline
+    from facefuse import Pipeline
 
 RENDER, LOOK = "render", "look"
 DRAIN_INTERVAL_S = 0.1
@@ -98,7 +97,7 @@ def _on_load_pre(*_args: Any) -> None:
 
 def _make_pipeline(settings: Settings) -> Pipeline:
     # ONNX Runtime and OpenCV load with the first look job, not when the add-on is enabled.
-    from facefuse.pipeline import Pipeline
+    from facefuse import Pipeline
 
     return Pipeline(settings)
 

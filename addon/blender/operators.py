@@ -19,8 +19,7 @@ import bpy
 from bpy.props import CollectionProperty, IntProperty, StringProperty
 from bpy.types import Operator, OperatorFileListElement
 
-from facefuse.errors import FacefuseError
-from facefuse.hosting.jobs import Job, Message
+from facefuse import FacefuseError, Job, Message
 
 from . import convert, jobs, tasks
 from .convert import StripError

@@ -1,7 +1,7 @@
 """The "Face Swap" tab of the Sequencer sidebar, its sub-panels, and the status-bar progress.
 
 Panels only draw: they read the active strip's settings and the job state and never run the
-engine. Source thumbnails (PNG files made by facefuse.shot.previews) are shown through one
+engine. Source thumbnails (PNG files made by facefuse.source_preview) are shown through one
 bpy.utils.previews collection, made in register() and freed in unregister().
 """
 
@@ -18,9 +18,7 @@ from typing import Any
 import bpy
 from bpy.types import Panel, UIList
 
-from facefuse.config import tunable_options
-from facefuse.hosting import models
-from facefuse.hosting.jobs import Job
+from facefuse import Job, absent_models, missing_models, tunable_options
 
 from . import convert, jobs
 from .convert import StripError
@@ -197,7 +195,7 @@ class SEQUENCER_PT_facefuse_models(StripPanel, Panel):
         props = swappable_strip(context).facefuse
         for problem in model_problems(context):
             wrapped(layout, problem, 'ERROR', alert=True)
-        if convert.online_access() and models.absent_models(convert.engine_settings(props)):
+        if convert.online_access() and absent_models(convert.engine_settings(props)):
             wrapped(layout, "Some models are not downloaded yet; they are fetched on first "
                             "use, or now:", 'INFO')
             layout.operator("facefuse.fetch_models", icon='IMPORT')
@@ -249,7 +247,7 @@ def model_problems(context: Any) -> list[str]:
     if strip is None:
         return []
     try:
-        return models.missing_models(convert.engine_settings(strip.facefuse))
+        return missing_models(convert.engine_settings(strip.facefuse))
     except Exception as exc:  # noqa: BLE001 - a panel must draw whatever the settings are
         return [str(exc)]
 

@@ -21,7 +21,7 @@ from bpy.props import (
 )
 from bpy.types import PropertyGroup
 
-from facefuse.config import Settings, Tunable, tunable_options
+from facefuse import Settings, Tunable, tunable_options
 
 from . import convert
 

@@ -1,7 +1,7 @@
 """The add-on's jobs: swap a strip, preview a frame, check sources, look at and pick faces.
 
 Each builder reads bpy data on the main thread and returns a Job whose work calls the
-engine (facefuse.shot.render, facefuse.shot.previews) with plain values only; its on_done writes the
+engine (facefuse.render and its previews) with plain values only; its on_done writes the
 outcome back into bpy data, again on the main thread, and says what happened.
 """
 
@@ -12,10 +12,17 @@ from typing import Any
 
 import bpy
 
-from facefuse.errors import FacefuseError
-from facefuse.hosting import models
-from facefuse.hosting.jobs import Job, Message, Report
-from facefuse.shot.request import PhaseProgress
+from facefuse import (
+    LOOK_ROLES,
+    FacefuseError,
+    Job,
+    Message,
+    PhaseProgress,
+    Report,
+    absent_models,
+    fetch_models,
+    missing_models,
+)
 
 from . import convert, result
 from .convert import StripError, SwapPlan
@@ -31,7 +38,7 @@ REFERENCE_FOLDER = "reference"
 def swap_job(plan: SwapPlan) -> Job:
     """Render the plan; when it is complete, put the result strip above the source."""
     def work(report: Report, cancelled: Any) -> Any:
-        from facefuse.shot.render import render
+        from facefuse import render
 
         return render(plan.request, on_progress=report, cancel=cancelled, on_phase=report)
 
@@ -89,10 +96,10 @@ def preview_job(plan: SwapPlan, frame: int) -> Job:
     number = plan.number_at(frame)
 
     def work(_report: Report, _cancelled: Any) -> Path:
-        from facefuse.shot import previews
+        from facefuse import preview_frame
 
         pipeline = runner().pipeline(plan.request.settings)
-        return previews.preview_frame(plan.request, number, pipeline=pipeline)
+        return preview_frame(plan.request, number, pipeline=pipeline)
 
     def on_done(_job: Job, path: Path) -> Message:
         image = show_image(path, PREVIEW_IMAGE)
@@ -106,10 +113,10 @@ def faces_job(plan: SwapPlan, frame: int) -> Job:
     number = plan.number_at(frame)
 
     def work(_report: Report, _cancelled: Any) -> tuple[Path, int]:
-        from facefuse.shot import previews
+        from facefuse import faces_overlay
 
         pipeline = runner().pipeline(plan.request.settings)
-        return previews.faces_overlay(plan.request, number, pipeline=pipeline)
+        return faces_overlay(plan.request, number, pipeline=pipeline)
 
     def on_done(_job: Job, outcome: tuple[Path, int]) -> Message:
         path, count = outcome
@@ -130,10 +137,10 @@ def reference_job(plan: SwapPlan, frame: int, index: int) -> Job:
     folder = plan.output_dir / REFERENCE_FOLDER
 
     def work(_report: Report, _cancelled: Any) -> Path:
-        from facefuse.shot import previews
+        from facefuse import reference_face
 
         pipeline = runner().pipeline(plan.request.settings)
-        return previews.reference_face(plan.request, number, index, folder, pipeline=pipeline)
+        return reference_face(plan.request, number, index, folder, pipeline=pipeline)
 
     def on_done(_job: Job, path: Path) -> Message:
         _, strip = result.find_strip(plan)
@@ -148,7 +155,7 @@ def sources_job(scene: Any, strip: Any) -> Job:
     """Detect the faces of every source image, make thumbnails, store counts on the strip."""
     convert.require_swappable(strip)
     settings = convert.engine_settings(strip.facefuse)
-    missing = models.missing_models(settings, models.LOOK_ROLES)
+    missing = missing_models(settings, LOOK_ROLES)
     if missing:
         raise StripError("; ".join(missing))
     items = [(item.filepath, Path(bpy.path.abspath(item.filepath)))
@@ -156,13 +163,13 @@ def sources_job(scene: Any, strip: Any) -> Job:
     names = (scene.name, strip.name)
 
     def work(_report: Report, _cancelled: Any) -> list[tuple[str, str, int, str]]:
-        from facefuse.shot import previews
+        from facefuse import source_preview
 
         pipeline = runner().pipeline(settings)
         checked = []
         for text, path in items:
             try:
-                thumb, count = previews.source_preview(path, settings, pipeline=pipeline)
+                thumb, count = source_preview(path, settings, pipeline=pipeline)
                 checked.append((text, str(thumb), count, ""))
             except FacefuseError as exc:
                 checked.append((text, "", 0, str(exc)))
@@ -187,16 +194,12 @@ def sources_job(scene: Any, strip: Any) -> Job:
 
 def fetch_job(settings: Any) -> Job:
     """Download the chosen manifest models that are not on disk (needs online access)."""
-    absent = models.absent_models(settings)
+    absent = absent_models(settings)
 
     def work(report: Report, _cancelled: Any) -> list[str]:
-        from facefuse.models.locations import default_models_dir
-        from facefuse.models.manifest import load_manifest
-        from facefuse.models.store import ModelStore
-
-        store = ModelStore(load_manifest(), default_models_dir(settings.models_dir),
-                           offline=False, on_progress=lambda *p: report(p))
-        return [str(store.fetch(name)) for _, name in absent]
+        paths = fetch_models(settings, [name for _, name in absent],
+                             on_progress=lambda *p: report(p))
+        return [str(path) for path in paths]
 
     def on_progress(job: Job, item: tuple[str, int, int | None]) -> None:
         name, done, total = item
@@ -227,7 +230,7 @@ def show_image(path: Path, name: str) -> Any:
     return image
 
 
-def blend_path(path: Path) -> str:
+def blend_path(path: Path | str) -> str:
     """`path` relative to the .blend (//...) when the file is saved and prefers relative paths."""
     prefs = getattr(bpy.context, "preferences", None)
     relative = prefs is None or prefs.filepaths.use_relative_paths

@@ -1,23 +1,18 @@
-"""Start the panel: on plain files (`facefuse panel [CLIP]`) or for a Resolve launcher's job
-(`facefuse resolve open --job J --result R`). Both return the process exit code once the window
-is closed; the job's result file is written whatever happens."""
+"""Start the panel: on plain files (`facefuse panel [CLIP]`) or for another host's clip (the
+Resolve host's `facefuse resolve open --job J --result R` gives it its JobHost). Both return
+once the window is closed."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
 
-from facefuse.config import Settings
-from facefuse.errors import ExitCode
+from facefuse import ExitCode, Settings
 
-from .host import FileHost, JobHost
+from .host import FileHost, Host
 from .window import PanelWindow
-
-# Resolve starts the launcher with its own Qt plug-in folders in the environment; ours differ
-RESOLVE_QT_VARIABLES = ("QT_PLUGIN_PATH", "QT_QPA_PLATFORM_PLUGIN_PATH", "QML2_IMPORT_PATH")
 
 
 def application() -> QApplication:
@@ -29,20 +24,16 @@ def application() -> QApplication:
 
 
 def run_standalone(clip: Path | None, base: Settings | None = None) -> int:
-    app = application()
-    window = PanelWindow(FileHost(clip), base)
-    window.show()
-    app.exec()
+    run_host(FileHost(clip), base)
     return ExitCode.OK
 
 
-def run_for_job(job: Path, result: Path, base: Settings | None = None) -> int:
-    for name in RESOLVE_QT_VARIABLES:
-        os.environ.pop(name, None)
-    host = JobHost(job, result)
+def run_host(host: Host, base: Settings | None = None, raise_window: bool = False) -> None:
+    """The panel on `host`'s clip until the window is closed (raised above others: when
+    another application started it)."""
     app = application()
     window = PanelWindow(host, base)
     window.show()
-    window.raise_()
+    if raise_window:
+        window.raise_()
     app.exec()
-    return ExitCode.OK if host.placement is not None else ExitCode.USAGE

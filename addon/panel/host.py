@@ -1,9 +1,11 @@
-"""The small host interface the panel depends on: clip facts in, placement out. No Qt here.
+"""The small host interface the panel depends on: a clip in, what a render means out. No Qt here.
 
 A host gives the panel a `Clip` (what to swap: the engine input, its frame range, the frame to
-preview, where results go by default) or the sentence saying why there is none, and is told
-once, when the panel closes, what to place (`finish`). FileHost is `facefuse panel [CLIP]` on
-plain files; JobHost is the Resolve launcher's job and result files.
+preview, where results go by default) or the sentence saying why there is none; it builds the
+render request for a clip (`build_render`), is told when each render ends (`rendered`, which
+returns the sentence the panel shows) and, once, when the panel closes (`finish`). FileHost is
+`facefuse panel [CLIP]` on plain files; the Resolve host's JobHost (addon/resolve/panel_job.py)
+serves the Resolve launcher's job and result files.
 """
 
 from __future__ import annotations
@@ -11,22 +13,28 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
-from facefuse.config import Settings
-from facefuse.errors import FacefuseError
-from facefuse.hosting import resolve_plan
-from facefuse.hosting.resolve_jobs import ClipFacts, read_job
-from facefuse.io.files import check_folder_writable
-from facefuse.shot.request import RenderRequest
+from facefuse import (
+    OUTPUT_FOLDER,
+    OUTPUT_KINDS,
+    RenderRequest,
+    RenderSummary,
+    Settings,
+    check_folder_writable,
+    output_target,
+    safe_name,
+)
 
 log = logging.getLogger(__name__)
-
 
 
 @dataclass(frozen=True, slots=True)
 class Clip:
     """What the panel swaps. frames: the inclusive engine range (None: all); preview_frame: the
-    frame Preview shows (None: the input's first); facts: the Resolve item, when there is one."""
+    frame Preview shows (None: the input's first). note: what the panel says when it shows the
+    clip (a clip with a note has its faces found at once); item: the host's own record of the
+    clip (Resolve: the timeline item's facts), handed back to the host untouched."""
 
     input: str
     label: str
@@ -34,39 +42,50 @@ class Clip:
     frames: tuple[int, int] | None = None
     preview_frame: int | None = None
     start_number: int = 1
-    facts: ClipFacts | None = None
+    note: str = ""
+    item: Any = None
+
+
+class Host(Protocol):
+    """What the panel asks of its host (FileHost here, JobHost in the Resolve host)."""
+
+    clip: Clip | None
+    problem: str
+
+    def open(self, path: Path) -> Clip: ...
+
+    def build_render(self, clip: Clip, sources: tuple[Path, ...], settings: Settings,
+                     output: str, folder: Path) -> tuple[RenderRequest, Any]: ...
+
+    def rendered(self, plan: Any, summary: RenderSummary) -> str: ...
+
+    def finish(self, message: str) -> None: ...
 
 
 def clip_from_file(path: Path) -> Clip:
     """A plain video or image sequence: every frame, results in a facefuse folder beside it."""
     path = Path(path)
-    return Clip(input=str(path), label=path.name, folder=path.parent / resolve_plan.OUTPUT_FOLDER)
+    return Clip(input=str(path), label=path.name, folder=path.parent / OUTPUT_FOLDER)
 
 
-def clip_from_facts(facts: ClipFacts) -> Clip:
-    """The Resolve item: its used range, the frame under the playhead, results beside its media."""
-    return Clip(input=facts.input, label=f"{facts.name} (V{facts.track}, {facts.timeline})",
-                folder=resolve_plan.default_output_folder(facts),
-                frames=facts.span.engine_frames,
-                preview_frame=resolve_plan.preview_frame_number(facts),
-                start_number=facts.span.first_number, facts=facts)
-
-
-def build_render(clip: Clip, sources: tuple[Path, ...], settings: Settings, output: str,
-                 folder: Path) -> tuple[RenderRequest, resolve_plan.ResolvePlan | None]:
-    """The render request for the clip (and, for a Resolve item, its plan with the placement).
-    output: one of resolve_plan.OUTPUT_KINDS. Raises the engine's errors (bad folder, ...)."""
-    if clip.facts is not None:
-        swap = resolve_plan.plan(clip.facts, sources, settings, output, folder)
-        return swap.request, swap
-    if output not in resolve_plan.OUTPUT_KINDS:
+def file_request(clip: Clip, sources: tuple[Path, ...], settings: Settings, output: str,
+                 folder: Path) -> RenderRequest:
+    """The render request for a plain clip. output: one of OUTPUT_KINDS. Raises the engine's
+    errors (bad folder, ...)."""
+    if output not in OUTPUT_KINDS:
         raise ValueError(output)
     check_folder_writable(folder)
-    stem = resolve_plan.safe_name(clip.label.split(".")[0])
-    target, codec = resolve_plan.output_target(stem, output, folder)
+    stem = safe_name(clip.label.split(".")[0])
+    target, codec = output_target(stem, output, folder)
     return RenderRequest(sources=sources, input=clip.input, output=target,
                          settings=settings, frames=clip.frames, codec=codec,
-                         start_number=clip.start_number), None
+                         start_number=clip.start_number)
+
+
+def render_sentence(summary: RenderSummary) -> str:
+    """What a finished render of a plain clip says."""
+    return (f"{summary.swapped} of {summary.frames} frames swapped"
+            + (" (stopped before the end)" if summary.cancelled else ""))
 
 
 class FileHost:
@@ -81,44 +100,14 @@ class FileHost:
         self.problem = ""
         return self.clip
 
-    def rendered(self, placement: resolve_plan.Placement | None, message: str) -> None:
+    def build_render(self, clip: Clip, sources: tuple[Path, ...], settings: Settings,
+                     output: str, folder: Path) -> tuple[RenderRequest, Any]:
+        return file_request(clip, sources, settings, output, folder), None
+
+    def rendered(self, plan: Any, summary: RenderSummary) -> str:
+        message = render_sentence(summary)
         log.info("%s", message)
+        return message
 
     def finish(self, message: str) -> None:
         log.info("%s", message)
-
-
-class JobHost:
-    """The Resolve launcher's job: the clip from its job file; the result file says what the
-    launcher places once the panel closes (the last complete render, or nothing and why)."""
-
-    def __init__(self, job: Path, result: Path) -> None:
-        self.result = Path(result)
-        self.placement: resolve_plan.Placement | None = None
-        self.message = "The panel was closed before a render finished: nothing placed"
-        try:
-            self.clip: Clip | None = clip_from_facts(read_job(job))
-            self.problem = ""
-        except FacefuseError as exc:
-            self.clip, self.problem = None, str(exc)
-            self.message = f"{exc}: nothing placed"
-        resolve_plan.write_result(self.result, None, self.message)
-
-    def open(self, path: Path) -> Clip:
-        """A plain file opened instead (previs): nothing of it is placed in Resolve."""
-        self.clip = clip_from_file(path)
-        return self.clip
-
-    def rendered(self, placement: resolve_plan.Placement | None, message: str) -> None:
-        """A render ended: remember what to place (None: keep the previous complete one)."""
-        if placement is not None:
-            self.placement, self.message = placement, message
-        elif self.placement is None:
-            self.message = message
-        resolve_plan.write_result(self.result, self.placement, self.message)
-
-    def finish(self, message: str) -> None:
-        """The panel closes; `message` is why when a render was still running."""
-        if message and self.placement is None:
-            self.message = message
-        resolve_plan.write_result(self.result, self.placement, self.message)

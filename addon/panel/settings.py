@@ -1,4 +1,4 @@
-"""The settings form, built from facefuse.config.tunable_options(): one control per tunable, in a
+"""The settings form, built from facefuse.tunable_options(): one control per tunable, in a
 group box per Tunable.group, so a Settings field added to the engine appears here with no panel
 code. Kinds: model -> line edit; optional-model -> check box + line edit; choice -> combo box;
 choices -> a check box per choice; float / int -> spin boxes bounded by the tunable's range;
@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from facefuse.config import Settings, Tunable, tunable_options
+from facefuse import Settings, Tunable, tunable_options
 
 SPIN_LIMIT = 1e9
 CHOICE_COLUMNS = 3

@@ -1,9 +1,9 @@
 """The panel window: wires the widgets to a host (host.py) and to engine jobs (worker.py).
 
-Every picture comes from facefuse.shot.previews (source_preview, face_pictures, reference_face,
+Every picture comes from facefuse's previews (source_preview, face_pictures, reference_face,
 frame_picture, preview_frame: the functions Blender uses, plus the two a split view and a face
-grid need); every render is facefuse.shot.render.render on a worker thread. The UI thread only
-builds requests, starts jobs and shows what they hand back.
+grid need); every render is facefuse.render on a worker thread. The UI thread only builds
+requests, starts jobs and shows what they hand back.
 """
 
 from __future__ import annotations
@@ -32,16 +32,27 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from facefuse.cache.layout import CacheLayout
-from facefuse.config import Settings
-from facefuse.errors import FacefuseError
-from facefuse.hosting import resolve_plan
-from facefuse.hosting.jobs import HostError, Job, Message
-from facefuse.shot import previews
-from facefuse.shot.request import FrameReport, PhaseProgress, RenderRequest, RenderSummary
-from facefuse.timing import PhaseRate
+from facefuse import (
+    OUTPUT_KINDS,
+    CacheLayout,
+    FacefuseError,
+    FrameReport,
+    HostError,
+    Job,
+    Message,
+    PhaseProgress,
+    PhaseRate,
+    RenderRequest,
+    RenderSummary,
+    Settings,
+    face_pictures,
+    frame_picture,
+    preview_frame,
+    reference_face,
+    source_preview,
+)
 
-from .host import Clip, build_render
+from .host import Clip, Host
 from .settings import SettingsForm
 from .widgets import FaceGrid, LogPane, SourceList, SplitView
 from .worker import Jobs, look_job, render_job
@@ -53,10 +64,11 @@ OUTPUT_LABELS = {"png": "PNG sequence", "exr": "EXR sequence", "tif": "TIFF sequ
 
 
 class PanelWindow(QMainWindow):
-    """One clip's swap. host: FileHost or JobHost; base: the Settings fields the form does not
-    show (models and cache folders, providers, offline)."""
+    """One clip's swap. host: a Host (FileHost, or the Resolve host's JobHost); base: the
+    Settings fields the form does not show (models and cache folders, providers, offline)."""
 
-    def __init__(self, host: Any, base: Settings | None = None, jobs: Jobs | None = None) -> None:
+    def __init__(self, host: Host, base: Settings | None = None, jobs: Jobs | None = None
+                 ) -> None:
         super().__init__()
         self.host, self.base = host, base or Settings()
         self.jobs = jobs or Jobs(parent=self)
@@ -73,11 +85,8 @@ class PanelWindow(QMainWindow):
         self.show_clip(host.clip)
         if host.problem:
             self.log.say(host.problem, "ERROR")
-        facts = host.clip.facts if host.clip is not None else None
-        if facts is not None:  # from Resolve: show the faces under the playhead at once
-            self.log.say(f"{facts.edition.label}: {host.clip.label}, frames "
-                         f"{facts.span.engine_frames[0]}-{facts.span.engine_frames[1]} of "
-                         f"{facts.media.name} at timeline frame {facts.span.record_start}")
+        if host.clip is not None and host.clip.note:  # e.g. from Resolve: the faces at once
+            self.log.say(host.clip.note)
             QTimer.singleShot(0, self.find_faces)
 
     # -- layout ---------------------------------------------------------------------------------
@@ -106,7 +115,7 @@ class PanelWindow(QMainWindow):
         self.preview_button = QPushButton("Preview", self)
         self.preview_button.clicked.connect(self.preview)
         self.output = QComboBox(self)
-        for kind in resolve_plan.OUTPUT_KINDS:
+        for kind in OUTPUT_KINDS:
             self.output.addItem(OUTPUT_LABELS[kind], kind)
         self.folder = QLineEdit(self)
         browse = QPushButton("…", self)
@@ -169,6 +178,8 @@ class PanelWindow(QMainWindow):
 
     def look_request(self, settings: Settings | None = None) -> RenderRequest:
         clip = self.host.clip
+        if clip is None:
+            raise HostError("Open a clip to swap (Clip > Open)")
         return RenderRequest(sources=tuple(self.sources.paths()), input=clip.input,
                              output=str(clip.folder / "look.####.png"),
                              settings=settings or self.settings(),
@@ -218,7 +229,7 @@ class PanelWindow(QMainWindow):
             self.sources.set_thumbnail(path, *result)
             return Message("INFO", f"{path.name}: {result[1]} face(s)")
         self._look(f"Thumbnail of {path.name}",
-                   lambda p: previews.source_preview(path, p.settings, pipeline=p), shown)
+                   lambda p: source_preview(path, p.settings, pipeline=p), shown)
 
     def find_faces(self) -> None:
         if self.host.clip is None:
@@ -233,7 +244,7 @@ class PanelWindow(QMainWindow):
                            f"{len(tiles)} face(s) in frame {frame}" if tiles else
                            f"No face found in frame {frame}: try another frame")
         self._look("Finding faces",
-                   lambda p: previews.face_pictures(request, frame, pipeline=p), shown,
+                   lambda p: face_pictures(request, frame, pipeline=p), shown,
                    request.settings)
 
     def _face_picked(self, mode: str, index: int) -> None:
@@ -252,7 +263,7 @@ class PanelWindow(QMainWindow):
             return Message("INFO", f"Replacing face {index} of frame {frame} (and the same "
                                    "person in every frame)")
         self._look("Picking the face",
-                   lambda p: previews.reference_face(request, frame, index,
+                   lambda p: reference_face(request, frame, index,
                                                      folder / "references", p),
                    chosen, request.settings)
 
@@ -266,8 +277,8 @@ class PanelWindow(QMainWindow):
             return
 
         def both(p: Any) -> tuple[Path, Path]:
-            return (previews.frame_picture(request, frame),
-                    previews.preview_frame(request, frame, pipeline=p))
+            return (frame_picture(request, frame),
+                    preview_frame(request, frame, pipeline=p))
 
         def shown(pair: tuple[Path, Path]) -> Message:
             self.view.show_pair(*pair)
@@ -283,16 +294,17 @@ class PanelWindow(QMainWindow):
             self.log.say("Add a source photo first (Sources > Add…)", "ERROR")
             return
         try:
-            request, plan = build_render(clip, tuple(self.sources.paths()), self.settings(),
-                                         self.output.currentData(), Path(self.folder.text()))
+            request, plan = self.host.build_render(clip, tuple(self.sources.paths()),
+                                                   self.settings(), self.output.currentData(),
+                                                   Path(self.folder.text()))
             self.last_request = request
             self.jobs.start(render_job(request, self._render_progress,
                                        lambda _job, summary: self._render_done(plan, summary)))
         except (FacefuseError, HostError) as exc:
             self.log.say(str(exc), "ERROR")
             return
-        self.render_rates: dict[str, PhaseRate] = {}
-        self.render_steps: dict[str, PhaseProgress] = {}  # the last of each phase
+        self.render_rates = {}
+        self.render_steps = {}  # the last of each phase
         self.progress.setValue(0)
         self.render_button.setEnabled(False)
         self.cancel_button.setEnabled(True)
@@ -322,18 +334,10 @@ class PanelWindow(QMainWindow):
             self.log.say(f"frame {item.frame}: {item.error}", "WARNING")
 
     def _render_done(self, plan: Any, summary: RenderSummary) -> Message:
-        if plan is not None:
-            placement, message = resolve_plan.outcome(plan, summary)
-        else:
-            placement, message = None, (
-                f"{summary.swapped} of {summary.frames} frames swapped"
-                + (" (stopped before the end)" if summary.cancelled else ""))
         for warning in summary.warnings:
             self.log.say(warning, "WARNING")
-        self.host.rendered(placement, message)
+        message = self.host.rendered(plan, summary)
         ok = not summary.cancelled and not summary.failed and summary.swapped > 0
-        if ok and plan is not None:
-            message += ": close this window to place it in Resolve"
         return Message("INFO" if ok else "WARNING", message)
 
     def _job_finished(self, kind: str, message: Message) -> None:
@@ -375,6 +379,6 @@ class PanelWindow(QMainWindow):
 def _progress_text(step: PhaseProgress, rate: PhaseRate) -> str:
     fps, left = rate.fps_eta(step.done, step.total)
     eta = "" if left is None else f" · {int(left) // 60}:{int(left) % 60:02d} left"
-    rate = f" · {fps:.1f} fps" if fps else ""
-    return f"{step.phase}: {step.done}/{step.total} frames{rate}{eta}"
+    speed = f" · {fps:.1f} fps" if fps else ""
+    return f"{step.phase}: {step.done}/{step.total} frames{speed}{eta}"
 

@@ -1,10 +1,10 @@
-"""Engine work off the UI thread: facefuse.hosting.jobs Jobs run on QThreads, drained by a timer.
+"""Engine work off the UI thread: facefuse's Jobs run on QThreads, drained by a timer.
 
-`Jobs.start(job)` takes a hosting.jobs.Job (one of each kind at a time, as JobRunner rules) and
+`Jobs.start(job)` takes a facefuse.Job (one of each kind at a time, as JobRunner rules) and
 runs `job.run()` on a QThread; a QTimer on the UI thread calls JobRunner.deliver, which hands
 progress to the job's on_progress and the outcome to its on_done on the UI thread, and the
 outcome's Message is emitted as `finished`. Look jobs (thumbnails, faces, previews) share the
-runner's Pipeline. The render job is a Job whose work is facefuse.shot.render.render(request,
+runner's Pipeline. The render job is a Job whose work is facefuse.render(request,
 on_progress, cancel): its progress is the render's FrameReports and PhaseProgress.
 """
 
@@ -15,11 +15,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QThread, QTimer, Signal
 
-from facefuse.config import Settings
-from facefuse.hosting.jobs import Job, JobRunner, Message
-from facefuse.pipeline import Pipeline
-from facefuse.shot.render import render
-from facefuse.shot.request import RenderRequest
+from facefuse import Job, JobRunner, Message, Pipeline, RenderRequest, Settings, render
 
 DRAIN_MS = 30
 STOP_WAIT_MS = 10000

@@ -2,9 +2,9 @@
 
 Used for Studio's external scripting (`facefuse resolve swap`): find the module, connect to the
 running Resolve, collect the raw facts of the item under the playhead in the same job format the
-Lua launcher writes (facefuse.hosting.resolve_jobs), and carry out a placement
-(facefuse.hosting.resolve_plan.Placement) exactly as the launcher does. Every decision (frame
-mapping, track choice, output) is made by the engine's hosting code, not here.
+Lua launcher writes (job_file.py), and carry out a placement (plan.Placement) exactly as the
+launcher does. Every decision (frame mapping, track choice, output) is made in job_file.py and
+plan.py, not here.
 
 Resolve's API reports failure by returning None or False rather than raising; every call whose
 result matters is checked and turned into a BridgeError sentence.
@@ -19,9 +19,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from facefuse.hosting.jobs import HostError
-from facefuse.hosting.resolve_jobs import JOB_SCHEMA, JOB_VERSION
-from facefuse.hosting.resolve_plan import Placement
+from facefuse import HostError
+
+from .job_file import JOB_SCHEMA, JOB_VERSION
+from .plan import Placement
 
 MODULE = "DaVinciResolveScript"
 CLIP_PROPERTIES = ("File Path", "Type", "FPS", "Frames", "Clip Name")

@@ -14,8 +14,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from facefuse.hosting.jobs import HostError
-from facefuse.io.files import atomic_write_bytes
+from facefuse import HostError, atomic_write_bytes
 
 SCRIPT_NAME = "facefuse.lua"
 COMMAND_LINE = 'local INSTALLED_COMMAND = ""'

@@ -1,3 +1,164 @@
-"""facefuse: a local face replacement engine (detect, align, embed, swap, enhance, paste back)."""
+"""facefuse: a local face replacement engine (detect, align, embed, swap, enhance, paste back).
 
-__version__ = "0.1.0"
+The public API: what a host (Blender, the Qt panel, DaVinci Resolve, a farm) or a script uses.
+Hosts import these names and nothing below them (tests/unit/test_import_boundaries.py holds them
+to it); every other module is the engine's own and may change shape.
+
+- Settings: ``Settings`` (frozen; change it with ``dataclasses.replace``) and its description
+  for hosts, ``tunable_options()`` -> ``Tunable`` per field a user tunes.
+- One image: ``Pipeline(settings)``; its methods detect, embed and swap; ``read_image`` and
+  ``write_image`` read and write the frames it takes (BGR(A) numpy arrays).
+- One shot: a ``RenderRequest`` goes to ``render(request, on_progress, cancel, on_phase)``, which
+  reports a ``FrameReport`` per frame and ``PhaseProgress`` per phase step and returns a
+  ``RenderSummary``; ``plan_frames`` says which frames a request renders; ``FramePattern`` and
+  the parsers read sequence patterns, ``--frames A-B`` and ``--chunk N/M``.
+- Its command line: ``render_args(request)`` -> the ``facefuse render`` arguments,
+  ``request_from_args(args)`` -> the request back.
+- Quick looks for hosts: ``preview_frame``, ``frame_picture``, ``faces_overlay``,
+  ``face_pictures``, ``reference_face``, ``source_preview``.
+- Host helpers: ``Job`` / ``JobRunner`` / ``Message`` (engine work off a UI thread),
+  ``HostError``, ``PhaseRate`` (fps and ETA), ``CacheLayout``, ``atomic_write_bytes`` and
+  ``check_folder_writable``; model checks ``missing_models``, ``absent_models``,
+  ``fetch_models`` over ``MODEL_ROLES`` / ``LOOK_ROLES``.
+- Hosts as plugins: ``host_module(host, module)`` imports a module of a host registered in the
+  entry-point group ``HOST_GROUP`` (``facefuse.hosts``), ``installed_hosts()`` lists them, and
+  a host package calls ``prefer_source_tree`` so an editable install runs the checkout's files.
+- Where a host puts results: ``OUTPUT_KINDS`` (``SEQUENCE_FORMATS``, ``MOVIE_CODECS``),
+  ``output_target``, ``safe_name``, ``OUTPUT_FOLDER``.
+- Errors: ``FacefuseError`` and its subclasses carry their ``ExitCode``.
+
+The shot plan and the review report (what a render decided, for a host to show and edit) will
+join this list when they exist.
+
+``import facefuse`` is cheap: every name loads its module on first use (PEP 562), so the command
+line and hosts start without ONNX Runtime, OpenCV, PyAV or OpenImageIO; ``render``,
+``Pipeline`` and the previews bring them in when used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from .version import __version__
+
+if TYPE_CHECKING:
+    from .cache.layout import CacheLayout
+    from .config import Settings, Tunable, tunable_options
+    from .errors import (
+        ChecksumError,
+        DownloadError,
+        ExitCode,
+        FacefuseError,
+        InputError,
+        ModelContractError,
+        ModelError,
+        ModelMissingError,
+        NoFaceError,
+        OutputError,
+    )
+    from .hosting.jobs import HostError, Job, JobRunner, Message, Report
+    from .hosting.models import (
+        LOOK_ROLES,
+        MODEL_ROLES,
+        absent_models,
+        fetch_models,
+        missing_models,
+    )
+    from .hosting.outputs import (
+        MOVIE_CODECS,
+        OUTPUT_FOLDER,
+        OUTPUT_KINDS,
+        SEQUENCE_FORMATS,
+        output_target,
+        safe_name,
+    )
+    from .hosting.plugins import HOST_GROUP, host_module, installed_hosts, prefer_source_tree
+    from .io.files import atomic_write_bytes, check_folder_writable
+    from .io.images import read_image, write_image
+    from .io.sequences import FramePattern, is_frame_pattern, parse_chunk, parse_frame_range
+    from .pipeline import Pipeline
+    from .shot.commandline import render_args, request_from_args
+    from .shot.frames import FramePlan, plan_frames
+    from .shot.previews import (
+        face_pictures,
+        faces_overlay,
+        frame_picture,
+        preview_frame,
+        reference_face,
+        source_preview,
+    )
+    from .shot.render import render
+    from .shot.request import FrameReport, PhaseProgress, RenderRequest, RenderSummary
+    from .timing import PhaseRate
+
+# public name -> the module (relative to this package) that defines it
+_WHERE = MappingProxyType({
+    **dict.fromkeys(("Settings", "Tunable", "tunable_options"), ".config"),
+    **dict.fromkeys(("ExitCode", "FacefuseError", "InputError", "OutputError", "NoFaceError",
+                     "ModelError", "ModelMissingError", "ModelContractError", "ChecksumError",
+                     "DownloadError"), ".errors"),
+    "Pipeline": ".pipeline",
+    **dict.fromkeys(("read_image", "write_image"), ".io.images"),
+    **dict.fromkeys(("RenderRequest", "FrameReport", "PhaseProgress", "RenderSummary"),
+                    ".shot.request"),
+    "render": ".shot.render",
+    **dict.fromkeys(("plan_frames", "FramePlan"), ".shot.frames"),
+    **dict.fromkeys(("FramePattern", "is_frame_pattern", "parse_frame_range", "parse_chunk"),
+                    ".io.sequences"),
+    **dict.fromkeys(("preview_frame", "frame_picture", "faces_overlay", "face_pictures",
+                     "reference_face", "source_preview"), ".shot.previews"),
+    **dict.fromkeys(("Job", "JobRunner", "Message", "Report", "HostError"), ".hosting.jobs"),
+    **dict.fromkeys(("missing_models", "absent_models", "fetch_models", "MODEL_ROLES",
+                     "LOOK_ROLES"), ".hosting.models"),
+    **dict.fromkeys(("render_args", "request_from_args"), ".shot.commandline"),
+    **dict.fromkeys(("host_module", "installed_hosts", "prefer_source_tree", "HOST_GROUP"),
+                    ".hosting.plugins"),
+    **dict.fromkeys(("OUTPUT_FOLDER", "OUTPUT_KINDS", "SEQUENCE_FORMATS", "MOVIE_CODECS",
+                     "output_target", "safe_name"), ".hosting.outputs"),
+    "PhaseRate": ".timing",
+    "CacheLayout": ".cache.layout",
+    **dict.fromkeys(("atomic_write_bytes", "check_folder_writable"), ".io.files"),
+})
+
+__all__ = [  # noqa: RUF022 - grouped as the docstring lists them
+    "__version__",
+    # settings
+    "Settings", "Tunable", "tunable_options",
+    # one image
+    "Pipeline", "read_image", "write_image",
+    # one shot
+    "RenderRequest", "FrameReport", "PhaseProgress", "RenderSummary", "render", "plan_frames",
+    "FramePlan", "FramePattern", "is_frame_pattern", "parse_frame_range", "parse_chunk",
+    "render_args", "request_from_args",
+    # quick looks
+    "preview_frame", "frame_picture", "faces_overlay", "face_pictures", "reference_face",
+    "source_preview",
+    # host helpers
+    "Job", "JobRunner", "Message", "Report", "HostError", "PhaseRate", "CacheLayout",
+    "atomic_write_bytes", "check_folder_writable",
+    "missing_models", "absent_models", "fetch_models", "MODEL_ROLES", "LOOK_ROLES",
+    # hosts as plugins
+    "host_module", "installed_hosts", "prefer_source_tree", "HOST_GROUP",
+    # where a host puts results
+    "OUTPUT_FOLDER", "OUTPUT_KINDS", "SEQUENCE_FORMATS", "MOVIE_CODECS", "output_target",
+    "safe_name",
+    # errors
+    "ExitCode", "FacefuseError", "InputError", "OutputError", "NoFaceError", "ModelError",
+    "ModelMissingError", "ModelContractError", "ChecksumError", "DownloadError",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name's module on first use (PEP 562) and keep the name here."""
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'facefuse' has no attribute {name!r}")
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -6,7 +6,8 @@
 Steps: build the engine wheel from this repository (``pip wheel --no-deps``); for each platform
 resolve the engine's runtime dependencies for CPython 3.11 with numpy pinned to Blender's 1.26.4
 (``pip download --only-binary=:all: --platform ...``) and drop numpy itself, which Blender ships;
-stage a copy of addon/blender with the wheels under ./wheels/ and ``wheels``/``platforms`` written
+stage a copy of addon/blender with the wheels under ./wheels/ and ``version`` (facefuse's, from
+core/facefuse/version.py, the one place it is written), ``wheels`` and ``platforms`` written
 into its manifest; run Blender's own ``blender_ext.py build --split-platforms`` and ``validate``.
 
 Each platform gets its own staging folder, so a platform's zip holds exactly the closure pip
@@ -33,6 +34,8 @@ from pathlib import Path
 log = logging.getLogger("facefuse.blender.build")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+VERSION_FILE = REPO_ROOT / "core" / "facefuse" / "version.py"
+_VERSION_RE = re.compile(r'^__version__ = "([^"]+)"$', re.MULTILINE)
 
 # Blender platform -> pip --platform tags. pip does not widen manylinux_2_28 to older glibc tags,
 # so they are listed; Blender 4.2+ on Linux needs glibc 2.28 (VFX platform 2024), hence no newer.
@@ -189,22 +192,34 @@ def download_dependencies(requirements: Sequence[str], platform: str, dest: Path
     return keep
 
 
-def write_manifest_fields(manifest: Path, wheels: Sequence[str], platforms: Sequence[str]) -> None:
-    """Insert top-level ``wheels`` and ``platforms`` before the first table of the manifest."""
+def engine_version(version_file: Path = VERSION_FILE) -> str:
+    """facefuse's version, read from core/facefuse/version.py (not imported: plain text)."""
+    match = _VERSION_RE.search(version_file.read_text(encoding="utf-8"))
+    if match is None:
+        raise BuildError(f"no __version__ = \"...\" line in {version_file}")
+    return match[1]
+
+
+def write_manifest_fields(manifest: Path, wheels: Sequence[str], platforms: Sequence[str],
+                          version: str | None = None) -> None:
+    """Insert top-level ``version`` (default: engine_version()), ``wheels`` and ``platforms``
+    before the first table of the manifest."""
+    version = version or engine_version()
     text = manifest.read_text(encoding="utf-8")
     before = tomllib.loads(text)
-    taken = {"wheels", "platforms"} & set(before)
+    taken = {"version", "wheels", "platforms"} & set(before)
     if taken:
         raise BuildError(f"{manifest} already sets {sorted(taken)}; the build writes them, "
                          "remove them from the source manifest")
     lines = text.splitlines(keepends=True)
     at = next((i for i, line in enumerate(lines) if line.lstrip().startswith("[")), len(lines))
-    block = ["\n# Written by packaging/blender/build.py.\n",
+    block = ["\n# Written by packaging/blender/build.py.\n", f'version = "{version}"\n',
              "wheels = [\n", *(f'  "{w}",\n' for w in wheels), "]\n",
              "platforms = [" + ", ".join(f'"{p}"' for p in platforms) + "]\n\n"]
     new_text = "".join(lines[:at] + block + lines[at:])
     after = tomllib.loads(new_text)
-    expected = {**before, "wheels": list(wheels), "platforms": list(platforms)}
+    expected = {**before, "version": version, "wheels": list(wheels),
+                "platforms": list(platforms)}
     if after != expected:
         raise BuildError(f"could not insert wheels/platforms into {manifest} cleanly")
     manifest.write_text(new_text, encoding="utf-8")

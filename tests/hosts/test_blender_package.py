@@ -19,6 +19,8 @@ from packaging.requirements import Requirement
 from packaging.tags import compatible_tags, cpython_tags
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
+from facefuse import __version__
+
 ADDON_MODULE = "bl_ext.user_default.facefuse"
 BLENDER_NUMPY = "1.26.4"
 # Blender 4.2-5.0 on Linux: CPython 3.11, x86_64, glibc 2.28.
@@ -78,6 +80,8 @@ def test_manifest_lists_exactly_the_bundled_wheels(blender_extension_zip: Path) 
     manifest = _manifest(blender_extension_zip)
     bundled = _wheel_names(blender_extension_zip)
     assert manifest["id"] == "facefuse"
+    assert manifest["version"] == __version__  # written by the build from facefuse's one source
+    assert f"facefuse-{__version__}-py3-none-any.whl" in bundled
     assert sorted(w.removeprefix("./wheels/") for w in manifest["wheels"]) == bundled
     # blender_ext.py --split-platforms records what this platform's zip holds: Blender reads this.
     generated = manifest["build"]["generated"]

@@ -5,6 +5,7 @@ Resolve job mode and its result file. Contract models + real YuNet (tests/confte
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import os
 import shutil
@@ -27,12 +28,13 @@ from PySide6.QtWidgets import (
     QSpinBox,
 )
 
-from addon.panel.host import FileHost, JobHost, clip_from_file
+from addon.panel.host import FileHost, clip_from_file
 from addon.panel.widgets import DIVIDER_PX
 from addon.panel.window import PanelWindow
+from addon.resolve.panel_job import JobHost
+from addon.resolve.plan import read_result
 from facefuse.config import tunable_options
-from facefuse.hosting import addons
-from facefuse.hosting.resolve_plan import read_result
+from facefuse.hosting import plugins
 from facefuse.shot.request import PhaseProgress
 from tests.render_media import face_photo, make_face_clip, render_settings
 from tests.resolve_facts import job, read_only_folder
@@ -332,10 +334,14 @@ def test_without_pyside_the_launcher_still_gets_a_result(tmp_path: Path, clip: P
                                                          capsys: pytest.CaptureFixture[str]):
     from facefuse.cli.main import main
 
-    def missing(name: str):
-        raise ModuleNotFoundError("No module named 'PySide6'", name="PySide6")
+    real = importlib.import_module
 
-    monkeypatch.setattr(addons.importlib, "import_module", missing)
+    def missing(name: str):  # the panel's Qt is missing, the Resolve host is there
+        if name.startswith(("facefuse_panel", "addon.panel")):
+            raise ModuleNotFoundError("No module named 'PySide6'", name="PySide6")
+        return real(name)
+
+    monkeypatch.setattr(plugins.importlib, "import_module", missing)
     result = tmp_path / "result.json"
     code = main(["resolve", "open", "--job", str(_job_file(tmp_path, job(clip))),
                  "--result", str(result)])

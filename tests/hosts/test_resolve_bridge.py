@@ -13,11 +13,11 @@ import cv2
 import pytest
 
 from addon.resolve import bridge, install
+from addon.resolve import plan as resolve_plan
+from addon.resolve.job_file import ClipError, parse_job
 from facefuse.cli.main import main
 from facefuse.config import Settings
 from facefuse.errors import ExitCode
-from facefuse.hosting import resolve_plan
-from facefuse.hosting.resolve_jobs import ClipError, parse_job
 from tests.hosts import resolve_fake as fake
 from tests.media_factory import read_marker
 from tests.render_media import YUNET_NAME, decode_video, face_photo, make_face_clip

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from addon.resolve import install
-from facefuse.hosting import resolve_plan
-from facefuse.hosting.resolve_jobs import parse_job
+from addon.resolve import plan as resolve_plan
+from addon.resolve.job_file import parse_job
 from tests.render_media import YUNET_NAME, face_photo, make_face_clip
 
 HERE = Path(__file__).resolve().parent

@@ -1,9 +1,11 @@
-"""farm.commandline: a RenderRequest becomes the `facefuse render` arguments and the command
-line's own parser reads them back to the same request, for every field a user can set; the
-farm's frame chunks; the openjd progress lines. Nothing here runs a render."""
+"""shot.commandline (what farm tasks run): a RenderRequest becomes the `facefuse render`
+arguments and the render options' own parser reads them back to the same request, for every
+field a user can set; farm.commandline's whole command and absolute paths; the farm's frame
+chunks; the openjd progress lines. Nothing here runs a render."""
 
 from __future__ import annotations
 
+import argparse
 import io
 import os
 import subprocess
@@ -15,12 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from facefuse.cli.main import build_parser as main_parser
 from facefuse.cli.main import main
 from facefuse.cli.render import Progress
 from facefuse.config import Settings
 from facefuse.errors import InputError
-from facefuse.farm import commandline
+from facefuse.farm import commandline as farm_commandline
 from facefuse.farm.chunks import chunk_ranges
+from facefuse.shot import commandline
 from facefuse.shot.frames import plan_frames
 from facefuse.shot.request import PhaseProgress, RenderRequest
 
@@ -72,7 +76,7 @@ def test_everything_changed_at_once_round_trips_and_chunk_frames_too() -> None:
                       settings=settings)
     args = commandline.render_args(request)
     assert commandline.request_from_args(args) == request
-    command = commandline.render_command(request, "/opt/facefuse", output_root="o")
+    command = farm_commandline.render_command(request, "/opt/facefuse", output_root="o")
     assert command[:2] == ["/opt/facefuse", "render"] and command[-2:] == ["--output-root", "o"]
     assert commandline.output_root_of(command[2:]) == Path("o")
 
@@ -83,6 +87,24 @@ def test_the_tables_cover_every_field() -> None:
         "settings", "chunk_frames"}
     assert {f.name for f in fields(Settings)} - set(SETTINGS_CHANGES) == set(
         commandline.UNSPEAKABLE)
+
+
+def test_every_option_names_a_real_field_once() -> None:
+    """The table shot.commandline describes: each option sets one field, and the command line's
+    render parser is built from it (same switches, defaults and help)."""
+    owners = {"request": {f.name for f in fields(RenderRequest)},
+              "settings": {f.name for f in fields(Settings)}, "": {""}}
+    named = [option.field for option in commandline.RENDER_OPTIONS]
+    assert len(named) == len(set(named))
+    assert all(option.name in owners[option.owner] for option in commandline.RENDER_OPTIONS)
+    assert commandline.UNSPEAKABLE == ("mask_padding", "normalise_latent")
+    render = next(action for action in main_parser()._actions
+                  if isinstance(action, argparse._SubParsersAction)).choices["render"]
+    actions = {action.option_strings[-1]: action for action in render._actions
+               if action.option_strings}
+    for option in commandline.RENDER_OPTIONS:
+        action = actions[option.flags[-1]]
+        assert (action.option_strings, action.help) == (list(option.flags), option.help)
 
 
 @pytest.mark.parametrize("name, value", [("mask_padding", (0.1, 0.0, 0.0, 0.0)),
@@ -164,7 +186,7 @@ def test_dask_tasks_name_every_file_absolutely(tmp_path: Path,
     settings = replace(Settings(), swapper="models/s.onnx", models_dir=Path("m"),
                        reference_images=(Path("ref.png"),))
     request = replace(BASE, settings=settings, matte="out/matte.####.png")
-    made = commandline.absolute_paths(request)
+    made = farm_commandline.absolute_paths(request)
     assert made.sources == (tmp_path / "actor.jpg",) and made.input == str(tmp_path / "shot.mov")
     assert made.output == str(tmp_path / "out/shot.####.exr")
     assert made.matte == str(tmp_path / "out/matte.####.png")
@@ -172,7 +194,7 @@ def test_dask_tasks_name_every_file_absolutely(tmp_path: Path,
     assert made.settings.detector == Settings().detector  # a manifest name stays a name
     assert made.settings.models_dir == tmp_path / "m"
     assert made.settings.reference_images == (tmp_path / "ref.png",)
-    assert commandline.absolute_paths(made) == made
+    assert farm_commandline.absolute_paths(made) == made
 
 
 def test_the_command_line_imports_no_farm_library() -> None:

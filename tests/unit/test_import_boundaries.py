@@ -19,9 +19,12 @@ HOSTS = {"bpy", "PySide6", "DaVinciResolveScript", "fusionscript"}
 ENGINE_ONLY = {"cv2", "onnxruntime", "onnx"}
 
 # Bottom to top: a module may import its own layer or those below, never one above.
+# "facefuse" is the package itself, the public API (facefuse/__init__.py): it names what the
+# layers below offer hosts and sits above them; its submodules are in their own rows.
+PUBLIC_API = "facefuse"
 LAYERS = (
-    ("facefuse", "facefuse.types", "facefuse.errors", "facefuse.vectors", "facefuse.timing",
-     "facefuse.config"),
+    ("facefuse.version", "facefuse.types", "facefuse.errors", "facefuse.vectors",
+     "facefuse.timing", "facefuse.config"),
     ("facefuse.geometry", "facefuse.masks", "facefuse.paste", "facefuse.selection",
      "facefuse.color", "facefuse.io"),
     ("facefuse.cache",),
@@ -31,7 +34,9 @@ LAYERS = (
     ("facefuse.pipeline",),
     ("facefuse.shot",),
     ("facefuse.hosting",),
-    ("facefuse.cli", "facefuse.__main__", "facefuse.farm"),
+    (PUBLIC_API,),
+    ("facefuse.farm",),
+    ("facefuse.cli", "facefuse.__main__"),
 )
 # Modules that import an optional extra (dask) when loaded: the command needing them imports
 # them in a function. The graph above still reads those imports, so no circle can hide there.
@@ -88,7 +93,8 @@ def _layer(module: str) -> int:
     best, found = -1, -1
     for index, members in enumerate(LAYERS):
         for member in members:
-            if (module == member or module.startswith(member + ".")) and len(member) > best:
+            below = member != PUBLIC_API and module.startswith(member + ".")
+            if (module == member or below) and len(member) > best:
                 best, found = len(member), index
     assert found >= 0, f"{module} belongs to no layer: add it to LAYERS"
     return found
@@ -188,6 +194,40 @@ def test_hosts_never_import_engine_internals(host: str):
     assert "blender" in HOST_FOLDERS and files
     for path in files:
         assert not _imports(path) & ENGINE_ONLY, f"{path} does pixel or model work"
+
+
+def _engine_names(path: Path) -> Iterator[tuple[str, int]]:
+    """(what a file imports of facefuse, line): "facefuse.x" for a submodule, "facefuse:NAME"
+    for a name taken from the package itself."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from ((a.name, node.lineno) for a in node.names
+                        if a.name.split(".")[0] == "facefuse")
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "facefuse":
+                yield from ((f"facefuse:{a.name}", node.lineno) for a in node.names)
+            elif node.module.split(".")[0] == "facefuse":
+                yield node.module, node.lineno
+
+
+def test_hosts_import_only_the_public_api():
+    """addon/ imports `facefuse` and the names of its __all__, never an engine module."""
+    import facefuse
+
+    public = {f"facefuse:{name}" for name in facefuse.__all__} | {"facefuse"}
+    files = list((ROOT / "addon").rglob("*.py"))
+    assert len(files) > 20
+    wrong = [f"{path.relative_to(ROOT)}:{line} imports {what}" for path in files
+             for what, line in _engine_names(path) if what not in public]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_public_api_check_sees_engine_imports(tmp_path: Path):
+    host = tmp_path / "host.py"
+    host.write_text("import facefuse.pipeline\nfrom facefuse.shot import render\n"
+                    "from facefuse import config, Settings\n")
+    assert [what for what, _ in _engine_names(host)] == [
+        "facefuse.pipeline", "facefuse.shot", "facefuse:config", "facefuse:Settings"]
 
 
 def test_no_module_level_mutable_state_in_core():

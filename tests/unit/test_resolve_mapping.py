@@ -1,5 +1,5 @@
-"""Timecode maths and the timeline <-> source frame mapping of Resolve items (hosting.timeline,
-hosting.resolve_jobs, hosting.resolve_plan): pure, no Resolve, no models."""
+"""Timecode maths and the timeline <-> source frame mapping of Resolve items (the Resolve host's
+timeline, job_file and plan modules): pure, no Resolve, no models."""
 
 from __future__ import annotations
 
@@ -9,11 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from facefuse.config import Settings
-from facefuse.errors import InputError, OutputError
-from facefuse.hosting import resolve_plan
-from facefuse.hosting.resolve_jobs import ClipError, parse_job, read_job
-from facefuse.hosting.timeline import (
+from addon.resolve import plan as resolve_plan
+from addon.resolve.job_file import ClipError, parse_job, read_job
+from addon.resolve.timeline import (
     ItemSpan,
     TimelineRate,
     frames_to_timecode,
@@ -21,6 +19,8 @@ from facefuse.hosting.timeline import (
     playhead_frame,
     timecode_to_frames,
 )
+from facefuse.config import Settings
+from facefuse.errors import InputError, OutputError
 from facefuse.shot.request import RenderSummary
 from tests.resolve_facts import job, read_only_folder
 

@@ -10,8 +10,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from .. import __version__
 from ..errors import ExitCode, FacefuseError, InputError
+from ..version import __version__
 from . import bench, doctor, farm, models, panel, render, resolve, swap
 
 DESCRIPTION = "Local face replacement for film and video work."

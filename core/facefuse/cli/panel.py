@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..hosting.addons import host_module
+from ..hosting.plugins import host_module
 from ..io.sequences import is_frame_pattern
 
 

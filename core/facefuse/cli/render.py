@@ -7,50 +7,17 @@ import json
 import signal
 import sys
 import threading
-from collections.abc import Callable
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import ExitCode, InputError
+from ..errors import ExitCode
 from ..farm.paths import check_inside
-from ..io.sequences import parse_chunk, parse_frame_range
-from ..io.video_common import CRF_RANGE, DEFAULT_CRF, DEFAULT_PRESET, VIDEO_CODECS
-from ..shot.request import (
-    PROVENANCE_MODES,
-    FrameReport,
-    PhaseProgress,
-    RenderRequest,
-    RenderSummary,
-)
+from ..shot import commandline
+from ..shot.commandline import usage_type  # noqa: F401 - cli.bench takes it from here
+from ..shot.request import FrameReport, PhaseProgress, RenderRequest, RenderSummary
 from ..timing import PhaseRate
-from .options import engine_options, settings_from_args
 
 BAR_WIDTH = 24
-
-
-def usage_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    """An argparse type= from a parser that raises InputError: a bad value becomes a usage
-    error (one sentence, exit 2) instead of a traceback."""
-    def convert(text: str) -> Any:
-        try:
-            return parse(text)
-        except InputError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from exc
-
-    convert.__name__ = parse.__name__
-    return convert
-
-
-def _rate(text: str) -> Fraction:
-    try:
-        rate = Fraction(text)
-    except (ValueError, ZeroDivisionError):
-        rate = Fraction(0)
-    if rate <= 0:
-        raise InputError(f"rate {text!r} is not a positive number of frames per second, "
-                         "e.g. 24 or 24000/1001")
-    return rate
 
 
 def add_parser(commands: Any) -> None:
@@ -62,72 +29,27 @@ def add_parser(commands: Any) -> None:
 
 
 def render_options(p: argparse.ArgumentParser, sources_required: bool = True) -> None:
-    """The options of `facefuse render` (farm commands take the same ones; a .blend farm job
-    needs no -s)."""
-    p.add_argument("-i", "--input", help="video file, or sequence: name.####.exr, "
-                   "name.%%04d.dpx, name.#.png")
-    p.add_argument("-o", "--output", help="video file, or sequence pattern as for --input")
-    engine_options(p, sources_required)
-    p.add_argument("--frames", type=usage_type(parse_frame_range), metavar="A-B",
-                   help="inclusive range in the input's own frame numbers (clipped to the "
-                   "frames the input has)")
-    p.add_argument("--chunk", type=usage_type(parse_chunk), metavar="N/M",
-                   help="render the Nth of M equal slices of the range (farm work)")
-    p.add_argument("--chunk-frames", type=usage_type(parse_frame_range), metavar="A-B",
-                   help="render only frames A-B of the --frames range, which is still "
-                   "analysed whole (a farm task's chunk of frames)")
-    p.add_argument("--output-root", help="refuse any output (-o, --matte, --patch) whose "
-                   "folder is not inside this one (farm jobs)")
-    p.add_argument("--matte", help="sequence pattern for the blend mask (one channel)")
-    p.add_argument("--patch", help="sequence pattern for the swapped face alone "
-                   "(premultiplied RGBA)")
-    p.add_argument("--colorspace", help="OCIO colour space of the input ('none': no "
-                   "conversion); default per format, e.g. EXR = 'Linear Rec.709 (sRGB)'")
+    """The options of `facefuse render`: those of a RenderRequest (shot.commandline) and the
+    command's own (farm commands take the same ones; a .blend farm job needs no -s)."""
+    commandline.add_render_options(p, sources_required, after={
+        "--colorspace": _colorspace_list_option, "--smooth-beta": _report_options})
+
+
+def _colorspace_list_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--list-colorspaces", action="store_true", help="list colour space names")
-    p.add_argument("--codec", choices=VIDEO_CODECS, default="h264", help="for video outputs; "
-                   "rawvideo (.mov) and ffv1 (.mkv) are lossless")
-    crf_defaults = ", ".join(f"{codec} {crf}" for codec, crf in DEFAULT_CRF.items())
-    p.add_argument("--crf", type=int, metavar="N", help=f"h264/h265 constant rate factor, "
-                   f"{CRF_RANGE[0]}..{CRF_RANGE[1]}, lower is better ({crf_defaults})")
-    p.add_argument("--preset", metavar="NAME", help="h264/h265 speed preset, ultrafast .. "
-                   f"placebo ({DEFAULT_PRESET})")
-    p.add_argument("--compression", metavar="NAME", help="EXR (zip, none, zips, piz, rle, "
-                   "pxr24, b44, b44a, dwaa, dwab) or TIFF (zip, none, lzw) sequence outputs "
-                   "(the input plate's, else zip)")
-    p.add_argument("--rate", type=usage_type(_rate), help="fps of a video made from a "
-                   "sequence (24)")
-    p.add_argument("--start-number", type=int, default=1, help="number of a video's first frame")
-    p.add_argument("--conform-vfr", action="store_true", help="conform a variable frame rate")
-    p.add_argument("--overwrite", action="store_true", help="render frames that are done too")
-    p.add_argument("--fail-fast", action="store_true", help="stop at the first failed frame "
-                   "(no later frame is written)")
-    p.add_argument("--no-smooth", action="store_true", help="do not smooth landmarks over time")
-    p.add_argument("--smooth-min-cutoff", type=float, help="One Euro min cutoff, Hz (1.0)")
-    p.add_argument("--smooth-beta", type=float, help="One Euro beta, per face size (3.0)")
+
+
+def _report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--progress", choices=("auto", "bar", "json", "openjd", "none"),
                    default="auto", help="progress of every phase: a bar on stderr (auto: on a "
                    "terminal), JSON lines on stdout, Open Job Description `openjd_progress:` "
                    "and `openjd_status:` lines on stdout, or none")
     p.add_argument("--json", action="store_true", help="print one JSON summary line (as "
                    "`swap --json`); --progress json prints it too, after the progress lines")
-    p.add_argument("--provenance", choices=PROVENANCE_MODES, default="names",
-                   help="what output metadata names: file names and hashes (names), or local "
-                   "paths too (full)")
 
 
 def request_from_args(args: argparse.Namespace) -> RenderRequest:
-    if not args.input or not args.output:
-        raise InputError("render needs -i INPUT and -o OUTPUT")
-    return RenderRequest(
-        sources=tuple(args.source), input=args.input, output=args.output,
-        settings=settings_from_args(args), frames=args.frames, chunk=args.chunk,
-        chunk_frames=args.chunk_frames,
-        matte=args.matte, patch=args.patch, colorspace=args.colorspace, codec=args.codec,
-        overwrite=args.overwrite, fail_fast=args.fail_fast, smoothing=not args.no_smooth,
-        smoothing_min_cutoff=args.smooth_min_cutoff, smoothing_beta=args.smooth_beta,
-        start_number=args.start_number, conform_vfr=args.conform_vfr, rate=args.rate,
-        provenance=args.provenance, crf=args.crf, preset=args.preset,
-        compression=args.compression)
+    return commandline.request_from_namespace(args)
 
 
 class Progress:

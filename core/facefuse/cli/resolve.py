@@ -5,6 +5,10 @@ swap: Studio's external scripting: swap the clip under the playhead and place it
 open: what the launcher runs: the panel for its job file; the result file tells it what to place.
 render: the same as open without the panel (FACEFUSE_RESOLVE_COMMAND="facefuse resolve render
 -s ME.jpg" makes the launcher swap without a window, also on Resolve Free).
+
+The Resolve rules (the job file, the plan, the placement, the result file) are the Resolve
+host's (addon/resolve, found through the `facefuse.hosts` entry point `resolve`); here are the
+options, the progress and signals of a render, and what is printed.
 """
 
 from __future__ import annotations
@@ -15,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ExitCode, FacefuseError, InputError
-from ..hosting import resolve_plan
-from ..hosting.addons import host_module
 from ..hosting.jobs import HostError
-from ..hosting.resolve_jobs import ClipFacts, parse_job, read_job
+from ..hosting.outputs import OUTPUT_KINDS
+from ..hosting.plugins import host_module
+from ..shot.request import RenderRequest, RenderSummary
 from .options import engine_options, settings_from_args
 from .render import Progress, run_render
 
@@ -53,7 +57,7 @@ def add_parser(commands: Any) -> None:
 
 
 def _output_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--output", choices=resolve_plan.OUTPUT_KINDS, default="png",
+    p.add_argument("--output", choices=OUTPUT_KINDS, default="png",
                    help="an image sequence (png, exr, tif) or a movie (prores_4444, dnxhr_444)")
     p.add_argument("--output-dir", type=Path, help="where the result goes (default: a facefuse "
                    "folder beside the clip's media)")
@@ -80,10 +84,10 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 
 def cmd_swap(args: argparse.Namespace) -> int:
-    bridge = _host("bridge")
+    bridge, job_file = _host("bridge"), _host("job_file")
     resolve = _hosted(lambda: bridge.connect(bridge.load_module()))
-    facts = parse_job(_hosted(lambda: bridge.collect_job(resolve)))
-    placement, message, code = _render(facts, args)
+    facts = job_file.parse_job(_hosted(lambda: bridge.collect_job(resolve)))
+    placement, message, code = _render_clip(facts, args)
     if placement is None:
         print(f"facefuse: error: {message}", file=sys.stderr)
         return code
@@ -93,42 +97,35 @@ def cmd_swap(args: argparse.Namespace) -> int:
 
 
 def cmd_open(args: argparse.Namespace) -> int:
-    try:
-        app = host_module("panel", "app")
-    except InputError as exc:
-        resolve_plan.write_result(args.result, None, str(exc))
-        raise
-    return int(app.run_for_job(args.job, args.result))
+    return int(_host("panel_job").open_job(args.job, args.result))
 
 
 def cmd_render_job(args: argparse.Namespace) -> int:
+    plan = _host("plan")
     try:
-        facts = read_job(args.job)
-        placement, message, code = _render(facts, args)
+        facts = _host("job_file").read_job(args.job)
+        placement, message, code = _render_clip(facts, args)
     except FacefuseError as exc:
-        resolve_plan.write_result(args.result, None, str(exc))
+        plan.write_result(args.result, None, str(exc))
         raise
-    resolve_plan.write_result(args.result, placement, message)
+    plan.write_result(args.result, placement, message)
     print(message)
     return code
 
 
-def _render(facts: ClipFacts, args: argparse.Namespace
-            ) -> tuple[resolve_plan.Placement | None, str, int]:
-    """Render the item's used range: the placement (None: nothing to place), the sentence
-    saying so and the exit code (143 stopped by SIGTERM, 5 frames failed, 2 nothing swapped)."""
-    swap = resolve_plan.plan(facts, tuple(args.source), settings_from_args(args), args.output,
-                             args.output_dir, args.overwrite)
+def _render_clip(facts: Any, args: argparse.Namespace) -> tuple[Any, str, int]:
+    """The Resolve host renders the item's used range with this command line's render."""
+    return _host("commands").render_clip(facts, tuple(args.source), settings_from_args(args),
+                                         args.output, args.output_dir, args.overwrite,
+                                         _render_with_progress)
+
+
+def _render_with_progress(request: RenderRequest) -> tuple[RenderSummary, bool]:
     progress = Progress("auto")
-    summary, terminated = run_render(swap.request, progress)
+    summary, terminated = run_render(request, progress)
     if progress.mode == "bar":
         sys.stderr.write("\n")
-    placement, message = resolve_plan.outcome(swap, summary)
-    if placement is not None:
-        return placement, message, ExitCode.OK
-    if terminated:
-        return None, message, ExitCode.TERMINATED
-    return None, message, ExitCode.FRAMES_FAILED if summary.failed else ExitCode.USAGE
+    return summary, terminated
 
 
 def _host(module: str) -> Any:

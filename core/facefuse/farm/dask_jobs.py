@@ -1,7 +1,7 @@
 """A shot on Dask distributed: chunks of frames as tasks, one Pipeline per worker process.
 
 The client (`run_job`) splits the range into chunks (farm.chunks), turns each into the
-`facefuse render` arguments a user would type (farm.commandline) and submits them. A worker
+`facefuse render` arguments a user would type (shot.commandline) and submits them. A worker
 runs a chunk with `render_chunk`: the arguments are read back with the command line's own
 parser and go through the same `render()` the command line calls, with the Pipeline that the
 worker's PipelinePlugin built the first time and keeps, so sessions load once per worker
@@ -35,10 +35,10 @@ from distributed import Client, LocalCluster, WorkerPlugin, as_completed, get_wo
 from ..config import Settings
 from ..errors import FacefuseError, InputError
 from ..pipeline import Pipeline
+from ..shot.commandline import OUTPUT_ROOT, output_root_of, render_args, request_from_args
 from ..shot.render import render
 from ..shot.request import FrameReport, RenderRequest
 from .chunks import chunk_ranges, shot_frames
-from .commandline import output_root_of, render_args, request_from_args
 from .paths import check_inside
 
 log = logging.getLogger(__name__)
@@ -141,7 +141,7 @@ def chunk_args(request: RenderRequest, chunk_size: int, output_root: Path) -> li
     """The `facefuse render` arguments of every chunk of the request's range."""
     frames = shot_frames(request)
     whole = replace(request, frames=(frames[0], frames[-1]), chunk=None, chunk_frames=None)
-    return [[*render_args(replace(whole, chunk_frames=c)), "--output-root", str(output_root)]
+    return [[*render_args(replace(whole, chunk_frames=c)), OUTPUT_ROOT, str(output_root)]
             for c in chunk_ranges(frames, chunk_size)]
 
 

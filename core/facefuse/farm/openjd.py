@@ -9,11 +9,11 @@ elsewhere have no default and come from the value files.
 
 A shot job (`shot_bundle`) has one step whose parameter space is the frame range, chunked into
 tasks with the TASK_CHUNKING extension (contiguous chunks of at most ChunkSize frames). Each
-task runs the `facefuse render` command a user would type (farm.commandline), with `--frames`
-the whole range (analysed once through the shared analysis cache, so every chunk makes the same
-decisions), `--chunk-frames` its chunk, `--output-root` the output folder and `--progress
-openjd`. Without the extension (`task_chunking=False`) the chunks are fixed when the job is
-made, as (ChunkStart, ChunkEnd) task parameter pairs. A step environment runs `facefuse models
+task runs the `facefuse render` command a user would type (shot.commandline), with
+`--frames` the whole range (analysed once through the shared analysis cache, so every chunk
+makes the same decisions), `--chunk-frames` its chunk, `--output-root` the output folder and
+`--progress openjd`. Without the extension (`task_chunking=False`) the chunks are fixed when the
+job is made, as (ChunkStart, ChunkEnd) task parameter pairs. A step environment runs `facefuse models
 check` once per worker session and points FACEFUSE_MODELS and FACEFUSE_CACHE at the shared
 folders with downloads off (FACEFUSE_OFFLINE=1) unless the job allows them.
 
@@ -33,8 +33,8 @@ from ..cache.layout import CacheLayout
 from ..errors import InputError
 from ..io.files import atomic_write_bytes
 from ..models.locations import default_models_dir, looks_like_model_path
+from ..shot import commandline
 from ..shot.request import RenderRequest
-from . import commandline
 from .chunks import chunk_ranges
 from .paths import check_pattern, relative_to_root
 
@@ -104,7 +104,7 @@ def shot_bundle(request: RenderRequest, frames: tuple[int, int], chunk_size: int
     root = (output_dir or Path(request.output).parent).resolve()
     templated = _templated_request(request, params, downloads, root)
     args = [*commandline.render_args(templated), "--frames", frames_arg,
-            "--chunk-frames", chunk_arg, "--output-root", ref("OutputDir"),
+            "--chunk-frames", chunk_arg, commandline.OUTPUT_ROOT, ref("OutputDir"),
             "--progress", "openjd"]
     step = {"name": "Swap", "description": "swap faces through the shot, chunk by chunk",
             "parameterSpace": space,

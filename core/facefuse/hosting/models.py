@@ -1,13 +1,14 @@
 """Which models a host's settings need that are not on this computer, and how to get them.
 
-Only file checks: nothing is loaded, hashed or downloaded here (the engine does that on a
-worker thread), so a host may call this while drawing its UI. Manifest names are looked up in
-facefuse's shipped model manifest.
+missing_models and absent_models only check files: nothing is loaded, hashed or downloaded, so
+a host may call them while drawing its UI. fetch_models downloads (on a host's worker thread).
+Manifest names are looked up in facefuse's shipped model manifest.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -16,7 +17,8 @@ from ..models.locations import default_models_dir
 from ..models.manifest import ROLES, Manifest, load_manifest
 from ..models.store import ModelStore
 
-LOOK_ROLES = ("detector",)
+MODEL_ROLES = ROLES  # every role a Settings names a model for
+LOOK_ROLES = ("detector",)  # what the looks (previews, face checks) need first
 
 
 @lru_cache(maxsize=1)
@@ -56,3 +58,13 @@ def missing_models(settings: Settings, roles: tuple[str, ...] = ROLES) -> list[s
 
 def _is_path(name: str) -> bool:
     return name.endswith(".onnx") or "/" in name or os.sep in name
+
+
+def fetch_models(settings: Settings, names: list[str] | tuple[str, ...],
+                 on_progress: Callable[[str, int, int | None], None] | None = None) -> list[Path]:
+    """Download the manifest models `names` into the settings' models folder (online, whatever
+    settings.offline says: the user asked for it); their paths. on_progress(name, done, total)
+    as the store reports bytes."""
+    store = ModelStore(_manifest(), default_models_dir(settings.models_dir), offline=False,
+                       on_progress=on_progress)
+    return [store.fetch(name) for name in names]

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
-from .. import __version__
 from ..cache.hashes import sha256_file
 from ..cache.locking import FileLock
 from ..errors import ChecksumError, DownloadError, ModelError, ModelMissingError
+from ..version import __version__
 
 log = logging.getLogger(__name__)
 

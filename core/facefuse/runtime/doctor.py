@@ -16,11 +16,11 @@ from typing import Any
 
 import onnxruntime as ort
 
-from .. import __version__
 from ..cache.layout import CacheLayout
 from ..models.locations import default_models_dir, offline_from_env
 from ..models.manifest import load_manifest
 from ..models.store import ModelStore
+from ..version import __version__
 
 ORT_DISTRIBUTIONS = ("onnxruntime", "onnxruntime-gpu", "onnxruntime-directml",
                      "onnxruntime-openvino", "onnxruntime-silicon", "onnxruntime-qnn")

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..config import Settings
 from ..types import SourceIdentity
+from ..version import __version__
 
 PREFIX = "facefuse:"
 # Settings fields that do not change pixels and stay out of the fingerprint.

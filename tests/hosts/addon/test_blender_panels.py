@@ -117,8 +117,8 @@ def test_online_access_allows_downloads_and_the_panel_offers_them(
     settings = convert.engine_settings(props)
     assert not settings.offline
     # missing, but fetched on first use
-    assert module("convert").models.missing_models(settings) == []
-    assert module("convert").models.absent_models(settings)[0] == ("detector", "retinaface_10g")
+    assert module("convert").missing_models(settings) == []
+    assert module("tasks").absent_models(settings)[0] == ("detector", "retinaface_10g")
     layout = draw_panels()
     assert "facefuse.fetch_models" in {c["idname"] for c in layout.calls_of("operator")}
     assert "not downloaded yet" in layout.texts()

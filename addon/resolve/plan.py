@@ -3,8 +3,9 @@
 Output: beside the clip's media, in `<media folder>/facefuse/`, as an image sequence
 `<clip>.####.png` (or .exr / .tif) numbered as the engine numbers the source (so a re-render
 resumes and a `facefuse render` of the same range writes the same files), or a movie
-`<clip>_facefuse.mov` (ProRes 4444 or DNxHR 444) holding just the used range. Another folder may
-be chosen; it must be writable, or the plan is refused before anything is rendered.
+`<clip>_facefuse.mov` (ProRes 4444 or DNxHR 444) holding just the used range (the naming every
+host shares: facefuse.output_target). Another folder may be chosen; it must be writable, or the
+plan is refused before anything is rendered.
 
 Placement: the rendered media is imported into the Media Pool bin BIN_NAME and appended to the
 lowest video track above the clip's that is free over the clip's record range (a new track on
@@ -29,21 +30,27 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import Settings
-from ..errors import InputError
-from ..io.files import atomic_write_bytes, check_folder_writable
-from ..shot.request import RenderRequest, RenderSummary
-from .resolve_jobs import ClipFacts
+from facefuse import (
+    OUTPUT_FOLDER,
+    OUTPUT_KINDS,
+    SEQUENCE_FORMATS,
+    InputError,
+    RenderRequest,
+    RenderSummary,
+    Settings,
+    atomic_write_bytes,
+    check_folder_writable,
+    output_target,
+    safe_name,
+)
+
+from .job_file import ClipFacts
 from .timeline import playhead_frame
 
 RESULT_SCHEMA = "facefuse-resolve-result"
 RESULT_VERSION = 1
 BIN_NAME = "facefuse"
-OUTPUT_FOLDER = "facefuse"
 END_FRAME_INCLUSIVE = True
-SEQUENCE_FORMATS = ("png", "exr", "tif")
-MOVIE_CODECS = ("prores_4444", "dnxhr_444")
-OUTPUT_KINDS = SEQUENCE_FORMATS + MOVIE_CODECS
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,21 +158,6 @@ def read_result(path: Path) -> tuple[Placement | None, str]:
         raise InputError(f"{path} is not a facefuse Resolve result")
     placed = data.get("placement")
     return (Placement(**placed) if isinstance(placed, dict) else None), str(data.get("message"))
-
-
-def output_target(stem: str, output: str, folder: Path) -> tuple[str, str]:
-    """(the render's output path, its codec) for a result named `stem` in `folder`: an image
-    sequence `stem.####.<output>` or the movie `stem_facefuse.mov`; output: one of
-    OUTPUT_KINDS."""
-    if output in SEQUENCE_FORMATS:
-        return str(folder / f"{stem}.####.{output}"), "h264"
-    return str(folder / f"{stem}_facefuse.mov"), output
-
-
-def safe_name(name: str) -> str:
-    """A file stem for results of the clip `name` (its stem, odd characters replaced)."""
-    kept = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(name).stem)
-    return kept.strip("._") or "clip"
 
 
 def outcome(swap: ResolvePlan, summary: RenderSummary) -> tuple[Placement | None, str]:

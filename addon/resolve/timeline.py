@@ -1,7 +1,8 @@
 """Timecode maths and the frame mapping between an editor's timeline and a clip's source media.
 
-Host-neutral: the Resolve launcher and bridge hand over raw numbers (record frames, offsets, rate
-strings, timecodes) and every decision is made here.
+The Resolve launcher and bridge hand over raw numbers (record frames, offsets, rate strings,
+timecodes) and every decision is made here (nothing Resolve-specific: another editor's host may
+use it the same way).
 
 Conventions. A timeline rate is an exact Fraction (23.976 -> 24000/1001, 29.97 -> 30000/1001);
 timecode counts at the nominal integer rate (24 for 23.976, 30 for 29.97). Drop-frame timecode
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
 
-from ..errors import InputError
+from facefuse import InputError
 
 ENGINE_START_NUMBER = 1
 _NTSC = MappingProxyType({"23.976": Fraction(24000, 1001), "23.98": Fraction(24000, 1001),

@@ -18,7 +18,7 @@ Numbers may arrive as numbers or strings (Resolve gives clip properties as strin
 what it gets), "drop_frame" as "0"/"1" or a bool. Everything a user can get wrong (no timeline,
 no clip under the playhead, a title or generator, an offline clip, a clip whose rate differs from
 the timeline's, a speed change) is a ClipError: one sentence, nothing placed. The plan built from
-these facts is in facefuse.hosting.resolve_plan.
+these facts is in plan.py.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from facefuse import InputError
+
 from .timeline import (
     ENGINE_START_NUMBER,
     ItemSpan,

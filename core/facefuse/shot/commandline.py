@@ -1,0 +1,334 @@
+"""A shot request's command-line form, described once: the options of `facefuse render`, the
+field each one sets, and a request written back as those options.
+
+Each option is an `Option`: its switches, the field it sets ("request.NAME" of RenderRequest,
+"settings.NAME" of Settings, or "" for the command's own, such as --output-root), how its text
+is read and written (`kind`), its help and the value an absent option reads as. The Settings
+fields a user tunes come from their own descriptions (config.tunable_options()); the other
+Settings fields and the RenderRequest fields are described here. The command line builds its
+parsers from this table (`add_settings_options`, `add_render_options`) and reads a parse back
+(`settings_from_namespace`, `request_from_namespace`); a farm writes a task's arguments with
+`render_args` and a worker reads them back with `request_from_args`. Options at their default
+are left out; `request_from_args(render_args(r)) == r` for every field an option carries.
+
+Kinds: "text", "path" (a Path), "paths" (repeatable, a tuple of Paths), "int", "float",
+"switch" (given: True), "off" (given: False), "range" (A-B), "chunk" (N/M), "rate" (a positive
+Fraction, 24000/1001), "providers" (auto or a comma list), "choices" (a comma list of some of
+`choices`) and "optional-model" (a model, or none).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from fractions import Fraction
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, NoReturn
+
+from ..config import Settings, Tunable, tunable_options
+from ..errors import InputError
+from ..io.sequences import parse_chunk, parse_frame_range
+from ..io.video_common import CRF_RANGE, DEFAULT_CRF, DEFAULT_PRESET, VIDEO_CODECS
+from ..runtime.providers import parse_providers
+from .request import PROVENANCE_MODES, RenderRequest
+
+OUTPUT_ROOT = "--output-root"
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One command-line option: `flags` (the long one last), the `field` it sets, its `kind`
+    (see the module docstring), `help`, and `default`: what the parse holds when it is absent."""
+
+    flags: tuple[str, ...]
+    field: str
+    kind: str
+    help: str
+    default: Any = None
+    choices: tuple[str, ...] = ()
+    metavar: str | None = None
+
+    @property
+    def dest(self) -> str:
+        """The argparse attribute the option fills."""
+        return self.flags[-1].removeprefix("--").replace("-", "_")
+
+    @property
+    def owner(self) -> str:
+        """"request", "settings", or "" for an option no request field holds."""
+        return self.field.partition(".")[0]
+
+    @property
+    def name(self) -> str:
+        return self.field.partition(".")[2]
+
+
+def _tunable(option: Tunable) -> Option:
+    """The command-line option of a Settings field a user tunes."""
+    kind = {"model": "text", "choice": "text", "bool": "switch"}.get(option.kind, option.kind)
+    if kind == "switch" and option.default:
+        raise ValueError(f"{option.name}: a switch must default to off")
+    default = "none" if option.kind == "optional-model" and option.default is None \
+        else option.default
+    choices = () if kind == "choices" else option.choices
+    return Option((option.flag,), f"settings.{option.name}", kind, option.help, default,
+                  choices)
+
+
+SOURCE = Option(("-s", "--source"), "request.sources", "paths", "source face image (repeat to "
+                "average several photos of one person)")
+MODEL_OPTIONS = (
+    Option(("--models-dir",), "settings.models_dir", "path", "where models live (default: "
+           "$FACEFUSE_MODELS, else the user cache folder)"),
+    Option(("--offline",), "settings.offline", "switch", "never use the network (also "
+           "FACEFUSE_OFFLINE=1)"),
+)
+SETTINGS_OPTIONS = (
+    Option(("--reference",), "settings.reference_images", "paths", "image of the target person "
+           "to replace (selector reference)", ()),
+    *(_tunable(option) for option in tunable_options()),
+    Option(("--providers",), "settings.providers", "providers", "auto, or a list such as "
+           "cuda,cpu", "auto"),
+    Option(("--no-cache",), "settings.use_embedding_cache", "off", "do not read or write the "
+           "source embedding cache"),
+    Option(("--cache-dir",), "settings.cache_dir", "path", "where everything facefuse caches "
+           "goes (default: $FACEFUSE_CACHE, else the user cache folder)"),
+    *MODEL_OPTIONS,
+)
+_CRF_DEFAULTS = ", ".join(f"{codec} {crf}" for codec, crf in DEFAULT_CRF.items())
+SHOT_OPTIONS = (
+    Option(("--frames",), "request.frames", "range", "inclusive range in the input's own frame "
+           "numbers (clipped to the frames the input has)", metavar="A-B"),
+    Option(("--chunk",), "request.chunk", "chunk", "render the Nth of M equal slices of the "
+           "range (farm work)", metavar="N/M"),
+    Option(("--chunk-frames",), "request.chunk_frames", "range", "render only frames A-B of the "
+           "--frames range, which is still analysed whole (a farm task's chunk of frames)",
+           metavar="A-B"),
+    Option((OUTPUT_ROOT,), "", "text", "refuse any output (-o, --matte, --patch) whose folder "
+           "is not inside this one (farm jobs)"),
+    Option(("--matte",), "request.matte", "text", "sequence pattern for the blend mask (one "
+           "channel)"),
+    Option(("--patch",), "request.patch", "text", "sequence pattern for the swapped face alone "
+           "(premultiplied RGBA)"),
+    Option(("--colorspace",), "request.colorspace", "text", "OCIO colour space of the input "
+           "('none': no conversion); default per format, e.g. EXR = 'Linear Rec.709 (sRGB)'"),
+    Option(("--codec",), "request.codec", "text", "for video outputs; rawvideo (.mov) and ffv1 "
+           "(.mkv) are lossless", "h264", tuple(VIDEO_CODECS)),
+    Option(("--crf",), "request.crf", "int", f"h264/h265 constant rate factor, {CRF_RANGE[0]}.."
+           f"{CRF_RANGE[1]}, lower is better ({_CRF_DEFAULTS})", metavar="N"),
+    Option(("--preset",), "request.preset", "text", "h264/h265 speed preset, ultrafast .. "
+           f"placebo ({DEFAULT_PRESET})", metavar="NAME"),
+    Option(("--compression",), "request.compression", "text", "EXR (zip, none, zips, piz, rle, "
+           "pxr24, b44, b44a, dwaa, dwab) or TIFF (zip, none, lzw) sequence outputs (the input "
+           "plate's, else zip)", metavar="NAME"),
+    Option(("--rate",), "request.rate", "rate", "fps of a video made from a sequence (24)"),
+    Option(("--start-number",), "request.start_number", "int", "number of a video's first "
+           "frame", 1),
+    Option(("--conform-vfr",), "request.conform_vfr", "switch", "conform a variable frame "
+           "rate"),
+    Option(("--overwrite",), "request.overwrite", "switch", "render frames that are done too"),
+    Option(("--fail-fast",), "request.fail_fast", "switch", "stop at the first failed frame (no "
+           "later frame is written)"),
+    Option(("--no-smooth",), "request.smoothing", "off", "do not smooth landmarks over time"),
+    Option(("--smooth-min-cutoff",), "request.smoothing_min_cutoff", "float", "One Euro min "
+           "cutoff, Hz (1.0)"),
+    Option(("--smooth-beta",), "request.smoothing_beta", "float", "One Euro beta, per face size "
+           "(3.0)"),
+    Option(("--provenance",), "request.provenance", "text", "what output metadata names: file "
+           "names and hashes (names), or local paths too (full)", "names", PROVENANCE_MODES),
+)
+INPUT = Option(("-i", "--input"), "request.input", "text", "video file, or sequence: "
+               "name.####.exr, name.%%04d.dpx, name.#.png")
+OUTPUT = Option(("-o", "--output"), "request.output", "text", "video file, or sequence pattern "
+                "as for --input")
+RENDER_OPTIONS = (INPUT, OUTPUT, SOURCE, *SETTINGS_OPTIONS, *SHOT_OPTIONS)
+DEFAULT_SETTINGS = Settings()
+DEFAULT_REQUEST = RenderRequest(sources=(), input="", output="")
+# Settings fields no option sets: a request that changes them has no command line
+UNSPEAKABLE = tuple(f.name for f in fields(Settings)
+                    if f"settings.{f.name}" not in {o.field for o in RENDER_OPTIONS})
+
+
+def usage_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse type= from a parser that raises InputError: a bad value becomes a usage
+    error (one sentence, exit 2) instead of a traceback."""
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from exc
+
+    convert.__name__ = parse.__name__
+    return convert
+
+
+def _rate(text: str) -> Fraction:
+    try:
+        rate = Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        rate = Fraction(0)
+    if rate <= 0:
+        raise InputError(f"rate {text!r} is not a positive number of frames per second, "
+                         "e.g. 24 or 24000/1001")
+    return rate
+
+
+def comma_list(text: str) -> tuple[str, ...]:
+    """"skin, nose" -> ("skin", "nose"); Settings checks the names."""
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+_TYPES: Mapping[str, Callable[[str], Any]] = MappingProxyType({
+    "path": Path, "paths": Path, "int": int, "float": float, "choices": comma_list,
+    "range": usage_type(parse_frame_range), "chunk": usage_type(parse_chunk),
+    "rate": usage_type(_rate)})
+
+
+# -- parsers -------------------------------------------------------------------------------------
+
+def add_option(parser: argparse.ArgumentParser, option: Option, required: bool = False) -> None:
+    """Add `option` to `parser` as its kind reads it."""
+    if option.kind in ("switch", "off"):
+        parser.add_argument(*option.flags, action="store_true", help=option.help)
+        return
+    extra: dict[str, Any] = {"required": True} if required else {}
+    if option.kind == "paths":
+        extra["action"] = "append"
+    if option.default is not None:
+        extra["default"] = list(option.default) if option.kind == "paths" else option.default
+    if option.kind in _TYPES:
+        extra["type"] = _TYPES[option.kind]
+    parser.add_argument(*option.flags, choices=option.choices or None, metavar=option.metavar,
+                        help=option.help, **extra)
+
+
+def add_options(parser: argparse.ArgumentParser, options: Iterable[Option],
+                after: Mapping[str, Callable[[argparse.ArgumentParser], None]] | None = None
+                ) -> None:
+    """Add `options` in order; after[flag](parser) adds a command's own options right after
+    that flag (where they stand in its --help)."""
+    for option in options:
+        add_option(parser, option)
+        if after and option.flags[-1] in after:
+            after[option.flags[-1]](parser)
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """--models-dir and --offline (every command that finds models)."""
+    add_options(parser, MODEL_OPTIONS)
+
+
+def add_settings_options(parser: argparse.ArgumentParser, sources_required: bool = True) -> None:
+    """-s and every option that sets Settings (swap, render and the hosts' commands)."""
+    add_option(parser, SOURCE, required=sources_required)
+    add_options(parser, SETTINGS_OPTIONS)
+
+
+def add_render_options(parser: argparse.ArgumentParser, sources_required: bool = True,
+                       after: Mapping[str, Callable[[argparse.ArgumentParser], None]] | None
+                       = None) -> None:
+    """Every option of a RenderRequest, in `facefuse render --help` order (farm commands take
+    the same; a .blend farm job needs no -s). after: as for add_options."""
+    add_options(parser, (INPUT, OUTPUT), after)
+    add_settings_options(parser, sources_required)
+    add_options(parser, SHOT_OPTIONS, after)
+
+
+# -- a parse -> Settings, RenderRequest ----------------------------------------------------------
+
+def _read(option: Option, value: Any) -> Any:
+    if option.kind == "off":
+        return not value
+    if option.kind == "paths":
+        return tuple(value or ())
+    if option.kind == "providers":
+        return parse_providers(value)
+    if option.kind == "optional-model" and str(value).lower() == "none":
+        return None
+    return value
+
+
+def _values(args: argparse.Namespace, owner: str) -> dict[str, Any]:
+    return {o.name: _read(o, getattr(args, o.dest)) for o in RENDER_OPTIONS if o.owner == owner
+            and hasattr(args, o.dest)}
+
+
+def settings_from_namespace(args: argparse.Namespace) -> Settings:
+    """The Settings a parse of the settings options asks for (InputError for bad values)."""
+    return Settings(**_values(args, "settings"))
+
+
+def request_from_namespace(args: argparse.Namespace) -> RenderRequest:
+    """The RenderRequest a parse of the render options asks for."""
+    if not args.input or not args.output:
+        raise InputError("render needs -i INPUT and -o OUTPUT")
+    return RenderRequest(**_values(args, "request"), settings=settings_from_namespace(args))
+
+
+class _Parser(argparse.ArgumentParser):
+    """A parser whose usage errors are InputError (as the command line's own)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise InputError(f"{message} (see `facefuse render --help`)")
+
+
+def parse_render_args(args: Sequence[str]) -> argparse.Namespace:
+    """The render options over `args` (what follows `facefuse render`); InputError when bad."""
+    parser = _Parser(prog="facefuse render")
+    add_render_options(parser)
+    return parser.parse_args(list(args))
+
+
+def request_from_args(args: Sequence[str]) -> RenderRequest:
+    """The RenderRequest `facefuse render ARGS` renders (InputError for a bad command line)."""
+    return request_from_namespace(parse_render_args(args))
+
+
+def output_root_of(args: Sequence[str]) -> Path | None:
+    """The --output-root of a render command line, if it has one."""
+    root = parse_render_args(args).output_root
+    return Path(root) if root is not None else None
+
+
+# -- a RenderRequest -> arguments ----------------------------------------------------------------
+
+def _written(option: Option, value: Any) -> list[str]:
+    flag = option.flags[-1] if option.flags[-1] != "--source" else "-s"
+    if option.kind in ("switch", "off"):
+        return [flag]
+    if option.kind == "paths":
+        return [arg for path in value for arg in (flag, str(path))]
+    if option.kind in ("choices", "providers"):
+        return [flag, ",".join(value)]
+    if option.kind in ("range", "chunk"):
+        return [flag, ("{}-{}" if option.kind == "range" else "{}/{}").format(*value)]
+    return [flag, str(value)]
+
+
+def _option_args(option: Option, obj: object, default: object) -> list[str]:
+    value = getattr(obj, option.name)
+    if value is None or value == getattr(default, option.name):
+        return []
+    return _written(option, value)
+
+
+def render_args(request: RenderRequest) -> list[str]:
+    """The arguments after `facefuse render` that make `request` (defaults left out): -s, -i,
+    -o, then the rest in --help order.
+
+    ValueError for settings no command-line option can express (UNSPEAKABLE fields away from
+    their defaults)."""
+    settings = request.settings
+    for name in UNSPEAKABLE:
+        if getattr(settings, name) != getattr(DEFAULT_SETTINGS, name):
+            raise ValueError(f"Settings.{name} has no command-line option; a farm task cannot "
+                             "carry it")
+    args = _written(SOURCE, request.sources) + ["-i", request.input, "-o", request.output]
+    for option in RENDER_OPTIONS:
+        if option.owner == "settings":
+            args += _option_args(option, settings, DEFAULT_SETTINGS)
+        elif option.owner == "request" and option not in (SOURCE, INPUT, OUTPUT):
+            args += _option_args(option, request, DEFAULT_REQUEST)
+    return args
