@@ -183,10 +183,11 @@ class ModelStore:
         log.info("model %s is ready at %s", name, target)
         return target
 
-    def verify(self, name: str) -> VerifyResult:
+    def verify(self, name: str, full: bool = False) -> VerifyResult:
         """Check model `name`'s file: trusted from verified.json when its size and mtime_ns are
-        unchanged, otherwise hashed (and remembered when right). Never deletes anything."""
-        return self.records.verify(self._entry(name), self.path_for(name))
+        unchanged, otherwise hashed (and remembered when right); with `full` always hashed
+        (what `facefuse models verify` does). Never deletes anything."""
+        return self.records.verify(self._entry(name), self.path_for(name), full=full)
 
     def status(self) -> list[ModelStatus]:
         """Every manifest model with its presence and remembered verification (no hashing)."""
