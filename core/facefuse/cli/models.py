@@ -102,7 +102,7 @@ def _check(store: ModelStore, names: Sequence[str]) -> int:
         if name not in offline.manifest.models and not looks_like_model_path(name):
             raise InputError(f"unknown model {name!r}: give a model name from `facefuse models "
                              "list` or a path to an .onnx file")
-    offline.require_present(names)
+    offline.require_present(names, copies=False)
     for name in names:
         if name in offline.manifest.models and not looks_like_model_path(name):
             result = offline.verify(name)
