@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from facefuse.errors import ExitCode, OutputError
+from facefuse.errors import ExitCode, InputError, OutputError
 from facefuse.io import plates
 from facefuse.io.plates import write as plate_write
 from tests.integration.render_helpers import Media, one_line_error
@@ -149,6 +149,32 @@ def test_a_quota_reached_while_writing_is_exit_6(tmp_path: Path, suffix: str,
         plates.write_plate(path, frame, plates.plate_format_for(path, None, frame))
     assert str(info.value) == f"cannot write {path}: the disk quota is exceeded"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_write_that_fails_once_with_room_left_is_tried_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Room freed between OIIO's failure and the probe (another writer's temporary removed):
+    the second try writes the plate; a failure that repeats with room left is OIIO's own."""
+    real, calls = plate_write._encode, []
+
+    def once(writer: Any, target: str, spec: Any, pixels: np.ndarray) -> str | None:
+        calls.append(target)
+        if len(calls) == 1:
+            return _oiio_fails("Write error at position 7")(writer, target, spec, pixels)
+        return real(writer, target, spec, pixels)
+
+    monkeypatch.setattr(plate_write, "_encode", once)
+    path = tmp_path / "plate.0001.exr"
+    frame = np.full((16, 16, 3), 0.5, np.float32)
+    plates.write_plate(path, frame, plates.plate_format_for(path, None, frame))
+    assert len(calls) == 2 and plates.read_plate(path)[0][0, 0, 0] == 0.5
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+
+    monkeypatch.setattr(plate_write, "_encode", _oiio_fails("unsupported spec"))
+    with pytest.raises(InputError) as info:
+        plates.write_plate(path, frame, plates.plate_format_for(path, None, frame))
+    assert str(info.value) == f"cannot write {path}: unsupported spec"
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
 
 
 def test_jpeg_plates_through_the_pipe_match_a_direct_write(tmp_path: Path,

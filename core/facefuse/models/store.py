@@ -179,7 +179,7 @@ class ModelStore:
                                       policy=self._policy(), lock=lock,
                                       on_progress=self._progress_for(name))
             except DownloadError as exc:
-                raise DownloadError(f"{exc}; when the network is back run "
+                raise DownloadError(f"{exc}; when the network or share is back run "
                                     f"`{fetch_command(self.models_dir, [name])}`, or {by_hand(entry)} and "
                                     f"put it in {self.models_dir}") from exc
             self.records.remember(entry.file, target, entry.sha256)

@@ -4,9 +4,12 @@ and without clock time, so the same frame writes the same bytes.
 A file system that refuses the bytes (full, over quota, read-only) is an OSError with its errno,
 which `write_plate` turns into an OutputError (exit 6) naming the plate. OpenImageIO reports
 such failures only as text, so when it fails the folder is probed with a write of our own,
-whose errno says whether the storage is the cause. libjpeg ends the process when a write fails,
-so JPEG plates are encoded into a pipe that a thread drains into the file (where /dev/fd
-exists), and the thread's own write errors are raised instead.
+whose errno says whether the storage is the cause; when the folder takes those bytes (another
+writer may have freed space meanwhile) the plate is encoded once more into memory (Linux; a
+second direct write elsewhere) and copied with our own writes, so a second failure is either
+OpenImageIO's own (an InputError) or the storage's errno. libjpeg ends the process when a
+write fails, so JPEG plates are encoded into a pipe that a thread drains into the file (where
+/dev/fd exists), and the thread's own write errors are raised instead.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ DATED_FORMATS = frozenset({"tiff", "openexr"})
 # Formats whose library ends the process when a write fails: encoded into a pipe instead.
 STREAMED_FORMATS = frozenset({"jpeg"})
 FD_FOLDER = "/dev/fd"
+PROC_FD_FOLDER = "/proc/self/fd"  # Linux: where a memory file can be opened by name
 DRAIN_CHUNK = 1 << 16
 PROBE_BLOCKS = 2  # more than the slack in the last block of a partly written file
 
@@ -179,10 +183,38 @@ def _write_file(path: Path, spec: Any, pixels: np.ndarray) -> None:
         return
     error = _encode(writer, str(path), spec, pixels)
     if error is not None:
+        # The folder takes more bytes now: either OIIO failed for another reason, or space was
+        # freed meanwhile (another writer's temporary removed). One more try tells which.
+        _probe_room(path)
+        if hasattr(os, "memfd_create") and Path(PROC_FD_FOLDER).is_dir():
+            _encode_in_memory(path, spec, pixels)
+            return
+        error = _encode(oiio.ImageOutput.create(str(path)), str(path), spec, pixels)
+    if error is not None:
         _probe_room(path)
         raise InputError(f"cannot write {path}: {error}")
     with open(path, "rb") as written:
         os.fsync(written.fileno())
+
+
+def _encode_in_memory(path: Path, spec: Any, pixels: np.ndarray) -> None:
+    """Encode into an anonymous memory file, then copy its bytes to `path` (and fsync) with
+    our own writes: an OIIO failure is then OIIO's own (InputError), and the storage's is an
+    OSError with its errno, whatever other writers do meanwhile."""
+    memory = os.memfd_create("facefuse-plate", os.MFD_CLOEXEC)
+    try:
+        error = _encode(oiio.ImageOutput.create(str(path)), f"{PROC_FD_FOLDER}/{memory}",
+                        spec, pixels)
+        if error is not None:
+            raise InputError(f"cannot write {path}: {error}")
+        with open(path, "wb", buffering=0) as out:
+            offset = 0
+            while chunk := os.pread(memory, DRAIN_CHUNK, offset):
+                _write_all(out, chunk)
+                offset += len(chunk)
+            os.fsync(out.fileno())
+    finally:
+        os.close(memory)
 
 
 def _encode(writer: Any, target: str, spec: Any, pixels: np.ndarray) -> str | None:
