@@ -8,10 +8,10 @@ download keeps its ``.part`` and resumes with an HTTP Range request. A ``<file>.
 from writing the same file.
 
 Sources are http(s) or file:// URLs (a studio's mirror on a share); offline mode uses only
-the file:// ones. This module decides what to fetch and where. The transfer itself (resume, retries over mirrors,
-the lock file, zip members, hashing) is `facefuse.models.download`; remembering what was
-verified is `facefuse.models.verification`; the folder, offline mode and the messages that
-point a user to missing models are `facefuse.models.locations`.
+the file:// ones. This module decides what to fetch and where. The transfer itself (resume,
+retries over mirrors, the lock file, zip members, hashing) is `facefuse.models.download`;
+remembering what was verified is `facefuse.models.verification`; the folder, offline mode and
+the messages that point a user to missing models are `facefuse.models.locations`.
 """
 
 from __future__ import annotations
@@ -180,8 +180,8 @@ class ModelStore:
                                       on_progress=self._progress_for(name))
             except DownloadError as exc:
                 raise DownloadError(f"{exc}; when the network or share is back run "
-                                    f"`{fetch_command(self.models_dir, [name])}`, or {by_hand(entry)} and "
-                                    f"put it in {self.models_dir}") from exc
+                                    f"`{fetch_command(self.models_dir, [name])}`, or "
+                                    f"{by_hand(entry)} and put it in {self.models_dir}") from exc
             self.records.remember(entry.file, target, entry.sha256)
         log.info("model %s is ready at %s", name, target)
         return target
