@@ -31,13 +31,15 @@ def models_dir(tmp_path: Path, testdata: Path, real_manifest: Manifest) -> Path:
     return folder
 
 
-def _damage_in_place(path: Path) -> None:
-    """Flip one byte in the middle of `path`, keeping its size and restoring its mtime."""
+def _damage_in_place(path: Path, where: float = 0.5) -> None:
+    """Flip one byte of `path` (at `where` of its length: 0 the first, 1 the last), keeping its
+    size and restoring its mtime."""
     stat = path.stat()
+    offset = min(int(stat.st_size * where), stat.st_size - 1)
     with open(path, "r+b") as handle:
-        handle.seek(stat.st_size // 2)
+        handle.seek(offset)
         byte = handle.read(1)
-        handle.seek(stat.st_size // 2)
+        handle.seek(offset)
         handle.write(bytes([byte[0] ^ 0x01]))
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert path.stat().st_mtime_ns == stat.st_mtime_ns
@@ -49,10 +51,12 @@ def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str]
     return rc, captured.out.splitlines(), captured.err
 
 
+@pytest.mark.parametrize("where", [0.0, 0.5, 1.0])
 def test_verify_finds_a_byte_damaged_with_size_and_mtime_kept(
-        models_dir: Path, real_manifest: Manifest, capsys: pytest.CaptureFixture[str]) -> None:
+        models_dir: Path, real_manifest: Manifest, capsys: pytest.CaptureFixture[str],
+        where: float) -> None:
     path = models_dir / real_manifest.models[YUNET].file
-    _damage_in_place(path)
+    _damage_in_place(path, where)
 
     rc, lines, err = _run(capsys, "verify", YUNET, "--models-dir", str(models_dir), "--offline")
     assert rc == ExitCode.MODEL == 4
