@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..cache.layout import CacheLayout
-from ..errors import ExitCode, InputError
-from ..models.locations import default_models_dir, looks_like_model_path, offline_from_env
+from ..errors import ChecksumError, ExitCode, InputError
+from ..models.locations import (
+    bad_file_message,
+    default_models_dir,
+    looks_like_model_path,
+    offline_from_env,
+)
 from ..models.manifest import load_manifest
 from ..models.store import ModelStatus, ModelStore
+from ..models.verification import VerifyResult
 from .options import DEFAULTS, DownloadProgress, model_options
 
 DEFAULT_MODELS = (DEFAULTS.detector, DEFAULTS.recogniser, DEFAULTS.swapper)
@@ -20,9 +27,10 @@ DEFAULT_MODELS = (DEFAULTS.detector, DEFAULTS.recogniser, DEFAULTS.swapper)
 def add_parsers(commands: Any) -> None:
     models = commands.add_parser("models", help="list, fetch or verify model files")
     models.add_argument("action", choices=("list", "fetch", "verify", "check", "path"),
-                        help="list the models, fetch or verify them, check that the ones a "
-                        "job needs are here (never downloads: exit 4 naming any missing), or "
-                        "print their folder")
+                        help="list the models, fetch them, verify them (hashes every file: "
+                        "exit 4 naming any bad one), check that the ones a job needs are here "
+                        "(quick: a file hashed before is trusted by its size and mtime; never "
+                        "downloads: exit 4 naming any missing), or print their folder")
     models.add_argument("names", nargs="*", help="model names (default: the default set); "
                         "check also takes .onnx paths")
     models.add_argument("--all", action="store_true", help="fetch every model in the manifest")
@@ -59,29 +67,51 @@ def cmd_models(args: argparse.Namespace) -> int:
         for name in names:
             print(f"{name}: {store.fetch(name, force=args.force)}")
         return ExitCode.OK
-    results = [store.verify(name) for name in names or store.manifest.models]
+    return _verify(store, names, named=bool(args.names))
+
+
+def _verify(store: ModelStore, names: Sequence[str], named: bool) -> int:
+    """Hash every present file of `names` (whatever verified.json says), refresh its record,
+    and print one line each saying which check ran; exit 4 if a file is bad (or, when named,
+    missing)."""
+    results = [store.verify(name, full=True) for name in names or store.manifest.models]
     for result in results:
         state = "ok" if result.ok else ("missing" if not result.present else "BAD")
-        print(f"{result.name:22} {state:8} {result.reason}")
-    ok = all(r.ok for r in results if r.present or args.names)
+        print(f"{result.name:22} {state:8} {_check_kind(result):7} {result.reason}")
+    bad = [r.name for r in results if r.present and not r.ok]
+    if bad:
+        print(f"facefuse: error: {', '.join(bad)} failed the sha256 check; delete the file "
+              f"and run: facefuse models fetch {' '.join(bad)}", file=sys.stderr)
+    ok = all(r.ok for r in results if r.present or named)
     return ExitCode.OK if ok else ExitCode.MODEL
 
 
+def _check_kind(result: VerifyResult) -> str:
+    """Which check a line reports: sha256 (the bytes were hashed), quick (size and mtime
+    against verified.json), or - (nothing to check)."""
+    return "sha256" if result.hashed else ("quick" if result.present else "-")
+
+
 def _check(store: ModelStore, names: Sequence[str]) -> int:
-    """Every model in `names` present (manifest models verified, .onnx paths existing), with no
-    download whatever the settings: one error naming every missing manifest model, else the
-    first bad file (a farm's step environment runs this once per worker session)."""
+    """Every model in `names` present (manifest models verified quickly: see _check_kind;
+    .onnx paths existing), with no download whatever the settings: one error naming every
+    missing manifest model, else the first bad file (a farm's step environment runs this once
+    per worker session)."""
     offline = ModelStore(store.manifest, store.models_dir, offline=True)
     for name in names:
         if name not in offline.manifest.models and not looks_like_model_path(name):
             raise InputError(f"unknown model {name!r}: give a model name from `facefuse models "
                              "list` or a path to an .onnx file")
-    offline.require_present(names)
+    offline.require_present(names, copies=False)
     for name in names:
-        entry = offline.manifest.models.get(name)
-        role = offline.manifest.families[entry.family].role if entry is not None else "detector"
-        located = offline.locate(name, role)
-        print(f"{located.label:22} ok       {located.path}")
+        if name in offline.manifest.models and not looks_like_model_path(name):
+            result = offline.verify(name)
+            if not result.ok:
+                raise ChecksumError(bad_file_message(name, result.reason))
+            print(f"{name:22} ok       {_check_kind(result):7} {result.path}")
+        else:
+            located = offline.locate(name, "detector")
+            print(f"{located.label:22} ok       {'file':7} {located.path}")
     return ExitCode.OK
 
 

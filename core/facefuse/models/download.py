@@ -1,10 +1,15 @@
-"""Verified file transfer: HTTP downloads and zip extraction that never leave wrong bytes behind.
+"""Verified file transfer: downloads, copies and zip extraction that never leave wrong bytes
+behind.
 
-Bytes stream into a caller-chosen ``.part`` file, hashed as they arrive; the part is renamed onto
-the final path (``os.replace``, atomic in one directory) only when its size and sha256 equal the
-expected ones, and is deleted when they do not. An interrupted download keeps its part and resumes
-with an HTTP Range request; failures that another attempt may fix are retried in rounds over the
-mirror list, with exponential backoff. `FileLock` keeps two processes from writing the same file.
+A source is an ``http://`` or ``https://`` URL, or a ``file://`` URL (a local file or a mounted
+share: ``file:///mnt/models/x.onnx``; on Windows also ``file://server/share/x.onnx``). Bytes
+stream into a caller-chosen ``.part`` file, hashed as they arrive; the part is renamed onto the
+final path (``os.replace``, atomic in one directory) only when its size and sha256 equal the
+expected ones, and is deleted when they do not. An interrupted transfer keeps its part and
+resumes (an HTTP Range request, or a seek in the local file); failures that another attempt may
+fix are retried in rounds over the mirror list, with exponential backoff. A source that cannot
+work (HTTP 404, a missing file, wrong bytes, another kind of URL) is dropped and the next one
+tried. `FileLock` keeps two processes from writing the same file.
 
 This module knows nothing of manifests or model names: `facefuse.models.store` decides what to
 fetch and where, and passes the expected size and sha256 in.
@@ -16,6 +21,7 @@ import hashlib
 import http.client
 import logging
 import os
+import stat
 import time
 import urllib.error
 import urllib.parse
@@ -58,6 +64,10 @@ class _Retryable(Exception):
     """A transfer failed in a way that another attempt may fix."""
 
 
+class _Permanent(Exception):
+    """A source that no attempt will make work (a missing file, an unsupported URL)."""
+
+
 # ---- downloads ------------------------------------------------------------------------------
 
 def download_verified(urls: tuple[str, ...], part_path: Path, final_path: Path, size: int,
@@ -67,21 +77,32 @@ def download_verified(urls: tuple[str, ...], part_path: Path, final_path: Path, 
     """Download size bytes with digest sha256 to final_path, via part_path, from the first URL
     that works.
 
-    part_path (same directory as final_path) is resumed if present. Retryable failures are retried
-    in rounds per policy; HTTP 400/401/403/404/410 drop a URL for good. label names the file in
-    logs and errors. Raises DownloadError when every attempt failed, ChecksumError (deleting the
-    part) when a complete transfer holds other bytes.
+    urls are http(s) or file URLs (see the module docstring). part_path (same directory as
+    final_path) is resumed if present. Retryable failures are retried in rounds per policy; HTTP
+    400/401/403/404/410, a missing or unreadable local file, wrong bytes and unsupported URLs
+    drop a URL for good. label names the file in logs and errors. Raises ChecksumError (nothing
+    kept) when the last URL tried held other bytes, else DownloadError when every attempt failed.
     """
     dead: set[str] = set()
     errors: list[str] = []
+    mismatch: ChecksumError | None = None
     for attempt in range(policy.retries + 1):
         if attempt:
             time.sleep(policy.wait_s * 2 ** (attempt - 1))
         for url in (u for u in urls if u not in dead):
             _refresh(lock)
+            mismatch = None
             try:
-                done, digest = _transfer(url, part_path, size, label, policy.timeout_s, lock,
-                                         on_progress)
+                done, digest = _fetch_once(url, part_path, size, label, policy.timeout_s, lock,
+                                           on_progress)
+                _check_part(part_path, done, digest, size, sha256, url)
+            except ChecksumError as exc:
+                dead.add(url)
+                mismatch = exc
+                errors.append(str(exc))
+            except _Permanent as exc:
+                dead.add(url)
+                errors.append(f"{url}: {exc}")
             except urllib.error.HTTPError as exc:
                 if exc.code in PERMANENT_HTTP_CODES:
                     dead.add(url)
@@ -89,14 +110,70 @@ def download_verified(urls: tuple[str, ...], part_path: Path, final_path: Path, 
             except (_Retryable, OSError, http.client.HTTPException) as exc:
                 errors.append(f"{url}: {exc}")
             else:
-                _check_part(part_path, done, digest, size, sha256, url)
                 os.replace(part_path, final_path)
                 return
-            log.warning("download of %s failed (%s); trying again", label, errors[-1])
-        if len(dead) == len(urls):
+            log.warning("could not fetch %s from one source (%s)", label, errors[-1])
+        if len(dead) == len(set(urls)):
             break
+    if mismatch is not None:
+        raise mismatch
     raise DownloadError(f"could not download {label} after {len(errors)} attempts; "
                         f"last error: {errors[-1] if errors else 'no URL'}")
+
+
+def is_local_url(url: str) -> bool:
+    """Whether url is a file:// URL (a local file or a mounted share, never the network)."""
+    return urllib.parse.urlsplit(url).scheme.lower() == "file"
+
+
+def _fetch_once(url: str, part: Path, size: int, label: str, timeout_s: float,
+                lock: FileLock | None, on_progress: ByteProgress | None) -> tuple[int, str]:
+    """One attempt from url into part: (bytes in part, sha256)."""
+    scheme = urllib.parse.urlsplit(url).scheme.lower()
+    if scheme == "file":
+        return _copy_local(file_url_path(url), part, size, label, lock, on_progress)
+    if scheme in ("http", "https"):
+        return _transfer(url, part, size, label, timeout_s, lock, on_progress)
+    raise _Permanent("is not an http://, https:// or file:// URL")
+
+
+def file_url_path(url: str) -> Path:
+    """The local path a file:// URL names (percent-escapes decoded). A host other than
+    localhost is a Windows share (UNC path); elsewhere it is refused (_Permanent)."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.netloc
+    if host.lower() in ("", "localhost"):
+        return Path(urllib.request.url2pathname(parts.path))
+    if os.name == "nt":
+        return Path(urllib.request.url2pathname(f"//{host}{parts.path}"))
+    raise _Permanent(f"names the host {host!r}; give the share's mounted path, "
+                     "as file:///mount/point/...")
+
+
+def _copy_local(source: Path, part: Path, size: int, label: str, lock: FileLock | None,
+                on_progress: ByteProgress | None) -> tuple[int, str]:
+    """Copy a local file into part, resuming a part it fits; returns (bytes in part, sha256)."""
+    offset = _file_size(part)
+    if offset == size:  # complete from an earlier run that stopped before the rename
+        return size, sha256_file(part)
+    with _open_source(source) as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise _Permanent("is not a regular file")
+        start = offset if offset <= min(size, info.st_size) else 0
+        log.info("copying %s from %s%s", label, source, f" (resuming at {start})" if start else "")
+        hasher = _hash_prefix(part, start)
+        handle.seek(start)
+        with open(part, "ab" if start else "wb") as out:
+            done = _copy(handle, out, hasher, start, size, lock, on_progress)
+    return done, hasher.hexdigest()
+
+
+def _open_source(source: Path) -> IO[bytes]:
+    try:
+        return open(source, "rb")
+    except OSError as exc:
+        raise _Permanent(f"cannot be read ({exc.strerror or exc})") from exc
 
 
 def _transfer(url: str, part: Path, size: int, label: str, timeout_s: float,

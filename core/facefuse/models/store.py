@@ -7,10 +7,11 @@ download keeps its ``.part`` and resumes with an HTTP Range request. A ``<file>.
 (created with O_EXCL, refreshed while the transfer runs, broken when stale) keeps two processes
 from writing the same file.
 
-This module decides what to fetch and where. The transfer itself (resume, retries over mirrors,
-the lock file, zip members, hashing) is `facefuse.models.download`; remembering what was
-verified is `facefuse.models.verification`; the folder, offline mode and the messages that
-point a user to missing models are `facefuse.models.locations`.
+Sources are http(s) or file:// URLs (a studio's mirror on a share); offline mode uses only
+the file:// ones. This module decides what to fetch and where. The transfer itself (resume,
+retries over mirrors, the lock file, zip members, hashing) is `facefuse.models.download`;
+remembering what was verified is `facefuse.models.verification`; the folder, offline mode and
+the messages that point a user to missing models are `facefuse.models.locations`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .download import (
     download_verified,
     extract_member,
     file_matches,
+    is_local_url,
     url_file_name,
 )
 from .locations import (
@@ -109,12 +111,13 @@ class ModelStore:
                 entries.setdefault(name, entry)
         return list(entries.values())
 
-    def require_present(self, names: Iterable[str]) -> None:
+    def require_present(self, names: Iterable[str], copies: bool = True) -> None:
         """In offline mode, raise one ModelMissingError naming every model of `names` that is
-        missing (with sizes, the folder and the fetch command); otherwise do nothing, since
-        `locate` downloads what is missing."""
+        missing (with sizes, the folder and the fetch command) and, unless `copies` is False,
+        cannot be copied from a file:// source; otherwise do nothing, since `locate` fetches
+        what is missing."""
         if self.offline:
-            absent = self.missing(names)
+            absent = [e for e in self.missing(names) if not (copies and self._sources(e))]
             if absent:
                 raise ModelMissingError(missing_models_message(self.models_dir, self.offline, absent))
 
@@ -135,8 +138,6 @@ class ModelStore:
             result = self.verify(entry.name)
             if not result.ok:
                 raise ChecksumError(bad_file_message(entry.name, result.reason))
-        elif self.offline:
-            raise ModelMissingError(self._offline_message(entry))
         else:
             self.fetch(entry.name)
         return LocatedModel(target, entry, entry.name)
@@ -145,12 +146,14 @@ class ModelStore:
         """Download model `name` (unless a verified copy is present, or force) and return its path.
 
         A present file with other bytes is left alone and raises ChecksumError unless force is set;
-        with force it is replaced, but only by a verified download.
+        with force it is replaced, but only by a verified download. Offline, only file:// sources
+        are used (copied with the same checks); a model without one is a ModelMissingError.
         """
         entry = self._entry(name)
-        if self.offline:
+        urls = self._sources(entry)
+        if not urls and self.offline:
             raise ModelMissingError(self._offline_message(entry))
-        if not entry.urls and entry.archive is None:
+        if not urls:
             raise ModelMissingError(f"model {name} has no download URL; place {entry.file} in "
                                     f"{self.models_dir} yourself")
         if entry.unconfirmed:
@@ -171,22 +174,23 @@ class ModelStore:
                 if entry.archive is not None:
                     self._fetch_archive(entry, lock)
                 else:
-                    download_verified(entry.urls, _sibling(target, ".part"), target,
+                    download_verified(urls, _sibling(target, ".part"), target,
                                       entry.size_bytes, entry.sha256, label=name,
                                       policy=self._policy(), lock=lock,
                                       on_progress=self._progress_for(name))
             except DownloadError as exc:
-                raise DownloadError(f"{exc}; when the network is back run "
-                                    f"`{fetch_command(self.models_dir, [name])}`, or {by_hand(entry)} and "
-                                    f"put it in {self.models_dir}") from exc
+                raise DownloadError(f"{exc}; when the network or share is back run "
+                                    f"`{fetch_command(self.models_dir, [name])}`, or "
+                                    f"{by_hand(entry)} and put it in {self.models_dir}") from exc
             self.records.remember(entry.file, target, entry.sha256)
         log.info("model %s is ready at %s", name, target)
         return target
 
-    def verify(self, name: str) -> VerifyResult:
+    def verify(self, name: str, full: bool = False) -> VerifyResult:
         """Check model `name`'s file: trusted from verified.json when its size and mtime_ns are
-        unchanged, otherwise hashed (and remembered when right). Never deletes anything."""
-        return self.records.verify(self._entry(name), self.path_for(name))
+        unchanged, otherwise hashed (and remembered when right); with `full` always hashed
+        (what `facefuse models verify` does). Never deletes anything."""
+        return self.records.verify(self._entry(name), self.path_for(name), full=full)
 
     def status(self) -> list[ModelStatus]:
         """Every manifest model with its presence and remembered verification (no hashing)."""
@@ -231,6 +235,12 @@ class ModelStore:
                          if m.file == path.name), "")
             raise ModelMissingError(f"model file {path} does not exist{hint}")
         return LocatedModel(path, None, path.name)
+
+    def _sources(self, entry: ModelEntry) -> tuple[str, ...]:
+        """The URLs this store may fetch `entry` from (its archive's, for a zipped model): all
+        of them, or offline only the file:// ones (a local file or a mounted share)."""
+        urls = (entry.archive.url,) if entry.archive is not None else entry.urls
+        return tuple(u for u in urls if is_local_url(u)) if self.offline else urls
 
     def _offline_message(self, entry: ModelEntry) -> str:
         return missing_models_message(self.models_dir, self.offline, [entry])

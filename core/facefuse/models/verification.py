@@ -2,8 +2,11 @@
 
 Verified files are remembered in ``<models_dir>/verified.json`` by size and mtime_ns, so a
 500 MB model is hashed once, not on every run; a file whose size or mtime changed is hashed
-again. verified.json is a cache: an unreadable one is ignored and rewritten, and failing to
-write it is only a warning.
+again. That quick check cannot see bytes changed in place with the size and mtime kept (a
+damaged disk, a tool that restores times): a full check (``full=True``, `facefuse models
+verify`) hashes the file whatever the record says and refreshes or drops the record.
+verified.json is a cache: an unreadable one is ignored and rewritten, and failing to write it
+is only a warning.
 """
 
 from __future__ import annotations
@@ -23,17 +26,22 @@ from .manifest import ModelEntry
 log = logging.getLogger(__name__)
 
 RECORDS_FILE = "verified.json"
+QUICK_REASON = "size and mtime match the record of an earlier sha256 check"
+HASHED_REASON = "sha256 checked"
 
 
 @dataclass(frozen=True, slots=True)
 class VerifyResult:
-    """Whether a manifest model's file is present and holds the manifest's bytes, and why not."""
+    """Whether a manifest model's file is present and holds the manifest's bytes, and why not.
+    hashed: whether this check read the file's bytes (False: trusted from verified.json by its
+    size and mtime, or not present)."""
 
     name: str
     path: Path
     present: bool
     ok: bool
     reason: str
+    hashed: bool = False
 
 
 class VerifiedRecords:
@@ -47,23 +55,24 @@ class VerifiedRecords:
     def path(self) -> Path:
         return self.models_dir / RECORDS_FILE
 
-    def verify(self, entry: ModelEntry, path: Path) -> VerifyResult:
-        """Check `path` against `entry`: trusted when remembered with its size and mtime_ns
-        unchanged, otherwise hashed (and remembered when right). Never deletes anything."""
+    def verify(self, entry: ModelEntry, path: Path, full: bool = False) -> VerifyResult:
+        """Check `path` against `entry`: quick (trusted when remembered with its size and
+        mtime_ns unchanged, otherwise hashed), or with `full` always hashed. A right file is
+        remembered, a wrong one forgotten; nothing is ever deleted."""
         try:
             stat = path.stat()
         except FileNotFoundError:
             return VerifyResult(entry.name, path, False, False, f"{path} is not downloaded")
-        if is_remembered(self.load().get(entry.file), stat, entry):
-            return VerifyResult(entry.name, path, True, True,
-                                "verified before; size and mtime unchanged")
+        if not full and is_remembered(self.load().get(entry.file), stat, entry):
+            return VerifyResult(entry.name, path, True, True, QUICK_REASON)
         digest = sha256_file(path)
         if stat.st_size != entry.size_bytes or digest != entry.sha256:
             self.forget(entry.file)
             return VerifyResult(entry.name, path, True, False, mismatch_message(
-                str(path), str(stat.st_size), digest, entry.size_bytes, entry.sha256))
+                str(path), str(stat.st_size), digest, entry.size_bytes, entry.sha256),
+                hashed=True)
         self.remember(entry.file, path, digest, stat)
-        return VerifyResult(entry.name, path, True, True, "sha256 checked")
+        return VerifyResult(entry.name, path, True, True, HASHED_REASON, hashed=True)
 
     def load(self) -> dict[str, Any]:
         """The records, {} when the file is missing or unreadable (a warning for the latter)."""

@@ -1,10 +1,22 @@
 """Writing plates: a frame in the engine convention to a file of a given PlateFormat, atomically
-and without clock time, so the same frame writes the same bytes."""
+and without clock time, so the same frame writes the same bytes.
+
+A file system that refuses the bytes (full, over quota, read-only) is an OSError with its errno,
+which `write_plate` turns into an OutputError (exit 6) naming the plate. OpenImageIO reports
+such failures only as text, so when it fails the folder is probed with a write of our own,
+whose errno says whether the storage is the cause; when the folder takes those bytes (another
+writer may have freed space meanwhile) the plate is encoded once more into memory (Linux; a
+second direct write elsewhere) and copied with our own writes, so a second failure is either
+OpenImageIO's own (an InputError) or the storage's errno. libjpeg ends the process when a
+write fails, so JPEG plates are encoded into a pipe that a thread drains into the file (where
+/dev/fd exists), and the thread's own write errors are raised instead.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -31,6 +43,12 @@ log = logging.getLogger(__name__)
 # Formats where OIIO stamps the clock time unless told otherwise: left out, so renders repeat
 # byte for byte.
 DATED_FORMATS = frozenset({"tiff", "openexr"})
+# Formats whose library ends the process when a write fails: encoded into a pipe instead.
+STREAMED_FORMATS = frozenset({"jpeg"})
+FD_FOLDER = "/dev/fd"
+PROC_FD_FOLDER = "/proc/self/fd"  # Linux: where a memory file can be opened by name
+DRAIN_CHUNK = 1 << 16
+PROBE_BLOCKS = 2  # more than the slack in the last block of a partly written file
 
 
 def write_plate(path: Path, frame: np.ndarray, fmt: PlateFormat,
@@ -44,7 +62,8 @@ def write_plate(path: Path, frame: np.ndarray, fmt: PlateFormat,
     stored as "facefuse:<key>" string attributes (read them back with `read_metadata`).
     Atomic: written under a temporary name in the same folder, then renamed over `path`.
     No clock time is written (TIFF and EXR DateTime are left out), so the same frame writes
-    the same bytes. A full disk or a permission problem is an InputError naming `path`.
+    the same bytes. A full disk, a quota, a read-only file system or a permission problem is
+    an OutputError naming `path`; anything else OpenImageIO refuses is an InputError.
     """
     path = Path(path)
     _check_output_path(path)
@@ -55,6 +74,11 @@ def write_plate(path: Path, frame: np.ndarray, fmt: PlateFormat,
         fmt = plate_format_for(path, fmt, frame)
     pixels = _frame_to_pixels(frame, fmt)
     spec = _spec_for(fmt, pixels.shape[1], pixels.shape[0], prefixed(metadata))
+    _write_atomically(path, spec, pixels)
+
+
+def _write_atomically(path: Path, spec: Any, pixels: np.ndarray) -> None:
+    """Write through a temporary beside `path`, renamed over it; errors name `path`."""
     try:  # created here (O_EXCL) so no existing file is ever opened under a temporary name
         handle, tmp = create_temporary(path, keep_suffix=True)
     except OSError as exc:
@@ -64,16 +88,25 @@ def write_plate(path: Path, frame: np.ndarray, fmt: PlateFormat,
         _write_file(tmp, spec, pixels)
         os.replace(tmp, path)
     except InputError as exc:  # the message names the output, not its temporary name
-        tmp.unlink(missing_ok=True)
+        _discard(tmp)
         raise InputError(str(exc).replace(str(tmp), str(path))) from exc
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        _discard(tmp)
         if is_write_failure(exc):
             raise write_error(path, exc) from exc
         raise
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        _discard(tmp)
         raise
+
+
+def _discard(tmp: Path) -> None:
+    """Remove a failed write's temporary; where the storage refuses even that (read-only), it
+    stays for the next render's sweep, and the write's own error is what is raised."""
+    try:
+        tmp.unlink(missing_ok=True)
+    except OSError as exc:
+        log.warning("could not remove the temporary %s: %s", tmp, exc.strerror or exc)
 
 
 def _check_output_path(path: Path) -> None:
@@ -140,14 +173,116 @@ def _set_attribute(spec: Any, name: str, value: Any) -> None:
 
 
 def _write_file(path: Path, spec: Any, pixels: np.ndarray) -> None:
+    """Encode `pixels` into the existing file `path` and fsync it. OSError (with its errno)
+    when the storage refuses the bytes, InputError for anything else OIIO refuses."""
     writer = oiio.ImageOutput.create(str(path))
-    if writer is None or not writer.open(str(path), spec):
-        error = writer.geterror() if writer is not None else oiio.geterror()
-        raise InputError(f"cannot write {path}: {one_line(error)}")
+    if writer is None:
+        raise InputError(f"cannot write {path}: {one_line(oiio.geterror())}")
+    if str(writer.format_name()) in STREAMED_FORMATS and Path(FD_FOLDER).is_dir():
+        _write_streamed(writer, path, spec, pixels)
+        return
+    error = _encode(writer, str(path), spec, pixels)
+    if error is not None:
+        # The folder takes more bytes now: either OIIO failed for another reason, or space was
+        # freed meanwhile (another writer's temporary removed). One more try tells which.
+        _probe_room(path)
+        if hasattr(os, "memfd_create") and Path(PROC_FD_FOLDER).is_dir():
+            _encode_in_memory(path, spec, pixels)
+            return
+        error = _encode(oiio.ImageOutput.create(str(path)), str(path), spec, pixels)
+    if error is not None:
+        _probe_room(path)
+        raise InputError(f"cannot write {path}: {error}")
+    with open(path, "rb") as written:
+        os.fsync(written.fileno())
+
+
+def _encode_in_memory(path: Path, spec: Any, pixels: np.ndarray) -> None:
+    """Encode into an anonymous memory file, then copy its bytes to `path` (and fsync) with
+    our own writes: an OIIO failure is then OIIO's own (InputError), and the storage's is an
+    OSError with its errno, whatever other writers do meanwhile."""
+    memory = os.memfd_create("facefuse-plate", os.MFD_CLOEXEC)
+    try:
+        error = _encode(oiio.ImageOutput.create(str(path)), f"{PROC_FD_FOLDER}/{memory}",
+                        spec, pixels)
+        if error is not None:
+            raise InputError(f"cannot write {path}: {error}")
+        with open(path, "wb", buffering=0) as out:
+            offset = 0
+            while chunk := os.pread(memory, DRAIN_CHUNK, offset):
+                _write_all(out, chunk)
+                offset += len(chunk)
+            os.fsync(out.fileno())
+    finally:
+        os.close(memory)
+
+
+def _encode(writer: Any, target: str, spec: Any, pixels: np.ndarray) -> str | None:
+    """Write the image through `writer` to `target`; OIIO's error (one line), None if none."""
+    if not writer.open(target, spec):
+        return one_line(writer.geterror())
     ok = writer.write_image(pixels)
     error = writer.geterror()
     ok = writer.close() and ok
-    if not ok or error:
-        raise InputError(f"cannot write {path}: {one_line(error or writer.geterror())}")
-    with open(path, "rb") as written:
-        os.fsync(written.fileno())
+    if ok and not error:
+        return None
+    return one_line(error or writer.geterror() or "the writer failed")
+
+
+def _probe_room(path: Path) -> None:
+    """Raise the OSError the file system gives for a few more blocks appended to `path` (full,
+    quota, read-only), or return when it takes them (then OIIO failed for another reason)."""
+    try:
+        block = max(os.statvfs(path.parent).f_bsize, 4096) if hasattr(os, "statvfs") else 4096
+    except OSError:
+        block = 4096
+    with open(path, "ab", buffering=0) as probe:
+        _write_all(probe, bytes(PROBE_BLOCKS * block))
+        os.fsync(probe.fileno())
+
+
+def _write_streamed(writer: Any, path: Path, spec: Any, pixels: np.ndarray) -> None:
+    """Encode into a pipe whose bytes a thread writes to `path` (see the module docstring)."""
+    read_end, write_end = os.pipe()
+    drain = _Drain(read_end, path)
+    thread = threading.Thread(target=drain.run, name="facefuse-plate-drain", daemon=True)
+    thread.start()
+    try:
+        error = _encode(writer, f"{FD_FOLDER}/{write_end}", spec, pixels)
+    finally:
+        os.close(write_end)
+        thread.join()
+    if drain.error is not None:
+        raise drain.error
+    if error is not None:
+        raise InputError(f"cannot write {path}: {error}")
+
+
+class _Drain:
+    """Copies a pipe into a file until the pipe closes, keeping the first write error (and
+    reading on after it, so the encoder on the other end never blocks)."""
+
+    def __init__(self, read_end: int, path: Path) -> None:
+        self.read_end = read_end
+        self.path = path
+        self.error: OSError | None = None
+
+    def run(self) -> None:
+        try:
+            with open(self.path, "wb", buffering=0) as out:
+                while chunk := os.read(self.read_end, DRAIN_CHUNK):
+                    _write_all(out, chunk)
+                os.fsync(out.fileno())
+        except OSError as exc:
+            self.error = exc
+        finally:
+            while os.read(self.read_end, DRAIN_CHUNK):
+                pass
+            os.close(self.read_end)
+
+
+def _write_all(out: Any, data: bytes) -> None:
+    """Write every byte through an unbuffered file (short writes continued)."""
+    view = memoryview(data)
+    while view:
+        view = view[out.write(view):]
