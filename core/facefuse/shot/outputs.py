@@ -413,7 +413,7 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
                                   thread_budget(request.settings.threads).sequence_writers)
         named = [(_label(request, "-o"), sequence.main), *_extra_labels(request, extras)]
         try:
-            protected = check_outputs(named, None, shot, numbers)
+            protected = check_outputs(named, None, shot, numbers, request)
             check_folders([out.folder for _, out in named])
         except BaseException:
             sequence.finish(False)
@@ -433,7 +433,7 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
         check_encoder_options(request.codec, request.crf, request.preset)
         check_container(video_path, request.codec)
         named = _extra_labels(request, extras)
-        protected = check_outputs(named, video_path, shot, numbers)
+        protected = check_outputs(named, video_path, shot, numbers, request)
         _check_video_output(video_path, request)
         check_folders([video_path.parent, *(out.folder for _, out in named)])
         writer = VideoWriter(video_path, request, shot, numbers, extras, colour)
