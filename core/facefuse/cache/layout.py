@@ -17,6 +17,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 import platformdirs
 
@@ -25,13 +26,13 @@ from ..io import files
 CACHE_ENV = "FACEFUSE_CACHE"
 # The files facefuse writes in each cache part (cache.embeddings, shot.analysis, shot.previews,
 # cache.hashes), by name.
-CACHED_NAMES = {
+CACHED_NAMES = MappingProxyType({
     "embeddings": re.compile(r"[0-9a-f]{64}\.npy"),
     "analysis": re.compile(r"[0-9a-f]{64}\.npz"),
     "previews": re.compile(r"(?:(?:source|reference|preview|faces|frame)-[0-9a-f]{16}"
                            r"|face-[0-9a-f]{16}-\d+)\.png"),
     "hashes": re.compile(r"file-hashes\.json"),
-}
+})
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,7 +69,7 @@ def check_path_length(path: Path, label: str) -> None:
     written. Folders that do not exist yet are judged by the nearest one that does."""
     path = Path(path)
     probe = path.parent
-    while not probe.is_dir() and probe != probe.parent:
+    while not os.path.isdir(probe) and probe != probe.parent:  # no OSError for long names
         probe = probe.parent
     limit = path_max(probe)
     length = len(os.fsencode(str(path)))

@@ -114,10 +114,22 @@ def check_outputs(named: Sequence[tuple[str, NamedOutput]], video_path: Path | N
     return _check_claims(claims, video_path, inputs, numbers)
 
 
+def check_output_names(request: RenderRequest) -> None:
+    """InputError when an output option of `request` (-o, --matte, --patch) names a path longer
+    than the file system takes, or a name in it longer than its folder takes (PATH_MAX,
+    NAME_MAX): checked before anything looks at the path. The frame numbers a pattern's files
+    get are checked by check_outputs."""
+    for option, value in (("-o", request.output), ("--matte", request.matte),
+                          ("--patch", request.patch)):
+        if value is not None:
+            files.check_path_length(Path(value), f"{option} {value}")
+
+
 def check_request_outputs(request: RenderRequest, numbers: Sequence[int]) -> None:
     """check_outputs for a render that runs later (a farm job written now): the outputs of
     `request` for the frames `numbers` against the files it will read, its shot included (a
     video file, or the frames a sequence pattern finds now)."""
+    check_output_names(request)
     shot: tuple[Path, ...] = ()
     if sequences.is_frame_pattern(request.input):
         shot = tuple(FramePattern.parse(request.input).scan().values())

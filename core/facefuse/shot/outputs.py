@@ -39,7 +39,7 @@ from ..io.video_write import check_container
 from ..runtime.threads import thread_budget
 from ..types import Pasted
 from .inputs import ShotInput
-from .output_checks import check_folders, check_outputs, sweep_temporaries
+from .output_checks import check_folders, check_output_names, check_outputs, sweep_temporaries
 from .request import RenderRequest
 
 log = logging.getLogger(__name__)
@@ -402,6 +402,7 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
 
     colour: the input's conversion to display space; video outputs are display-referred, so a
     scene-linear plate is converted before encoding (image sequences keep the plate's space)."""
+    check_output_names(request)
     extras = _Extras(request.matte, request.patch)
     writer: FrameWriter
     if sequences.is_frame_pattern(request.output):
