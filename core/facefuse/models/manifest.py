@@ -239,7 +239,8 @@ def _channels(raw: dict[str, Any], key: str, name: str, path: Path) -> tuple[flo
 def _model_fields(raw: dict[str, Any], path: Path) -> ModelEntry:
     if not isinstance(raw, dict):
         raise ModelError(f"{path}: a [[models]] entry must be a table, not {_shown(raw)}")
-    where = f"{path}: model {_shown(raw.get('name', '?'))}"
+    name = raw.get("name", "?")
+    where = f"{path}: model {name if isinstance(name, str) else _shown(name)}"
     fields = _Fields(raw, where)
     archive = raw.get("archive")
     if archive is not None and not isinstance(archive, dict):
