@@ -53,7 +53,7 @@ def test_readers_refuse_them_before_reading(tmp_path: Path, fifo: Path, reader: 
             "try:\n    read(Path(sys.argv[1]))\nexcept InputError as exc:\n    print(exc)\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "memo.json")],
-                          capture_output=True, text=True, timeout=30, env=env,
+                          check=False, capture_output=True, text=True, timeout=30, env=env,
                           preexec_fn=lambda: _limit_memory(2 << 30))
     assert "not a regular file" in done.stdout, done.stderr[-500:]
 
