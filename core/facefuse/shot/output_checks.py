@@ -109,9 +109,9 @@ def check_outputs(named: Sequence[tuple[str, NamedOutput]], video_path: Path | N
     """InputError when an output file would replace a file the render reads (the shot's, or
     one of request_inputs), or two outputs one file, or a name is too long for its file system.
     Returns the input files' (device, inode), which the sweep must never remove."""
-    inputs = (*shot.files(shot.frame_numbers), *request_inputs(request))
     claims = [(label, out.folder, out.pattern.name) for label, out in named]
-    return _check_claims(claims, video_path, inputs, numbers)
+    return _check_claims(claims, video_path, shot.files(shot.frame_numbers),
+                         request_inputs(request), numbers)
 
 
 def check_output_names(request: RenderRequest) -> None:
@@ -146,17 +146,22 @@ def check_request_outputs(request: RenderRequest, numbers: Sequence[int]) -> Non
             claims.append((f"{option} {value}", pattern.path(0).parent, pattern.name))
         else:
             video_path = Path(value)
-    _check_claims(claims, video_path, (*shot, *request_inputs(request)), numbers)
+    _check_claims(claims, video_path, shot, request_inputs(request), numbers)
 
 
 _Claim = tuple[str, Path, Callable[[int], str]]
 
 
-def _check_claims(claims: Sequence[_Claim], video_path: Path | None, inputs: Sequence[Path],
-                  numbers: Sequence[int]) -> frozenset[FileId]:
+def _check_claims(claims: Sequence[_Claim], video_path: Path | None, shot: Sequence[Path],
+                  others: Sequence[Path], numbers: Sequence[int]) -> frozenset[FileId]:
+    """The checks of check_outputs on (label, folder, name of a frame number) claims and a
+    video file; shot: the shot's files, others: the other files the render reads."""
     resolver = _Resolver()
+    inputs = (*shot, *others)
     input_paths = {resolver.key(path.parent, path.name)[0] for path in inputs}
     known_ids = input_ids(inputs)
+    shot_paths = {resolver.key(path.parent, path.name)[0] for path in shot}
+    shot_ids = input_ids(shot)
     owners: dict[str | FileId, str] = {}
 
     def claim(label: str, folder: Path, name: str) -> None:
@@ -174,8 +179,8 @@ def _check_claims(claims: Sequence[_Claim], video_path: Path | None, inputs: Seq
     if video_path is not None:
         files.check_path_length(video_path, f"-o {video_path}")
         resolved, file_id = resolver.key(video_path.parent, video_path.name)
-        if resolved in input_paths or (file_id is not None and file_id in known_ids):
-            raise InputError(f"the output {video_path} is an input; choose another file name")
+        if resolved in shot_paths or (file_id is not None and file_id in shot_ids):
+            raise InputError(f"the output {video_path} is the input; choose another file name")
         claim(f"-o {video_path}", video_path.parent, video_path.name)
     for label, folder, name in claims:
         for number in {min(numbers, default=0), max(numbers, default=0)}:
