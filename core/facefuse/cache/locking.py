@@ -9,9 +9,9 @@ the rule the sweep of temporaries uses too); so is a lock whose record cannot be
 garbage, a time out of range) once it has gone UNREADABLE_GRACE_S untouched (a record is
 complete when the lock's name appears, except where hard links fail and it is written after
 O_EXCL: microseconds). Any other lock is broken when its mtime, refreshed by the holder while it
-works, is older than stale_s. Taking over is
-race-free: breakers take turns through a short-lived `<lock>.break` file and remove the lock
-only while it still holds the record judged stale, then the lock is created anew. A folder where no lock can be created (read-only) means
+works, is older than stale_s. Taking over is race-free: breakers take turns through a
+short-lived `<lock>.break` file and remove the lock only while it still holds the record judged
+stale, then the lock is created anew. A folder where no lock can be created (read-only) means
 working without the lock, with a warning.
 """
 

@@ -6,8 +6,8 @@ manifest), by path after resolving symlinks and by (device, inode) so hard links
 the files the other outputs write, frame number by frame number (`a.####.png` and `a.#.png` both
 name `a.1000.png`); no output name may be longer than its file system takes (NAME_MAX, PATH_MAX);
 every output folder must be writable. check_request_outputs runs the same comparison for work
-that runs later (a farm bundle), from the request alone. The sweep removes hidden temporaries of these outputs
-whose writer is gone (see io.files.sweep_stale_temporaries), never an input.
+that runs later (a farm bundle), from the request alone. The sweep removes hidden temporaries
+of these outputs whose writer is gone (see io.files.sweep_stale_temporaries), never an input.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def request_inputs(request: RenderRequest) -> tuple[Path, ...]:
     models = [Path(value).expanduser() for option in tunable_options()
               if option.kind in ("model", "optional-model")
               and isinstance(value := getattr(settings, option.name), str)
-              and Path(value).expanduser().is_file()]
+              and os.path.isfile(Path(value).expanduser())]
     return (*map(Path, request.sources), *map(Path, settings.reference_images), *models,
             default_manifest_path())
 
@@ -133,7 +133,7 @@ def check_request_outputs(request: RenderRequest, numbers: Sequence[int]) -> Non
     shot: tuple[Path, ...] = ()
     if sequences.is_frame_pattern(request.input):
         shot = tuple(FramePattern.parse(request.input).scan().values())
-    elif Path(request.input).is_file():
+    elif os.path.isfile(request.input):
         shot = (Path(request.input),)
     claims = []
     video_path = None
