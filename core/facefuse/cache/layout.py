@@ -5,10 +5,10 @@ else the user cache folder (platformdirs). Nothing a render caches is written ou
 so a farm job given a scratch cache folder keeps to it.
 
 `clear` removes only what facefuse writes there: each part's own names (CACHED_NAMES: hex
-digests with the part's format) and the temporaries of those names whose writer is gone. It never
-follows a symlink (a linked part or file is left, so nothing outside the root is touched), never
-enters a subfolder, and leaves locks (their holders remove them) and anything else; what it left
-is counted and named (Cleared.describe).
+digests with the part's format), the temporaries of those names and the locks of those digests
+whose writer is gone. It never follows a symlink (a linked part or file is left, so nothing
+outside the root is touched), never enters a subfolder, and leaves live locks and anything else;
+what it left is counted and named (Cleared.describe).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from types import MappingProxyType
 import platformdirs
 
 from ..io import files
+from .locking import LockOwner, owner_is_gone
 
 CACHE_ENV = "FACEFUSE_CACHE"
 # The files facefuse writes in each cache part (cache.embeddings, shot.analysis, shot.previews,
@@ -33,6 +34,8 @@ CACHED_NAMES = MappingProxyType({
                            r"|face-[0-9a-f]{16}-\d+)\.png"),
     "hashes": re.compile(r"file-hashes\.json"),
 })
+
+_LOCK = re.compile(r"[0-9a-f]{64}\.lock")
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,12 +133,26 @@ def _clear_part(folder: Path, names: re.Pattern[str]) -> tuple[list[Path], list[
     left: list[Path] = []
     with os.scandir(folder) as entries:
         for entry in entries:
-            if names.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+            plain = entry.is_file(follow_symlinks=False)
+            if plain and (names.fullmatch(entry.name) or _dead_lock(entry)):
                 Path(entry.path).unlink(missing_ok=True)
                 removed.append(Path(entry.path))
             else:
                 left.append(Path(entry.path))
     return removed, left
+
+
+def _dead_lock(entry: os.DirEntry[str]) -> bool:
+    """Whether `entry` is a lock of a cache entry (its digest and .lock) whose owner is gone; a
+    live or unreadable one is left for FileLock to judge."""
+    if _LOCK.fullmatch(entry.name) is None:
+        return False
+    try:
+        text = Path(entry.path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    owner = LockOwner.from_json(text)
+    return owner is not None and owner_is_gone(owner)
 
 
 def _files(path: Path) -> list[Path]:

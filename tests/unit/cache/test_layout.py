@@ -4,11 +4,18 @@ file of another name; and it says what it left."""
 
 from __future__ import annotations
 
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from facefuse.cache.layout import CacheLayout
+from facefuse.cache.locking import LockOwner
 from facefuse.io import files
 
 DIGEST = "ab" * 32
@@ -86,4 +93,18 @@ def test_stale_temporaries_of_its_names_go_live_ones_stay(layout: CacheLayout) -
     live = files.temporary_path(layout.analysis / f"{'ef' * 32}.npz")
     live.write_bytes(b"being written")
     cleared = layout.clear()
+    assert live.exists() and live in cleared.left
+
+
+def test_locks_of_dead_owners_go_live_ones_stay(layout: CacheLayout) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    namespace = LockOwner.current().pid_namespace
+    dead = LockOwner(child.pid, socket.gethostname(), None, time.time(), "t", namespace)
+    (layout.analysis / f"{'0' * 64}.lock").write_text(dead.to_json())
+    live = layout.analysis / f"{'1' * 64}.lock"
+    live.write_text(LockOwner.current().to_json())
+    assert json.loads(live.read_text())["pid"] == os.getpid()
+    cleared = layout.clear()
+    assert not (layout.analysis / f"{'0' * 64}.lock").exists()
     assert live.exists() and live in cleared.left
