@@ -7,7 +7,9 @@ the command line, the Blender panel and the Qt panel all offer the same options 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields
+from numbers import Real
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,8 @@ class Tunable:
     kind: "model" (manifest name or .onnx path), "optional-model" (the same, or None for off),
     "choice" (one of `choices`), "choices" (a non-empty tuple of some of `choices`, in their
     order), "float", "int" or "bool". group: where panels put it.
-    minimum/maximum bound floats and ints (inclusive) and are checked by Settings itself.
+    minimum/maximum bound floats and ints (inclusive) and are checked by Settings itself
+    (check_value); a float must be a finite number whatever its bounds (no inf, no nan).
     suggestion: the model a panel offers when an optional model is switched on.
     """
 
@@ -136,10 +139,37 @@ class Settings:
 
     def __post_init__(self) -> None:
         for option in tunable_options():
-            _check_value(option, getattr(self, option.name))
+            check_value(option, getattr(self, option.name))
+        padding = self.mask_padding
+        if len(padding) != 4 or not all(isinstance(p, Real) and not isinstance(p, bool)
+                                        and math.isfinite(p) and 0.0 <= p <= 1.0
+                                        for p in padding):
+            raise InputError(f"the mask padding must be four fractions within 0..1 (top, right, "
+                             f"bottom, left), not {padding!r}")
         if self.mouth_mask and not self.parser:
             raise InputError("the mouth mask finds the mouth with the face parser: choose one "
                              "(--parser bisenet_resnet_34) or switch the mouth mask off")
+
+
+# The landmark smoothing of a render (shot.request.RenderRequest's smoothing_min_cutoff and
+# smoothing_beta; None there means the filter's own defaults), bounded like the tunables: the
+# One Euro filter's blend overflows to nan beyond these.
+SMOOTHING_OPTIONS = (
+    Tunable("smoothing_min_cutoff", "Smoothing Min Cutoff", "One Euro cutoff when the face is "
+            "still, Hz (lower: smoother)", "float", "faces", "--smooth-min-cutoff",
+            minimum=0.001, maximum=1000.0),
+    Tunable("smoothing_beta", "Smoothing Beta", "One Euro cutoff rise per face scale per second "
+            "of speed (higher: less lag)", "float", "faces", "--smooth-beta",
+            minimum=0.0, maximum=1000.0),
+)
+
+
+def check_smoothing(min_cutoff: float | None, beta: float | None) -> None:
+    """InputError for a landmark smoothing value outside SMOOTHING_OPTIONS' bounds, or not
+    finite (None: the default)."""
+    for option, value in zip(SMOOTHING_OPTIONS, (min_cutoff, beta), strict=True):
+        if value is not None:
+            check_value(option, value)
 
 
 def tunable_options() -> tuple[Tunable, ...]:
@@ -154,18 +184,30 @@ def _as_dict(option: Tunable) -> dict[str, Any]:
     return {item.name: getattr(option, item.name) for item in fields(Tunable)}
 
 
-def _check_value(option: Tunable, value: Any) -> None:
+def check_value(option: Tunable, value: Any) -> None:
+    """InputError (one sentence naming the option) for a value `option` does not take: outside
+    its choices or bounds, or, for a float, not a finite number."""
     label = option.label.lower()
     if option.kind == "choices":
         _check_choices(option, value)
         return
     if option.choices and value not in option.choices:
         raise InputError(f"{label} must be one of {', '.join(option.choices)}, not {value!r}")
+    if option.kind == "float":
+        _check_finite(option, value)
     if option.minimum is None or option.maximum is None:
         return
     if not option.minimum <= value <= option.maximum:
         bounds = f"{option.minimum:g}..{option.maximum:g}"
         raise InputError(f"{label} must be within {bounds}, not {value}")
+
+
+def _check_finite(option: Tunable, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
+        bounds = ("" if option.minimum is None or option.maximum is None
+                  else f" within {option.minimum:g}..{option.maximum:g}")
+        raise InputError(f"{option.label.lower()} ({option.flag}) must be a finite number"
+                         f"{bounds}, not {value!r}")
 
 
 def _check_choices(option: Tunable, value: Any) -> None:

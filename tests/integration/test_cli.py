@@ -115,9 +115,9 @@ def test_models_cache_and_doctor_commands(tmp_path, capsys):
     assert "inswapper_128" in listing and "non-commercial" in listing and "missing" in listing
     cache = tmp_path / "c"
     (cache / "embeddings").mkdir(parents=True)
-    (cache / "embeddings" / "a.npy").write_bytes(b"x" * 10)
+    (cache / "embeddings" / f"{'a' * 64}.npy").write_bytes(b"x" * 10)  # facefuse's names
     (cache / "analysis").mkdir()
-    (cache / "analysis" / "b.npz").write_bytes(b"y" * 20)
+    (cache / "analysis" / f"{'b' * 64}.npz").write_bytes(b"y" * 20)
     assert main(["cache", "info", "--cache-dir", str(cache)]) == 0
     info = capsys.readouterr().out.splitlines()
     assert info[0] == f"{cache}:"

@@ -32,13 +32,13 @@ def test_explicit_beats_the_environment_beats_the_user_folder(tmp_path: Path,
 def test_usage_and_clear_count_files_of_every_part(tmp_path: Path):
     layout = CacheLayout.at(tmp_path)
     layout.embeddings.mkdir()
-    (layout.embeddings / "a.npy").write_bytes(b"1234")
-    (layout.analysis / "nested").mkdir(parents=True)
-    (layout.analysis / "nested" / "b.npz").write_bytes(b"12")
+    (layout.embeddings / f"{'a' * 64}.npy").write_bytes(b"1234")
+    layout.analysis.mkdir()
+    (layout.analysis / f"{'b' * 64}.npz").write_bytes(b"12")
     layout.hashes.write_text("{}")
     (tmp_path / "someone-elses.txt").write_text("keep me")
     assert layout.usage() == {"embeddings": (1, 4), "analysis": (1, 2), "previews": (0, 0),
                               "hashes": (1, 2)}
-    assert layout.clear() == 3
+    assert layout.clear().removed == 3
     assert layout.usage() == {name: (0, 0) for name in layout.parts()}
     assert (tmp_path / "someone-elses.txt").read_text() == "keep me"

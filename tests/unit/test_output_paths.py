@@ -20,6 +20,7 @@ from facefuse.errors import InputError, OutputError
 from facefuse.io import files, images, plates
 from facefuse.shot.output_checks import check_outputs
 from facefuse.shot.outputs import SequenceOutput
+from facefuse.shot.request import RenderRequest
 
 
 def _dead_pid() -> int:
@@ -36,7 +37,7 @@ def test_temporary_names_fit_name_max(tmp_path: Path, length: int, keep_suffix: 
     name = "a" * (length - 4) + ".exr" if length > 4 else "a"
     tmp = files.temporary_path(tmp_path / name, keep_suffix)
     assert len(os.fsencode(tmp.name)) <= files.name_max(tmp_path)
-    assert tmp.name.startswith(".") and f".{os.getpid()}-{files.host_tag()}." in tmp.name
+    assert tmp.name.startswith(".") and f".{files.owner_tag()}." in tmp.name
     assert tmp.name.endswith(".tmp.exr" if keep_suffix and length > 4 else ".tmp")
     fd, made = files.create_temporary(tmp_path / name, keep_suffix)  # the system takes it
     os.close(fd)
@@ -174,7 +175,8 @@ def _check(tmp_path: Path, main: str, matte: str, numbers: Sequence[int]) -> Non
     shot = _Shot({n: inputs / f"i.{n}.png" for n in numbers})
     for path in shot.paths.values():
         path.write_bytes(b"plate")
-    check_outputs(named, None, shot, numbers)  # type: ignore[arg-type]
+    request = RenderRequest(sources=(), input=str(inputs / "i.#.png"), output=main)
+    check_outputs(named, None, shot, numbers, request)  # type: ignore[arg-type]
 
 
 def test_paddings_alias_only_where_the_names_meet(tmp_path: Path) -> None:

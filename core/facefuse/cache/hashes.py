@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..io.files import atomic_write_bytes
+from ..io.files import atomic_write_bytes, check_regular_file
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +60,10 @@ class HashMemo:
         return self._records
 
     def sha256(self, file: Path) -> str:
-        """The file's sha256, hashed only when its size or mtime changed since last time."""
+        """The file's sha256, hashed only when its size or mtime changed since last time.
+        InputError for anything but a regular file (a FIFO or device would block or never end)."""
         file = Path(file).resolve()
+        check_regular_file(file, "input file")
         stat = file.stat()
         records = self._loaded()
         known = records.get(str(file))

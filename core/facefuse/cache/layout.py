@@ -3,17 +3,58 @@
 The root is the folder a user names (Settings.cache_dir, `--cache-dir`), else $FACEFUSE_CACHE,
 else the user cache folder (platformdirs). Nothing a render caches is written outside the root,
 so a farm job given a scratch cache folder keeps to it.
+
+`clear` removes only what facefuse writes there: each part's own names (CACHED_NAMES: hex
+digests with the part's format), the temporaries of those names and the locks of those digests
+whose writer is gone. It never follows a symlink (a linked part or file is left, so nothing
+outside the root is touched), never enters a subfolder, and leaves live locks and anything else;
+what it left is counted and named (Cleared.describe).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 import platformdirs
 
+from ..io import files
+from .locking import LockOwner, owner_is_gone
+
 CACHE_ENV = "FACEFUSE_CACHE"
+# The files facefuse writes in each cache part (cache.embeddings, shot.analysis, shot.previews,
+# cache.hashes), by name.
+CACHED_NAMES = MappingProxyType({
+    "embeddings": re.compile(r"[0-9a-f]{64}\.npy"),
+    "analysis": re.compile(r"[0-9a-f]{64}\.npz"),
+    "previews": re.compile(r"(?:(?:source|reference|preview|faces|frame)-[0-9a-f]{16}"
+                           r"|face-[0-9a-f]{16}-\d+)\.png"),
+    "hashes": re.compile(r"file-hashes\.json"),
+})
+
+_LOCK = re.compile(r"[0-9a-f]{64}\.lock")
+
+
+@dataclass(frozen=True, slots=True)
+class Cleared:
+    """What `CacheLayout.clear` did: how many files it removed, and what it left (paths)."""
+
+    root: Path
+    removed: int
+    left: tuple[Path, ...]
+
+    def describe(self) -> str:
+        """One sentence for the user."""
+        text = f"removed {self.removed} cached files from {self.root}"
+        if not self.left:
+            return text
+        shown = ", ".join(str(p) for p in self.left[:3])
+        more = f" and {len(self.left) - 3} more" if len(self.left) > 3 else ""
+        return (f"{text}; left {len(self.left)} entries facefuse did not write there or that "
+                f"are links or in use: {shown}{more}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,20 +102,69 @@ class CacheLayout:
         """Name -> (files, bytes) of each cache."""
         return {name: _usage(path) for name, path in self.parts().items()}
 
-    def clear(self) -> int:
-        """Delete every cached file (the folders stay); returns how many were removed."""
-        removed = 0
-        for path in self.parts().values():
-            for file in _files(path):
-                file.unlink(missing_ok=True)
-                removed += 1
-        return removed
+    def clear(self) -> Cleared:
+        """Delete the files facefuse cached (see the module docstring; the folders stay)."""
+        removed: list[Path] = []
+        left: list[Path] = []
+        for part, path in self.parts().items():
+            if path.is_symlink():
+                left.append(path)
+            elif part == "hashes":
+                if path.is_file():
+                    path.unlink(missing_ok=True)
+                    removed.append(path)
+                elif path.exists():
+                    left.append(path)
+            elif path.is_dir():
+                done, kept = _clear_part(path, CACHED_NAMES[part])
+                removed += done
+                left += kept
+        return Cleared(self.root, len(removed), tuple(left))
+
+
+def _clear_part(folder: Path, names: re.Pattern[str]) -> tuple[list[Path], list[Path]]:
+    """(removed, left) in one cache folder: its own entries (plain files) and the temporaries of
+    such names whose writer is gone are removed; links, folders and other names are left."""
+    def cached(part: str, cut: bool, ext: str) -> bool:
+        return not cut and names.fullmatch(part + ext) is not None
+
+    swept = files.sweep_stale_temporaries(folder, cached)
+    removed: list[Path] = list(swept)
+    left: list[Path] = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            plain = entry.is_file(follow_symlinks=False)
+            if plain and (names.fullmatch(entry.name) or _dead_lock(entry)):
+                Path(entry.path).unlink(missing_ok=True)
+                removed.append(Path(entry.path))
+            else:
+                left.append(Path(entry.path))
+    return removed, left
+
+
+def _dead_lock(entry: os.DirEntry[str]) -> bool:
+    """Whether `entry` is a lock of a cache entry (its digest and .lock) whose owner is gone; a
+    live or unreadable one is left for FileLock to judge."""
+    if _LOCK.fullmatch(entry.name) is None:
+        return False
+    try:
+        text = Path(entry.path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    owner = LockOwner.from_json(text)
+    return owner is not None and owner_is_gone(owner)
 
 
 def _files(path: Path) -> list[Path]:
+    """The plain files of a cache part (links neither counted nor followed)."""
+    if path.is_symlink():
+        return []
     if path.is_file():
         return [path]
-    return [p for p in path.rglob("*") if p.is_file()] if path.is_dir() else []
+    found = []
+    for folder, _, names in os.walk(path):  # never into a linked folder
+        found += [Path(folder, n) for n in names if not Path(folder, n).is_symlink()]
+    return found
 
 
 def _usage(path: Path) -> tuple[int, int]:

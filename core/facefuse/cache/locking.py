@@ -4,10 +4,14 @@ Created atomically (a complete record hard-linked to the lock's name, else O_EXC
 one process wins. The file holds its owner as JSON: pid, host, the process's start time (Linux:
 /proc/<pid>/stat field 22, so a reused pid is told apart), the lock's creation time, a random
 token and (Linux) the pid namespace. A waiter on the same host and in the same pid namespace
-(not another container) takes a lock whose owner is gone over at once; any other lock is broken
-when its mtime, refreshed by the holder while it works, is older than stale_s. Taking over is
-race-free: breakers take turns through a short-lived `<lock>.break` file and remove the lock
-only while it still holds the record judged stale, then the lock is created anew. A folder where no lock can be created (read-only) means
+(not another container) takes a lock whose owner is gone over at once (io.owners.owner_is_gone,
+the rule the sweep of temporaries uses too); so is a lock whose record cannot be read (empty,
+garbage, a time out of range) once it has gone UNREADABLE_GRACE_S untouched (a record is
+complete when the lock's name appears, except where hard links fail and it is written after
+O_EXCL: microseconds). Any other lock is broken when its mtime, refreshed by the holder while it
+works, is older than stale_s. Taking over is race-free: breakers take turns through a
+short-lived `<lock>.break` file and remove the lock only while it still holds the record judged
+stale, then the lock is created anew. A folder where no lock can be created (read-only) means
 working without the lock, with a warning.
 """
 
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import socket
 import time
@@ -26,10 +31,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from ..io import owners
+from ..io.owners import pid_namespace, process_start
+
+__all__ = ["FileLock", "LockOwner", "LockWaitCancelled", "owner_is_gone", "pid_namespace",
+           "process_start"]
+
 log = logging.getLogger(__name__)
 
-PROC_STAT_START_FIELD = 22  # starttime, in clock ticks since boot (man 5 proc)
 BREAKER_STALE_S = 10.0  # a breaker holds its file for microseconds: older, its process died
+UNREADABLE_GRACE_S = 2.0  # an unreadable record untouched this long is no lock being written
+LATEST_TIME_S = 253402300799.0  # 9999-12-31 23:59:59 UTC: a later creation time is garbage
 
 
 class LockWaitCancelled(Exception):
@@ -64,53 +76,31 @@ class LockOwner:
         try:
             raw: Any = json.loads(text)
             started, namespace = raw.get("started"), raw.get("pid_namespace")
-            return cls(int(raw["pid"]), str(raw["host"]),
-                       int(started) if started is not None else None, float(raw["created"]),
-                       str(raw.get("token", "")), str(namespace) if namespace else None)
-        except (ValueError, TypeError, KeyError, AttributeError):
+            owner = cls(int(raw["pid"]), str(raw["host"]),
+                        int(started) if started is not None else None, float(raw["created"]),
+                        str(raw.get("token", "")), str(namespace) if namespace else None)
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError):
             return None
+        in_range = math.isfinite(owner.created) and 0.0 <= owner.created <= LATEST_TIME_S
+        if owner.pid <= 0 or not in_range or (owner.started is not None and owner.started < 0):
+            return None
+        return owner
+
+    @property
+    def process(self) -> owners.ProcessOwner:
+        """The owner as the shared owner rule (io.owners) sees it."""
+        return owners.ProcessOwner(self.pid, owners.place_tag(self.host, self.pid_namespace),
+                                   self.started)
 
     def describe(self) -> str:
         since = datetime.fromtimestamp(self.created).isoformat(sep=" ", timespec="seconds")
         return f"pid {self.pid} on host {self.host} since {since}"
 
 
-def process_start(pid: int) -> int | None:
-    """The start time of process pid in clock ticks since boot (Linux only; None elsewhere or
-    when the process does not exist)."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    fields = text[text.rfind(")") + 2:].split()  # the name in parentheses may hold spaces
-    try:
-        return int(fields[PROC_STAT_START_FIELD - 3])
-    except (IndexError, ValueError):
-        return None
-
-
-def pid_namespace() -> str | None:
-    """This process's pid namespace (Linux: e.g. 'pid:[4026531836]'), else None."""
-    try:
-        return os.readlink("/proc/self/ns/pid")
-    except (OSError, AttributeError):
-        return None
-
-
 def owner_is_gone(owner: LockOwner) -> bool:
     """Whether the owner, on this host and in this pid namespace, certainly no longer runs (its
-    pid is dead, or now belongs to a process started at another time)."""
-    if owner.host != socket.gethostname() or owner.pid_namespace != pid_namespace() \
-            or os.name != "posix":
-        return False  # another host or container (or no safe signal-0 probe): mtime rule only
-    try:
-        os.kill(owner.pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        pass  # alive, run by another user
-    now_started = process_start(owner.pid)
-    return owner.started is not None and now_started is not None and now_started != owner.started
+    pid is dead, or now belongs to a process started at another time): io.owners.owner_is_gone."""
+    return owners.owner_is_gone(owner.process)
 
 
 class FileLock:
@@ -145,6 +135,8 @@ class FileLock:
                 log.warning("taking over the lock %s: its owner, %s, no longer runs",
                             self.path, owner.describe())
                 self._take_over(text)
+                continue
+            if owner is None and self._unreadable_and_left(text):
                 continue
             if not waited:
                 holder = owner.describe() if owner is not None else "another process"
@@ -214,6 +206,22 @@ class FileLock:
                     "process may do the same work at the same time",
                     self.path, exc.strerror or exc)
         self.held = False
+        return True
+
+    def _unreadable_and_left(self, text: str) -> bool:
+        """Take over a lock whose record cannot be read (empty, garbage, a time out of range)
+        once it has gone UNREADABLE_GRACE_S untouched: no live holder leaves it so (a record
+        is whole before the lock's name appears, or written just after O_EXCL). True when
+        taken over."""
+        try:
+            age = time.time() - self.path.stat().st_mtime
+        except FileNotFoundError:
+            return True  # released meanwhile: try again
+        if age < UNREADABLE_GRACE_S:
+            return False
+        log.warning("taking over the lock %s: its record is empty or unreadable (%d bytes), "
+                    "so no running facefuse holds it", self.path, len(text))
+        self._take_over(text)
         return True
 
     def _break_if_stale(self, text: str) -> None:

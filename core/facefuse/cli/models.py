@@ -125,7 +125,7 @@ def _print_model_table(rows: Sequence[ModelStatus]) -> None:
 def cmd_cache(args: argparse.Namespace) -> int:
     layout = CacheLayout.at(args.cache_dir)
     if args.action == "clear":
-        print(f"removed {layout.clear()} cached files from {layout.root}")
+        print(layout.clear().describe())
         return ExitCode.OK
     print(f"{layout.root}:")
     for part, (files, size) in layout.usage().items():

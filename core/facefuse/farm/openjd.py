@@ -34,6 +34,7 @@ from ..errors import InputError
 from ..io.files import atomic_write_bytes
 from ..models.locations import default_models_dir, looks_like_model_path
 from ..shot import commandline
+from ..shot.output_checks import check_request_outputs
 from ..shot.request import RenderRequest
 from .chunks import chunk_ranges
 from .paths import check_pattern, relative_to_root
@@ -97,6 +98,7 @@ def shot_bundle(request: RenderRequest, frames: tuple[int, int], chunk_size: int
     are fixed here, as (ChunkStart, ChunkEnd) task parameter pairs."""
     if chunk_size < 1:
         raise InputError(f"chunk size {chunk_size} must be at least 1 frame")
+    check_request_outputs(request, range(frames[0], frames[1] + 1))
     params = _Params()
     params.add("Facefuse", "STRING", executable, "the facefuse program on the workers")
     space, frames_arg, chunk_arg = (_chunked_space if task_chunking else _listed_space)(

@@ -4,32 +4,35 @@ Kept free of image libraries, so caches and model bookkeeping can write files wi
 loading OpenCV.
 
 Temporary names are hidden and say who writes them:
-``.{stem}.{pid}-{host}.{random}.tmp{ext}`` (``ext`` kept where a library picks the format by
-it). ``host`` is a short hash of the host name, so a later run can tell a temporary whose
-writer is gone (a SIGKILL, a power cut) from one still being written, and sweep only the
-former (`sweep_stale_temporaries`). The part taken from the target's name is shortened so the
-whole name stays within the folder's NAME_MAX.
+``.{stem}.{pid}-{place}-{started}.{random}.tmp{ext}`` (``ext`` kept where a library picks the
+format by it). ``place`` is io.owners.place_tag (a short hash of the host name and pid namespace)
+and ``started`` the writer's start time (``x`` when unknown), so a later run can tell a temporary
+whose writer is gone (a SIGKILL, a power cut) from one still being written, by the owner rule the
+locks use (io.owners.owner_is_gone), and sweep only the former (`sweep_stale_temporaries`). The
+part taken from the target's name is shortened so the whole name stays within the folder's
+NAME_MAX.
 """
 
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import re
 import secrets
-import socket
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
 from types import MappingProxyType
 
 from ..errors import InputError, OutputError
+from .owners import ProcessOwner, here, owner_is_gone
 
 NAME_MAX_DEFAULT = 255
+PATH_MAX_DEFAULT = 4096
 FOREIGN_HOST_STALE_S = 7 * 24 * 3600.0  # a temporary of another host is swept after a week
-_TEMP = re.compile(r"^\.(?P<part>.*)\.(?P<pid>\d+)-(?P<host>[0-9a-f]{8})\.[0-9a-f]{8}"
-                   r"(?P<cut>~?)\.tmp(?P<ext>\.[^./]*)?$", re.DOTALL)
+_TEMP = re.compile(r"^\.(?P<part>.*)\.(?P<pid>\d+)-(?P<host>[0-9a-f]{8})(?:-(?P<started>\d+|x))?"
+                   r"\.[0-9a-f]{8}(?P<cut>~?)\.tmp(?P<ext>\.[^./]*)?$", re.DOTALL)
 # What a failed write's errno means to the user.
 _WRITE_REASONS = MappingProxyType({
     errno.ENOSPC: "the disk is full",
@@ -41,8 +44,62 @@ _WRITE_REASONS = MappingProxyType({
 
 
 def host_tag() -> str:
-    """8 hex digits naming this host in temporary names."""
-    return hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
+    """8 hex digits naming this host and pid namespace in temporary names (io.owners.here)."""
+    return here()
+
+
+def owner_tag() -> str:
+    """What a temporary's name says of its writer: ``{pid}-{place}-{started}``."""
+    owner = ProcessOwner.current()
+    started = "x" if owner.started is None else str(owner.started)
+    return f"{owner.pid}-{owner.place}-{started}"
+
+
+def path_max(folder: Path) -> int:
+    """The longest path (bytes) the folder's file system takes; PATH_MAX_DEFAULT when unknown."""
+    try:
+        return int(os.pathconf(folder, "PC_PATH_MAX"))
+    except (OSError, ValueError):
+        return PATH_MAX_DEFAULT
+
+
+def check_path_length(path: Path, label: str) -> None:
+    """InputError when a name in `path` is longer than its folder takes (NAME_MAX, mostly 255
+    bytes) or the whole path longer than PATH_MAX (mostly 4096 bytes), before anything is
+    written. Folders that do not exist yet are judged by the nearest one that does."""
+    path = Path(path)
+    probe = path.parent
+    while not os.path.isdir(probe) and probe != probe.parent:  # no OSError for long names
+        probe = probe.parent
+    limit = path_max(probe)
+    length = len(os.fsencode(str(path)))
+    if length >= limit:
+        raise InputError(f"{label}: the path {str(path)[:40]}... is {length} bytes, and the "
+                         f"system takes paths of at most {limit - 1} bytes (PATH_MAX {limit}); "
+                         "choose a shorter one")
+    most = name_max(probe)
+    for part in path.parts:
+        size = len(os.fsencode(part))
+        if size > most:
+            raise InputError(f"{label}: the name {part[:40]}... is {size} bytes, and the file "
+                             f"system takes names of at most {most} bytes; choose a shorter one")
+
+
+def check_regular_file(path: Path, what: str) -> None:
+    """InputError unless `path` names a regular file (links followed): a device (/dev/zero),
+    a FIFO, a socket or a folder is refused before anything reads it (it could block or never
+    end)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(f"the {what} {path} does not exist") from None
+    except OSError as exc:
+        raise InputError(f"the {what} {path} cannot be read: {_reason(exc)}") from exc
+    if stat.S_ISDIR(mode):
+        raise InputError(f"the {what} {path} is a folder, not a file")
+    if not stat.S_ISREG(mode):
+        raise InputError(f"the {what} {path} is not a regular file (a device, FIFO or socket); "
+                         "give a file")
 
 
 def name_max(folder: Path) -> int:
@@ -62,7 +119,7 @@ def temporary_path(path: Path, keep_suffix: bool = False) -> Path:
     path = Path(path)
     ext = path.suffix if keep_suffix else ""
     part = path.stem if keep_suffix else path.name
-    owner = f"{os.getpid()}-{host_tag()}.{secrets.token_hex(4)}"
+    owner = f"{owner_tag()}.{secrets.token_hex(4)}"
     limit = name_max(path.parent)
     fixed = len(os.fsencode(f"..{owner}.tmp{ext}"))
     encoded = os.fsencode(part)
@@ -142,18 +199,6 @@ def make_folder(folder: Path) -> None:
         raise OutputError(f"the output folder {folder} cannot be created: {_reason(exc)}") from exc
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process
-    except OSError:
-        return True
-    return True
-
-
 def sweep_stale_temporaries(folder: Path, belongs: Callable[[str, bool, str], bool],
                             protect: frozenset[tuple[int, int]] = frozenset(),
                             now: float | None = None) -> list[Path]:
@@ -161,29 +206,32 @@ def sweep_stale_temporaries(folder: Path, belongs: Callable[[str, bool, str], bo
 
     belongs(part, cut, ext): whether a temporary made for a name of this stem (cut: shortened
     to a prefix) and extension is one of the caller's outputs; others are never touched. A
-    temporary of this host is stale when its process is not alive; one of another host only
-    after FOREIGN_HOST_STALE_S without change. Files whose (device, inode) is in `protect`
+    temporary written in this place (host and pid namespace) is stale when its writer is gone
+    (io.owners.owner_is_gone: the rule the locks use); one of another place only after
+    FOREIGN_HOST_STALE_S without change. Files whose (device, inode) is in `protect`
     (the inputs of a render) are never removed, whatever their name.
     """
     folder = Path(folder)
     if not folder.is_dir():
         return []
-    here, me = host_tag(), os.getpid()
+    place = here()
     now = time.time() if now is None else now
     removed = []
     for entry in folder.iterdir():
         match = _TEMP.match(entry.name)
         if match is None or not belongs(match["part"], bool(match["cut"]), match["ext"] or ""):
             continue
-        pid = int(match["pid"])
+        started = match["started"]
+        owner = ProcessOwner(int(match["pid"]), match["host"],
+                             None if started in (None, "x") else int(started))
         try:
             if not entry.is_file() or entry.is_symlink():
                 continue
             st = entry.stat()
             if (st.st_dev, st.st_ino) in protect:
                 continue
-            if match["host"] == here:
-                if pid == me or _pid_alive(pid):
+            if owner.place == place:
+                if not owner_is_gone(owner):
                     continue
             elif now - st.st_mtime < FOREIGN_HOST_STALE_S:
                 continue

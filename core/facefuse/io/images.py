@@ -11,6 +11,7 @@ from ..errors import InputError
 from .files import (
     atomic_write_bytes,
     check_folder_writable,
+    check_regular_file,
     is_write_failure,
     make_folder,
     write_error,
@@ -27,6 +28,7 @@ def read_image_bytes(path: Path) -> bytes:
         raise InputError(f"{path} does not exist")
     if path.is_dir():
         raise InputError(f"{path} is a folder, not an image")
+    check_regular_file(path, "image")
     try:
         data = path.read_bytes()
     except OSError as exc:

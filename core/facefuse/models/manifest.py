@@ -16,6 +16,7 @@ Schema (version 1):
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from collections.abc import Mapping
@@ -24,6 +25,7 @@ from importlib import resources
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from types import MappingProxyType
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import ModelError
 
@@ -151,34 +153,83 @@ def load_manifest(path: Path | None = None) -> Manifest:
     return Manifest(version, MappingProxyType(families), MappingProxyType(models), path)
 
 
-def _specs(raw: list[dict[str, Any]]) -> tuple[TensorSpec, ...]:
+def _specs(raw: object, key: str, where: str) -> tuple[TensorSpec, ...]:
+    if not isinstance(raw, list) or not all(
+            isinstance(r, dict) and isinstance(r.get("shape"), list)
+            and isinstance(r.get("names", []), list) for r in raw):
+        raise ModelError(f"{where} field {key!r} must be a list of tables with a shape list, "
+                         f"not {_shown(raw)}")
     return tuple(TensorSpec(tuple(r.get("names", ())), tuple(r["shape"])) for r in raw)
 
 
 def _family(name: str, raw: dict[str, Any], path: Path) -> Family:
+    where = f"{path}: family {name}"
+    if not isinstance(raw, dict):
+        raise ModelError(f"{where} must be a table, not {_shown(raw)}")
     try:
         role = raw["role"]
         if role not in ROLES:
             raise ModelError(f"{path}: family {name} has unknown role {role!r}")
-        size = raw.get("input_size")
+        fields = _Fields(raw, where)
+        size = _numbers(raw, "input_size", where, int, 2)
         return Family(
-            name=name, role=role, class_name=raw["class"],
-            input_size=(int(size[0]), int(size[1])) if size else None,
-            template=raw.get("template"), colour=raw.get("colour", "rgb"),
-            mean=float(raw.get("mean", 0.0)), std=float(raw.get("std", 1.0)),
-            inputs=_specs(raw["inputs"]), outputs=_specs(raw.get("outputs", [])),
+            name=name, role=role, class_name=fields.text("class"),
+            input_size=(size[0], size[1]) if size else None,
+            template=fields.text("template") if "template" in raw else None,
+            colour=fields.text("colour", "rgb"),
+            mean=_number(raw, "mean", where, 0.0), std=_number(raw, "std", where, 1.0),
+            inputs=_specs(raw["inputs"], "inputs", where),
+            outputs=_specs(raw.get("outputs", []), "outputs", where),
             channel_mean=_channels(raw, "channel_mean", name, path),
             channel_std=_channels(raw, "channel_std", name, path),
-            dims=MappingProxyType({str(k): tuple(int(v) for v in values)
-                                   for k, values in raw.get("dims", {}).items()}),
-            classes=MappingProxyType({str(k): int(v) for k, v in raw.get("classes", {}).items()}),
+            dims=MappingProxyType({str(k): _numbers(raw["dims"], k, where, int)
+                                   for k in _table(raw, "dims", where)}),
+            classes=MappingProxyType({str(k): _whole(v, f"classes.{k}", where)
+                                      for k, v in _table(raw, "classes", where).items()}),
         )
     except KeyError as exc:
         raise ModelError(f"{path}: family {name} lacks the field {exc.args[0]!r}") from exc
 
 
+def _table(raw: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = raw.get(key, {})
+    if not isinstance(value, dict):
+        raise ModelError(f"{where} field {key!r} must be a table, not {_shown(value)}")
+    return value
+
+
+def _whole(value: object, key: str, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ModelError(f"{where} field {key!r} must be a whole number, not {_shown(value)}")
+    return value
+
+
+def _number(raw: dict[str, Any], key: str, where: str, default: float) -> float:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value):
+        raise ModelError(f"{where} field {key!r} must be a number, not {_shown(value)}")
+    return float(value)
+
+
+def _numbers(raw: dict[str, Any], key: str, where: str, kind: type = float,
+             count: int | None = None) -> tuple[Any, ...]:
+    """The list of numbers raw[key] (empty when absent); ModelError naming the field."""
+    value = raw.get(key, [])
+    whole = kind is int
+    good = isinstance(value, list) and (count is None or not value or len(value) == count) \
+        and all(not isinstance(v, bool) and isinstance(v, int if whole else (int, float))
+                for v in value)
+    if not good:
+        many = f"{count} " if count else ""
+        noun = "whole numbers" if whole else "numbers"
+        raise ModelError(f"{where} field {key!r} must be a list of {many}{noun}, not "
+                         f"{_shown(value)}")
+    return tuple(kind(v) for v in value)
+
+
 def _channels(raw: dict[str, Any], key: str, name: str, path: Path) -> tuple[float, ...]:
-    values = tuple(float(v) for v in raw.get(key, ()))
+    values = _numbers(raw, key, f"{path}: family {name}")
     if values and len(values) != 3:
         raise ModelError(f"{path}: family {name} gives {len(values)} values for {key}; "
                          "it takes one per colour channel (3)")
@@ -186,24 +237,107 @@ def _channels(raw: dict[str, Any], key: str, name: str, path: Path) -> tuple[flo
 
 
 def _model_fields(raw: dict[str, Any], path: Path) -> ModelEntry:
-    try:
-        archive = raw.get("archive")
-        return ModelEntry(
-            name=raw["name"], family=raw["family"], file=raw["file"],
-            urls=tuple(raw.get("urls", ())), sha256=raw["sha256"].lower(),
-            size_bytes=int(raw["bytes"]), licence=raw["licence"],
-            precision=raw.get("precision", "fp32"),
-            archive=ArchiveMember(archive["url"], archive["sha256"].lower(),
-                                  int(archive["bytes"]), archive["member"]) if archive else None,
-            unconfirmed=str(raw.get("unconfirmed", "")),
-        )
-    except KeyError as exc:
-        raise ModelError(f"{path}: a model entry lacks the field {exc.args[0]!r}") from exc
+    if not isinstance(raw, dict):
+        raise ModelError(f"{path}: a [[models]] entry must be a table, not {_shown(raw)}")
+    name = raw.get("name", "?")
+    where = f"{path}: model {name if isinstance(name, str) else _shown(name)}"
+    fields = _Fields(raw, where)
+    archive = raw.get("archive")
+    if archive is not None and not isinstance(archive, dict):
+        raise ModelError(f"{where} field 'archive' must be a table of url, sha256, bytes and "
+                         f"member, not {_shown(archive)}")
+    member = None
+    if archive:
+        inner = _Fields(archive, f"{where} archive")
+        member = ArchiveMember(inner.url("url"), inner.sha256("sha256"), inner.size("bytes"),
+                               inner.text("member"))
+    return ModelEntry(
+        name=fields.text("name"), family=fields.text("family"), file=fields.text("file"),
+        urls=fields.urls("urls"), sha256=fields.sha256("sha256"), size_bytes=fields.size("bytes"),
+        licence=fields.text("licence"), precision=fields.text("precision", "fp32"),
+        archive=member, unconfirmed=fields.text("unconfirmed", ""))
+
+
+_SHA256_DIGITS = frozenset("0123456789abcdef")
+URL_SCHEMES = ("http", "https", "file")
+# What the models folder holds besides model files (models.store's bookkeeping): a manifest
+# file may not name them.
+BOOKKEEPING_FILES = ("verified.json",)
+BOOKKEEPING_SUFFIXES = (".part", ".lock", ".break", ".tmp")
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+@dataclass(frozen=True, slots=True)
+class _Fields:
+    """Typed reads of one manifest table; ModelError naming the field for a wrong type."""
+
+    raw: dict[str, Any]
+    where: str
+
+    def _get(self, key: str, default: object) -> object:
+        if key in self.raw:
+            return self.raw[key]
+        if default is None:
+            raise ModelError(f"{self.where} lacks the field {key!r}")
+        return default
+
+    def _wrong(self, key: str, what: str, value: object) -> ModelError:
+        return ModelError(f"{self.where} field {key!r} must be {what}, not {_shown(value)}")
+
+    def text(self, key: str, default: str | None = None) -> str:
+        value = self._get(key, default)
+        if not isinstance(value, str):
+            raise self._wrong(key, "a string", value)
+        return value
+
+    def size(self, key: str) -> int:
+        value = self._get(key, None)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise self._wrong(key, "a whole number of bytes (1 or more)", value)
+        return value
+
+    def sha256(self, key: str) -> str:
+        value = self._get(key, None)
+        if not isinstance(value, str) or len(value) != 64 \
+                or not set(value.lower()) <= _SHA256_DIGITS:
+            raise self._wrong(key, "64 hexadecimal digits (a sha256)", value)
+        return value.lower()
+
+    def url(self, key: str) -> str:
+        value = self._get(key, None)
+        if not isinstance(value, str) or url_problem(value) is not None:
+            raise self._wrong(key, f"a URL ({', '.join(URL_SCHEMES)})", value)
+        return value
+
+    def urls(self, key: str) -> tuple[str, ...]:
+        value = self._get(key, [])
+        if not isinstance(value, list) or not all(
+                isinstance(item, str) and url_problem(item) is None for item in value):
+            raise self._wrong(key, f"a list of URLs ({', '.join(URL_SCHEMES)})", value)
+        return tuple(value)
+
+
+def url_problem(url: str) -> str | None:
+    """Why `url` is not a download address facefuse can use (http, https or file), or None."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in URL_SCHEMES:
+        return f"has no {', '.join(URL_SCHEMES)} scheme"
+    if parts.scheme.lower() != "file" and not parts.hostname:
+        return "names no host"
+    if parts.scheme.lower() == "file" and not parts.path:
+        return "names no file"
+    if any(ord(c) < 33 for c in url):
+        return "holds spaces or control characters"
+    return None
 
 
 def _model(raw: dict[str, Any], path: Path) -> ModelEntry:
     entry = _model_fields(raw, path)
-    problem = file_name_problem(entry.file)
+    problem = file_name_problem(entry.file) or bookkeeping_problem(entry.file)
     if problem is not None:
         raise ModelError(f"{path}: model {entry.name} has the file name {entry.file!r}, which "
                          f"{problem}; a model file must be a plain name inside the models folder")
@@ -224,6 +358,18 @@ def file_name_problem(name: object) -> str | None:
     if problem is None and "/" in str(name):
         return "holds a folder separator"
     return problem
+
+
+def bookkeeping_problem(name: str) -> str | None:
+    """Why `name` would be one of the models folder's own bookkeeping files (verified.json,
+    downloads' .part, locks, hidden temporaries), or None."""
+    if name.lower() in BOOKKEEPING_FILES:
+        return "is the models folder's record of verified files"
+    if name.startswith("."):
+        return "is hidden (facefuse's temporaries are)"
+    if name.lower().endswith(BOOKKEEPING_SUFFIXES):
+        return f"ends like facefuse's own files ({', '.join(BOOKKEEPING_SUFFIXES)})"
+    return None
 
 
 def member_name_problem(name: object) -> str | None:

@@ -21,6 +21,7 @@ from ..cache.hashes import HashMemo, content_sha256
 from ..errors import InputError
 from ..io import plates, sequences, video
 from ..io.analysis_pictures import AnalysisPicture
+from ..io.files import check_regular_file
 from ..io.frame_regions import PendingFrame
 from ..io.passthrough import DecodedPicture
 from ..io.video import DecodeFailure
@@ -224,4 +225,5 @@ def open_input(spec: str, start_number: int = 1, conform_vfr: bool = False,
     if path.is_dir():
         raise InputError(f"{path} is a folder; give a video file or an image sequence pattern "
                          "(name.####.exr, name.%04d.exr, name.#.exr)")
+    check_regular_file(path, "input")
     return VideoInput(path, start_number, conform_vfr, thread_budget(threads).decode)

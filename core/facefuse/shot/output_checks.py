@@ -1,24 +1,32 @@
 """What open_writer checks before a render writes anything, and the sweep of stale temporaries.
 
-Every output file of every frame is compared with every input file of the shot, by path after
-resolving symlinks and by (device, inode) so hard links count, and with the files the other
-outputs write, frame number by frame number (`a.####.png` and `a.#.png` both name `a.1000.png`);
-every output folder must be writable. The sweep removes hidden temporaries of these outputs
-whose writer is gone (see io.files.sweep_stale_temporaries), never an input.
+Every output file of every frame is compared with every file the render reads (request_inputs:
+the shot's files, the source and reference images, model files named by path, the model
+manifest), by path after resolving symlinks and by (device, inode) so hard links count, and with
+the files the other outputs write, frame number by frame number (`a.####.png` and `a.#.png` both
+name `a.1000.png`); no output name may be longer than its file system takes (NAME_MAX, PATH_MAX);
+every output folder must be writable. check_request_outputs runs the same comparison for work
+that runs later (a farm bundle), from the request alone. The sweep removes hidden temporaries
+of these outputs whose writer is gone (see io.files.sweep_stale_temporaries), never an input.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from ..config import tunable_options
 from ..errors import InputError
-from ..io import files
+from ..io import files, sequences
 from ..io.sequences import FramePattern
-from .inputs import ShotInput
+from ..models.manifest import default_manifest_path
+from .request import RenderRequest
+
+if TYPE_CHECKING:
+    from .inputs import ShotInput
 
 log = logging.getLogger(__name__)
 
@@ -83,14 +91,77 @@ class _Resolver:
         return target, (st.st_dev, st.st_ino)
 
 
+def request_inputs(request: RenderRequest) -> tuple[Path, ...]:
+    """The files a render of `request` reads besides its shot: source and reference images,
+    model options that name a file, and the model manifest."""
+    settings = request.settings
+    models = [Path(value).expanduser() for option in tunable_options()
+              if option.kind in ("model", "optional-model")
+              and isinstance(value := getattr(settings, option.name), str)
+              and os.path.isfile(Path(value).expanduser())]
+    return (*map(Path, request.sources), *map(Path, settings.reference_images), *models,
+            default_manifest_path())
+
+
 def check_outputs(named: Sequence[tuple[str, NamedOutput]], video_path: Path | None,
-                   shot: ShotInput, numbers: Sequence[int]) -> frozenset[FileId]:
-    """InputError when an output file would replace an input file, or two outputs one file.
+                  shot: ShotInput, numbers: Sequence[int],
+                  request: RenderRequest) -> frozenset[FileId]:
+    """InputError when an output file would replace a file the render reads (the shot's, or
+    one of request_inputs), or two outputs one file, or a name is too long for its file system.
     Returns the input files' (device, inode), which the sweep must never remove."""
-    inputs = shot.files(shot.frame_numbers)
+    claims = [(label, out.folder, out.pattern.name) for label, out in named]
+    return _check_claims(claims, video_path, shot.files(shot.frame_numbers),
+                         request_inputs(request), numbers)
+
+
+def check_output_names(request: RenderRequest) -> None:
+    """InputError when an output option of `request` (-o, --matte, --patch) names a path longer
+    than the file system takes, or a name in it longer than its folder takes (PATH_MAX,
+    NAME_MAX): checked before anything looks at the path. The frame numbers a pattern's files
+    get are checked by check_outputs."""
+    for option, value in (("-o", request.output), ("--matte", request.matte),
+                          ("--patch", request.patch)):
+        if value is not None:
+            files.check_path_length(Path(value), f"{option} {value}")
+
+
+def check_request_outputs(request: RenderRequest, numbers: Sequence[int]) -> None:
+    """check_outputs for a render that runs later (a farm job written now): the outputs of
+    `request` for the frames `numbers` against the files it will read, its shot included (a
+    video file, or the frames a sequence pattern finds now)."""
+    check_output_names(request)
+    shot: tuple[Path, ...] = ()
+    if sequences.is_frame_pattern(request.input):
+        shot = tuple(FramePattern.parse(request.input).scan().values())
+    elif os.path.isfile(request.input):
+        shot = (Path(request.input),)
+    claims = []
+    video_path = None
+    for option, value in (("-o", request.output), ("--matte", request.matte),
+                          ("--patch", request.patch)):
+        if value is None:
+            continue
+        if sequences.is_frame_pattern(value):
+            pattern = FramePattern.parse(value)
+            claims.append((f"{option} {value}", pattern.path(0).parent, pattern.name))
+        else:
+            video_path = Path(value)
+    _check_claims(claims, video_path, shot, request_inputs(request), numbers)
+
+
+_Claim = tuple[str, Path, Callable[[int], str]]
+
+
+def _check_claims(claims: Sequence[_Claim], video_path: Path | None, shot: Sequence[Path],
+                  others: Sequence[Path], numbers: Sequence[int]) -> frozenset[FileId]:
+    """The checks of check_outputs on (label, folder, name of a frame number) claims and a
+    video file; shot: the shot's files, others: the other files the render reads."""
     resolver = _Resolver()
+    inputs = (*shot, *others)
     input_paths = {resolver.key(path.parent, path.name)[0] for path in inputs}
     known_ids = input_ids(inputs)
+    shot_paths = {resolver.key(path.parent, path.name)[0] for path in shot}
+    shot_ids = input_ids(shot)
     owners: dict[str | FileId, str] = {}
 
     def claim(label: str, folder: Path, name: str) -> None:
@@ -106,12 +177,14 @@ def check_outputs(named: Sequence[tuple[str, NamedOutput]], video_path: Path | N
                              f"{folder / name}; give each its own name")
 
     if video_path is not None:
+        files.check_path_length(video_path, f"-o {video_path}")
         resolved, file_id = resolver.key(video_path.parent, video_path.name)
-        if resolved in input_paths or (file_id is not None and file_id in known_ids):
+        if resolved in shot_paths or (file_id is not None and file_id in shot_ids):
             raise InputError(f"the output {video_path} is the input; choose another file name")
         claim(f"-o {video_path}", video_path.parent, video_path.name)
-    for label, out in named:
-        folder, name = out.folder, out.pattern.name
+    for label, folder, name in claims:
+        for number in {min(numbers, default=0), max(numbers, default=0)}:
+            files.check_path_length(folder / name(number), label)
         for number in numbers:
             claim(label, folder, name(number))
     return known_ids

@@ -39,7 +39,7 @@ from ..io.video_write import check_container
 from ..runtime.threads import thread_budget
 from ..types import Pasted
 from .inputs import ShotInput
-from .output_checks import check_folders, check_outputs, sweep_temporaries
+from .output_checks import check_folders, check_output_names, check_outputs, sweep_temporaries
 from .request import RenderRequest
 
 log = logging.getLogger(__name__)
@@ -402,6 +402,7 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
 
     colour: the input's conversion to display space; video outputs are display-referred, so a
     scene-linear plate is converted before encoding (image sequences keep the plate's space)."""
+    check_output_names(request)
     extras = _Extras(request.matte, request.patch)
     writer: FrameWriter
     if sequences.is_frame_pattern(request.output):
@@ -413,7 +414,7 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
                                   thread_budget(request.settings.threads).sequence_writers)
         named = [(_label(request, "-o"), sequence.main), *_extra_labels(request, extras)]
         try:
-            protected = check_outputs(named, None, shot, numbers)
+            protected = check_outputs(named, None, shot, numbers, request)
             check_folders([out.folder for _, out in named])
         except BaseException:
             sequence.finish(False)
@@ -433,7 +434,7 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
         check_encoder_options(request.codec, request.crf, request.preset)
         check_container(video_path, request.codec)
         named = _extra_labels(request, extras)
-        protected = check_outputs(named, video_path, shot, numbers)
+        protected = check_outputs(named, video_path, shot, numbers, request)
         _check_video_output(video_path, request)
         check_folders([video_path.parent, *(out.folder for _, out in named)])
         writer = VideoWriter(video_path, request, shot, numbers, extras, colour)

@@ -15,7 +15,7 @@ from fractions import Fraction
 from pathlib import Path
 from types import MappingProxyType
 
-from ..config import Settings
+from ..config import Settings, check_smoothing
 from ..errors import InputError
 
 PROVENANCE_MODES = ("names", "full")
@@ -73,6 +73,7 @@ class RenderRequest:
                              f"{', '.join(PROVENANCE_MODES)}")
         if self.chunk is not None and self.chunk_frames is not None:
             raise InputError("give --chunk N/M or --chunk-frames A-B, not both")
+        check_smoothing(self.smoothing_min_cutoff, self.smoothing_beta)
 
 
 @dataclass(frozen=True, slots=True)
