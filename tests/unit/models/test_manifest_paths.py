@@ -17,7 +17,13 @@ from facefuse.models.manifest import (
     load_manifest,
 )
 from facefuse.models.store import ModelStore
-from tests.unit.store_helpers import PAYLOAD, Served, ServerState, make_manifest, swapper_entry
+from tests.unit.models.store_helpers import (
+    PAYLOAD,
+    Served,
+    ServerState,
+    make_manifest,
+    swapper_entry,
+)
 
 BAD_FILE_NAMES = ["../evil.onnx", "../../etc/evil.onnx", "/tmp/evil.onnx", "sub/../../evil.onnx",
                   "C:\\evil.onnx", "C:evil.onnx", "..\\evil.onnx", "\\\\server\\share\\e.onnx",
