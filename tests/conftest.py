@@ -8,12 +8,18 @@
 
 The contract models need onnxruntime, which tests/unit never loads: the fixtures import
 tests.contract_models when a test first asks for them, not when this file is loaded.
+
+Markers (registered in pyproject.toml) are given by place, in MARKED: `farm` (real farm processes:
+dask, openjd, concurrent `facefuse render`), `qt` (the panel, pytest-qt), `blender` (bpy), `lua`
+(the Resolve launcher in lupa), `slow` (over about 5 s each on a 2-core CI machine). Select with
+-m, e.g. ``pytest -m "not slow and not farm"`` for a quick run.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 import pytest
@@ -51,6 +57,29 @@ def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory,
     monkeypatch.setenv("FACEFUSE_MODELS", str(base / "user-models"))
     monkeypatch.setenv("FACEFUSE_CACHE", str(base / "user-cache"))
     monkeypatch.delenv("FACEFUSE_OFFLINE", raising=False)
+
+
+# --- markers by place --------------------------------------------------------------------------
+
+# node id patterns (fnmatch: * also crosses folders) -> markers
+MARKED: dict[str, tuple[str, ...]] = {
+    "tests/hosts/farm/*": ("farm",),
+    "tests/integration/test_farm_*": ("farm",),
+    "tests/hosts/*test_blender_farm.py::*": ("farm",),
+    "tests/hosts/*test_blender*": ("blender",),
+    "tests/hosts/test_panel.py::*": ("qt",),
+    "tests/hosts/test_resolve_launcher.py::*": ("lua",),
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        names = {name for pattern, marks in MARKED.items() if fnmatchcase(item.nodeid, pattern)
+                 for name in marks}
+        if "qtbot" in getattr(item, "fixturenames", ()):
+            names.add("qt")
+        for name in sorted(names):
+            item.add_marker(name)
 
 
 # --- contract models ---------------------------------------------------------------------------
