@@ -37,7 +37,8 @@ def test_a_missing_host_or_library_names_the_extra(monkeypatch: pytest.MonkeyPat
         raise ModuleNotFoundError(f"No module named {name!r}", name=name.split(".")[0])
 
     monkeypatch.setattr(addons.importlib, "import_module", absent)
-    with pytest.raises(InputError, match=r"panel host is not installed: pip install 'facefuse\[panel\]'"):
+    message = r"panel host is not installed: pip install 'facefuse\[panel\]'"
+    with pytest.raises(InputError, match=message):
         addons.host_module("panel", "app")
 
     def no_qt(name: str):
