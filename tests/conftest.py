@@ -8,12 +8,21 @@
 
 The contract models need onnxruntime, which tests/unit never loads: the fixtures import
 tests.contract_models when a test first asks for them, not when this file is loaded.
+
+Markers (registered in pyproject.toml) are given by place, in MARKED and SLOW: `farm` (real farm
+processes: dask, openjd, concurrent `facefuse render`), `qt` (the panel, pytest-qt), `blender`
+(bpy), `lua` (the Resolve launcher in lupa), `slow` (over about 5 s each on 2 cores). Select
+with -m, e.g. ``pytest -m "not slow and not farm"`` for a quick run. On two free cores the tests
+other than farm and bpy may run on two workers (pytest-xdist, in the test extra):
+``pytest -n 2 -m "not farm and not blender"`` then ``pytest -m "farm or blender"``; the farm tests
+time the signals and peak memory of the processes they start, and the bpy ones share one Blender.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 import pytest
@@ -51,6 +60,51 @@ def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory,
     monkeypatch.setenv("FACEFUSE_MODELS", str(base / "user-models"))
     monkeypatch.setenv("FACEFUSE_CACHE", str(base / "user-cache"))
     monkeypatch.delenv("FACEFUSE_OFFLINE", raising=False)
+
+
+# --- markers by place --------------------------------------------------------------------------
+
+# node id patterns (fnmatch: * also crosses folders) -> markers
+MARKED: dict[str, tuple[str, ...]] = {
+    "tests/hosts/farm/*": ("farm",),
+    "tests/integration/test_farm_*": ("farm",),
+    "tests/hosts/*test_blender_farm.py::*": ("farm",),
+    "tests/hosts/*test_blender*": ("blender",),
+    "tests/hosts/test_panel.py::*": ("qt",),
+    "tests/hosts/test_resolve_launcher.py::*": ("lua",),
+}
+# over about 5 s each (pytest --durations, whole suite, 2 shared cores), by test name so that a
+# test keeps its mark when its file moves
+SLOW: tuple[str, ...] = (
+    "*::test_headless_renders_one_chunk_then_finishes_the_marked_strips*",
+    "*::test_peak_memory_does_not_grow_with_shot_length*",
+    "*::test_two_real_workers_one_killed_mid_task*",
+    "*::test_disable_and_enable_again_is_symmetric*",
+    "*::test_openjd_run_in_chunks_equals_one_render_and_resumes*",
+    "*::test_openjd_blend_job_with_a_blender_binary*",
+    "*::test_concurrent_chunks_equal_one_unchunked_render*",
+    "*::test_openjd_blend_job_renders_exactly_the_marked_strips_frames*",
+    "*::test_the_commands_open_the_panel_and_return_when_it_closes*",
+    "*::test_sigterm_cancels_cleanly_with_exit_143_and_resumes*",
+    "*::test_without_task_chunking_listed_chunks_give_the_same_files*",
+    "*::test_two_workers_given_the_same_chunk_at_once*",
+    "*::test_a_corrupt_analysis_cache_entry_is_recomputed*",
+    "*::test_a_many_plan_is_final_a_horizon_behind_the_analysis*",
+    "*::test_no_parameter_writes_outside_the_output_folder*",
+    "*::test_overlapping_ranges_in_concurrent_processes_never_corrupt_a_frame*",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        names = {name for pattern, marks in MARKED.items() if fnmatchcase(item.nodeid, pattern)
+                 for name in marks}
+        if any(fnmatchcase(item.nodeid, pattern) for pattern in SLOW):
+            names.add("slow")
+        if "qtbot" in getattr(item, "fixturenames", ()):
+            names.add("qt")
+        for name in sorted(names):
+            item.add_marker(name)
 
 
 # --- contract models ---------------------------------------------------------------------------

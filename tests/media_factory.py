@@ -156,7 +156,8 @@ def make_marked_clip(path: Path, frames: int = 48, rate: Fraction = Fraction(24)
     return path
 
 
-def make_vfr_clip(path: Path, pts_ms: Sequence[int] = (), size: tuple[int, int] = (224, 128)) -> Path:
+def make_vfr_clip(path: Path, pts_ms: Sequence[int] = (),
+                  size: tuple[int, int] = (224, 128)) -> Path:
     """Write an mjpeg .mkv whose frame i (marker i) starts at ``pts_ms[i]`` milliseconds.
     Default: 30 frames at a nominal 30 fps where every third step is doubled (a dropped frame)."""
     if not pts_ms:

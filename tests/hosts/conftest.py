@@ -1,11 +1,13 @@
-"""Host fixtures: an isolated Blender user folder, skipping bpy tests cleanly, the built extension.
+"""Host fixtures: an isolated Blender user folder, skipping host tests cleanly, the extension.
 
 bpy reads its user folders when it is first imported, so this module points Blender at a fresh
 temporary folder as soon as pytest loads it, before any test module can import bpy. Tests that
 need bpy live in files named ``test_blender*.py``: when bpy cannot run here (not installed, wrong
 Python, or numpy 2 where bpy 5.0.1 needs Blender's numpy 1.26) those files are reported as skipped
 with the reason instead of failing to import (this applies to tests/hosts/addon/ too, whose
-conftest.py installs the add-on for its modules).
+conftest.py installs the add-on for its modules). The other host tests need libraries of the test
+extra too (HOST_LIBRARIES: the Qt panel, Lua, the farms): where one is missing, their files are
+reported as skipped, naming it and the install command.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import sys
 import tempfile
 import urllib.request
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -95,10 +98,48 @@ class _SkippedBpyModule(pytest.Module):
         pytest.skip(f"{self.path.name}: {bpy_unavailable_reason() or 'bpy unavailable'}")
 
 
+# Test files (fnmatch patterns, relative to tests/hosts) -> (module, the pip name providing it)
+HOST_LIBRARIES: dict[str, tuple[tuple[str, str], ...]] = {
+    "test_panel.py": (("PySide6", "PySide6-Essentials"), ("pytestqt", "pytest-qt")),
+    "test_resolve_launcher.py": (("lupa", "lupa"),),
+    "farm/test_*.py": (("distributed", "dask[distributed]"), ("openjd.model", "openjd-model"),
+                       ("yaml", "PyYAML")),
+    "addon/test_blender_farm.py": (("openjd.cli", "openjd-cli"),),
+}
+INSTALL_HINT = "pip install -e '.[test]'"
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a dotted name whose parent package is missing
+        return False
+
+
+def missing_libraries_reason(module_path: Path) -> str | None:
+    """None when a host test file's libraries are all installed; otherwise which are not."""
+    relative = module_path.relative_to(Path(__file__).parent).as_posix()
+    missing = [pip for pattern, needs in HOST_LIBRARIES.items() if fnmatch(relative, pattern)
+               for module, pip in needs if not _installed(module)]
+    if not missing:
+        return None
+    verb = "is" if len(missing) == 1 else "are"
+    return f"{', '.join(missing)} {verb} not installed: {INSTALL_HINT}"
+
+
+class _SkippedHostModule(pytest.Module):
+    """A host test file whose libraries are missing: reported as skipped, never imported."""
+
+    def collect(self) -> list[pytest.Item | pytest.Collector]:
+        pytest.skip(f"{self.path.name}: {missing_libraries_reason(self.path)}")
+
+
 def pytest_pycollect_makemodule(module_path: Path,
                                 parent: pytest.Collector) -> pytest.Module | None:
     if module_path.name.startswith(BPY_TEST_PREFIX) and bpy_unavailable_reason():
         return _SkippedBpyModule.from_parent(parent, path=module_path)
+    if missing_libraries_reason(module_path):
+        return _SkippedHostModule.from_parent(parent, path=module_path)
     return None
 
 
@@ -173,10 +214,12 @@ def blender_extension_zip(blender_build: ModuleType,
     return zips[0]
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Blender reports an operator's error through sys.excepthook, as it should; pytest-qt's
     capture of exceptions in the Qt event loop (for the Qt panel's tests) would take those for
     Qt errors, so the bpy tests opt out of it."""
+    if not config.pluginmanager.hasplugin("pytest-qt"):
+        return  # the marker is pytest-qt's
     for item in items:
         if item.path.name.startswith(BPY_TEST_PREFIX):
             item.add_marker(pytest.mark.qt_no_exception_capture)

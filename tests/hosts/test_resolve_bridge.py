@@ -34,7 +34,7 @@ def _stub_classes() -> dict[str, dict[str, list[list[str]]]]:
         if stub.is_file():
             break
     else:
-        pytest.fail("fusionscript-stubs is not installed (it is in the test extra)")
+        pytest.skip("fusionscript-stubs is not installed: pip install -e '.[test]'")
     classes: dict[str, dict[str, list[list[str]]]] = {}
     for node in ast.parse(stub.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.ClassDef):

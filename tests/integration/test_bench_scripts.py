@@ -120,7 +120,8 @@ def test_colour_script_reports_both_paths_against_the_reference(testdata: Path,
     result = json.loads(out.read_text())
     limited, bt709 = result["accuracy"]
     assert limited["reader_vs_reference"] == {"share_off": 0.0, "max_error": 0, "mean_error": 0.0}
-    assert limited["reader_vs_444"]["share_off"] > 0 and limited["reader_vs_swscale"]["max_error"] > 0
+    assert limited["reader_vs_444"]["share_off"] > 0
+    assert limited["reader_vs_swscale"]["max_error"] > 0
     assert "kr=0.2126" in bt709["tags"] and bt709["reader_vs_reference"]["max_error"] == 0
     assert set(result["cost"][0]["ms"]) >= {"reader_swscale", "reader_444", "reader_new",
                                             "writer_yuv420p_new"}

@@ -13,7 +13,7 @@ from facefuse.cli.main import main
 from facefuse.errors import DownloadError, ExitCode, ModelMissingError
 from facefuse.models.manifest import Manifest, load_manifest
 from facefuse.models.store import ModelStore
-from tests.unit.store_helpers import make_manifest, swapper_entry
+from tests.unit.models.store_helpers import make_manifest, swapper_entry
 
 DEFAULT_MODELS = ("retinaface_10g", "arcface_w600k_r50", "hyperswap_1a_256")  # Settings()
 

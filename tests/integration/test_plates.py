@@ -344,14 +344,16 @@ def test_read_does_not_leave_an_oiio_error_pending(tmp_path: Path) -> None:
     assert oiio.geterror() == ""
 
 
-def test_failed_write_removes_the_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_write_removes_the_temporary_file(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(path: Path, spec: object, pixels: np.ndarray) -> None:
         Path(path).write_bytes(b"partial")
         raise InputError("cannot write: disk full")
 
     monkeypatch.setattr(plates.write, "_write_file", boom)
     with pytest.raises(InputError):
-        write_plate(tmp_path / "a.png", np.zeros((H, W, 3), np.uint8), _fmt("png", "uint8", 8, "RGB"))
+        write_plate(tmp_path / "a.png", np.zeros((H, W, 3), np.uint8),
+                    _fmt("png", "uint8", 8, "RGB"))
     assert list(tmp_path.iterdir()) == []
 
 

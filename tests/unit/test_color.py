@@ -243,7 +243,8 @@ def test_list_colorspaces_has_the_chosen_names_and_no_display_referred_ones() ->
 
 
 @pytest.mark.parametrize(("suffix", "pixel_type", "expected"), [
-    (".exr", "half", LIN), ("exr", "float", LIN), (".EXR", "float32", LIN), (".exr", "uint32", None),
+    (".exr", "half", LIN), ("exr", "float", LIN), (".EXR", "float32", LIN),
+    (".exr", "uint32", None),
     (".dpx", "uint16", color.DISPLAY_SPACE), (".png", "uint8", None), (".tif", "uint16", None),
     (".jpg", "uint8", None), (".mov", "uint8", None), (".tif", "float", None),
 ])

@@ -236,7 +236,8 @@ def test_no_module_level_mutable_state_in_core():
     for path in files:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in tree.body:
-            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            targets = (node.targets if isinstance(node, ast.Assign)
+                       else [getattr(node, "target", None)])
             if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
                 continue
             if isinstance(node, (ast.Assign, ast.AnnAssign)):

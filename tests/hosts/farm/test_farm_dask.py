@@ -108,8 +108,9 @@ def wait_until_mid_chunk(client: Client, out: Path, proc: subprocess.Popen[bytes
 
 def test_two_real_workers_one_killed_mid_task(shot: Farm, tmp_path: Path) -> None:
     """4 chunks of 9 frames on two workers; one worker is killed (SIGKILL) while it renders a
-    chunk, some of whose frames are written. The job completes, that chunk is re-run on the other worker, no frame is missing
-    or damaged, and every worker built one Pipeline and three sessions."""
+    chunk, some of whose frames are written. The job completes, that chunk is re-run on the
+    other worker, no frame is missing or damaged, and every worker built one Pipeline and three
+    sessions."""
     out = tmp_path / "out"
     with dask_cluster(tmp_path) as (address, watcher, processes):
         pids = watcher.run(os.getpid)

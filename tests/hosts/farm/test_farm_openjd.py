@@ -28,7 +28,8 @@ from tests.integration.farm_helpers import Farm, assert_identical_to, assert_onl
 OPENJD = Path(sys.executable).with_name("openjd")
 
 
-def make_bundle(shot: Farm, program: Path, folder: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def make_bundle(shot: Farm, program: Path, folder: Path,
+                *extra: str) -> subprocess.CompletedProcess[str]:
     """`facefuse farm openjd` for the shot's frames 1-36 in chunks of 10 into folder/job."""
     command = [sys.executable, "-m", "facefuse", "farm", "openjd", "-s", str(shot.source),
                "-i", str(shot.clip), "-o", str(folder / "out" / "out.####.png"),
@@ -73,7 +74,8 @@ def test_the_template_is_valid_openjd_with_chunked_frames(bundle: Path) -> None:
                          for name, value in values.items()})
     step = job.steps[0]
     frame = step.parameterSpace.taskParameterDefinitions["Frame"]
-    assert frame.chunks.defaultTaskCount == 10 and list(frame.range) == list(range(1, SHOT_FRAMES + 1))
+    assert frame.chunks.defaultTaskCount == 10
+    assert list(frame.range) == list(range(1, SHOT_FRAMES + 1))
     values = yaml.safe_load((bundle.parent / "parameter_values.yaml").read_text())
     by_name = {v["name"]: v["value"] for v in values["parameterValues"]}
     assert by_name["Frames"] == f"1-{SHOT_FRAMES}" and by_name["ChunkSize"] == 10

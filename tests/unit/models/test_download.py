@@ -20,7 +20,7 @@ import pytest
 from facefuse.cli.main import main
 from facefuse.errors import ChecksumError, DownloadError, ExitCode, ModelMissingError
 from facefuse.models.manifest import ArchiveMember, Manifest
-from tests.unit.store_helpers import (
+from tests.unit.models.store_helpers import (
     PAYLOAD,
     PAYLOAD_SHA,
     Served,

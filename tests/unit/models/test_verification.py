@@ -16,7 +16,7 @@ from facefuse.cli.main import main
 from facefuse.errors import ExitCode
 from facefuse.models.manifest import Manifest
 from facefuse.models.store import ModelStore
-from tests.unit.store_helpers import count_hashers
+from tests.unit.models.store_helpers import count_hashers
 
 YUNET = "yunet_2023mar"
 

@@ -1,168 +1,204 @@
-"""No output may be a file the render reads (issue 24, item 1), and no output name may be longer
-than the file system takes (item 11).
-
-The inputs come from the request (shot.output_checks.request_inputs): source and reference
-images, model files named by path, the model manifest; so every caller of the check (open_writer
-for a render or a bench, check_request_outputs for a farm bundle) gets them. Each is matched by
-path, symlink and (device, inode), also when given relative to another folder.
-"""
+"""Output paths: temporary names (owner, NAME_MAX, umask), the sweep of stale temporaries,
+writable-folder checks, write errors in one sentence, outputs that alias inputs or each other
+frame by frame, repeatable plate bytes, and image outputs that create their folder."""
 
 from __future__ import annotations
 
+import errno
 import os
+import subprocess
+import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+import OpenImageIO as oiio
 import pytest
 
-from facefuse.config import Settings
-from facefuse.errors import ExitCode, InputError
-from facefuse.shot.output_checks import (
-    check_output_names,
-    check_outputs,
-    check_request_outputs,
-)
+from facefuse.errors import InputError, OutputError
+from facefuse.io import files, images, plates
+from facefuse.shot.output_checks import check_outputs
 from facefuse.shot.outputs import SequenceOutput
 from facefuse.shot.request import RenderRequest
 
-KINDS = ("same", "symlink", "hardlink", "relative")
-OPTIONS = ("-o", "--matte", "--patch", "video")
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
 
 
-def _aliased(folder: Path, kind: str, name: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A file the output `folder`/name will be (by `kind`); returns the path to give as input."""
-    target = folder / name
-    if kind in ("same", "relative"):
-        target.write_bytes(b"photo")
-        if kind == "same":
-            return target
-        elsewhere = folder / "elsewhere"
-        elsewhere.mkdir()
-        monkeypatch.chdir(elsewhere)
-        return Path("..") / name
-    real = folder / "photo.jpg"
-    real.write_bytes(b"photo")
-    if kind == "symlink":
-        target.symlink_to(real)
-    else:
-        os.link(real, target)
-    return real
+# --- temporary names ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("length", [1, 200, 245, 250, 255])
+@pytest.mark.parametrize("keep_suffix", [False, True])
+def test_temporary_names_fit_name_max(tmp_path: Path, length: int, keep_suffix: bool) -> None:
+    name = "a" * (length - 4) + ".exr" if length > 4 else "a"
+    tmp = files.temporary_path(tmp_path / name, keep_suffix)
+    assert len(os.fsencode(tmp.name)) <= files.name_max(tmp_path)
+    assert tmp.name.startswith(".") and f".{files.owner_tag()}." in tmp.name
+    assert tmp.name.endswith(".tmp.exr" if keep_suffix and length > 4 else ".tmp")
+    fd, made = files.create_temporary(tmp_path / name, keep_suffix)  # the system takes it
+    os.close(fd)
+    assert made.is_file()
 
 
-def _request(folder: Path, option: str, **fields: object) -> RenderRequest:
-    """A render of the clip folder/shot.mp4 whose `option` names x.####.png (x.mp4 for video)."""
-    (folder / "shot.mp4").write_bytes(b"clip")
-    outputs: dict[str, object] = {"output": str(folder / "o.####.exr")}
-    if option == "video":
-        outputs["output"] = str(folder / "x.mp4")
-    elif option == "-o":
-        outputs["output"] = str(folder / "x.####.png")
-    else:
-        outputs[option.removeprefix("--")] = str(folder / "x.####.png")
-    return RenderRequest(input=str(folder / "shot.mp4"), **{"sources": (), **outputs, **fields})  # type: ignore[arg-type]
+def test_multibyte_names_are_cut_on_a_character(tmp_path: Path) -> None:
+    name = "é" * 123 + ".png"  # 250 bytes
+    tmp = files.temporary_path(tmp_path / name, keep_suffix=True)
+    assert len(os.fsencode(tmp.name)) <= 255 and "~.tmp.png" in tmp.name
+    tmp.name.encode("utf-8")  # no half character left
 
 
-def _name(option: str) -> str:
-    return "x.mp4" if option == "video" else "x.0001.png"
+def test_temporaries_and_atomic_writes_follow_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        fd, tmp = files.create_temporary(tmp_path / "v.mp4", keep_suffix=True)
+        os.close(fd)
+        files.atomic_write_bytes(tmp_path / ("b" * 255), b"data")
+    finally:
+        os.umask(old)
+    assert tmp.stat().st_mode & 0o777 == 0o640
+    assert (tmp_path / ("b" * 255)).stat().st_mode & 0o777 == 0o640
 
 
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("option", OPTIONS)
-@pytest.mark.parametrize("role", ["source", "reference"])
-def test_an_output_over_a_source_or_reference_image_is_refused(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, role: str, option: str,
-        kind: str) -> None:
-    given = _aliased(tmp_path, kind, _name(option), monkeypatch)
-    fields: dict[str, object] = ({"sources": (given,)} if role == "source" else
-                                 {"settings": Settings(selector="reference",
-                                                       reference_images=(given,))})
-    request = _request(tmp_path, option, **fields)
-    with pytest.raises(InputError, match="(would overwrite the input file|is an input)") as info:
-        check_request_outputs(request, range(1, 4))
-    assert info.value.exit_code == ExitCode.USAGE
-    assert "\n" not in str(info.value)
+# --- the sweep ---------------------------------------------------------------------------------
+
+def test_only_stale_temporaries_of_ones_own_outputs_are_swept(tmp_path: Path) -> None:
+    host, dead, me = files.host_tag(), _dead_pid(), os.getpid()
+    names = {"dead": f".o.0001.{dead}-{host}.00000001.tmp.png",
+             "alive": f".o.0001.{me}-{host}.00000002.tmp.png",
+             "foreign": f".o.0001.{dead}-0000beef.00000003.tmp.png",
+             "other": f".x.0001.{dead}-{host}.00000004.tmp.png",
+             "protected": f".o.0002.{dead}-{host}.00000005.tmp.png",
+             "plain": "o.0001.png"}
+    for name in names.values():
+        (tmp_path / name).write_bytes(b"x")
+    (tmp_path / f".o.0003.{dead}-{host}.00000006.tmp.png").symlink_to(tmp_path / "o.0001.png")
+    st = (tmp_path / names["protected"]).stat()
+
+    def belongs(part: str, cut: bool, ext: str) -> bool:
+        return part.startswith("o.") and ext == ".png"
+
+    removed = files.sweep_stale_temporaries(tmp_path, belongs,
+                                            protect=frozenset({(st.st_dev, st.st_ino)}))
+    assert [p.name for p in removed] == [names["dead"]]
+    later = time.time() + files.FOREIGN_HOST_STALE_S + 60
+    removed = files.sweep_stale_temporaries(tmp_path, belongs, now=later)
+    assert sorted(p.name for p in removed) == sorted([names["foreign"], names["protected"]])
+    assert (tmp_path / names["alive"]).exists() and (tmp_path / names["other"]).exists()
+    assert files.sweep_stale_temporaries(tmp_path / "missing", belongs) == []
 
 
-def test_an_output_over_a_model_file_or_the_manifest_is_refused(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    model = tmp_path / "rec.onnx"
-    model.write_bytes(b"onnx")
-    os.link(model, tmp_path / "x.0001.png")
-    request = _request(tmp_path, "--patch", settings=Settings(recogniser=str(model)))
-    with pytest.raises(InputError, match="would overwrite the input file"):
-        check_request_outputs(request, [1])
-    manifest = tmp_path / "m.0001.png"
-    manifest.write_text("schema_version = 1\n")
-    monkeypatch.setenv("FACEFUSE_MANIFEST", str(manifest))
-    request = RenderRequest(sources=(), input=str(tmp_path / "shot.mp4"),
-                            output=str(tmp_path / "m.####.png"))
-    with pytest.raises(InputError, match="would overwrite the input file"):
-        check_request_outputs(request, [1])
+def test_a_sequence_output_owns_its_temporaries_also_when_cut(tmp_path: Path) -> None:
+    long = SequenceOutput(str(tmp_path / ("s" * 246 + ".####.exr")), None)
+    short = SequenceOutput(str(tmp_path / "shot.####_v2.exr"), None)
+    for out in (long, short):
+        tmp = files.temporary_path(out.path(1001), keep_suffix=True)
+        match = files._TEMP.match(tmp.name)
+        assert match is not None
+        assert out.owns_temporary(match["part"], bool(match["cut"]), match["ext"])
+    other = files.temporary_path(tmp_path / "shot.1001_v3.exr", keep_suffix=True)
+    match = files._TEMP.match(other.name)
+    assert match is not None
+    assert not short.owns_temporary(match["part"], bool(match["cut"]), match["ext"])
+    assert not short.owns_temporary("shot.1001_v2", False, ".png")
 
 
-def test_the_plate_of_a_later_render_counts_too(tmp_path: Path) -> None:
-    (tmp_path / "in.1001.png").write_bytes(b"plate")
-    request = RenderRequest(sources=(), input=str(tmp_path / "in.####.png"),
-                            output=str(tmp_path / "o.####.png"),
-                            matte=str(tmp_path / "in.#.png"))
-    with pytest.raises(InputError, match="--matte"):  # in.#.png names in.1001.png too
-        check_request_outputs(request, [1001])
+# --- folders and write errors ------------------------------------------------------------------
 
+def test_writable_folder_checks_create_nothing(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    files.check_folder_writable(tmp_path / "a" / "b")
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "file").write_bytes(b"")
+    with pytest.raises(InputError, match="is a file"):
+        files.check_folder_writable(tmp_path / "file" / "sub")
+
+    def refuse(path: Path, keep_suffix: bool = False) -> tuple[int, Path]:
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+
+    monkeypatch.setattr(files, "create_temporary", refuse)
+    with pytest.raises(OutputError, match=f"{tmp_path} is not writable: permission denied"):
+        files.check_folder_writable(tmp_path / "new")
+
+
+@pytest.mark.parametrize("code,reason", [(errno.ENOSPC, "the disk is full"),
+                                         (errno.EDQUOT, "quota"),
+                                         (errno.EROFS, "read-only"),
+                                         (errno.EACCES, "permission denied")])
+def test_write_errors_are_one_sentence_with_the_path(code: int, reason: str) -> None:
+    message = str(files.write_error(Path("/out/o.0001.exr"), OSError(code, os.strerror(code))))
+    assert message.startswith("cannot write /out/o.0001.exr: ") and reason in message
+    assert "\n" not in message
+
+
+def test_image_outputs_create_their_folder_only_when_written(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "deeper" / "o.png"
+    images.check_writable_path(path)
+    assert not (tmp_path / "new").exists()
+    frame = np.arange(48, dtype=np.uint8).reshape(4, 4, 3)
+    images.write_image(path, frame)
+    np.testing.assert_array_equal(images.read_image(path), frame)
+
+
+def test_a_sequence_output_creates_its_folder_on_the_first_write(tmp_path: Path) -> None:
+    out = SequenceOutput(str(tmp_path / "new" / "m.####.exr"), None, channels=("Y",))
+    assert not (tmp_path / "new").exists()
+    matte = np.linspace(0, 1, 48, dtype=np.float32).reshape(4, 4, 3)
+    matte[..., 1] = matte[..., 2] = matte[..., 0]
+    out.write(1, matte, {"facefuse:fingerprint": "f"})
+    assert out.finished(1, "f")
+    pixels, _ = plates.read_plate(tmp_path / "new" / "m.0001.exr")
+    np.testing.assert_allclose(pixels[..., 0], matte[..., 0], atol=1e-3)
+
+
+# --- aliasing, frame by frame ------------------------------------------------------------------
 
 class _Shot:
-    frame_numbers = (1,)
+    """The part of a ShotInput the output checks read."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, paths: dict[int, Path]) -> None:
+        self.paths = paths
+        self.frame_numbers = tuple(paths)
 
     def files(self, numbers: Sequence[int]) -> tuple[Path, ...]:
-        return (self.path,)
+        return tuple(self.paths[n] for n in numbers)
 
 
-def test_a_renders_own_check_takes_the_sources_from_the_request(tmp_path: Path) -> None:
-    """open_writer's check (check_outputs) gets the request, so a render and a bench refuse
-    what a farm bundle refuses."""
-    photo = tmp_path / "face.jpg"
-    photo.write_bytes(b"photo")
-    os.link(photo, tmp_path / "o.0001.png")
-    request = RenderRequest(sources=(photo,), input=str(tmp_path / "p.png"),
-                            output=str(tmp_path / "o.####.png"))
-    named = [("-o o.####.png", SequenceOutput(request.output, None))]
-    with pytest.raises(InputError, match="would overwrite the input file"):
-        check_outputs(named, None, _Shot(tmp_path / "p.png"), [1], request)  # type: ignore[arg-type]
+def _check(tmp_path: Path, main: str, matte: str, numbers: Sequence[int]) -> None:
+    named = [(f"-o {main}", SequenceOutput(str(tmp_path / main), None)),
+             (f"--matte {matte}", SequenceOutput(str(tmp_path / matte), None))]
+    inputs = tmp_path / "in"
+    inputs.mkdir(exist_ok=True)
+    shot = _Shot({n: inputs / f"i.{n}.png" for n in numbers})
+    for path in shot.paths.values():
+        path.write_bytes(b"plate")
+    request = RenderRequest(sources=(), input=str(inputs / "i.#.png"), output=main)
+    check_outputs(named, None, shot, numbers, request)  # type: ignore[arg-type]
 
 
-def test_outputs_that_read_nothing_pass(tmp_path: Path) -> None:
-    photo = tmp_path / "face.jpg"
-    photo.write_bytes(b"photo")
-    request = _request(tmp_path, "--matte", sources=(photo,))
-    check_request_outputs(request, range(1, 100))
+def test_paddings_alias_only_where_the_names_meet(tmp_path: Path) -> None:
+    _check(tmp_path, "a.####.exr", "a.#.exr", range(990, 1000))  # a.0990.exr, a.990.exr
+    with pytest.raises(InputError, match="would both write .*a.1000.exr"):
+        _check(tmp_path, "a.####.exr", "a.#.exr", range(995, 1005))
+    with pytest.raises(InputError, match="would both write"):
+        _check(tmp_path, "a.%04d.exr", "a.####.exr", range(1, 3))
 
 
-# --- item 11: names and paths too long ---------------------------------------------------------
+# --- repeatable bytes --------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("option", "name", "limit"), [
-    ("output", "n" * 260 + ".####.png", "255"),
-    ("output", "n" * 260 + ".mp4", "255"),
-    ("matte", "n" * 247 + ".####.exr", None),  # 247 + ".0001.exr" = 256 bytes: per frame
-    ("patch", "n" * 300 + "/o.####.exr", "255"),  # a folder name
-    ("output", "/".join(["p" * 200] * 21) + "/o.####.png", "4095"),
-    ("matte", "/".join(["p" * 200] * 21) + "/m.####.exr", "4095"),
-])
-def test_names_and_paths_longer_than_the_file_system_takes_are_refused(
-        tmp_path: Path, option: str, name: str, limit: str | None) -> None:
-    fields = {"output": str(tmp_path / "o.####.png"), option: str(tmp_path / name)}
-    request = RenderRequest(sources=(), input=str(tmp_path / "shot.mp4"), **fields)  # type: ignore[arg-type]
-    with pytest.raises(InputError, match=f"at most {limit or '255'} bytes") as info:
-        check_output_names(request)
-        check_request_outputs(request, [1])
-    assert info.value.exit_code == ExitCode.USAGE
-    flag = "-o" if option == "output" else f"--{option}"
-    assert str(info.value).startswith(f"{flag} ")
-
-
-def test_the_longest_legal_name_passes(tmp_path: Path) -> None:
-    request = RenderRequest(sources=(), input=str(tmp_path / "shot.mp4"),
-                            output=str(tmp_path / ("n" * 246 + ".####.png")))  # 255 bytes
-    check_output_names(request)
-    check_request_outputs(request, [1, 9999])
+@pytest.mark.parametrize("suffix", [".tif", ".exr"])
+def test_plates_carry_no_clock_time(tmp_path: Path, suffix: str) -> None:
+    frame = np.full((8, 8, 3), 0.25, np.float32)
+    first, second = tmp_path / f"a{suffix}", tmp_path / f"b{suffix}"
+    plates.write_plate(first, frame, plates.plate_format_for(first, None, frame))
+    time.sleep(1.1)
+    plates.write_plate(second, frame, plates.plate_format_for(second, None, frame))
+    assert first.read_bytes() == second.read_bytes()
+    image = oiio.ImageInput.open(str(first))
+    try:
+        assert "DateTime" not in {attr.name for attr in image.spec().extra_attribs}
+    finally:
+        image.close()

@@ -17,8 +17,9 @@ def test_put_get(tmp_path):
 
 def test_key_depends_on_every_part():
     base = EmbeddingCache.key("a", "d", "r", 640)
-    assert len({base, EmbeddingCache.key("b", "d", "r", 640), EmbeddingCache.key("a", "x", "r", 640),
-                EmbeddingCache.key("a", "d", "x", 640), EmbeddingCache.key("a", "d", "r", 320)}) == 5
+    others = [EmbeddingCache.key("b", "d", "r", 640), EmbeddingCache.key("a", "x", "r", 640),
+              EmbeddingCache.key("a", "d", "x", 640), EmbeddingCache.key("a", "d", "r", 320)]
+    assert len({base, *others}) == 5
 
 
 def test_damaged_entry_is_a_miss(tmp_path):

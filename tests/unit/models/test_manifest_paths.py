@@ -17,7 +17,13 @@ from facefuse.models.manifest import (
     load_manifest,
 )
 from facefuse.models.store import ModelStore
-from tests.unit.store_helpers import PAYLOAD, Served, ServerState, make_manifest, swapper_entry
+from tests.unit.models.store_helpers import (
+    PAYLOAD,
+    Served,
+    ServerState,
+    make_manifest,
+    swapper_entry,
+)
 
 BAD_FILE_NAMES = ["../evil.onnx", "../../etc/evil.onnx", "/tmp/evil.onnx", "sub/../../evil.onnx",
                   "C:\\evil.onnx", "C:evil.onnx", "..\\evil.onnx", "\\\\server\\share\\e.onnx",
@@ -92,8 +98,8 @@ def test_a_download_named_outside_the_folder_writes_nothing(
 
 def test_an_archive_url_naming_dot_dot_is_refused(server: ServerState, tmp_path: Path,
                                                  real_manifest: Manifest) -> None:
-    entry = dataclasses.replace(swapper_entry(()), archive=ArchiveMember(server.url("/x/.."), "0" * 64, 1,
-                                                             "m.onnx"))
+    archive = ArchiveMember(server.url("/x/.."), "0" * 64, 1, "m.onnx")
+    entry = dataclasses.replace(swapper_entry(()), archive=archive)
     store = ModelStore(make_manifest(real_manifest, entry), tmp_path / "models",
                        retry_wait_s=0.0)
     with pytest.raises(ModelError, match="refusing to write outside"):

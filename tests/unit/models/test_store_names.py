@@ -4,8 +4,8 @@ other roles refused with the alternatives, status without hashing, the models fo
 $FACEFUSE_OFFLINE.
 
 `server` (a local HTTP server, 127.0.0.1 only) and `real_manifest` (the shipped manifest) come
-from tests/unit/conftest.py; what the server answers and the store builders from
-tests/unit/store_helpers.py.
+from tests/unit/models/conftest.py; what the server answers and the store builders from
+tests/unit/models/store_helpers.py.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from facefuse.errors import ModelContractError, ModelMissingError
 from facefuse.models.locations import default_models_dir, offline_from_env
 from facefuse.models.manifest import Manifest
-from tests.unit.store_helpers import (
+from tests.unit.models.store_helpers import (
     PAYLOAD,
     Served,
     ServerState,

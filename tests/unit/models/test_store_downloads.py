@@ -3,8 +3,8 @@ interrupted downloads resume with Range, retries, mirrors, archives with the mod
 and one download however many processes fetch at once (file locks, stale locks broken).
 
 `server` (a local HTTP server, 127.0.0.1 only) and `real_manifest` (the shipped manifest) come
-from tests/unit/conftest.py; what the server answers and the store builders from
-tests/unit/store_helpers.py.
+from tests/unit/models/conftest.py; what the server answers and the store builders from
+tests/unit/models/store_helpers.py.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pytest
 
 from facefuse.errors import ChecksumError, DownloadError, ModelMissingError
 from facefuse.models.manifest import ArchiveMember, Manifest
-from tests.unit.store_helpers import (
+from tests.unit.models.store_helpers import (
     PAYLOAD,
     PAYLOAD_SHA,
     Served,

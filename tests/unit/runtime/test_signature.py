@@ -195,7 +195,8 @@ def test_format_shape() -> None:
 def test_real_detectors_pick_their_family(manifest: Manifest, testdata: Path) -> None:
     models = testdata / "models"
     detectors = manifest.families_for_role("detector")
-    for file, family in (("face_detection_yunet_2023mar.onnx", "yunet"), ("det_500m.onnx", "scrfd")):
+    for file, family in (("face_detection_yunet_2023mar.onnx", "yunet"),
+                         ("det_500m.onnx", "scrfd")):
         session = ort.InferenceSession(str(models / file), providers=["CPUExecutionProvider"])
         assert pick_family(Signature.of_session(session), detectors, file).name == family
 

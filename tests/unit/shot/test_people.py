@@ -15,7 +15,7 @@ from facefuse.shot.people import (
 )
 from facefuse.shot.tracking import Track
 from facefuse.types import Face
-from tests.unit.identities import identity, seen
+from tests.unit.shot.identities import identity, seen
 
 
 def _face(size: float, embedding: np.ndarray | None, nose_along: float = 0.5) -> Face:

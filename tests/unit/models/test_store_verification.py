@@ -3,8 +3,8 @@ and mtime (and checked again when either changes), unreadable records, refusing 
 a bad file unless forced, and the real YuNet file against the shipped manifest's hash.
 
 `server` (a local HTTP server, 127.0.0.1 only) and `real_manifest` (the shipped manifest) come
-from tests/unit/conftest.py; what the server answers and the store builders from
-tests/unit/store_helpers.py.
+from tests/unit/models/conftest.py; what the server answers and the store builders from
+tests/unit/models/store_helpers.py.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 
 from facefuse.errors import ChecksumError
 from facefuse.models.manifest import Manifest
-from tests.unit.store_helpers import (
+from tests.unit.models.store_helpers import (
     PAYLOAD,
     PAYLOAD_SHA,
     Served,

@@ -260,7 +260,8 @@ def test_an_unwritable_models_folder_only_costs_the_emap_cache(
     with caplog.at_level(logging.WARNING):
         emap = swap_module.cached_emap(model)
     assert emap.shape == (4, 4) and len(reads) == 1
-    assert "cannot cache the swapper's emap" in caplog.text and str(model.derived_dir) in caplog.text
+    assert "cannot cache the swapper's emap" in caplog.text
+    assert str(model.derived_dir) in caplog.text
 
 
 # ---- the file-hash memo -----------------------------------------------------------------------

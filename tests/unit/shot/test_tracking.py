@@ -17,7 +17,7 @@ from facefuse.shot.tracking import (
     build_tracks,
 )
 from facefuse.types import Face
-from tests.unit.identities import identity, seen
+from tests.unit.shot.identities import identity, seen
 
 
 def _face(cx: float, cy: float, size: float = 60.0, embedding: np.ndarray | None = None) -> Face:

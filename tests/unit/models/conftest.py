@@ -1,5 +1,5 @@
-"""Fixtures of the model store tests (tests/unit/test_store_*.py): a local HTTP server standing in
-for the model hosts, and the manifest the project ships."""
+"""Fixtures of the model store tests (tests/unit/models/test_store_*.py): a local HTTP server
+standing in for the model hosts, and the manifest the project ships."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from http.server import ThreadingHTTPServer
 import pytest
 
 from facefuse.models.manifest import Manifest, load_manifest
-from tests.unit.store_helpers import Handler, ServerState
+from tests.unit.models.store_helpers import Handler, ServerState
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
-"""Helpers for the model store tests (tests/unit/test_store_*.py): what the local HTTP server
-answers (Served, ServerState, Handler: the `server` fixture in tests/unit/conftest.py runs it),
-manifests and stores built around one test model, and probes for hashing and network use."""
+"""Helpers for the model store tests (tests/unit/models/test_store_*.py): what the local HTTP
+server answers (Served, ServerState, Handler: the `server` fixture in
+tests/unit/models/conftest.py runs it), manifests and stores built around one test model, and
+probes for hashing and network use."""
 
 from __future__ import annotations
 

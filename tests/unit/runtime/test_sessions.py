@@ -23,7 +23,8 @@ def tiny_model(tmp_path):
 
 def test_parse_providers_accepts_short_and_full_names():
     assert sessions.parse_providers("auto") == "auto"
-    assert sessions.parse_providers("cuda, cpu") == ("CUDAExecutionProvider", "CPUExecutionProvider")
+    assert sessions.parse_providers("cuda, cpu") == ("CUDAExecutionProvider",
+                                                     "CPUExecutionProvider")
     assert sessions.parse_providers("TensorrtExecutionProvider") == ("TensorrtExecutionProvider",)
     with pytest.raises(InputError):
         sessions.parse_providers("cuda,,cpu")
