@@ -320,7 +320,8 @@ def _image_input(strip: Any, stage: Path, prepare: bool) -> tuple[str, tuple[int
     unique = list(dict.fromkeys(names))
     suffixes = {Path(n).suffix.lower() for n in unique}
     if len(suffixes) != 1:
-        raise StripError(f"Strip '{strip.name}' mixes image formats ({', '.join(sorted(suffixes))})")
+        formats = ", ".join(sorted(suffixes))
+        raise StripError(f"Strip '{strip.name}' mixes image formats ({formats})")
     suffix = Path(unique[0]).suffix
     number = {name: i + 1 for i, name in enumerate(unique)}
     if prepare:

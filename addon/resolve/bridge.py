@@ -28,7 +28,8 @@ MODULE = "DaVinciResolveScript"
 CLIP_PROPERTIES = ("File Path", "Type", "FPS", "Frames", "Clip Name")
 _API_FOLDERS = {
     "linux": ("/opt/resolve/Developer/Scripting", "/home/resolve/Developer/Scripting"),
-    "darwin": ("/Library/Application Support/Blackmagic Design/DaVinci Resolve/Developer/Scripting",),
+    "darwin": (("/Library/Application Support/Blackmagic Design/DaVinci Resolve/Developer"
+                "/Scripting"),),
     "win32": (r"%PROGRAMDATA%\Blackmagic Design\DaVinci Resolve\Support\Developer\Scripting",),
 }
 _LIBRARIES = {

@@ -1,10 +1,11 @@
-"""Colour conversion of the face region between a plate's colour space and the models' display space.
+"""Colour conversion of the face region between a plate's colour space and the models'
+display space.
 
 The face models were trained on display-referred 8-bit sRGB pictures; VFX plates are often
-scene-linear (EXR in "Linear Rec.709 (sRGB)" or "ACEScg", values above 1.0). The engine converts only
-what the models see (the face crop, and a downscaled copy of the frame for detection) into
-``DISPLAY_SPACE`` and the swapped crop back into the plate's space before blending, so a linear plate
-stays linear and every pixel outside the pasted region keeps its exact value.
+scene-linear (EXR in "Linear Rec.709 (sRGB)" or "ACEScg", values above 1.0). The engine converts
+only what the models see (the face crop, and a downscaled copy of the frame for detection) into
+``DISPLAY_SPACE`` and the swapped crop back into the plate's space before blending, so a linear
+plate stays linear and every pixel outside the pasted region keeps its exact value.
 
 Colour spaces come from an OpenColorIO config: an explicit config path, else the one named by the
 standard ``$OCIO`` environment variable, else OCIO's built-in ``studio-config-latest`` (ACES studio
@@ -50,8 +51,8 @@ BUILTIN_CONFIG = "studio-config-latest"
 
 DISPLAY_SPACE = "sRGB - Texture"
 """The models' space: sRGB transfer curve, Rec.709 primaries, scene-referred encoding (no tone map).
-Canonical name in the built-in config since OCIO 2.4 is "sRGB Encoded Rec.709 (sRGB)"; "sRGB - Texture"
-is its alias there and its name in older ACES configs."""
+Its canonical name in the built-in config of OCIO 2.4 and later is "sRGB Encoded Rec.709
+(sRGB)"; "sRGB - Texture" is its alias there and its name in older ACES configs."""
 
 DISPLAY_SPACE_FALLBACKS = ("sRGB Encoded Rec.709 (sRGB)", "srgb_tx", "srgb_texture",
                            "Utility - sRGB - Texture", "Input - Generic - sRGB - Texture")
@@ -109,8 +110,8 @@ def default_colorspace(path_suffix: str, pixel_type: str) -> str | None:
       the usual meaning of an unlabelled float EXR. ACEScg plates need ``--colorspace ACEScg``.
       Integer EXR channels (ids, masks) -> None.
     - .dpx -> ``DISPLAY_SPACE``: DPX from editorial is usually Rec.709 video, which the models take
-      as it is (an identity conversion). Log DPX scans need an explicit ``--colorspace``, for example
-      "ACEScct", "ARRI LogC3 (EI800)", or a Cineon space when the config has one.
+      as it is (an identity conversion). Log DPX scans need an explicit ``--colorspace``, for
+      example "ACEScct", "ARRI LogC3 (EI800)", or a Cineon space when the config has one.
     - .png, .tif, .jpg, video and everything else -> None: already display-referred.
     The names are those of the built-in config; with a user config, pass ``--colorspace``.
     """
@@ -168,11 +169,13 @@ def _check_same_reference(source: ocio.ColorSpace, display: ocio.ColorSpace) -> 
     """InputError when one space is scene-referred and the other display-referred."""
     if source.getReferenceSpaceType() == display.getReferenceSpaceType():
         return
-    scene_side = display if source.getReferenceSpaceType() == ocio.REFERENCE_SPACE_DISPLAY else source
+    source_is_display = source.getReferenceSpaceType() == ocio.REFERENCE_SPACE_DISPLAY
+    scene_side = display if source_is_display else source
     other = source if scene_side is display else display
     raise InputError(f"colour space {other.getName()!r} is display-referred, so reaching it from "
                      f"{scene_side.getName()!r} needs a non-invertible view transform; name a "
-                     f"scene-referred encoding instead (e.g. {DISPLAY_SPACE!r}, not 'sRGB - Display').")
+                     f"scene-referred encoding instead (e.g. {DISPLAY_SPACE!r}, "
+                     "not 'sRGB - Display').")
 
 
 def _bgr_processor(config: ocio.Config, src: str, dst: str) -> ocio.CPUProcessor:

@@ -47,7 +47,8 @@ def warp_to_roi(image: np.ndarray, crop_to_frame: np.ndarray, roi: Roi) -> np.nd
     to_roi = crop_to_frame.copy()
     to_roi[:, 2] -= (roi.x0, roi.y0)
     return cv2.warpAffine(image, to_roi, (roi.x1 - roi.x0, roi.y1 - roi.y0),
-                          flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=(0.0,))
+                          flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT,
+                          borderValue=(0.0,))
 
 
 def warp_from_roi(roi_image: np.ndarray, frame_to_crop: np.ndarray, roi: Roi,

@@ -7,7 +7,8 @@ Frame convention (stated once, converted only at the edges):
     A *model crop* is float32 BGR (H, W, 3) scaled to 0..255 whatever the frame dtype was;
     ``facefuse.paste`` converts back to the frame's own dtype.
     Coordinates are frame pixels, x right, y down, origin at the top-left pixel's corner.
-    Matrices are 2x3 affine maps named by direction: ``frame_to_crop`` maps frame points into the crop.
+    Matrices are 2x3 affine maps named by direction: ``frame_to_crop`` maps frame points into the
+crop.
 """
 
 from __future__ import annotations

@@ -67,7 +67,8 @@ class HashMemo:
         stat = file.stat()
         records = self._loaded()
         known = records.get(str(file))
-        if known and known.get("size") == stat.st_size and known.get("mtime_ns") == stat.st_mtime_ns:
+        if (known and known.get("size") == stat.st_size
+                and known.get("mtime_ns") == stat.st_mtime_ns):
             return str(known["sha256"])
         digest = sha256_file(file)
         records[str(file)] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest}

@@ -13,9 +13,9 @@ task runs the `facefuse render` command a user would type (shot.commandline), wi
 `--frames` the whole range (analysed once through the shared analysis cache, so every chunk
 makes the same decisions), `--chunk-frames` its chunk, `--output-root` the output folder and
 `--progress openjd`. Without the extension (`task_chunking=False`) the chunks are fixed when the
-job is made, as (ChunkStart, ChunkEnd) task parameter pairs. A step environment runs `facefuse models
-check` once per worker session and points FACEFUSE_MODELS and FACEFUSE_CACHE at the shared
-folders with downloads off (FACEFUSE_OFFLINE=1) unless the job allows them.
+job is made, as (ChunkStart, ChunkEnd) task parameter pairs. A step environment runs
+`facefuse models check` once per worker session and points FACEFUSE_MODELS and FACEFUSE_CACHE at
+the shared folders with downloads off (FACEFUSE_OFFLINE=1) unless the job allows them.
 
 A .blend job (`blend_bundle`) runs the Blender extension's headless entry, one task per chunk
 index (`--chunk N/M` of every marked strip), with bpy as a Python module or a Blender binary.

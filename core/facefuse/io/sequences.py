@@ -28,7 +28,8 @@ _CHUNK = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 
 @dataclass(frozen=True, slots=True)
 class FramePattern:
-    """A parsed frame pattern: ``folder / (prefix + number + suffix)``, number padded to `padding`."""
+    """A parsed frame pattern: ``folder / (prefix + number + suffix)``, the number padded to
+    `padding`."""
 
     display: str
     folder: Path

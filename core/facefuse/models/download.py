@@ -300,7 +300,8 @@ def _check_part(part: Path, done: int, digest: str, size: int, sha256: str, url:
 # ---- hashing and small helpers ----------------------------------------------------------------
 
 def file_matches(path: Path, size: int, sha256: str) -> bool:
-    """Whether path exists with exactly size bytes and digest sha256 (hashed only if the size fits)."""
+    """Whether path exists with exactly size bytes and digest sha256 (hashed only if the size
+    fits)."""
     return _file_size(path) == size and sha256_file(path) == sha256
 
 

@@ -119,7 +119,8 @@ class ModelStore:
         if self.offline:
             absent = [e for e in self.missing(names) if not (copies and self._sources(e))]
             if absent:
-                raise ModelMissingError(missing_models_message(self.models_dir, self.offline, absent))
+                raise ModelMissingError(
+                    missing_models_message(self.models_dir, self.offline, absent))
 
     def locate(self, name_or_path: str, role: str) -> LocatedModel:
         """A verified file for a manifest model name (fetched unless offline), or a user's file.
@@ -214,7 +215,8 @@ class ModelStore:
             return self.manifest.models[name]
         except KeyError:
             known = ", ".join(sorted(self.manifest.models))
-            raise ModelMissingError(f"unknown model {name!r}; the manifest knows: {known}") from None
+            raise ModelMissingError(
+                f"unknown model {name!r}; the manifest knows: {known}") from None
 
     def _entry_for_role(self, name: str, role: str) -> ModelEntry:
         known = ", ".join(m.name for m in self.manifest.models_for_role(role))
@@ -231,8 +233,8 @@ class ModelStore:
     def _user_file(self, text: str) -> LocatedModel:
         path = Path(text).expanduser()
         if not path.is_file():
-            hint = next((f"; did you mean the model {m.name}?" for m in self.manifest.models.values()
-                         if m.file == path.name), "")
+            hint = next((f"; did you mean the model {m.name}?"
+                         for m in self.manifest.models.values() if m.file == path.name), "")
             raise ModelMissingError(f"model file {path} does not exist{hint}")
         return LocatedModel(path, None, path.name)
 

@@ -100,7 +100,8 @@ SIGNATURE_ARRAYS = ("signature_frames", "histograms", "thumbnails")
 
 
 def pack_signatures(signatures: Mapping[int, FrameSignature]) -> dict[str, np.ndarray]:
-    """Signatures as arrays: frame numbers (K,), histograms (K, 3, bins), thumbnails (K, h, w, 3)."""
+    """Signatures as arrays: frame numbers (K,), histograms (K, 3, bins), thumbnails
+    (K, h, w, 3)."""
     numbers = sorted(signatures)
     bins_shape, thumb_shape = (3, HISTOGRAM_BINS), (THUMBNAIL_WH[1], THUMBNAIL_WH[0], 3)
     return {

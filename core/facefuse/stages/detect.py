@@ -275,7 +275,8 @@ def to_faces(detections: Detections, scale: float, frame_hw: tuple[int, int],
              nms_iou: float) -> tuple[Face, ...]:
     """NMS in canvas pixels, then map to frame pixels (divide by scale), highest score first.
 
-    NMS also drops boxes lying mostly inside a stronger one (CONTAINED_SHARE). Boxes are clipped to the frame (width frame_hw[1], height frame_hw[0]); landmarks are not.
+    NMS also drops boxes lying mostly inside a stronger one (CONTAINED_SHARE). Boxes are clipped
+    to the frame (width frame_hw[1], height frame_hw[0]); landmarks are not.
     """
     boxes, scores, kps = detections
     keep = nms(boxes, scores, nms_iou, CONTAINED_SHARE)
