@@ -30,8 +30,8 @@ import numpy as np
 import run
 
 from facefuse.config import Settings
-from facefuse.io import yuv
-from facefuse.io.analysis_pictures import AnalysisPicture, analysis_picture
+from facefuse.io.video import yuv
+from facefuse.io.video.analysis_pictures import AnalysisPicture, analysis_picture
 from facefuse.pipeline import Pipeline
 from facefuse.shot.analysis_pass import FrameAnalysis
 from facefuse.timing import StageClock

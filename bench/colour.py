@@ -30,8 +30,8 @@ from typing import Any
 import av
 import numpy as np
 
-from facefuse.io import yuv
-from facefuse.io.analysis_pictures import analysis_picture
+from facefuse.io.video import yuv, yuv_write
+from facefuse.io.video.analysis_pictures import analysis_picture
 
 
 def reference_yuv(bgr: np.ndarray, matrix: yuv.YuvMatrix, levels: int = 1) -> np.ndarray:
@@ -132,14 +132,14 @@ def accuracy(clip: Path, frames: int) -> dict[str, Any]:
             assert out_matrix is not None
             ref_out = reference_yuv(new, out_matrix)
             old_out = np.stack(yuv.picture_planes(old_writer_444(new)), axis=-1)
-            new_out = np.stack(yuv.bgr_to_yuv444(new, out_matrix), axis=-1)
+            new_out = np.stack(yuv_write.bgr_to_yuv444(new, out_matrix), axis=-1)
             deep = new.astype(np.uint16) * 257
             ref10 = reference_yuv(new, out_matrix, levels=4)
             old10 = np.stack([np.frombuffer(p, "<u2").reshape(p.height, -1)[:, :p.width] for p in
                               av.VideoFrame.from_ndarray(deep, format="bgr48le").reformat(
                                   format="yuv444p10le", dst_colorspace="itu709",
                                   dst_color_range=1).planes], axis=-1)
-            new10 = np.stack(yuv.bgr_to_yuv444(deep, out_matrix, bits=10), axis=-1)
+            new10 = np.stack(yuv_write.bgr_to_yuv444(deep, out_matrix, bits=10), axis=-1)
             for key, (values, reference) in {
                     "reader_vs_reference": (new, reference_upsampled_bgr(planes)),
                     "reader_vs_444": (new, reader_444(picture)),
@@ -184,11 +184,11 @@ def costs(clip: Path) -> dict[str, Any]:
         "reader_444": cpu_ms(lambda: reader_444(picture)),
         "reader_new": cpu_ms(lambda: yuv.picture_to_bgr(picture, centred)),
         "writer_yuv420p_old": cpu_ms(lambda: old_writer_444(bgr).reformat(format="yuv420p")),
-        "writer_yuv420p_new": cpu_ms(lambda: yuv.bgr_to_picture(bgr, "yuv420p", 1, False)),
+        "writer_yuv420p_new": cpu_ms(lambda: yuv_write.bgr_to_picture(bgr, "yuv420p", 1, False)),
         "writer_yuv422p10le_old": cpu_ms(lambda: old_deep("yuv422p10le")),
-        "writer_yuv422p10le_new": cpu_ms(lambda: yuv.bgr_to_picture(deep, "yuv422p10le", 1, False)),
+        "writer_yuv422p10le_new": cpu_ms(lambda: yuv_write.bgr_to_picture(deep, "yuv422p10le", 1, False)),
         "writer_yuv444p10le_old": cpu_ms(lambda: old_deep("yuv444p10le")),
-        "writer_yuv444p10le_new": cpu_ms(lambda: yuv.bgr_to_picture(deep, "yuv444p10le", 1, False)),
+        "writer_yuv444p10le_new": cpu_ms(lambda: yuv_write.bgr_to_picture(deep, "yuv444p10le", 1, False)),
         **analysis_costs(picture, centred)}}
 
 
@@ -227,7 +227,7 @@ def bt709_copy(clip: Path, folder: Path, frames: int) -> Path:
         for index, picture in enumerate(source.decode(video=0)):
             if index >= frames:
                 break
-            frame = yuv.bgr_to_picture(yuv.picture_to_bgr(picture), "yuv420p", 1, False)
+            frame = yuv_write.bgr_to_picture(yuv.picture_to_bgr(picture), "yuv420p", 1, False)
             assert frame is not None
             frame.pts = index
             target.mux(stream.encode(frame))

@@ -23,8 +23,9 @@ import numpy as np
 from colour import cpu_ms, per_size_main, smooth_scene
 
 from facefuse.geometry import template_points
-from facefuse.io.frame_regions import PendingFrame, converted_box
-from facefuse.io.yuv import bgr_to_picture, yuv_planes, yuv_to_bgr
+from facefuse.io.video.frame_regions import PendingFrame, converted_box
+from facefuse.io.video.yuv import yuv_planes, yuv_to_bgr
+from facefuse.io.video.yuv_write import bgr_to_picture
 from facefuse.paste import crop_footprint
 from facefuse.types import Roi, enclosing
 

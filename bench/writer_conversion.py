@@ -23,9 +23,10 @@ from functools import partial
 import numpy as np
 from colour import cpu_ms, per_size_main, smooth_scene
 
-from facefuse.io.orientation import turned
-from facefuse.io.passthrough import DecodedPicture, EncoderTarget, compose
-from facefuse.io.yuv import bgr_to_picture, picture_planes
+from facefuse.io.video.orientation import turned
+from facefuse.io.video.passthrough import DecodedPicture, EncoderTarget, compose
+from facefuse.io.video.yuv import picture_planes
+from facefuse.io.video.yuv_write import bgr_to_picture
 from facefuse.types import Pasted, Roi
 
 _BT709, _LIMITED = 1, 1

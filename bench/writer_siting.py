@@ -19,9 +19,9 @@ from pathlib import Path
 import av
 import numpy as np
 
-from facefuse.io.video_read import VideoSource
-from facefuse.io.video_write import VideoSink
-from facefuse.io.yuv import picture_planes
+from facefuse.io.video.read import VideoSource
+from facefuse.io.video.write import VideoSink
+from facefuse.io.video.yuv import picture_planes
 
 
 def _planes(path: Path, frames: int) -> list[list[np.ndarray]]:

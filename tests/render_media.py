@@ -29,7 +29,7 @@ import numpy as np
 import OpenImageIO as oiio
 
 from facefuse.config import Settings
-from facefuse.io.yuv import chroma_centred, picture_to_bgr
+from facefuse.io.video.yuv import chroma_centred, picture_to_bgr
 from facefuse.shot.render import render
 from facefuse.shot.request import FrameReport, RenderRequest, RenderSummary
 from tests import media_factory

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from facefuse.geometry import scale_face
-from facefuse.io.analysis_pictures import AnalysisPicture, analysis_picture
 from facefuse.io.video import VideoSource
-from facefuse.io.yuv import chroma_centred
+from facefuse.io.video.analysis_pictures import AnalysisPicture, analysis_picture
+from facefuse.io.video.yuv import chroma_centred
 from facefuse.pipeline import Pipeline
 from facefuse.shot.analysis_pass import FrameAnalysis
 from facefuse.shot.render import render

@@ -19,9 +19,10 @@ import av
 import numpy as np
 import pytest
 
-from facefuse.io import video_write
-from facefuse.io.orientation import turned_size
-from facefuse.io.yuv import YuvPlanes, bgr_to_picture, matrix_for, picture_planes, yuv_to_bgr
+from facefuse.io.video import write as video_write
+from facefuse.io.video.orientation import turned_size
+from facefuse.io.video.yuv import YuvPlanes, matrix_for, picture_planes, yuv_to_bgr
+from facefuse.io.video.yuv_write import bgr_to_picture
 from tests import media_factory
 from tests.integration.render_helpers import FACE_BOX, read_bgr
 from tests.integration.test_footage import phone_clip
@@ -113,7 +114,7 @@ def test_outside_the_face_the_encoder_gets_the_decoded_planes(
         captured: list, caplog: pytest.LogCaptureFixture) -> None:
     clip = _bt709_clip(tmp_path / "shot.mp4", face_photo(testdata))
     out = tmp_path / "out.mp4"
-    with caplog.at_level(logging.DEBUG, logger="facefuse.io.video_write"):
+    with caplog.at_level(logging.DEBUG, logger="facefuse.io.video.write"):
         _render(testdata, render_models, render_cache, clip, out, crf=0)
     assert sum("pass through" in r.getMessage() for r in caplog.records) == 1
     decoded, written, frames_in = _planes(clip), _planes(out), decode_video(clip)
@@ -193,7 +194,7 @@ def test_a_sideways_phone_clip_passes_through_too(
     """An untagged phone clip with a display rotation (tests/integration/test_render_rotated.py
     holds rotated clips' planes to the bar of the test above)."""
     clip = phone_clip(tmp_path / "phone.mp4", face_photo(testdata))
-    with caplog.at_level(logging.DEBUG, logger="facefuse.io.video_write"):
+    with caplog.at_level(logging.DEBUG, logger="facefuse.io.video.write"):
         request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
                                  clip, tmp_path / "out.mp4", swapper="colour")
         summary, _ = run_render(request)
@@ -210,7 +211,7 @@ def test_other_renders_of_the_clip_convert_whole_frames(
         captured: list, caplog: pytest.LogCaptureFixture, output: str,
         fields: dict[str, str], words: str) -> None:
     clip = _bt709_clip(tmp_path / "shot.mp4", face_photo(testdata))
-    with caplog.at_level(logging.DEBUG, logger="facefuse.io.video_write"):
+    with caplog.at_level(logging.DEBUG, logger="facefuse.io.video.write"):
         request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
                                  clip, tmp_path / output, swapper="colour", **fields)
         summary, _ = run_render(request)

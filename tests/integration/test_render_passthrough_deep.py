@@ -19,17 +19,17 @@ import av
 import numpy as np
 import pytest
 
-from facefuse.io import video_write
-from facefuse.io.passthrough import decoded_picture
 from facefuse.io.video import VideoSink, VideoSource
-from facefuse.io.yuv import (
+from facefuse.io.video import write as video_write
+from facefuse.io.video.passthrough import decoded_picture
+from facefuse.io.video.yuv import (
     PLANAR_10BIT,
     YuvPlanes,
-    bgr_to_picture,
     matrix_for,
     picture_planes,
     yuv_to_bgr,
 )
+from facefuse.io.video.yuv_write import bgr_to_picture
 from tests.integration.render_helpers import FACE_BOX
 from tests.render_media import face_frame, face_photo, render_request, run_render
 
@@ -124,7 +124,7 @@ def _render(testdata: Path, models: Path, cache: Path, clip: Path, out: Path,
     """Render with the colour swapper; the writer's debug lines on passing through."""
     request = render_request(models, cache, testdata / "media" / "obama.jpg", clip, out,
                              swapper="colour", **fields)
-    with caplog.at_level(logging.DEBUG, logger="facefuse.io.video_write"):
+    with caplog.at_level(logging.DEBUG, logger="facefuse.io.video.write"):
         summary, _ = run_render(request)
     assert summary.failed == () and summary.swapped == FRAMES - len(WITHOUT_FACE)
     return [r.getMessage() for r in caplog.records
@@ -235,7 +235,7 @@ def test_each_10_bit_writer_reads_back_with_the_matrix_it_converted_with(
     decoder gives BT.709 pictures whatever the .mov says. A source tagged otherwise is
     refused passing through on its matrix; ProRes 4444 sources decode to 12 bits and are
     converted whole."""
-    from facefuse.io.video_read import VideoInfo
+    from facefuse.io.video.read import VideoInfo
 
     # three frames: two of 10-bit h265 in .mp4 fail in FFmpeg 8's muxer ("not yet implemented")
     for colour_tags in ((6, 1, 6, 6), (2, 0, 2, 2), (9, 1, 9, 16)):
@@ -267,7 +267,7 @@ def test_a_10_bit_h265_output_keeps_the_tags_of_a_10_bit_h264_or_hevc_source(
     (HDR stays BT.2020 PQ) and converts with their matrix; not from ProRes (primaries and
     transfer read back unspecified) or DNxHR (its pictures are BT.709 whatever the .mov
     says), nor 10-bit full range (converted by swscale)."""
-    from facefuse.io.video_read import VideoInfo
+    from facefuse.io.video.read import VideoInfo
 
     tags = (_BT2020, color_range, _BT2020, _PQ)
     info = VideoInfo(path=tmp_path / "in.mkv", frame_count=3, rate=Fraction(24), width=256,

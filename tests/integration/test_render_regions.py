@@ -19,8 +19,9 @@ import cv2
 import numpy as np
 import pytest
 
-from facefuse.io import video_write
-from facefuse.io.yuv import bgr_to_picture, picture_planes
+from facefuse.io.video import write as video_write
+from facefuse.io.video.yuv import picture_planes
+from facefuse.io.video.yuv_write import bgr_to_picture
 from facefuse.shot import outputs, render
 from facefuse.shot.render import render as render_shot
 from tests import media_factory

@@ -20,10 +20,11 @@ import av
 import numpy as np
 import pytest
 
-from facefuse.io import video_write
-from facefuse.io.orientation import turned_size
 from facefuse.io.video import VideoSource
-from facefuse.io.yuv import PLANAR_8BIT, bgr_to_picture, picture_planes
+from facefuse.io.video import write as video_write
+from facefuse.io.video.orientation import turned_size
+from facefuse.io.video.yuv import PLANAR_8BIT, picture_planes
+from facefuse.io.video.yuv_write import bgr_to_picture
 from facefuse.shot import outputs, render
 from facefuse.shot.render import render as render_shot
 from tests import media_factory

@@ -15,15 +15,16 @@ import numpy as np
 import pytest
 
 from facefuse.errors import InputError
-from facefuse.io import video_read, yuv
 from facefuse.io.video import (
     VIDEO_CODECS,
     DecodeFailure,
     VideoInfo,
     VideoSink,
     VideoSource,
+    index,
     is_video_path,
     offset_timecode,
+    yuv,
 )
 from tests import media_factory
 from tests.media_factory import make_marked_clip, make_vfr_clip, read_marker
@@ -137,13 +138,13 @@ def test_mid_gop_reads_seek_to_the_key_frame(clips: dict[str, Clip],
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Frame 50 of a GOP-30 clip: decoding starts at key frame 31, not at frame 1."""
     fed: list[int] = []
-    original = video_read._Decoder._feed
+    original = index.Decoder._feed
 
-    def counting_feed(self: video_read._Decoder) -> bool:
+    def counting_feed(self: index.Decoder) -> bool:
         fed.append(1)
         return original(self)
 
-    monkeypatch.setattr(video_read._Decoder, "_feed", counting_feed)
+    monkeypatch.setattr(index.Decoder, "_feed", counting_feed)
     with VideoSource(clips["h264"].path) as source:
         assert markers(source, [50]) == [(50, 49)]
         seek_cost = len(fed)
@@ -156,13 +157,13 @@ def test_mid_gop_reads_seek_to_the_key_frame(clips: dict[str, Clip],
 def test_sequential_reads_of_an_intra_clip_seek_once(clips: dict[str, Clip],
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     seeks: list[int] = []
-    original = video_read._Decoder._seek
+    original = index.Decoder._seek
 
-    def counting_seek(self: video_read._Decoder, timestamp: int) -> None:
+    def counting_seek(self: index.Decoder, timestamp: int) -> None:
         seeks.append(timestamp)
         original(self, timestamp)
 
-    monkeypatch.setattr(video_read._Decoder, "_seek", counting_seek)
+    monkeypatch.setattr(index.Decoder, "_seek", counting_seek)
     with VideoSource(clips["mjpeg"].path) as source:
         assert markers(source, list(range(1, 25))) == [(n, n - 1) for n in range(1, 25)]
         assert len(seeks) == 1

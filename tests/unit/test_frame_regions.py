@@ -1,6 +1,6 @@
 """io.frame_regions: a region of a pending (unconverted) frame holds the whole conversion's
 pixels, its whole() is the whole frame with the region's pastes; converted_box covers what
-the writer reads around the pastes (io.yuv.PASTE_REACH_PX, checked against the writer's own
+the writer reads around the pastes (io.yuv_write.PASTE_REACH_PX, checked against the writer's own
 box arithmetic), and paste_into_planes from a region gives the planes it gives from the whole
 frame."""
 
@@ -10,9 +10,10 @@ import av
 import numpy as np
 import pytest
 
-from facefuse.io import yuv
-from facefuse.io.frame_regions import PendingFrame, converted_box
-from facefuse.io.yuv import matrix_for, paste_into_planes, picture_planes, yuv_planes
+from facefuse.io.video import yuv_write
+from facefuse.io.video.frame_regions import PendingFrame, converted_box
+from facefuse.io.video.yuv import matrix_for, picture_planes, yuv_planes
+from facefuse.io.video.yuv_write import paste_into_planes
 from facefuse.types import Roi
 
 _BT709, _LIMITED = 1, 1
@@ -86,13 +87,13 @@ def test_the_writer_reads_no_further_than_paste_reach() -> None:
         for size in range(10 * step, 160, step):
             for start in range(0, size, 3):
                 for stop in range(start + 1, size + 1, 2):
-                    low, high = yuv._box_span(start, stop, step, size)
+                    low, high = yuv_write._box_span(start, stop, step, size)
                     reach = max(reach, start - low, high - stop)
-    assert 0 < reach <= yuv.PASTE_REACH_PX
+    assert 0 < reach <= yuv_write.PASTE_REACH_PX
 
 
 def test_converted_box_widens_by_the_reach_within_the_frame() -> None:
-    reach = yuv.PASTE_REACH_PX
+    reach = yuv_write.PASTE_REACH_PX
     inside = converted_box(Roi(60, 60, 120, 90), WIDTH, HEIGHT)
     assert inside.x0 <= 60 - reach and inside.y0 <= 60 - reach
     assert inside.x1 >= 120 + reach and inside.y1 >= 90 + reach

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from facefuse.io.orientation import (
+from facefuse.io.video.orientation import (
     stored_parts,
     turned,
     turned_box,

@@ -10,8 +10,9 @@ import cv2
 import numpy as np
 import pytest
 
-from facefuse.io.passthrough import DecodedPicture, EncoderTarget, compose, refusal
-from facefuse.io.yuv import PLANAR_8BIT, bgr_to_picture, picture_planes
+from facefuse.io.video.passthrough import DecodedPicture, EncoderTarget, compose, refusal
+from facefuse.io.video.yuv import PLANAR_8BIT, picture_planes
+from facefuse.io.video.yuv_write import bgr_to_picture
 from facefuse.types import Pasted, Roi
 
 _BT709, _BT601, _UNSPECIFIED, _LIMITED, _FULL = 1, 6, 2, 1, 2
@@ -231,7 +232,7 @@ def test_jpeg_siting_does_not_matter_without_subsampling() -> None:
 def test_the_reader_marks_the_pictures_of_a_jpeg_family_codec_centred(tmp_path: Path) -> None:
     import av
 
-    from facefuse.io.video_read import VideoSource
+    from facefuse.io.video.read import VideoSource
 
     for codec, suffix in (("mjpeg", ".avi"), ("libx264", ".mp4")):
         path = tmp_path / f"clip{suffix}"

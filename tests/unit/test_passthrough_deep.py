@@ -8,8 +8,9 @@ import cv2
 import numpy as np
 import pytest
 
-from facefuse.io.passthrough import DecodedPicture, EncoderTarget, compose, refusal
-from facefuse.io.yuv import PLANAR_10BIT, bgr_to_picture, picture_planes
+from facefuse.io.video.passthrough import DecodedPicture, EncoderTarget, compose, refusal
+from facefuse.io.video.yuv import PLANAR_10BIT, picture_planes
+from facefuse.io.video.yuv_write import bgr_to_picture
 from facefuse.types import Pasted, Roi
 from tests.unit.test_passthrough import _paste
 

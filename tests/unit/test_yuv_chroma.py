@@ -8,7 +8,7 @@ import av
 import numpy as np
 import pytest
 
-from facefuse.io import yuv
+from facefuse.io.video import yuv
 from tests.unit.test_yuv import _check_rounding
 
 LAYOUTS = {"4:2:0": (2, 2), "4:2:2": (2, 1)}

@@ -10,7 +10,7 @@ import av
 import numpy as np
 import pytest
 
-from facefuse.io import yuv
+from facefuse.io.video import yuv, yuv_write
 from tests.unit.test_yuv import _check_rounding
 from tests.unit.test_yuv_chroma import _linear, _random_planes
 
@@ -105,11 +105,11 @@ def test_the_writer_s_10_bit_levels_read_back_to_the_same_samples() -> None:
     rng = np.random.default_rng(8)
     bgr = rng.integers(0, 65536, (32, 48, 3)).astype(np.uint16)
     bgr[:8] = 65535
-    picture = yuv.bgr_to_picture(bgr, "yuv444p10le", 1, False)
+    picture = yuv_write.bgr_to_picture(bgr, "yuv444p10le", 1, False)
     assert picture is not None
     back = yuv.picture_to_bgr(picture)
     assert back is not None and np.all(back[:8] == 65535)
-    again = yuv.bgr_to_picture(back, "yuv444p10le", 1, False)
+    again = yuv_write.bgr_to_picture(back, "yuv444p10le", 1, False)
     for first, second in zip(yuv.picture_planes(picture), yuv.picture_planes(again), strict=True):
         np.testing.assert_array_equal(first, second)
 

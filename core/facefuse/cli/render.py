@@ -15,7 +15,7 @@ from typing import Any, TextIO
 from ..errors import ExitCode, InputError
 from ..farm.paths import check_inside
 from ..io.sequences import parse_chunk, parse_frame_range
-from ..io.video_common import CRF_RANGE, DEFAULT_CRF, DEFAULT_PRESET, VIDEO_CODECS
+from ..io.video.common import CRF_RANGE, DEFAULT_CRF, DEFAULT_PRESET, VIDEO_CODECS
 from ..shot.request import (
     PROVENANCE_MODES,
     FrameReport,

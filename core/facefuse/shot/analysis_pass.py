@@ -23,7 +23,7 @@ from ..geometry import (
     transform_points,
     warp_crop,
 )
-from ..io.analysis_pictures import AnalysisPicture, Box
+from ..io.video.analysis_pictures import AnalysisPicture, Box
 from ..pipeline import Pipeline
 from ..timing import StageClock
 from ..types import Face

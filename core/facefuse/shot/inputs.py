@@ -20,10 +20,10 @@ import numpy as np
 from ..cache.hashes import HashMemo, content_sha256
 from ..errors import InputError
 from ..io import plates, sequences, video
-from ..io.analysis_pictures import AnalysisPicture
-from ..io.frame_regions import PendingFrame
-from ..io.passthrough import DecodedPicture
 from ..io.video import DecodeFailure
+from ..io.video.analysis_pictures import AnalysisPicture
+from ..io.video.frame_regions import PendingFrame
+from ..io.video.passthrough import DecodedPicture
 from ..runtime.threads import thread_budget
 from ..timing import StageClock
 

@@ -32,10 +32,10 @@ from ..color import ColourConverter, display_to_linear, linear_output_converter
 from ..errors import InputError
 from ..geometry import DisplayConversion, to_model_range
 from ..io import files, plates, sequences, video
-from ..io.frame_regions import FrameRegion
-from ..io.passthrough import DecodedPicture
-from ..io.video_common import check_encoder_options
-from ..io.video_write import check_container
+from ..io.video.common import check_encoder_options
+from ..io.video.encoders import check_container
+from ..io.video.frame_regions import FrameRegion
+from ..io.video.passthrough import DecodedPicture
 from ..runtime.threads import thread_budget
 from ..types import Pasted
 from .inputs import ShotInput

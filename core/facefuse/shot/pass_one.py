@@ -23,7 +23,7 @@ import numpy as np
 from ..cache.locking import FileLock, LockWaitCancelled
 from ..config import Settings
 from ..geometry import DisplayConversion
-from ..io.analysis_pictures import AnalysisPicture
+from ..io.video.analysis_pictures import AnalysisPicture
 from ..pipeline import Pipeline
 from ..timing import RenderTimings, StageClock
 from ..types import Face

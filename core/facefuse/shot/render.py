@@ -33,10 +33,10 @@ import numpy as np
 
 from ..cache.hashes import HashMemo
 from ..color import input_conversion
-from ..io.frame_regions import FrameRegion, PendingFrame, converted_box
-from ..io.passthrough import DecodedPicture
 from ..io.video import DecodeFailure
-from ..io.yuv import READER_VERSION
+from ..io.video.frame_regions import FrameRegion, PendingFrame, converted_box
+from ..io.video.passthrough import DecodedPicture
+from ..io.video.yuv import READER_VERSION
 from ..models.manifest import ROLES
 from ..pipeline import Pipeline
 from ..runtime.memory import returning_freed_memory

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..types import FramePart, Roi
+from ...types import FramePart, Roi
 from .orientation import turned, turned_box, turned_size, widened
-from .yuv import PASTE_REACH_PX, YuvPlanes, yuv_to_bgr
+from .yuv import YuvPlanes, yuv_to_bgr
+from .yuv_write import PASTE_REACH_PX
 
 # Pixels around the swap's footprint also converted: bilinear sampling's neighbour (crop_roi
 # already adds one) with room to spare.

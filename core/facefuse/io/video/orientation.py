@@ -18,7 +18,7 @@ from types import MappingProxyType
 import cv2
 import numpy as np
 
-from ..types import Pasted, Roi
+from ...types import Pasted, Roi
 
 # np.rot90's counter-clockwise quarter turns as OpenCV's rotations
 _CV_ROTATIONS = MappingProxyType({1: cv2.ROTATE_90_COUNTERCLOCKWISE, 2: cv2.ROTATE_180,

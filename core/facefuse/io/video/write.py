@@ -36,8 +36,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any, Self
@@ -45,154 +44,29 @@ from typing import Any, Self
 import av
 import numpy as np
 
-from ..errors import FacefuseError, InputError
-from ..types import Pasted
-from .files import create_temporary, is_write_failure, write_error
-from .frame_regions import FrameRegion
-from .orientation import turned
-from .passthrough import DecodedPicture, EncoderTarget, compose, refusal
-from .video_common import (
+from ...errors import FacefuseError, InputError
+from ...types import Pasted
+from ..files import create_temporary, is_write_failure, write_error
+from .audio import AudioCopy
+from .common import (
     CRF_CODECS,
-    DEFAULT_CRF,
     DEFAULT_PRESET,
     SUBSAMPLED_8BIT,
     TIMECODE_PATTERN,
-    VIDEO_CODECS,
     check_encoder_options,
-    open_input,
 )
-from .video_read import VideoInfo
-from .yuv import PLANAR_8BIT, PLANAR_10BIT, bgr_to_picture, matrix_for
+from .encoders import CONTAINER_FORMATS, SWSCALE_COLORSPACES, as_writable, check_output, tags_travel
+from .frame_regions import FrameRegion
+from .orientation import turned
+from .passthrough import DecodedPicture, EncoderTarget, compose, refusal
+from .read import VideoInfo
+from .yuv import PLANAR_10BIT, matrix_for
+from .yuv_write import bgr_to_picture
 
 logger = logging.getLogger(__name__)
 
-_CONTAINER_FORMATS = MappingProxyType({".mov": "mov", ".mp4": "mp4", ".mkv": "matroska"})
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 _RGB, _BT709, _BT601, _RANGE_MPEG, _RANGE_JPEG = 0, 1, 6, 1, 2  # AVColorSpace / AVColorRange
-_VUI_DECODERS = frozenset({"h264", "hevc"})  # decoders whose pictures carry the stream's tags
-# AVColorSpace -> swscale's name for it, for the frames io.yuv does not convert (alpha)
-_SWSCALE_COLORSPACES = MappingProxyType({1: "itu709", 2: "default", 4: "fcc", 5: "itu601",
-                                         6: "itu601", 7: "smpte240m", 9: "bt2020"})
-
-
-@dataclass(frozen=True, slots=True)
-class _CodecSpec:
-    """How one VIDEO_CODECS name is encoded."""
-
-    encoder: str
-    pix_fmt: str
-    containers: frozenset[str]
-    pix_fmt_alpha: str | None = None
-    pix_fmt_deep: str | None = None
-    pix_fmt_deep_alpha: str | None = None
-    options: tuple[tuple[str, str], ...] = ()
-    quality_option: str | None = None
-    default_quality: int = 0
-    jpeg_range: bool = False
-    rgb: bool = False  # stores RGB as it is: no YUV conversion, tagged RGB full range
-    # the bitstream carries the colour tags (H.264 / HEVC VUI), so a source's own can be kept;
-    # DNxHR's .mov has no colour atom from FFmpeg and reads back as BT.709
-    keeps_source_tags: bool = False
-    container_note: str = ""  # why the containers are limited, for the refusal
-
-
-_ALL = frozenset(_CONTAINER_FORMATS)
-_CODECS: Mapping[str, _CodecSpec] = MappingProxyType({
-    "h264": _CodecSpec("libx264", "yuv420p", _ALL, quality_option="crf",
-                       default_quality=DEFAULT_CRF["h264"], keeps_source_tags=True),
-    "h265": _CodecSpec("libx265", "yuv420p", _ALL, pix_fmt_deep="yuv420p10le",
-                       options=(("x265-params", "log-level=error"),),
-                       quality_option="crf", default_quality=DEFAULT_CRF["h265"],
-                       keeps_source_tags=True),
-    "prores_422": _CodecSpec("prores_ks", "yuv422p10le", frozenset({".mov", ".mkv"}),
-                             options=(("profile", "3"),)),
-    "prores_4444": _CodecSpec("prores_ks", "yuv444p10le", frozenset({".mov", ".mkv"}),
-                              pix_fmt_alpha="yuva444p10le", options=(("profile", "4"),)),
-    "dnxhr_hq": _CodecSpec("dnxhd", "yuv422p", frozenset({".mov"}),
-                           options=(("profile", "dnxhr_hq"),)),
-    "dnxhr_444": _CodecSpec("dnxhd", "yuv444p10le", frozenset({".mov"}),
-                            options=(("profile", "dnxhr_444"),)),
-    "mjpeg": _CodecSpec("mjpeg", "yuvj444p", _ALL, quality_option="q", default_quality=3,
-                        jpeg_range=True),
-    "rawvideo": _CodecSpec("rawvideo", "bgr24", frozenset({".mov"}), pix_fmt_alpha="bgra",
-                           pix_fmt_deep="rgb48be", rgb=True,
-                           container_note=" (Matroska has no native raw RGB; ffv1 in .mkv is "
-                           "lossless too)"),
-    "ffv1": _CodecSpec("ffv1", "bgr0", frozenset({".mkv"}), pix_fmt_alpha="bgra",
-                       pix_fmt_deep="gbrp16le", pix_fmt_deep_alpha="gbrap16le",
-                       options=(("level", "3"), ("slicecrc", "1"), ("g", "1")),
-                       rgb=True, container_note=" (FFmpeg's .mov muxer does not take FFV1)"),
-})
-
-
-def check_container(path: Path, codec: str) -> None:
-    """InputError unless ``codec`` is one facefuse writes and ``path``'s container holds it
-    (checked before a render starts; the frame size is checked when the first frame comes)."""
-    _spec_for(Path(path), codec)
-
-
-def _spec_for(path: Path, codec: str) -> _CodecSpec:
-    suffix = path.suffix.lower()
-    if codec not in _CODECS:
-        raise InputError(f"unknown video codec {codec!r}; choose one of {', '.join(VIDEO_CODECS)}")
-    if suffix not in _CONTAINER_FORMATS:
-        raise InputError(f"{path}: cannot write {suffix or 'files without an extension'} videos; "
-                         f"use one of {', '.join(sorted(_CONTAINER_FORMATS))}")
-    spec = _CODECS[codec]
-    if suffix not in spec.containers:
-        raise InputError(f"{codec} cannot be stored in {suffix}{spec.container_note}; "
-                         f"use {' or '.join(sorted(spec.containers))}")
-    return spec
-
-
-def _check_output(path: Path, codec: str, width: int, height: int) -> _CodecSpec:
-    """InputError unless ``codec`` can be written to ``path`` at this size."""
-    spec = _spec_for(path, codec)
-    if spec.pix_fmt.startswith("yuv420") and (width % 2 or height % 2):
-        raise InputError(f"{codec} needs an even width and height, and the frames are "
-                         f"{width}x{height}; choose prores_4444 or mjpeg")
-    if spec.encoder == "prores_ks" and spec.pix_fmt.startswith("yuv422") and width % 2:
-        # FFmpeg's ProRes encoder garbles the last chroma column of an odd width (green)
-        raise InputError(f"{codec} needs an even width, and the frames are {width}x{height}; "
-                         f"choose prores_4444 or mjpeg")
-    if spec.encoder == "dnxhd" and (width < 256 or height < 120):
-        raise InputError(f"{codec} needs frames of at least 256x120, and these are "
-                         f"{width}x{height}; choose prores_422 or prores_4444")
-    if not path.parent.is_dir():
-        raise InputError(f"the output folder {path.parent} does not exist")
-    if path.is_dir():
-        raise InputError(f"{path} is a folder, not a file name")
-    return spec
-
-
-def _as_writable(frame: np.ndarray, deep: bool) -> tuple[np.ndarray, str]:
-    """An engine frame as (C-contiguous array, PyAV packed format): uint8 for 8-bit codecs,
-    uint16 (little-endian) for deeper ones; float32 (1.0 = white) is scaled and rounded."""
-    if frame.ndim != 3 or frame.shape[2] not in (3, 4):
-        raise ValueError(f"a frame must be (H, W, 3|4), got {frame.shape}")
-    if frame.dtype == np.float32:
-        scale = 65535.0 if deep else 255.0
-        frame = np.clip(np.rint(frame * scale), 0, scale).astype(np.uint16 if deep else np.uint8)
-    elif frame.dtype == np.uint16 and not deep:
-        frame = np.rint(frame / 257.0).astype(np.uint8)
-    elif frame.dtype not in (np.uint8, np.uint16):
-        raise ValueError(f"frames must be uint8, uint16 or float32, got {frame.dtype}")
-    alpha = frame.shape[2] == 4
-    if frame.dtype == np.uint8:
-        return np.ascontiguousarray(frame), "bgra" if alpha else "bgr24"
-    return np.ascontiguousarray(frame, dtype="<u2"), "bgra64le" if alpha else "bgr48le"
-
-
-def _tags_travel(pixel_format: str, info: VideoInfo) -> bool:
-    """Whether a stream of `pixel_format` may keep the colour tags of `info`'s source: both
-    8-bit planar YUV, or both 10-bit with the source decoded from H.264 / HEVC, whose
-    pictures carry the four tags of the stream (FFmpeg's DNxHR decoder gives BT.709 pictures
-    whatever its .mov says, and ProRes primaries and transfer read back unspecified)."""
-    if pixel_format in PLANAR_8BIT:
-        return info.pixel_format in PLANAR_8BIT
-    return (pixel_format in PLANAR_10BIT and info.pixel_format in PLANAR_10BIT
-            and info.codec in _VUI_DECODERS)
-
 
 class VideoSink:
     """Writes engine frames to a .mov, .mp4 or .mkv file (see the module docstring).
@@ -214,12 +88,12 @@ class VideoSink:
                  threads: int = 0) -> None:
         self._path = Path(path)
         self._threads = threads  # the encoder's thread_count (0: FFmpeg's choice)
-        self._spec = _check_output(self._path, codec, info_like.width, info_like.height)
+        self._spec = check_output(self._path, codec, info_like.width, info_like.height)
         check_encoder_options(codec, quality if codec in CRF_CODECS else None, preset)
         self._info, self._codec = info_like, codec
         self._preset = DEFAULT_PRESET if preset is None else preset
         self._quality = self._spec.default_quality if quality is None else quality
-        self._audio = (_AudioCopy(Path(audio_from), audio_start_s, audio_duration_s)
+        self._audio = (AudioCopy(Path(audio_from), audio_start_s, audio_duration_s)
                        if audio_from is not None else None)
         try:
             self._tmp = self._make_temp()
@@ -256,7 +130,7 @@ class VideoSink:
         suffix = self._path.suffix.lower()
         options = {"movflags": "use_metadata_tags"} if suffix in (".mov", ".mp4") else {}
         try:
-            container = av.open(str(self._tmp), "w", format=_CONTAINER_FORMATS[suffix],
+            container = av.open(str(self._tmp), "w", format=CONTAINER_FORMATS[suffix],
                                 options=options)
         except (av.FFmpegError, OSError) as exc:
             self._tmp.unlink(missing_ok=True)
@@ -286,7 +160,7 @@ class VideoSink:
             turns = self._info.rotation_deg // 90 % 4
             if turns:  # back to the source's stored orientation (lossless); see _open_streams
                 frame = turned(frame, -turns)
-            picture = self._picture(*_as_writable(frame, deep=self._deep))
+            picture = self._picture(*as_writable(frame, deep=self._deep))
         self._encode(picture)
 
     def write_region(self, region: FrameRegion, decoded: DecodedPicture,
@@ -362,7 +236,7 @@ class VideoSink:
             picture = picture.reformat(format=self._pix_fmt)
         else:
             picture = picture.reformat(format=SUBSAMPLED_8BIT.get(self._pix_fmt, self._pix_fmt),
-                                       dst_colorspace=_SWSCALE_COLORSPACES.get(colorspace,
+                                       dst_colorspace=SWSCALE_COLORSPACES.get(colorspace,
                                                                                "itu709"),
                                        dst_color_range=_RANGE_JPEG if full_range
                                        else _RANGE_MPEG)
@@ -430,10 +304,10 @@ class VideoSink:
         """The source's (colorspace, range, primaries, transfer) for this stream, range made
         explicit for a full-range (yuvj) source, or None where the stream takes its own tags:
         a codec other than h264 / h265, an output and source not both 8-bit YUV or both 10-bit
-        YUV (_tags_travel), a source whose matrix io.yuv does not read, or 10-bit full range."""
+        YUV (tags_travel), a source whose matrix io.yuv does not read, or 10-bit full range."""
         info, spec = self._info, self._spec
         if (not spec.keeps_source_tags or info.colour_tags is None
-                or not _tags_travel(self._pix_fmt, info)):
+                or not tags_travel(self._pix_fmt, info)):
             return None
         colorspace, color_range, primaries, trc = info.colour_tags
         matrix = matrix_for(colorspace, color_range, info.pixel_format)
@@ -495,74 +369,3 @@ class VideoSink:
             self.close()
         else:
             self.abort()
-
-
-class _AudioCopy:
-    """Copies the audio streams of one file packet for packet into an output container."""
-
-    def __init__(self, path: Path, start_s: float, duration_s: float | None) -> None:
-        self._path = path
-        self._container = open_input(path, "media")
-        self._streams = list(self._container.streams.audio)
-        self._packets: Iterator[Any] = (self._container.demux(*self._streams)
-                                        if self._streams else iter(()))
-        self._start_s, self._end_s = start_s, (None if duration_s is None else start_s + duration_s)
-        self._out: dict[int, Any] = {}
-        self._drop_priming = False
-        self._held: Any = None
-
-    def check_fits(self, container: Any, suffix: str) -> None:
-        """InputError when the output container cannot hold one of the audio codecs. Matroska
-        cannot start below zero: there the priming packet (negative time, flagged discard, as
-        AAC in mp4 has) is left out rather than shifting every stream later."""
-        self._drop_priming = suffix.lower() == ".mkv"
-        for stream in self._streams:
-            name = stream.codec_context.name
-            if name not in container.supported_codecs:
-                raise InputError(f"the {name} audio of {self._path.name} cannot be stored in "
-                                 f"{suffix}; write .mov or .mkv instead")
-
-    def add_streams(self, container: Any) -> None:
-        for stream in self._streams:
-            self._out[stream.index] = container.add_stream_from_template(stream)
-
-    def copy_until(self, container: Any, until_s: float | None) -> None:
-        """Mux the packets that start before ``until_s`` seconds (None: all the rest)."""
-        while True:
-            packet = self._held if self._held is not None else self._next_packet()
-            self._held = None
-            if packet is None:
-                return
-            start = float(packet.pts * packet.time_base)
-            if until_s is not None and start - self._start_s > until_s:
-                self._held = packet
-                return
-            if self._keep(packet, start):
-                self._mux(container, packet)
-
-    def _next_packet(self) -> Any:
-        try:
-            while (packet := next(self._packets, None)) is not None:
-                if packet.size and packet.pts is not None:
-                    return packet
-        except av.FFmpegError as exc:
-            logger.warning("%s: audio copy stopped early (%s)", self._path, exc)
-        return None
-
-    def _keep(self, packet: Any, start: float) -> bool:
-        if self._drop_priming and packet.is_discard and start < 0:
-            return False
-        half = float((packet.duration or 0) * packet.time_base) / 2
-        after_start = self._start_s <= 0 or start + half >= self._start_s  # 0: keep priming too
-        return after_start and (self._end_s is None or start < self._end_s)
-
-    def _mux(self, container: Any, packet: Any) -> None:
-        if self._start_s:
-            shift = round(self._start_s / packet.time_base)
-            packet.pts = max(0, packet.pts - shift)
-            packet.dts = packet.pts
-        packet.stream = self._out[packet.stream.index]
-        container.mux(packet)
-
-    def close(self) -> None:
-        self._container.close()

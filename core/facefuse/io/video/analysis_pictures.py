@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from ..types import Roi
+from ...types import Roi
+from .common import SUBSAMPLED_8BIT
 from .orientation import turned, turned_box, turned_size
-from .video_common import SUBSAMPLED_8BIT
 from .yuv import FAST_FORMATS, PLANAR_10BIT, Box, yuv_planes, yuv_to_bgr
 
 # swscale flags for `small`: the area filter, with chroma interpolated to full width and

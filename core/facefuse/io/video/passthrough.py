@@ -35,16 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from ..types import Pasted
+from ...types import Pasted
 from .orientation import stored_parts, turned_size
-from .yuv import (
-    PASTE_REACH_PX,
-    PLANAR,
-    PLANAR_10BIT,
-    matrix_for,
-    paste_into_planes,
-    picture_planes,
-)
+from .yuv import PLANAR, PLANAR_10BIT, matrix_for, picture_planes
+from .yuv_write import PASTE_REACH_PX, paste_into_planes
 
 _RANGE_JPEG = 2  # AVColorRange: full range
 

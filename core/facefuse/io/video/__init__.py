@@ -9,15 +9,16 @@ and what survives in which container.
 
 from __future__ import annotations
 
-from .video_common import (
+from .common import (
     VIDEO_CODECS,
     VIDEO_EXTENSIONS,
     format_rate,
     is_video_path,
     offset_timecode,
 )
-from .video_read import STANDARD_RATES, DecodeFailure, VideoInfo, VideoSource
-from .video_write import VideoSink
+from .index import STANDARD_RATES
+from .read import DecodeFailure, VideoInfo, VideoSource
+from .write import VideoSink
 
 __all__ = [
     "STANDARD_RATES",
