@@ -30,8 +30,8 @@ from typing import Any
 import av
 import numpy as np
 
-from facefuse.io.video import yuv, yuv_write
-from facefuse.io.video.analysis_pictures import analysis_picture
+from facefuse.io.video import DecodedFrame, yuv, yuv_write
+from facefuse.types import Roi
 
 
 def reference_yuv(bgr: np.ndarray, matrix: yuv.YuvMatrix, levels: int = 1) -> np.ndarray:
@@ -196,24 +196,25 @@ def analysis_costs(picture: Any, centred: bool) -> dict[str, float]:
     """Pass 1's picture and one 400 px face box of it, as e0e7534 made them (swscale's 4:4:4
     picture, `small` shrunk from it, the box converted from its planes) and now; nothing for
     a picture no larger than the detector (which takes the full conversion)."""
-    small = analysis_picture(picture, 640, centred)
+    def frame(of: Any = picture) -> DecodedFrame:  # a frame of its own: it keeps its conversions
+        return DecodedFrame.of_picture(of, "bgr24", centred=centred and of is picture)
+
+    small = frame().small(640)
     if small is None:
         return {}
     x0, y0 = picture.width // 3, picture.height // 4
-    box = (x0, y0, min(picture.width, x0 + 400), min(picture.height, y0 + 400))
-    size = small.small.shape[1], small.small.shape[0]
+    box = Roi(x0, y0, min(picture.width, x0 + 400), min(picture.height, y0 + 400))
+    size = small.pixels.shape[1], small.pixels.shape[0]
     full = picture.reformat(format="yuv444p")
-    previous = analysis_picture(full, 640)
-    assert previous is not None
 
     def previous_picture() -> Any:
         return picture.reformat(format="yuv444p").reformat(
             format="bgr24", width=size[0], height=size[1], interpolation="AREA").to_ndarray()
 
     return {"analysis_picture_previous": cpu_ms(previous_picture),
-            "analysis_picture_new": cpu_ms(lambda: analysis_picture(picture, 640, centred)),
-            "region_400px_box_previous": cpu_ms(lambda: previous.region(box)),
-            "region_400px_box_new": cpu_ms(lambda: small.region(box))}
+            "analysis_picture_new": cpu_ms(lambda: frame().small(640)),
+            "region_400px_box_previous": cpu_ms(lambda: frame(full).region(box)),
+            "region_400px_box_new": cpu_ms(lambda: frame().region(box))}
 
 
 def bt709_copy(clip: Path, folder: Path, frames: int) -> Path:

@@ -35,7 +35,7 @@ def generation(clip: Path, frames: int, work: Path) -> dict[str, dict[str, float
     out = work / f"{clip.stem}.mp4"
     with VideoSource(clip) as source:
         count = min(frames, source.info.frame_count)
-        arrays = [frame for _, frame in source.read(range(1, count + 1))]
+        arrays = [frame.to_ndarray() for _, frame in source.read(range(1, count + 1))]  # type: ignore[union-attr]
         with VideoSink(out, source.info, quality=0) as sink:
             for frame in arrays:
                 assert isinstance(frame, np.ndarray), f"{clip.name}: a frame did not decode"

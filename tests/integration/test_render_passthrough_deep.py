@@ -31,7 +31,7 @@ from facefuse.io.video.yuv import (
 )
 from facefuse.io.video.yuv_write import bgr_to_picture
 from tests.integration.render_helpers import FACE_BOX
-from tests.render_media import face_frame, face_photo, render_request, run_render
+from tests.render_media import arrays, face_frame, face_photo, render_request, run_render
 
 FRAMES = 5
 WITHOUT_FACE = (0,)
@@ -79,7 +79,7 @@ def _decoded(path: Path) -> tuple[list[list[np.ndarray]], list[np.ndarray]]:
         pictures = sorted(container.decode(video=0), key=lambda f: f.pts)
         planes = [[p.copy() for p in picture_planes(f)] for f in pictures]
     with VideoSource(path) as source:
-        frames = [frame for _, frame in source.read(range(1, len(planes) + 1))]
+        frames = [frame for _, frame in arrays(source.read(range(1, len(planes) + 1)))]
     return planes, frames
 
 
@@ -299,7 +299,7 @@ def test_a_prores_clip_reads_white_and_black_as_the_whole_16_bit_range(tmp_path:
         container.mux(stream.encode(picture))
         container.mux(stream.encode(None))
     with VideoSource(path) as source:
-        frame = next(iter(source.read([1])))[1]
+        frame = next(arrays(source.read([1])))[1]
     assert frame.dtype == np.uint16
     assert np.all(frame[:, :56] == 65535) and np.all(frame[:, 72:] == 0)  # away from the edge
     back = picture_planes(bgr_to_picture(frame, "yuv422p10le", _BT709, False))

@@ -247,16 +247,17 @@ def test_the_reader_marks_the_pictures_of_a_jpeg_family_codec_centred(tmp_path: 
                 container.mux(stream.encode(frame.reformat(format=stream.pix_fmt)))
             container.mux(stream.encode(None))
         with VideoSource(path) as source:
-            (_, _, decoded), *_ = source.read_decoded([1, 2])
+            (_, frame), *_ = source.read([1, 2])
+            decoded = frame.planes()  # type: ignore[union-attr]
         assert decoded is not None and decoded.centred == (codec == "mjpeg")
 
 
-def test_the_queues_count_the_picture_and_the_pasted_masks() -> None:
+def test_the_queues_count_the_frame_and_the_pasted_masks() -> None:
+    from facefuse.io.video import DecodedFrame
     from facefuse.shot.outputs import Processed
     from facefuse.shot.streaming import payload_bytes
 
     bgr = _scene()
-    picture = _picture(bgr, "yuv420p")
     pasted = (Pasted(Roi(0, 0, 10, 20), np.ones((20, 10), np.float32)),)
-    item = Processed(1, bgr, None, 1, picture=picture, pasted=pasted)
-    assert payload_bytes(item) == bgr.nbytes + picture.nbytes + 20 * 10 * 4
+    item = Processed(1, DecodedFrame.of_array(bgr), None, 1, pasted=pasted)
+    assert payload_bytes(item) == bgr.nbytes + 20 * 10 * 4

@@ -1,9 +1,13 @@
 """Video files in and out with PyAV: frame-accurate reads by frame number, faithful writes.
 
-The public face of the video modules: ``video_read`` (``VideoSource``, ``VideoInfo``: the packet
-index, seeking and variable-rate conforming), ``video_write`` (``VideoSink``: codecs, container
-metadata and audio copy) and ``video_common`` (extensions, codec names, rate and timecode
-helpers). Import from here; their module docstrings say how frames are numbered and converted,
+The public face of the video modules. A read gives one ``frame.DecodedFrame`` per frame number,
+which converts lazily (the whole picture, a box, the detector's small picture, the native planes)
+and which the writer takes back. ``read`` (``VideoSource``, ``VideoInfo``) over ``index`` (the
+packet index, seeking and variable-rate conforming); ``write`` (``VideoSink``) with ``encoders``
+(the codec table and its checks) and ``audio`` (packet copy); ``passthrough`` (when decoded
+planes go to the encoder); ``yuv`` / ``yuv_write`` (the once-rounded YUV <-> BGR maths);
+``orientation`` (display rotations); ``common`` (extensions, codec names, rate and timecode
+helpers). Import from here; the module docstrings say how frames are numbered and converted,
 and what survives in which container.
 """
 
@@ -16,6 +20,7 @@ from .common import (
     is_video_path,
     offset_timecode,
 )
+from .frame import DecodedFrame, Frame, FrameRegion, SmallPicture
 from .index import STANDARD_RATES
 from .read import DecodeFailure, VideoInfo, VideoSource
 from .write import VideoSink
@@ -25,6 +30,10 @@ __all__ = [
     "VIDEO_CODECS",
     "VIDEO_EXTENSIONS",
     "DecodeFailure",
+    "DecodedFrame",
+    "Frame",
+    "FrameRegion",
+    "SmallPicture",
     "VideoInfo",
     "VideoSink",
     "VideoSource",

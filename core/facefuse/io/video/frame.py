@@ -51,6 +51,7 @@ the upright frame's, as to_ndarray() turns it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Protocol
 
 import numpy as np
@@ -59,7 +60,7 @@ from ...types import FramePart, Roi
 from .common import SUBSAMPLED_8BIT
 from .orientation import turned, turned_box, turned_size, widened
 from .passthrough import DecodedPicture, decoded_picture
-from .yuv import FAST_FORMATS, PLANAR_10BIT, YuvPlanes, chroma_centred, yuv_planes, yuv_to_bgr
+from .yuv import FAST_FORMATS, PLANAR_10BIT, YuvPlanes, yuv_planes, yuv_to_bgr
 from .yuv_write import PASTE_REACH_PX
 
 # Pixels around the swap's footprint also converted: bilinear sampling's neighbour (crop_roi
@@ -69,7 +70,7 @@ _SAMPLING_MARGIN_PX = 2
 # accurate rounding (without them swscale truncates and reads about half a level dark).
 _SMALL_FLAGS = 0x20 | 0x2000 | 0x40000  # SWS_AREA | SWS_FULL_CHR_H_INT | SWS_ACCURATE_RND
 # The bit depth of the pictures io.video.yuv converts for each array format.
-_YUV_BITS = {"bgr24": 8, "bgr48le": 10}
+_YUV_BITS = MappingProxyType({"bgr24": 8, "bgr48le": 10})
 _DEEP_FORMATS = frozenset({"bgr48le", "bgra64le"})
 _ALPHA_FORMATS = frozenset({"bgra", "bgra64le"})
 
@@ -168,12 +169,12 @@ class DecodedFrame:
 
     @classmethod
     def of_picture(cls, picture: Any, array_format: str, turns: int = 0,
-                   codec: str = "") -> DecodedFrame:
+                   centred: bool = False) -> DecodedFrame:
         """The frame of a decoded av.VideoFrame: converted to `array_format` (PyAV's bgr24,
         bgra, bgr48le or bgra64le), turned upright by `turns` (quarter turns
-        counter-clockwise), its chroma sited as `codec`'s decoder sites it
-        (io.video.yuv.chroma_centred)."""
-        return cls(picture, array_format, turns, chroma_centred(codec))
+        counter-clockwise); centred: its decoder sites 4:2:x chroma midway between luma
+        columns (io.video.yuv.chroma_centred of the codec)."""
+        return cls(picture, array_format, turns, centred)
 
     @classmethod
     def of_array(cls, array: np.ndarray) -> DecodedFrame:

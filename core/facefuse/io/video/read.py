@@ -5,17 +5,19 @@ Numbering: video frames are numbered from 1, like Blender's strips and ffmpeg's 
 ``(n - start_number)``-th picture in presentation order.
 
 ``VideoSource`` demuxes the file once without decoding to index every video packet's
-presentation timestamp: that gives the exact frame count and shows a variable frame rate. A read
-seeks to the key frame a wanted frame depends on and decodes forward, recognising each picture by
-its timestamp, never by counting. Frames come out in the engine convention (see types.py): BGR
-uint8 for 8-bit sources, BGR uint16 for deeper ones, BGRA/uint16 BGRA when the source has alpha.
-Colour: reads convert with the matrix and range the stream is tagged with (8-bit YUV and
-10-bit limited-range planar YUV through io.yuv: its own chroma upsampling at the codec's
-siting and the matrix, rounded once to the nearest level; everything else through swscale).
+presentation timestamp (io.video.index): that gives the exact frame count and shows a variable
+frame rate. A read seeks to the key frame a wanted frame depends on and decodes forward,
+recognising each picture by its timestamp, never by counting. Each frame comes as one
+io.video.frame.DecodedFrame, which converts to the engine convention (see types.py) when
+asked: BGR uint8 for 8-bit sources, BGR uint16 for deeper ones, BGRA/uint16 BGRA when the
+source has alpha. Colour: conversions use the matrix and range the stream is tagged with
+(8-bit YUV and 10-bit limited-range planar YUV through io.video.yuv: its own chroma
+upsampling at the codec's siting and the matrix, rounded once to the nearest level;
+everything else through swscale).
 
 Rotation: phone footage is often stored sideways with a display matrix telling players to turn
 it. Frames are delivered upright (the stored picture turned by the display rotation with
-``np.rot90``, which is lossless), so detection, swapping and pasting all see the picture as
+``np.rot90``, which is lossless, as each conversion is made), so detection, swapping and pasting all see the picture as
 players show it; ``VideoInfo.width``/``height`` are the upright size and ``rotation_deg`` the
 rotation, for a writer to re-apply. A display matrix that mirrors or turns by other than a
 multiple of 90 degrees is refused (InputError) rather than delivered the wrong way round.
@@ -30,7 +32,7 @@ from __future__ import annotations
 import itertools
 import logging
 import struct
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -38,13 +40,11 @@ from types import MappingProxyType
 from typing import Any, Self
 
 import av
-import numpy as np
 
 from ...errors import InputError
 from ...timing import StageClock
-from .analysis_pictures import AnalysisPicture, analysis_picture
-from .common import SUBSAMPLED_8BIT, format_rate, open_input
-from .frame_regions import PendingFrame
+from .common import format_rate, open_input
+from .frame import DecodedFrame
 from .index import (
     Decoder,
     build_index,
@@ -53,15 +53,11 @@ from .index import (
     scan_packets,
     typical_rate,
 )
-from .orientation import turned
-from .passthrough import DecodedPicture, decoded_picture
-from .yuv import YuvPlanes, chroma_centred, yuv_planes, yuv_to_bgr
+from .yuv import chroma_centred
 
 logger = logging.getLogger(__name__)
 
 _DECODE_THREADS = 4
-# The bit depth of the pictures io.yuv converts for each array format (see _to_array).
-_IO_YUV_BITS = MappingProxyType({"bgr24": 8, "bgr48le": 10})
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +170,6 @@ class VideoSource:
         self._turns = self._find_turns()
         rate, self._slots = self._choose_rate(conform_vfr or container.format.name == "gif")
         self._info = self._describe(rate, start_number)
-        self._reader: Decoder | None = None
         fmt, bits, alpha = self._info.pixel_format, self._info.bit_depth, self._info.has_alpha
         self._array_format = ("bgra" if alpha else "bgr24") if bits <= 8 else (
             "bgra64le" if alpha else "bgr48le")
@@ -256,61 +251,18 @@ class VideoSource:
         return self._info
 
     def read(self, numbers: Iterable[int], clock: StageClock | None = None
-             ) -> Iterator[tuple[int, np.ndarray | DecodeFailure]]:
+             ) -> Iterator[tuple[int, DecodedFrame | DecodeFailure]]:
         """Yield ``(number, frame)`` for each wanted frame number (ascending, repeats allowed), in
-        the source's numbering. A frame is an (H, W, 3|4) BGR(A) uint8 or uint16 array (see the
-        module docstring); one that cannot be decoded comes as ``DecodeFailure`` instead.
+        the source's numbering: a io.video.frame.DecodedFrame, which converts when asked
+        (to_ndarray() gives the (H, W, 3|4) BGR(A) uint8 or uint16 engine frame, see the
+        module docstring), or a DecodeFailure for a frame that cannot be decoded.
         InputError (raised here, before any decoding) for a number outside the clip.
-        clock: when given, decoding is timed into its "decode" stage and the conversion to an
-        array into "colour" (take() it after each frame for per-frame figures).
-        Every frame is an array of its own, a repeated number included, so the caller may
-        modify it in place (pass 2 pastes into it)."""
-        return self._start(numbers, self._to_array, clock, shared=False)
-
-    def read_decoded(self, numbers: Iterable[int], clock: StageClock | None = None,
-                     pending: Callable[[], bool] | None = None
-                     ) -> Iterator[tuple[int, np.ndarray | PendingFrame | DecodeFailure,
-                                         DecodedPicture | None]]:
-        """As read(), with each frame the decoded picture it was made from (read-only views of
-        the decoder's planes, io.passthrough; None for a failure and for pictures that are not
-        8-bit or 10-bit planar YUV), for a writer that encodes the decoded planes where it can.
-        pending: asked before each frame is converted; while it says True, a picture that
-        _to_array converts with io.yuv (tags io.yuv reads; upright or turned) comes
-        unconverted, as an io.frame_regions.PendingFrame, for a caller that converts only the
-        boxes it needs."""
-        def convert(picture: Any) -> tuple[np.ndarray | PendingFrame, DecodedPicture | None]:
-            decoded = decoded_picture(picture, self._turns, chroma_centred(self._info.codec))
-            later = self._pending(picture) if pending is not None and pending() else None
-            return (later if later is not None else self._to_array(picture)), decoded
-
-        frames = self._start(numbers, convert, clock, shared=False)
-        return ((number, got, None) if isinstance(got, DecodeFailure) else (number, *got)
-                for number, got in frames)
-
-    def read_analysis(self, numbers: Iterable[int], max_side_px: int | None,
-                      clock: StageClock | None = None
-                      ) -> Iterator[tuple[int, AnalysisPicture | np.ndarray | DecodeFailure]]:
-        """As read(), for shot analysis: 8-bit YUV pictures (and 10-bit planar ones io.yuv
-        reads) come as AnalysisPicture (small
-        for a detector of `max_side_px`, full size only where asked; see analysis_pictures),
-        other pictures (all of them when max_side_px is None) as frames; a repeated number
-        gives the same object again. The conversion is timed as "colour".
-        An analysis read decodes from a container of its own, so it may run on one thread
-        while a read() runs on another (a render's pass 1 beside its pass 2)."""
-        def convert(picture: Any) -> AnalysisPicture | np.ndarray:
-            fast = (None if max_side_px is None
-                    else analysis_picture(picture, max_side_px, chroma_centred(self._info.codec),
-                                          self._turns))
-            return fast if fast is not None else self._to_array(picture)
-
-        return self._start(numbers, convert, clock, shared=True)
-
-    def _start(self, numbers: Iterable[int], convert: Callable[[Any], Any],
-               clock: StageClock | None, shared: bool) -> Iterator[tuple[int, Any]]:
-        """Check the numbers (see read) and start a read that converts with `convert`;
-        shared: a repeated number yields the same object again (else a new conversion), and
-        the read has a container of its own (closed when the read ends); otherwise it takes
-        over this source's container from any earlier read."""
+        clock: when given, decoding is timed into its "decode" stage and the reader's own
+        conversions into "colour" (take() it after each frame for per-frame figures).
+        Every frame is an object of its own, a repeated number included (sharing the decoded
+        picture, which is never written), so the caller may paste into its conversions. Each
+        read decodes from a container of its own, so reads may run on several threads at
+        once (a render's pass 1 beside its pass 2)."""
         wanted = list(numbers)
         first, last = self._info.start_number, self._info.start_number + self._info.frame_count - 1
         for a, b in itertools.pairwise(wanted):
@@ -320,85 +272,47 @@ class VideoSource:
         if outside:
             raise InputError(f"frame {outside[0]} is outside {self._path.name} "
                              f"(frames {first}-{last})")
-        clock = clock if clock is not None else StageClock()
-        if shared:
-            return self._deliver_own(wanted, convert, clock)
-        self._reader = Decoder(self._container, self._stream, self._index, self._position)
-        return self._deliver(wanted, self._reader, convert, clock, shared)
+        return self._deliver(wanted, clock if clock is not None else StageClock())
 
-    def _deliver_own(self, wanted: list[int], convert: Callable[[Any], Any],
-                     clock: StageClock) -> Iterator[tuple[int, Any]]:
-        """A read from a container of its own (the index is this source's: same file)."""
+    def _deliver(self, wanted: list[int], clock: StageClock
+                 ) -> Iterator[tuple[int, DecodedFrame | DecodeFailure]]:
+        """One read's frames, from a container of its own (the index is this source's: same
+        file), closed when the read ends."""
         container = open_input(self._path)
         try:
             stream = container.streams.video[0]
             stream.thread_type = "AUTO"
             stream.codec_context.thread_count = self._decode_threads
             decoder = Decoder(container, stream, self._index, self._position)
-            yield from self._deliver(wanted, decoder, convert, clock, shared=True)
+            held: tuple[int, Any] | None = None  # the last decoded (position, VideoFrame)
+            for number in wanted:
+                pos = self._source_position(number)
+                if held is None or held[0] < pos:
+                    with clock.measure("decode"):
+                        held = decoder.frame_at(pos)
+                if held is None or held[0] != pos:
+                    yield number, DecodeFailure(decoder.failure_reason())
+                    continue
+                yield number, self._frame(held[1], clock)
         finally:
             container.close()
+
+    def _frame(self, picture: Any, clock: StageClock) -> DecodedFrame:
+        """The frame of a decoded picture, upright. One that io.video.yuv does not convert by
+        parts is converted at once, timed as "colour": every use of it needs the whole frame
+        (8-bit YUV with a matrix io.video.yuv knows and 10-bit limited-range planar YUV stay
+        unconverted until asked; other 8-bit subsampled pictures go through swscale's 4:4:4,
+        deep and alpha pictures through swscale)."""
+        frame = DecodedFrame.of_picture(picture, self._array_format, self._turns,
+                                        chroma_centred(self._info.codec))
+        if not frame.by_parts:
+            with clock.measure("colour"):
+                frame.to_ndarray()
+        return frame
 
     def _source_position(self, number: int) -> int:
         slot = number - self._info.start_number
         return self._slots[slot] if self._slots is not None else slot
-
-    def _deliver(self, wanted: list[int], decoder: Decoder, convert: Callable[[Any], Any],
-                 clock: StageClock, shared: bool) -> Iterator[tuple[int, Any]]:
-        """One read's frames. A later read() takes over the file, so this one then stops."""
-        held: tuple[int, Any] | None = None  # the last decoded (position, VideoFrame)
-        array: tuple[int, Any] | None = None  # the last converted (position, picture)
-        for number in wanted:
-            if not shared and self._reader is not decoder:
-                raise RuntimeError("another read() started on this VideoSource; "
-                                   "finish one read before starting the next")
-            pos = self._source_position(number)
-            if held is None or held[0] < pos:
-                with clock.measure("decode"):
-                    held = decoder.frame_at(pos)
-            if held is None or held[0] != pos:
-                yield number, DecodeFailure(decoder.failure_reason())
-                continue
-            if array is None or array[0] != pos or not shared:
-                with clock.measure("colour"):
-                    array = (pos, convert(held[1]))
-            yield number, array[1]
-
-    def _pending(self, picture: Any) -> PendingFrame | None:
-        """The picture as a PendingFrame (turned upright as _to_array turns it), or None where
-        _to_array would not convert it with io.yuv (an alpha, 12-bit, 10-bit full-range or
-        otherwise tagged picture)."""
-        planes = self._yuv_planes(picture)
-        return PendingFrame(planes, self._turns) if planes is not None else None
-
-    def _yuv_planes(self, picture: Any) -> YuvPlanes | None:
-        """The planes io.yuv converts `picture` from, when its depth is the stream's (8-bit
-        pictures of a bgr24 stream, 10-bit ones of a bgr48le one), else None."""
-        bits = _IO_YUV_BITS.get(self._array_format)
-        planes = (yuv_planes(picture, chroma_centred(self._info.codec))
-                  if bits is not None else None)
-        return planes if planes is not None and planes.bits == bits else None
-
-    def _to_array(self, frame: Any) -> np.ndarray:
-        """A decoded VideoFrame as an engine frame (BGR(A), uint8 or uint16, C-contiguous).
-
-        8-bit YUV pictures with a matrix io.yuv knows, and 10-bit limited-range planar ones
-        (BGR uint16, Y 940 = 65535): io.yuv upsamples the chroma (at the codec's siting) and
-        applies the matrix, rounded once, exactly as regions are converted
-        (io.analysis_pictures, io.frame_regions). Other 8-bit subsampled pictures (other tags,
-        rows stored bottom-up) are upsampled to 4:4:4 by swscale first (its direct 4:2:0 -> BGR
-        path truncates levels), then converted by swscale, as are other deep (12-bit, 10-bit
-        full range) and alpha pictures. A stored-sideways picture is turned upright (see the
-        module docstring)."""
-        planes = self._yuv_planes(frame)
-        array = yuv_to_bgr(planes) if planes is not None else self._swscale_array(frame)
-        return turned(array, self._turns)  # C-contiguous, upright
-
-    def _swscale_array(self, frame: Any) -> np.ndarray:
-        """swscale's conversion (through 4:4:4 for 8-bit subsampled pictures)."""
-        if frame.format.name in SUBSAMPLED_8BIT:
-            frame = frame.reformat(format=SUBSAMPLED_8BIT[frame.format.name])
-        return frame.to_ndarray(format=self._array_format)
 
     def close(self) -> None:
         """Release the file."""

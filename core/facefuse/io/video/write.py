@@ -1,6 +1,6 @@
-"""Writing video files with PyAV: engine frames in, a faithful .mov, .mp4 or .mkv out.
+"""Writing video files with PyAV: frames in, a faithful .mov, .mp4 or .mkv out.
 
-``VideoSink`` encodes engine frames with the source's exact rate (a Fraction) and
+``VideoSink`` encodes frames (the io.video.frame.DecodedFrame a read gave, or engine frames) with the source's exact rate (a Fraction) and
 timecode, stores provenance as container metadata, and copies audio packet for packet (no
 re-encode). The file is written under a temporary name in the same folder and renamed on a
 successful ``close()``, so a failed render never leaves half a video under the final name.
@@ -10,18 +10,17 @@ What survives where (PyAV 18 / FFmpeg 8 muxers and demuxers):
                metadata: every key as given (written as ``mdta`` tags, movflags=use_metadata_tags).
     .mkv       timecode: a ``TIMECODE`` stream tag; metadata: every key, but matroska upper-cases
                keys (``facefuse_version`` reads back as ``FACEFUSE_VERSION``; ``title`` stays).
-Colour: an 8-bit h264 / h265 output of an 8-bit YUV source whose matrix io.yuv reads keeps the
+Colour: an 8-bit h264 / h265 output of an 8-bit YUV source whose matrix io.video.yuv reads keeps the
 source's own tags (matrix, range, primaries, transfer; an untagged source stays untagged and is
 written back with the BT.601 matrix it was read with), so its frames go back in the encoding
 they came in, as does a 10-bit h265 output of a 10-bit limited-range H.264 / HEVC source (HDR
 HEVC keeps its BT.2020 matrix, primaries and PQ / HLG transfer); other outputs are tagged and
 converted as BT.709 limited range (mjpeg: BT.601 full range, as JPEG defines; rawvideo and
 ffv1 store the frame's RGB as it is, tagged RGB full range). YUV outputs
-of BGR frames (8-bit, and the 10-bit ProRes / DNxHR / deep h265 ones) get io.yuv's correctly
-rounded matrix and its chroma subsampling (io.yuv.subsample_chroma); frames with alpha go
-through swscale. A frame
-written with the decoded picture it came from goes to the encoder as a copy of that picture's
-planes with only the pasted samples converted, where io.passthrough.refusal allows (8-bit
+of BGR frames (8-bit, and the 10-bit ProRes / DNxHR / deep h265 ones) get io.video.yuv's correctly
+rounded matrix and its chroma subsampling (io.video.yuv_write.subsample_chroma); frames with alpha go
+through swscale. A DecodedFrame goes to the encoder as a copy of its decoded
+planes with only the pasted samples converted, where io.video.passthrough.refusal allows (8-bit
 and 10-bit planar YUV, a source stored sideways too: the pastes are turned back to its stored
 orientation; the 10-bit writers read back with the BT.709 limited-range matrix they convert
 with: ProRes keeps it in its frame header, HEVC in its VUI, and FFmpeg's DNxHR decoder gives
@@ -56,9 +55,9 @@ from .common import (
     check_encoder_options,
 )
 from .encoders import CONTAINER_FORMATS, SWSCALE_COLORSPACES, as_writable, check_output, tags_travel
-from .frame_regions import FrameRegion
+from .frame import Frame
 from .orientation import turned
-from .passthrough import DecodedPicture, EncoderTarget, compose, refusal
+from .passthrough import EncoderTarget, compose, refusal
 from .read import VideoInfo
 from .yuv import PLANAR_10BIT, matrix_for
 from .yuv_write import bgr_to_picture
@@ -139,49 +138,33 @@ class VideoSink:
             container.metadata[key] = str(value)
         return container
 
-    def write(self, frame: np.ndarray, decoded: DecodedPicture | None = None,
-              pasted: Sequence[Pasted] = (), colour_transform: bool = False) -> None:
-        """Append one engine frame ((H, W, 3|4) BGR(A), uint8/uint16/float32, the sink's size).
-        Alpha is kept by prores_4444, rawvideo and ffv1 and dropped by the other codecs.
+    def write(self, frame: Frame | np.ndarray, pasted: Sequence[Pasted] = (),
+              colour_transform: bool = False) -> None:
+        """Append one frame (the sink's size): a io.video.frame.DecodedFrame as read, with
+        faces pasted into its conversions where `pasted` says (types.Pasted), or an engine
+        frame ((H, W, 3|4) BGR(A), uint8/uint16/float32). Alpha is kept by prores_4444,
+        rawvideo and ffv1 and dropped by the other codecs.
 
-        decoded: the picture `frame` was decoded from, and pasted: where faces were pasted into
-        `frame` since; when io.passthrough.refusal lets it through (colour_transform: the frame's
-        colours were transformed since), the encoder gets a copy of its planes with only the
-        pasted samples replaced instead of the whole frame converted (see io.passthrough)."""
+        Where io.video.passthrough.refusal lets the frame's decoded planes through
+        (colour_transform: the frame's colours were transformed since it was read), the
+        encoder gets a copy of its planes with only the pasted samples converted, from the
+        part the frame converted (frame.converted()); otherwise the whole frame is converted
+        (see the module docstring)."""
         if self._done:
             raise ValueError("write() after close() or abort()")
         if frame.shape[:2] != (self._info.height, self._info.width):
             raise ValueError(f"frame is {frame.shape[1]}x{frame.shape[0]}, the video is "
                              f"{self._info.width}x{self._info.height}")
         if self._stream is None:
-            self._open_streams(frame)
-        picture = self._passed_through(frame, decoded, pasted, colour_transform)
+            self._open_streams(frame.shape[2] == 4, frame.dtype != np.uint8)
+        picture = self._passed_through(frame, pasted, colour_transform)
         if picture is None:
+            array = frame if isinstance(frame, np.ndarray) else frame.to_ndarray()
             turns = self._info.rotation_deg // 90 % 4
             if turns:  # back to the source's stored orientation (lossless); see _open_streams
-                frame = turned(frame, -turns)
-            picture = self._picture(*as_writable(frame, deep=self._deep))
+                array = turned(array, -turns)
+            picture = self._picture(*as_writable(array, deep=self._deep))
         self._encode(picture)
-
-    def write_region(self, region: FrameRegion, decoded: DecodedPicture,
-                     pasted: Sequence[Pasted] = ()) -> None:
-        """Append one frame given as `region` (only the part around the pastes converted to
-        BGR; io.frame_regions) of the picture `decoded`, for a stream whose decoded pictures
-        already pass through (passes_through True, else ValueError): the encoder gets them
-        as write() gives them. Should io.passthrough.refusal turn this picture down, the
-        region's whole frame is converted and written instead."""
-        if self._done or self.passes_through is not True:
-            raise ValueError("write_region() needs an open stream that passes decoded "
-                             "pictures through")
-        cc = self._stream.codec_context
-        target = EncoderTarget(self._pix_fmt, cc.width, cc.height, cc.colorspace,
-                               cc.color_range, self._info.rotation_deg // 90 % 4)
-        shape = np.broadcast_to(np.zeros(3, region.pixels.dtype), region.shape)  # no pixels
-        if refusal(decoded, target, shape) is not None:
-            self.write(region.whole(), decoded, pasted)
-            return
-        self._encode(compose(decoded, region.pixels, pasted, target,
-                             region.part.origin_xy))
 
     def _encode(self, picture: Any) -> None:
         picture.pts = self._count
@@ -193,20 +176,26 @@ class VideoSink:
         except (av.FFmpegError, OSError) as exc:
             raise self._failed(exc) from exc
 
-    def _passed_through(self, frame: np.ndarray, decoded: DecodedPicture | None,
-                        pasted: Sequence[Pasted], colour_transform: bool) -> Any | None:
-        """The decoded picture with the pasted samples replaced, or None where
-        io.passthrough.refusal says no. The first frame decides for the stream (the conditions
-        are the stream's): refused, every later frame is converted whole too; passed, a later
-        frame refused on its own (it came without its picture) is converted whole and the
-        stream goes on passing pictures through. Each is logged at debug."""
+    def _passed_through(self, frame: Frame | np.ndarray, pasted: Sequence[Pasted],
+                        colour_transform: bool) -> Any | None:
+        """The frame's decoded planes with the pasted samples replaced, or None where
+        io.video.passthrough.refusal says no (an engine frame comes without its planes).
+        The first frame decides for the stream (the conditions are the stream's): refused,
+        every later frame is converted whole too; passed, a later frame refused on its own
+        (it came without its planes) is converted whole and the stream goes on passing
+        pictures through. Each is logged at debug."""
         if self.passes_through is False:
             return None
         cc = self._stream.codec_context
         target = EncoderTarget(self._pix_fmt, cc.width, cc.height, cc.colorspace,
                                cc.color_range, self._info.rotation_deg // 90 % 4)
-        reason = refusal(decoded, target, frame, colour_transform)
-        if reason is not None or decoded is None:
+        if isinstance(frame, np.ndarray):
+            decoded, samples = None, frame
+        else:  # the frame's size and sample type, without converting it
+            decoded = frame.planes()
+            samples = np.broadcast_to(np.zeros(frame.shape[2], frame.dtype), frame.shape)
+        reason = refusal(decoded, target, samples, colour_transform)
+        if reason is not None or decoded is None or isinstance(frame, np.ndarray):
             if self.passes_through is None:
                 self.passes_through = False
                 logger.debug("%s: whole frames converted: %s", self._path, reason)
@@ -218,12 +207,15 @@ class VideoSink:
             self.passes_through = True
             logger.debug("%s: decoded pictures pass through, only pasted samples converted",
                          self._path)
-        return compose(decoded, frame, pasted, target)
+        part = frame.converted()
+        if part is None:  # nothing converted, so nothing pasted
+            return compose(decoded, samples[:0, :0], (), target, (0, 0))
+        return compose(decoded, part.pixels, pasted, target, part.part.origin_xy)
 
     def _picture(self, array: np.ndarray, packed: str) -> Any:
         """The av.VideoFrame to encode, in the stream's pixel format. YUV targets of a BGR frame
-        (8-bit, and 10-bit limited range): io.yuv's matrix (rounded once), then its chroma
-        subsampling at the codec's siting (io.yuv.subsample_chroma); RGB targets: a repacking
+        (8-bit, and 10-bit limited range): io.video.yuv's matrix (rounded once), then its chroma
+        subsampling at the codec's siting (io.video.yuv_write.subsample_chroma); RGB targets: a repacking
         (exact); others: swscale, through 4:4:4 for 8-bit subsampled targets (its direct path
         truncates levels)."""
         colorspace, full_range = self._matrix
@@ -244,10 +236,10 @@ class VideoSink:
             picture = picture.reformat(format=self._pix_fmt)
         return picture
 
-    def _open_streams(self, frame: np.ndarray) -> None:
-        """Create the video stream (format chosen from the first frame) and the audio copies."""
+    def _open_streams(self, alpha: bool, deep: bool) -> None:
+        """Create the video stream (format chosen from the first frame: with `alpha`, `deep`
+        samples) and the audio copies."""
         spec = self._spec
-        alpha, deep = frame.shape[2] == 4, frame.dtype != np.uint8
         if alpha and deep and spec.pix_fmt_deep_alpha:
             self._pix_fmt = spec.pix_fmt_deep_alpha
         elif alpha and spec.pix_fmt_alpha:
