@@ -7,7 +7,7 @@ data (YuNet 2023mar, MobileFaceNet).
 For each clip (the test clips upscaled to 1080p and 4K with bench/run.py's clip builder) and
 frame, three ways of finding the faces: on the reader's full conversion ("full"), through the
 analysis picture ("new": `small` straight from the decoded 4:2:0 picture, regions from
-io.yuv's own upsampling) and through the analysis picture as e0e7534 made it ("previous":
+io.video.yuv's own upsampling) and through the analysis picture as e0e7534 made it ("previous":
 swscale's 4:4:4 picture, `small` shrunk from it). Per pair: the largest and mean landmark
 shift and the largest box shift in frame pixels, the shift as a share of the face width, the
 largest score change and the lowest embedding cosine; and the CPU milliseconds of making the
@@ -43,7 +43,7 @@ CLIPS = (("asl_yes.mp4", "1080p"), ("asl_yes.mp4", "4k"),
 
 class PreviousFrame(DecodedFrame):
     """The analysis picture as e0e7534 made it: swscale's 4:4:4 picture kept, `small` shrunk
-    from it (its regions are then io.yuv's matrix on swscale's upsampled planes)."""
+    from it (its regions are then io.video.yuv's matrix on swscale's upsampled planes)."""
 
     __slots__ = ("_previous",)
 

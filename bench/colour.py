@@ -1,13 +1,13 @@
-"""Accuracy and CPU cost of the YUV <-> BGR conversions, swscale's (before io.yuv) and io.yuv's.
+"""Accuracy and CPU cost of the YUV <-> BGR conversions, swscale's (before io.video.yuv) and io.video.yuv's.
 
     python bench/colour.py --clip a.mp4 --clip b.mp4 [--frames 10] [--bt709] [--out colour.json]
 
-Accuracy, reader: io.yuv's conversion (its own bilinear chroma upsampling at the codec's siting,
+Accuracy, reader: io.video.yuv's conversion (its own bilinear chroma upsampling at the codec's siting,
 then the matrix) against the float64 formula of the same filter rounded to the nearest level
-("reader_vs_reference"), and how far it moved from the two conversions before it: io.yuv's
+("reader_vs_reference"), and how far it moved from the two conversions before it: io.video.yuv's
 matrix on swscale's 4:4:4 planes ("reader_vs_444", e0e7534's reader) and swscale's whole
 conversion through 4:4:4 ("reader_vs_swscale"). Writer: the float64 inverse formula applied to
-the BGR frame the reader gave, against io.yuv's and swscale's 4:4:4 planes (writer10: the same
+the BGR frame the reader gave, against io.video.yuv's and swscale's 4:4:4 planes (writer10: the same
 frame as uint16 to 10-bit 4:4:4, as ProRes / DNxHR 444 are written). Reported per clip: the
 share of values that differ, the largest and the mean difference. --bt709 adds a copy of the
 first clip re-encoded tagged BT.709 (limited range), built with PyAV.
@@ -42,7 +42,7 @@ def reference_yuv(bgr: np.ndarray, matrix: yuv.YuvMatrix, levels: int = 1) -> np
 
 
 def reference_upsampled_bgr(planes: yuv.YuvPlanes, rounded: bool = True) -> np.ndarray:
-    """The float64 formula of io.yuv's conversion, rounded (rounded False: not): each chroma
+    """The float64 formula of io.video.yuv's conversion, rounded (rounded False: not): each chroma
     sample sits at luma row 2i + 1/2 (4:2:0) and column 2j (MPEG-2) or 2j + 1/2 (centred),
     linear in between, the edge samples repeated beyond the picture. 10-bit planes: the
     levels divided by 4 and the result times 257 (uint16, Y 940 = 65535)."""
@@ -77,13 +77,13 @@ def reference_upsampled_bgr(planes: yuv.YuvPlanes, rounded: bool = True) -> np.n
 
 
 def old_reader(picture: Any) -> np.ndarray:
-    """swscale's whole conversion through 4:4:4 (the reader before io.yuv)."""
+    """swscale's whole conversion through 4:4:4 (the reader before io.video.yuv)."""
     full = yuv.full_chroma(picture)
     return full.to_ndarray(format="bgr24")
 
 
 def reader_444(picture: Any) -> np.ndarray:
-    """io.yuv's matrix on swscale's 4:4:4 planes (the reader of e0e7534)."""
+    """io.video.yuv's matrix on swscale's 4:4:4 planes (the reader of e0e7534)."""
     full = yuv.full_chroma(picture)
     matrix = yuv.matrix_of(picture)
     assert full is not None and matrix is not None
@@ -104,8 +104,8 @@ def errors(values: np.ndarray, reference: np.ndarray) -> tuple[int, int, int, in
 
 def io_yuv_pictures(container: Any, clip: Path, frames: int, bits: int
                     ) -> Iterator[tuple[Any, yuv.YuvPlanes]]:
-    """The first `frames` decoded pictures of `container` (the open `clip`) with their io.yuv
-    planes; SystemExit when one is not on io.yuv's path at `bits`."""
+    """The first `frames` decoded pictures of `container` (the open `clip`) with their io.video.yuv
+    planes; SystemExit when one is not on io.video.yuv's path at `bits`."""
     centred = yuv.chroma_centred(container.streams.video[0].codec_context.name)
     for index, picture in enumerate(container.decode(video=0)):
         if index >= frames:
@@ -113,7 +113,7 @@ def io_yuv_pictures(container: Any, clip: Path, frames: int, bits: int
         planes = yuv.yuv_planes(picture, centred)
         if planes is None or planes.bits != bits:
             raise SystemExit(f"{clip}: {picture.format.name} (tags {picture.colorspace}, "
-                             f"{picture.color_range}) is not on io.yuv's {bits}-bit path")
+                             f"{picture.color_range}) is not on io.video.yuv's {bits}-bit path")
         yield picture, planes
 
 

@@ -1,4 +1,4 @@
-"""The 10-bit reader on a clip: io.yuv's conversion (BGR uint16, Y 940 = 65535) against its
+"""The 10-bit reader on a clip: io.video.yuv's conversion (BGR uint16, Y 940 = 65535) against its
 float64 formula and against swscale's bgr48le (the reader before), the whole-frame round trip
 through the writer's 10-bit conversion with each reader, and the CPU cost of both readers.
 

@@ -13,11 +13,16 @@ frame's size, or an array of the whole frame's size (H, W, 3|4), found in the ar
 themselves or one level into tuples and lists, and any array whose memory is a buffer seen in
 one of those (a view of the frame, a region's pixels). A module counts once however often it is
 called. Both passes count (pass 1 decodes and analyses the frame, pass 2 decodes, swaps and
-encodes it); the render's set-up (opening, models, planning) hands no frame and does not.
+encodes it; the selector is `one`, so pass 1 ends before pass 2 starts) and are also given
+apart ("pass_2": from RenderJob._pass_two on); the render's set-up (opening, models,
+planning) hands no frame and does not count. "frame_classes": the classes the frame came as.
 
-Prints one JSON object: per tree, the count and the modules. Measured at 0ec7c2d ("before")
-and on the frame branch ("after"): see the report in docs/architecture.md's frame section for
-the figures (before 20 modules, after 13).
+Prints one JSON object: per tree, the count and the modules. Measured at 0ec7c2d ("before":
+18 modules, 12 of them in pass 2; the frame came as PendingFrame, FrameRegion, DecodedPicture,
+YuvPlanes, Processed and arrays) and with io.video's DecodedFrame ("after": 17, 13 in pass 2,
+the one more being io.video.yuv_write, split out of the 538-line io.yuv; the frame comes as
+DecodedFrame, with FrameRegion, DecodedPicture and YuvPlanes its conversions' results inside
+io.video and the pipeline).
 """
 
 from __future__ import annotations
@@ -103,7 +108,8 @@ def _child(args: argparse.Namespace) -> int:
     with av.open(str(clip)) as container:
         stream = container.streams.video[0]
         size = (stream.width, stream.height)
-    modules: set[str] = set()
+    passes: dict[str, set[str]] = {"pass 1": set(), "pass 2": set()}
+    current = ["pass 1"]  # pass 2 starts when RenderJob._pass_two is called
     data = FrameData(size)
 
     def profile(frame: Any, event: str, _arg: Any) -> None:
@@ -112,10 +118,13 @@ def _child(args: argparse.Namespace) -> int:
         code = frame.f_code
         if not code.co_filename.startswith(root):
             return
+        if code.co_name == "_pass_two":
+            current[0] = "pass 2"
         names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
         if any(data.holds(frame.f_locals.get(name)) for name in names):
             relative = Path(code.co_filename).resolve().relative_to(root).with_suffix("")
-            modules.add(".".join(("facefuse", *relative.parts)).removesuffix(".__init__"))
+            passes[current[0]].add(".".join(("facefuse", *relative.parts))
+                                   .removesuffix(".__init__"))
 
     command = ["render", "-s", str(args.testdata / "media" / "obama.jpg"),
                "-i", str(clip), "-o", str(args.out),
@@ -129,7 +138,9 @@ def _child(args: argparse.Namespace) -> int:
     finally:
         sys.setprofile(None)
         threading.setprofile(None)  # type: ignore[arg-type]
+    modules = passes["pass 1"] | passes["pass 2"]
     print(json.dumps({"exit": code, "count": len(modules), "modules": sorted(modules),
+                      "pass_2_count": len(passes["pass 2"]), "pass_2": sorted(passes["pass 2"]),
                       "frame_classes": sorted(data.classes)}))
     return 0
 

@@ -1,5 +1,5 @@
 """CPU milliseconds of pass 2's colour stage per frame, before and after region frames: the
-whole decoded yuv420p picture to BGR (what the reader did for every frame: io.yuv.yuv_to_bgr)
+whole decoded yuv420p picture to BGR (what the reader did for every frame: io.video.yuv.yuv_to_bgr)
 against the box around one face that a swap converts once the pictures pass through
 (io.video.frame.DecodedFrame.pixels_for of the swapper crop's footprint, with and without a restorer's
 crop), and a frame without a face (nothing converted). 1080p and 4K; the swapper's crop square
@@ -8,8 +8,8 @@ sideways (display rotation 90): the whole stored picture converted and turned up
 reader's conversion: with numpy's turn until now, OpenCV's now, as the frames that are still
 converted whole are), against the stored box of each face converted and turned upright.
 --bits 10: the same for a 10-bit ProRes 422 picture (yuv422p10le, BT.709 limited range, to BGR
-uint16), with swscale's whole conversion (bgr48le: the 10-bit reader before io.yuv read 10-bit
-pictures) beside io.yuv's.
+uint16), with swscale's whole conversion (bgr48le: the 10-bit reader before io.video.yuv read 10-bit
+pictures) beside io.video.yuv's.
 
     python bench/region_conversion.py [--rounds 30] [--bits 10]
 

@@ -1,11 +1,11 @@
 """How far one read -> write generation moves a clip's chroma: the first frames of each clip are
-read (io.video_read, BGR), written whole (no passthrough) to h264 at --crf 0 (lossless in YUV)
+read (io.video.read, BGR), written whole (no passthrough) to h264 at --crf 0 (lossless in YUV)
 and decoded again; the written Y, Cb and Cr planes are compared with the clip's own.
 
     python bench/writer_siting.py --clip a.mp4 [--clip b.mp4] [--frames 10]
 
 Prints one JSON object per clip: the mean and largest difference in levels per plane. With the
-writer's own chroma subsampling at the reader's siting (io.yuv.subsample_chroma) the chroma
+writer's own chroma subsampling at the reader's siting (io.video.yuv_write.subsample_chroma) the chroma
 stays where it was; swscale's, centred, moved it a quarter sample each generation.
 """
 

@@ -173,7 +173,7 @@ def open_input(spec: str, start_number: int = 1, conform_vfr: bool = False,
 
     A file is a video input whatever its extension when FFmpeg decodes a video stream from it
     (GIF, WebM, AVI, ...); anything else gets one sentence naming its format and what to convert
-    it to (see video_common.open_input)."""
+    it to (see io.video.common.open_input)."""
     if sequences.is_frame_pattern(spec):
         return SequenceInput(sequences.FramePattern.parse(spec))
     path = Path(spec)

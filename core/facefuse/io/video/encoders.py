@@ -17,7 +17,7 @@ from .yuv import PLANAR_8BIT, PLANAR_10BIT
 
 CONTAINER_FORMATS = MappingProxyType({".mov": "mov", ".mp4": "mp4", ".mkv": "matroska"})
 _VUI_DECODERS = frozenset({"h264", "hevc"})  # decoders whose pictures carry the stream's tags
-# AVColorSpace -> swscale's name for it, for the frames io.yuv does not convert (alpha)
+# AVColorSpace -> swscale's name for it, for the frames io.video.yuv does not convert (alpha)
 SWSCALE_COLORSPACES = MappingProxyType({1: "itu709", 2: "default", 4: "fcc", 5: "itu601",
                                          6: "itu601", 7: "smpte240m", 9: "bt2020"})
 

@@ -296,7 +296,7 @@ class VideoSink:
         """The source's (colorspace, range, primaries, transfer) for this stream, range made
         explicit for a full-range (yuvj) source, or None where the stream takes its own tags:
         a codec other than h264 / h265, an output and source not both 8-bit YUV or both 10-bit
-        YUV (tags_travel), a source whose matrix io.yuv does not read, or 10-bit full range."""
+        YUV (tags_travel), a source whose matrix io.video.yuv does not read, or 10-bit full range."""
         info, spec = self._info, self._spec
         if (not spec.keeps_source_tags or info.colour_tags is None
                 or not tags_travel(self._pix_fmt, info)):

@@ -75,8 +75,8 @@ _LUMA_WEIGHTS = MappingProxyType({
     9: (0.2627, 0.0593),  # BT.2020 non-constant luminance
 })
 RANGE_JPEG = 2  # AVColorRange
-# How the reader turns YUV into BGR: 1 swscale's chroma upsampling and io.yuv's matrix (8-bit),
-# 2 io.yuv's own upsampling too, 3 10-bit limited-range pictures through io.yuv as well. Part
+# How the reader turns YUV into BGR: 1 swscale's chroma upsampling and io.video.yuv's matrix (8-bit),
+# 2 io.video.yuv's own upsampling too, 3 10-bit limited-range pictures through io.video.yuv as well. Part
 # of a render's fingerprint (frames differ slightly).
 READER_VERSION = 3
 STRIP_ROWS = 64  # the writer converts in strips of this many rows (stays in cache)
@@ -339,7 +339,7 @@ def yuv_planes(picture: Any, centred: bool = False) -> YuvPlanes | None:
 
 
 def full_chroma(picture: Any) -> Any | None:
-    """The picture at 4:4:4 by swscale's chroma upsampling (the reader's path before io.yuv
+    """The picture at 4:4:4 by swscale's chroma upsampling (the reader's path before io.video.yuv
     upsampled itself; kept for comparisons), or None as for yuv_planes."""
     if yuv_planes(picture) is None:
         return None

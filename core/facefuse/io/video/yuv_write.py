@@ -135,7 +135,7 @@ _BOX_MARGIN_PX = 8
 _BOX_STEP_PX = 2
 # How far from the changed pixels paste_into_planes may read `bgr`: the margin, then the box
 # rounded up to whole steps (which, at the frame's far edge, moves the box back): at most
-# 2 * margin + step (tests/unit/test_frame_regions.py checks _box_span against it).
+# 2 * margin + step (tests/unit/io/video/test_frame.py checks _box_span against it).
 PASTE_REACH_PX = 2 * _BOX_MARGIN_PX + _BOX_STEP_PX
 
 
