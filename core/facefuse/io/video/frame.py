@@ -13,7 +13,8 @@ on the object, so asking twice converts once):
     to_ndarray()          the whole upright engine frame, BGR(A) uint8 (uint16 deeper), as
                           the reader converts it (io.video.yuv where it reads the picture,
                           else swscale); writable, the same array every time. A region
-                          converted before (and pasted into) shows in it.
+                          converted before (and pasted into) shows in it, and only the
+                          rest of the picture is converted around it.
     region(box)           the BGR pixels of one box of the upright frame (a FrameRegion),
                           bit-identical to the same box of to_ndarray(); converted from the
                           decoded planes alone while the whole frame is not (io.video.yuv
@@ -224,12 +225,12 @@ class DecodedFrame:
         """The whole upright frame, BGR(A) uint8 / uint16, C-contiguous (see the module
         docstring); the same writable array every time."""
         if self._whole is None:
-            planes = self._yuv
-            array = yuv_to_bgr(planes) if planes is not None else self._swscale_array()
-            whole = turned(array, self._turns)
-            region = self._region
-            if region is not None and not region.box.empty:
-                whole[region.box.slices()] = region.pixels
+            planes, region = self._yuv, self._region
+            if planes is not None and region is not None:
+                whole = turned(self._around(planes, region), self._turns)
+            else:
+                array = yuv_to_bgr(planes) if planes is not None else self._swscale_array()
+                whole = turned(array, self._turns)
             self._whole, self._region = whole, None
         return self._whole
 
@@ -290,6 +291,24 @@ class DecodedFrame:
         return self._region
 
     # -- the conversions' own steps ---------------------------------------------------------
+    def _around(self, planes: YuvPlanes, region: FrameRegion) -> np.ndarray:
+        """The whole stored picture: the region converted before (with what was pasted into
+        it) and the rest converted around it, so each pixel is converted once (the parts
+        start on the chroma grid and may reach a pixel into the region, which its own pixels
+        then cover)."""
+        height, width = planes.y.shape
+        box = turned_box(region.box, self.width, self.height, -self._turns)
+        x1 = box.x1 - box.x1 % planes.across
+        top, bottom = box.y0 - box.y0 % planes.down, box.y1 - box.y1 % planes.down
+        stored = np.empty((height, width, 3), region.pixels.dtype)
+        for part in (Roi(0, 0, width, box.y0), Roi(0, top, box.x0, box.y1),
+                     Roi(x1, top, width, box.y1), Roi(0, bottom, width, height)):
+            if not part.empty:
+                yuv_to_bgr(planes, (part.x0, part.y0, part.x1, part.y1),
+                           stored[part.slices()])
+        stored[box.slices()] = turned(region.pixels, -self._turns)
+        return stored
+
     def _yuv_planes(self) -> YuvPlanes | None:
         """The planes io.video.yuv converts the picture from, when its depth is the array
         format's (8-bit pictures of a bgr24 frame, 10-bit ones of a bgr48le one), else None."""

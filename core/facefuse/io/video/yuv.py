@@ -205,17 +205,23 @@ def chroma_centred(codec_name: str) -> bool:
     return codec_name in _CENTRED_CODECS
 
 
-def yuv_to_bgr(planes: YuvPlanes, box: Box | None = None) -> np.ndarray:
+def yuv_to_bgr(planes: YuvPlanes, box: Box | None = None,
+               out: np.ndarray | None = None) -> np.ndarray:
     """BGR (h, w, 3) of the whole picture or of `box` (inside the picture), uint8 (uint16 at
     16-bit scale for 10-bit planes): the chroma upsampled bilinearly at the planes' siting,
     edges repeated, then the matrix, rounded once and clipped. A box comes out bit-identical to
     the same pixels of the whole conversion: it is widened to the chroma grid, read with the
-    one chroma sample of margin the filter needs, and every step is elementwise."""
+    one chroma sample of margin the filter needs, and every step is elementwise.
+    out: where to write them instead of a new array ((h, w, 3) of that type, a view of a larger
+    frame allowed), for a box that starts on the chroma grid (ValueError otherwise)."""
     height, width = planes.y.shape
     x0, y0, x1, y1 = box if box is not None else (0, 0, width, height)
     left, top = x0 - x0 % planes.across, y0 - y0 % planes.down
     deep = planes.bits == 10
-    out = np.empty((y1 - top, x1 - left, 3), np.uint16 if deep else np.uint8)
+    if out is not None and (left, top) != (x0, y0):
+        raise ValueError(f"a box converted into `out` starts on the chroma grid, not at {x0, y0}")
+    if out is None:
+        out = np.empty((y1 - top, x1 - left, 3), np.uint16 if deep else np.uint8)
     coefficients, weights = planes.matrix.to_bgr(), _centred_weights(planes.matrix, planes.bits)
     for first in range(top, y1, STRIP_ROWS):
         last = min(first + STRIP_ROWS, y1)

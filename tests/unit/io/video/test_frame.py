@@ -171,3 +171,24 @@ def test_enclosing_bounds_the_non_empty_boxes() -> None:
     assert enclosing([]) is None and enclosing([Roi(5, 5, 5, 9)]) is None
     assert enclosing([Roi(10, 20, 30, 40), Roi(0, 25, 12, 50), Roi(99, 99, 99, 99)]) == Roi(
         0, 20, 30, 50)
+
+
+@pytest.mark.parametrize("fmt", ["yuv420p", "yuv422p", "yuv444p", "yuv420p10le", "yuv422p10le"])
+@pytest.mark.parametrize("turns", [0, 1, 2, 3])
+def test_the_whole_frame_after_a_region_is_the_whole_conversion(fmt: str, turns: int) -> None:
+    """to_ndarray() after a region converts only the rest around it (each pixel once): the
+    same frame as converting the whole picture, for boxes at odd and even coordinates."""
+    rng = np.random.default_rng(turns)
+    picture = av.VideoFrame(WIDTH, HEIGHT, fmt)
+    deep = fmt.endswith("10le")
+    for plane in picture_planes(picture):
+        plane[...] = rng.integers(64 if deep else 16, 941 if deep else 236, plane.shape)
+    picture.colorspace, picture.color_range = _BT709, _LIMITED
+    array_format = "bgr48le" if deep else "bgr24"
+    whole = DecodedFrame.of_picture(picture, array_format, turns).to_ndarray()
+    height, width = whole.shape[:2]
+    for box in (Roi(0, 0, width, height), Roi(3, 7, 61, 90), Roi(0, 0, 1, 1),
+                Roi(width - 5, height - 3, width, height), Roi(1, 1, width - 1, height - 1)):
+        frame = DecodedFrame.of_picture(picture, array_format, turns)
+        assert frame.region(box) is not None
+        np.testing.assert_array_equal(frame.to_ndarray(), whole, err_msg=f"{box}")
