@@ -1,4 +1,4 @@
-"""How far the analysis pass's small-picture path (io/analysis_pictures.py) is from converting
+"""How far the analysis pass's small-picture path (io.video.frame.DecodedFrame.small) is from converting
 every picture at full resolution, in numbers, with the real detector and recogniser of the test
 data (YuNet 2023mar, MobileFaceNet).
 
@@ -7,7 +7,7 @@ data (YuNet 2023mar, MobileFaceNet).
 For each clip (the test clips upscaled to 1080p and 4K with bench/run.py's clip builder) and
 frame, three ways of finding the faces: on the reader's full conversion ("full"), through the
 analysis picture ("new": `small` straight from the decoded 4:2:0 picture, regions from
-io.yuv's own upsampling) and through the analysis picture as e0e7534 made it ("previous":
+io.video.yuv's own upsampling) and through the analysis picture as e0e7534 made it ("previous":
 swscale's 4:4:4 picture, `small` shrunk from it). Per pair: the largest and mean landmark
 shift and the largest box shift in frame pixels, the shift as a share of the face width, the
 largest score change and the lowest embedding cosine; and the CPU milliseconds of making the
@@ -30,10 +30,9 @@ import numpy as np
 import run
 
 from facefuse.config import Settings
-from facefuse.io import yuv
-from facefuse.io.analysis_pictures import AnalysisPicture, analysis_picture
+from facefuse.io.video import DecodedFrame, SmallPicture, yuv
 from facefuse.pipeline import Pipeline
-from facefuse.shot.analysis_pass import FrameAnalysis
+from facefuse.shot.pass_one import FrameAnalysis
 from facefuse.timing import StageClock
 from facefuse.types import Face
 
@@ -42,16 +41,31 @@ CLIPS = (("asl_yes.mp4", "1080p"), ("asl_yes.mp4", "4k"),
          ("head-pose-face-detection-male.mp4", "1080p"))
 
 
-def previous_picture(picture: Any, side: int) -> AnalysisPicture:
+class PreviousFrame(DecodedFrame):
     """The analysis picture as e0e7534 made it: swscale's 4:4:4 picture kept, `small` shrunk
-    from it (its regions are then io.yuv's matrix on swscale's upsampled planes)."""
-    full = picture.reformat(format="yuv444p")
-    scale = side / max(picture.height, picture.width)
-    size = (max(1, round(picture.width * scale)), max(1, round(picture.height * scale)))
-    small = full.reformat(format="bgr24", width=size[0], height=size[1],
-                          interpolation="AREA").to_ndarray()
-    return AnalysisPicture(np.ascontiguousarray(small),
-                           (size[0] / picture.width, size[1] / picture.height), full)
+    from it (its regions are then io.video.yuv's matrix on swscale's upsampled planes)."""
+
+    __slots__ = ("_previous",)
+
+    def __init__(self, picture: Any, side: int) -> None:
+        full = picture.reformat(format="yuv444p")
+        super().__init__(full, "bgr24", 0, False)
+        scale = side / max(picture.height, picture.width)
+        size = (max(1, round(picture.width * scale)), max(1, round(picture.height * scale)))
+        small = full.reformat(format="bgr24", width=size[0], height=size[1],
+                              interpolation="AREA").to_ndarray()
+        self._previous = SmallPicture(np.ascontiguousarray(small),
+                                      (size[0] / picture.width, size[1] / picture.height))
+
+    def small(self, max_side_px: int) -> SmallPicture | None:
+        return self._previous
+
+
+def new_picture(picture: Any, side: int, centred: bool) -> DecodedFrame:
+    """The frame as the reader makes it, its small picture made."""
+    frame = DecodedFrame.of_picture(picture, "bgr24", centred=centred)
+    frame.small(side)
+    return frame
 
 
 def _cpu_ms(work: Any, *args: Any) -> tuple[Any, float]:
@@ -99,9 +113,9 @@ def compare_clip(pipeline: Pipeline, clip: Path, frames: int) -> dict[str, Any]:
             frame = yuv.picture_to_bgr(picture, centred)
             assert frame is not None
             full = pipeline.embed_faces(frame, pipeline.detect(frame))
-            previous_pic, previous_ms = _cpu_ms(previous_picture, picture, side)
-            new_pic, new_ms = _cpu_ms(analysis_picture, picture, side, centred)
-            assert new_pic is not None
+            previous_pic, previous_ms = _cpu_ms(PreviousFrame, picture, side)
+            new_pic, new_ms = _cpu_ms(new_picture, picture, side, centred)
+            assert new_pic.small(side) is not None
             ms["previous"].append(previous_ms)
             ms["new"].append(new_ms)
             found = {"full": full, "new": fast.faces(new_pic),

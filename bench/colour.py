@@ -1,13 +1,13 @@
-"""Accuracy and CPU cost of the YUV <-> BGR conversions, swscale's (before io.yuv) and io.yuv's.
+"""Accuracy and CPU cost of the YUV <-> BGR conversions, swscale's (before io.video.yuv) and io.video.yuv's.
 
     python bench/colour.py --clip a.mp4 --clip b.mp4 [--frames 10] [--bt709] [--out colour.json]
 
-Accuracy, reader: io.yuv's conversion (its own bilinear chroma upsampling at the codec's siting,
+Accuracy, reader: io.video.yuv's conversion (its own bilinear chroma upsampling at the codec's siting,
 then the matrix) against the float64 formula of the same filter rounded to the nearest level
-("reader_vs_reference"), and how far it moved from the two conversions before it: io.yuv's
+("reader_vs_reference"), and how far it moved from the two conversions before it: io.video.yuv's
 matrix on swscale's 4:4:4 planes ("reader_vs_444", e0e7534's reader) and swscale's whole
 conversion through 4:4:4 ("reader_vs_swscale"). Writer: the float64 inverse formula applied to
-the BGR frame the reader gave, against io.yuv's and swscale's 4:4:4 planes (writer10: the same
+the BGR frame the reader gave, against io.video.yuv's and swscale's 4:4:4 planes (writer10: the same
 frame as uint16 to 10-bit 4:4:4, as ProRes / DNxHR 444 are written). Reported per clip: the
 share of values that differ, the largest and the mean difference. --bt709 adds a copy of the
 first clip re-encoded tagged BT.709 (limited range), built with PyAV.
@@ -30,8 +30,8 @@ from typing import Any
 import av
 import numpy as np
 
-from facefuse.io import yuv
-from facefuse.io.analysis_pictures import analysis_picture
+from facefuse.io.video import DecodedFrame, yuv, yuv_write
+from facefuse.types import Roi
 
 
 def reference_yuv(bgr: np.ndarray, matrix: yuv.YuvMatrix, levels: int = 1) -> np.ndarray:
@@ -42,7 +42,7 @@ def reference_yuv(bgr: np.ndarray, matrix: yuv.YuvMatrix, levels: int = 1) -> np
 
 
 def reference_upsampled_bgr(planes: yuv.YuvPlanes, rounded: bool = True) -> np.ndarray:
-    """The float64 formula of io.yuv's conversion, rounded (rounded False: not): each chroma
+    """The float64 formula of io.video.yuv's conversion, rounded (rounded False: not): each chroma
     sample sits at luma row 2i + 1/2 (4:2:0) and column 2j (MPEG-2) or 2j + 1/2 (centred),
     linear in between, the edge samples repeated beyond the picture. 10-bit planes: the
     levels divided by 4 and the result times 257 (uint16, Y 940 = 65535)."""
@@ -77,13 +77,13 @@ def reference_upsampled_bgr(planes: yuv.YuvPlanes, rounded: bool = True) -> np.n
 
 
 def old_reader(picture: Any) -> np.ndarray:
-    """swscale's whole conversion through 4:4:4 (the reader before io.yuv)."""
+    """swscale's whole conversion through 4:4:4 (the reader before io.video.yuv)."""
     full = yuv.full_chroma(picture)
     return full.to_ndarray(format="bgr24")
 
 
 def reader_444(picture: Any) -> np.ndarray:
-    """io.yuv's matrix on swscale's 4:4:4 planes (the reader of e0e7534)."""
+    """io.video.yuv's matrix on swscale's 4:4:4 planes (the reader of e0e7534)."""
     full = yuv.full_chroma(picture)
     matrix = yuv.matrix_of(picture)
     assert full is not None and matrix is not None
@@ -104,8 +104,8 @@ def errors(values: np.ndarray, reference: np.ndarray) -> tuple[int, int, int, in
 
 def io_yuv_pictures(container: Any, clip: Path, frames: int, bits: int
                     ) -> Iterator[tuple[Any, yuv.YuvPlanes]]:
-    """The first `frames` decoded pictures of `container` (the open `clip`) with their io.yuv
-    planes; SystemExit when one is not on io.yuv's path at `bits`."""
+    """The first `frames` decoded pictures of `container` (the open `clip`) with their io.video.yuv
+    planes; SystemExit when one is not on io.video.yuv's path at `bits`."""
     centred = yuv.chroma_centred(container.streams.video[0].codec_context.name)
     for index, picture in enumerate(container.decode(video=0)):
         if index >= frames:
@@ -113,7 +113,7 @@ def io_yuv_pictures(container: Any, clip: Path, frames: int, bits: int
         planes = yuv.yuv_planes(picture, centred)
         if planes is None or planes.bits != bits:
             raise SystemExit(f"{clip}: {picture.format.name} (tags {picture.colorspace}, "
-                             f"{picture.color_range}) is not on io.yuv's {bits}-bit path")
+                             f"{picture.color_range}) is not on io.video.yuv's {bits}-bit path")
         yield picture, planes
 
 
@@ -132,14 +132,14 @@ def accuracy(clip: Path, frames: int) -> dict[str, Any]:
             assert out_matrix is not None
             ref_out = reference_yuv(new, out_matrix)
             old_out = np.stack(yuv.picture_planes(old_writer_444(new)), axis=-1)
-            new_out = np.stack(yuv.bgr_to_yuv444(new, out_matrix), axis=-1)
+            new_out = np.stack(yuv_write.bgr_to_yuv444(new, out_matrix), axis=-1)
             deep = new.astype(np.uint16) * 257
             ref10 = reference_yuv(new, out_matrix, levels=4)
             old10 = np.stack([np.frombuffer(p, "<u2").reshape(p.height, -1)[:, :p.width] for p in
                               av.VideoFrame.from_ndarray(deep, format="bgr48le").reformat(
                                   format="yuv444p10le", dst_colorspace="itu709",
                                   dst_color_range=1).planes], axis=-1)
-            new10 = np.stack(yuv.bgr_to_yuv444(deep, out_matrix, bits=10), axis=-1)
+            new10 = np.stack(yuv_write.bgr_to_yuv444(deep, out_matrix, bits=10), axis=-1)
             for key, (values, reference) in {
                     "reader_vs_reference": (new, reference_upsampled_bgr(planes)),
                     "reader_vs_444": (new, reader_444(picture)),
@@ -184,11 +184,11 @@ def costs(clip: Path) -> dict[str, Any]:
         "reader_444": cpu_ms(lambda: reader_444(picture)),
         "reader_new": cpu_ms(lambda: yuv.picture_to_bgr(picture, centred)),
         "writer_yuv420p_old": cpu_ms(lambda: old_writer_444(bgr).reformat(format="yuv420p")),
-        "writer_yuv420p_new": cpu_ms(lambda: yuv.bgr_to_picture(bgr, "yuv420p", 1, False)),
+        "writer_yuv420p_new": cpu_ms(lambda: yuv_write.bgr_to_picture(bgr, "yuv420p", 1, False)),
         "writer_yuv422p10le_old": cpu_ms(lambda: old_deep("yuv422p10le")),
-        "writer_yuv422p10le_new": cpu_ms(lambda: yuv.bgr_to_picture(deep, "yuv422p10le", 1, False)),
+        "writer_yuv422p10le_new": cpu_ms(lambda: yuv_write.bgr_to_picture(deep, "yuv422p10le", 1, False)),
         "writer_yuv444p10le_old": cpu_ms(lambda: old_deep("yuv444p10le")),
-        "writer_yuv444p10le_new": cpu_ms(lambda: yuv.bgr_to_picture(deep, "yuv444p10le", 1, False)),
+        "writer_yuv444p10le_new": cpu_ms(lambda: yuv_write.bgr_to_picture(deep, "yuv444p10le", 1, False)),
         **analysis_costs(picture, centred)}}
 
 
@@ -196,24 +196,25 @@ def analysis_costs(picture: Any, centred: bool) -> dict[str, float]:
     """Pass 1's picture and one 400 px face box of it, as e0e7534 made them (swscale's 4:4:4
     picture, `small` shrunk from it, the box converted from its planes) and now; nothing for
     a picture no larger than the detector (which takes the full conversion)."""
-    small = analysis_picture(picture, 640, centred)
+    def frame(of: Any = picture) -> DecodedFrame:  # a frame of its own: it keeps its conversions
+        return DecodedFrame.of_picture(of, "bgr24", centred=centred and of is picture)
+
+    small = frame().small(640)
     if small is None:
         return {}
     x0, y0 = picture.width // 3, picture.height // 4
-    box = (x0, y0, min(picture.width, x0 + 400), min(picture.height, y0 + 400))
-    size = small.small.shape[1], small.small.shape[0]
+    box = Roi(x0, y0, min(picture.width, x0 + 400), min(picture.height, y0 + 400))
+    size = small.pixels.shape[1], small.pixels.shape[0]
     full = picture.reformat(format="yuv444p")
-    previous = analysis_picture(full, 640)
-    assert previous is not None
 
     def previous_picture() -> Any:
         return picture.reformat(format="yuv444p").reformat(
             format="bgr24", width=size[0], height=size[1], interpolation="AREA").to_ndarray()
 
     return {"analysis_picture_previous": cpu_ms(previous_picture),
-            "analysis_picture_new": cpu_ms(lambda: analysis_picture(picture, 640, centred)),
-            "region_400px_box_previous": cpu_ms(lambda: previous.region(box)),
-            "region_400px_box_new": cpu_ms(lambda: small.region(box))}
+            "analysis_picture_new": cpu_ms(lambda: frame().small(640)),
+            "region_400px_box_previous": cpu_ms(lambda: frame(full).region(box)),
+            "region_400px_box_new": cpu_ms(lambda: frame().region(box))}
 
 
 def bt709_copy(clip: Path, folder: Path, frames: int) -> Path:
@@ -227,7 +228,7 @@ def bt709_copy(clip: Path, folder: Path, frames: int) -> Path:
         for index, picture in enumerate(source.decode(video=0)):
             if index >= frames:
                 break
-            frame = yuv.bgr_to_picture(yuv.picture_to_bgr(picture), "yuv420p", 1, False)
+            frame = yuv_write.bgr_to_picture(yuv.picture_to_bgr(picture), "yuv420p", 1, False)
             assert frame is not None
             frame.pts = index
             target.mux(stream.encode(frame))

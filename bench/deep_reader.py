@@ -1,4 +1,4 @@
-"""The 10-bit reader on a clip: io.yuv's conversion (BGR uint16, Y 940 = 65535) against its
+"""The 10-bit reader on a clip: io.video.yuv's conversion (BGR uint16, Y 940 = 65535) against its
 float64 formula and against swscale's bgr48le (the reader before), the whole-frame round trip
 through the writer's 10-bit conversion with each reader, and the CPU cost of both readers.
 
@@ -7,7 +7,7 @@ through the writer's 10-bit conversion with each reader, and the CPU cost of bot
 Accuracy ("vs_reference"): the share of BGR values that differ from the float64 formula
 rounded, the largest difference (16-bit levels) and, for those that differ, the largest
 distance of the formula's value from a half level (float32 ties). Round trip: each reader's
-frame converted back to the clip's own pixel format (io.yuv.bgr_to_picture, as a whole-frame
+frame converted back to the clip's own pixel format (io.yuv_write.bgr_to_picture, as a whole-frame
 10-bit write does) against the decoded planes: per plane the mean signed and mean absolute
 difference, the largest, in 10-bit levels, and the share of samples changed; "white" is luma
 where the decoded Y is at least 900. Cost: median CPU ms (process time) of converting the
@@ -26,12 +26,12 @@ import cv2
 import numpy as np
 from colour import cpu_ms, io_yuv_pictures, reference_upsampled_bgr
 
-from facefuse.io import yuv
+from facefuse.io.video import yuv, yuv_write
 
 
 def _round_trip(frame: np.ndarray, picture: Any) -> dict[str, Any]:
     """The decoded planes against `frame` written back to them with the writer's matrix."""
-    back = yuv.bgr_to_picture(frame, picture.format.name, int(picture.colorspace), False)
+    back = yuv_write.bgr_to_picture(frame, picture.format.name, int(picture.colorspace), False)
     assert back is not None
     out: dict[str, Any] = {}
     decoded = yuv.picture_planes(picture)

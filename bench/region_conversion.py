@@ -1,15 +1,15 @@
 """CPU milliseconds of pass 2's colour stage per frame, before and after region frames: the
-whole decoded yuv420p picture to BGR (what the reader did for every frame: io.yuv.yuv_to_bgr)
+whole decoded yuv420p picture to BGR (what the reader did for every frame: io.video.yuv.yuv_to_bgr)
 against the box around one face that a swap converts once the pictures pass through
-(io.frame_regions.converted_box of the swapper crop's footprint, with and without a restorer's
+(io.video.frame.DecodedFrame.pixels_for of the swapper crop's footprint, with and without a restorer's
 crop), and a frame without a face (nothing converted). 1080p and 4K; the swapper's crop square
 is a fifth of the frame height. The rotated_ cases are the same upright frame of a clip stored
 sideways (display rotation 90): the whole stored picture converted and turned upright (the
 reader's conversion: with numpy's turn until now, OpenCV's now, as the frames that are still
 converted whole are), against the stored box of each face converted and turned upright.
 --bits 10: the same for a 10-bit ProRes 422 picture (yuv422p10le, BT.709 limited range, to BGR
-uint16), with swscale's whole conversion (bgr48le: the 10-bit reader before io.yuv read 10-bit
-pictures) beside io.yuv's.
+uint16), with swscale's whole conversion (bgr48le: the 10-bit reader before io.video.yuv read 10-bit
+pictures) beside io.video.yuv's.
 
     python bench/region_conversion.py [--rounds 30] [--bits 10]
 
@@ -23,8 +23,9 @@ import numpy as np
 from colour import cpu_ms, per_size_main, smooth_scene
 
 from facefuse.geometry import template_points
-from facefuse.io.frame_regions import PendingFrame, converted_box
-from facefuse.io.yuv import bgr_to_picture, yuv_planes, yuv_to_bgr
+from facefuse.io.video import DecodedFrame
+from facefuse.io.video.yuv import yuv_planes, yuv_to_bgr
+from facefuse.io.video.yuv_write import bgr_to_picture
 from facefuse.paste import crop_footprint
 from facefuse.types import Roi, enclosing
 
@@ -59,29 +60,31 @@ def _measure(width: int, height: int, rounds: int, bits: int = 8) -> dict[str, o
     fmt = "yuv422p10le" if bits == 10 else "yuv420p"
     picture = bgr_to_picture(_scene(width, height, bits), fmt, _BT709, False)
     assert picture is not None
-    planes = yuv_planes(picture)
-    assert planes is not None
-    pending = PendingFrame(planes)
-    boxes = {name: converted_box(_footprint(width, height, specs), width, height)
+    def pending() -> DecodedFrame:  # a frame of its own each time: it keeps what it converts
+        return DecodedFrame.of_picture(picture, "bgr48le" if bits == 10 else "bgr24")
+
+    boxes = {name: pending().pixels_for(_footprint(width, height, specs)).box
              for name, specs in (("swap", [SWAPPER]), ("swap_and_restore", [SWAPPER, RESTORER]))}
-    out: dict[str, object] = {"whole_frame_ms": cpu_ms(pending.whole, rounds)}
+    out: dict[str, object] = {"whole_frame_ms": cpu_ms(lambda: pending().to_ndarray(), rounds)}
     if bits == 10:
         out["swscale_whole_frame_ms"] = cpu_ms(lambda: picture.to_ndarray(format="bgr48le"),
                                                rounds)
     for name, box in boxes.items():
-        out[f"one_face_{name}_ms"] = cpu_ms(lambda box=box: pending.region(box), rounds)
+        out[f"one_face_{name}_ms"] = cpu_ms(lambda box=box: pending().region(box), rounds)
         out[f"one_face_{name}_box"] = f"{box.x1 - box.x0}x{box.y1 - box.y0}"
-    out["no_face_ms"] = cpu_ms(pending.empty_region, rounds)
+    out["no_face_ms"] = cpu_ms(lambda: pending().converted(), rounds)
     stored = bgr_to_picture(np.ascontiguousarray(np.rot90(_scene(width, height, bits), -1)),
                             fmt, _BT709, False)
     turned_planes = yuv_planes(stored)
     assert turned_planes is not None
-    turned = PendingFrame(turned_planes, turns=1)  # upright width x height, as above
+    def turned() -> DecodedFrame:  # upright width x height, as above
+        return DecodedFrame.of_picture(stored, "bgr48le" if bits == 10 else "bgr24", turns=1)
+
     out["rotated_whole_frame_numpy_turn_ms"] = cpu_ms(  # the reader until 028f115
         lambda: np.ascontiguousarray(np.rot90(yuv_to_bgr(turned_planes), 1)), rounds)
-    out["rotated_whole_frame_ms"] = cpu_ms(turned.whole, rounds)
+    out["rotated_whole_frame_ms"] = cpu_ms(lambda: turned().to_ndarray(), rounds)
     for name, box in boxes.items():
-        out[f"rotated_one_face_{name}_ms"] = cpu_ms(lambda box=box: turned.region(box), rounds)
+        out[f"rotated_one_face_{name}_ms"] = cpu_ms(lambda box=box: turned().region(box), rounds)
     return out
 
 

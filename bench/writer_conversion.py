@@ -1,6 +1,6 @@
 """CPU milliseconds of the video writer's conversion per frame, before and after passthrough:
-the whole BGR frame to yuv420p (io.yuv.bgr_to_picture, what every h264 frame cost before) against
-the decoded planes copied with one pasted face converted (io.passthrough.compose), and a frame
+the whole BGR frame to yuv420p (io.video.yuv_write.bgr_to_picture, what every h264 frame cost before) against
+the decoded planes copied with one pasted face converted (io.video.passthrough.compose), and a frame
 without a face (the copy alone). 1080p and 4K; the face box is a fifth of the frame height
 square, under a soft round mask like a swap's. The rotated_ cases are the same upright frame
 of a clip stored sideways (display rotation 90): the frame turned back whole and converted
@@ -23,9 +23,10 @@ from functools import partial
 import numpy as np
 from colour import cpu_ms, per_size_main, smooth_scene
 
-from facefuse.io.orientation import turned
-from facefuse.io.passthrough import DecodedPicture, EncoderTarget, compose
-from facefuse.io.yuv import bgr_to_picture, picture_planes
+from facefuse.io.video.orientation import turned
+from facefuse.io.video.passthrough import DecodedPicture, EncoderTarget, compose
+from facefuse.io.video.yuv import picture_planes
+from facefuse.io.video.yuv_write import bgr_to_picture
 from facefuse.types import Pasted, Roi
 
 _BT709, _LIMITED = 1, 1

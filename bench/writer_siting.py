@@ -1,11 +1,11 @@
 """How far one read -> write generation moves a clip's chroma: the first frames of each clip are
-read (io.video_read, BGR), written whole (no passthrough) to h264 at --crf 0 (lossless in YUV)
+read (io.video.read, BGR), written whole (no passthrough) to h264 at --crf 0 (lossless in YUV)
 and decoded again; the written Y, Cb and Cr planes are compared with the clip's own.
 
     python bench/writer_siting.py --clip a.mp4 [--clip b.mp4] [--frames 10]
 
 Prints one JSON object per clip: the mean and largest difference in levels per plane. With the
-writer's own chroma subsampling at the reader's siting (io.yuv.subsample_chroma) the chroma
+writer's own chroma subsampling at the reader's siting (io.video.yuv_write.subsample_chroma) the chroma
 stays where it was; swscale's, centred, moved it a quarter sample each generation.
 """
 
@@ -19,9 +19,9 @@ from pathlib import Path
 import av
 import numpy as np
 
-from facefuse.io.video_read import VideoSource
-from facefuse.io.video_write import VideoSink
-from facefuse.io.yuv import picture_planes
+from facefuse.io.video.read import VideoSource
+from facefuse.io.video.write import VideoSink
+from facefuse.io.video.yuv import picture_planes
 
 
 def _planes(path: Path, frames: int) -> list[list[np.ndarray]]:
@@ -35,7 +35,7 @@ def generation(clip: Path, frames: int, work: Path) -> dict[str, dict[str, float
     out = work / f"{clip.stem}.mp4"
     with VideoSource(clip) as source:
         count = min(frames, source.info.frame_count)
-        arrays = [frame for _, frame in source.read(range(1, count + 1))]
+        arrays = [frame.to_ndarray() for _, frame in source.read(range(1, count + 1))]  # type: ignore[union-attr]
         with VideoSink(out, source.info, quality=0) as sink:
             for frame in arrays:
                 assert isinstance(frame, np.ndarray), f"{clip.name}: a frame did not decode"

@@ -16,7 +16,7 @@ to build an offline, CPU-only RenderRequest on them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from fractions import Fraction
 from functools import lru_cache
@@ -29,7 +29,8 @@ import numpy as np
 import OpenImageIO as oiio
 
 from facefuse.config import Settings
-from facefuse.io.yuv import chroma_centred, picture_to_bgr
+from facefuse.io.video import DecodeFailure
+from facefuse.io.video.yuv import chroma_centred, picture_to_bgr
 from facefuse.shot.render import render
 from facefuse.shot.request import FrameReport, RenderRequest, RenderSummary
 from tests import media_factory
@@ -45,6 +46,13 @@ _OBAMA_FACE_BOX = (290, 20, 690, 520)  # x0, y0, x1, y1 of the face area in obam
 
 
 # --- settings and requests ---------------------------------------------------------------------
+
+def arrays(frames: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
+    """The (number, frame) pairs of a read with each frame as its whole engine frame
+    (DecodedFrame.to_ndarray()), failures as they are."""
+    for number, frame in frames:
+        yield number, frame if isinstance(frame, DecodeFailure) else frame.to_ndarray()
+
 
 def render_settings(models: Path, cache_dir: Path, swapper: str = "identity",
                     **changes: Any) -> Settings:
@@ -141,7 +149,7 @@ def make_face_clip(path: Path, face: np.ndarray, frames: int = 12,
 def decode_video(path: Path, fmt: str = "bgr24") -> list[np.ndarray]:
     """Every picture of the first video stream in presentation order (PyAV, like VideoSource:
     8-bit YUV pictures to bgr24, and 10-bit limited-range planar ones to bgr48le, through
-    io.yuv's chroma upsampling at the codec's siting and its matrix rounded once, which
+    io.video.yuv's chroma upsampling at the codec's siting and its matrix rounded once, which
     tests/unit/test_yuv.py and test_yuv_deep.py check against the float64 formula; others
     through 4:4:4 and swscale)."""
     with av.open(str(path)) as container:

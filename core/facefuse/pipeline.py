@@ -11,7 +11,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 import numpy as np
 
@@ -44,6 +44,9 @@ from .types import (
     enclosing,
 )
 from .vectors import mean_direction
+
+if TYPE_CHECKING:  # the frame type only: importing io.video loads PyAV
+    from .io.video.frame import Frame
 
 log = logging.getLogger(__name__)
 
@@ -201,6 +204,33 @@ class Pipeline:
         seen = tuple(faces) if faces is not None else tuple(targets)
         return FrameResult(out, seen, tuple(targets), union, clock.snapshot(),
                            tuple(Pasted(roi, mask) for roi, mask in pasted if not roi.empty))
+
+    def swap_frame(self, frame: Frame, identity: SourceIdentity, targets: Sequence[Face],
+                   colour: DisplayConversion | None = None, *, matte: bool = True
+                   ) -> FrameResult:
+        """swap_faces on a frame as read (io.video.frame), pasting into the frame's own
+        pixels: only the part the swap reads and writes, where the frame converts by parts
+        (frame.pixels_for; the whole frame when colour-managed), nothing at all without a
+        target inside the frame. The conversion is timed as "colour". The result's frame is
+        the pixels pasted into and its matte (matte: see swap_faces) the whole frame's; the
+        writer takes `frame` itself back with the result's `pasted`."""
+        clock = StageClock()
+        footprint = self.swap_footprint(targets, frame.width, frame.height)
+        if footprint is None:  # no targets (or none inside the frame: swapped, nothing pasted)
+            empty = np.zeros((0, 0, frame.shape[2]), frame.dtype)
+            return FrameResult(empty, tuple(targets), tuple(targets), None, clock.snapshot())
+        with clock.measure("colour"):
+            whole = colour is not None
+            region = None if whole else frame.pixels_for(footprint)
+            pixels = frame.to_ndarray() if region is None else region.pixels
+        part = None if region is None or region.whole else region.part
+        result = self.swap_faces(pixels, identity, targets, colour, clock=clock, in_place=True,
+                                 matte=matte, part=part)
+        if part is None or result.matte is None:
+            return result
+        union = np.zeros((frame.height, frame.width), np.float32)
+        union[part.box.slices()] = result.matte
+        return replace(result, matte=union)
 
     def swap_footprint(self, targets: Sequence[Face], width: int, height: int) -> Roi | None:
         """The box of a `width` x `height` frame that swap_faces reads and writes for

@@ -1,4 +1,4 @@
-"""The analysis pass's small-picture path (io/analysis_pictures, shot/analysis_pass) on video
+"""The analysis pass's small-picture path (io.video.frame's small() and region(), shot.pass_one) on video
 larger than the detector: it finds the faces the full conversion finds, the recogniser's crops
 come from real pixels, and a render through it changes nothing outside the face."""
 
@@ -13,17 +13,17 @@ import numpy as np
 import pytest
 
 from facefuse.geometry import scale_face
-from facefuse.io.analysis_pictures import AnalysisPicture, analysis_picture
-from facefuse.io.video import VideoSource
-from facefuse.io.yuv import chroma_centred
+from facefuse.io.video import DecodedFrame, VideoSource
+from facefuse.io.video.yuv import chroma_centred
 from facefuse.pipeline import Pipeline
-from facefuse.shot.analysis_pass import FrameAnalysis
+from facefuse.shot.pass_one import FrameAnalysis
 from facefuse.shot.render import render
 from facefuse.timing import RenderTimings, StageClock
-from facefuse.types import Face
+from facefuse.types import Face, Roi
 from tests import media_factory
 from tests.integration.render_helpers import read_bgr
 from tests.render_media import (
+    arrays,
     decode_video,
     face_frame,
     face_photo,
@@ -59,23 +59,28 @@ def test_face_regions_are_exactly_the_full_conversion_and_small_stays_close(
     deep = codec == "prores_422"
     full = decode_video(clip, "bgr48le" if deep else "bgr24")[1]  # as the swap pass converts it
     with VideoSource(clip) as source:  # the reader's frame is that conversion
-        np.testing.assert_array_equal(next(iter(source.read([2])))[1], full)
-    small = analysis_picture(picture, 640, chroma_centred(codec))  # as the reader makes it
-    assert small is not None and small.small.shape == (360, 640, 3) and small.scale_xy == (0.5, 0.5)
-    inside, clipped = small.region((101, 51, 501, 401)), small.region((1200, 700, 1400, 800))
-    assert inside is not None and inside[1] == (101, 51)
-    np.testing.assert_array_equal(inside[0], full[51:401, 101:501])
-    assert clipped is not None and clipped[1] == (1200, 700) and clipped[0].shape == (20, 80, 3)
-    np.testing.assert_array_equal(clipped[0], full[700:, 1200:])
-    assert small.region((1300, 10, 1400, 50)) is None  # wholly outside
-    assert small.picture is picture  # kept as decoded, no 4:4:4 copy: 4:2:0 is half the bytes
+        np.testing.assert_array_equal(next(arrays(source.read([2])))[1], full)
+    fmt = "bgr48le" if deep else "bgr24"
+    frame = DecodedFrame.of_picture(picture, fmt, centred=chroma_centred(codec))  # as the reader makes it
+    small = frame.small(640)
+    assert small is not None and small.pixels.shape == (360, 640, 3) and small.scale_xy == (0.5, 0.5)
+    inside, clipped = frame.region(Roi(101, 51, 501, 401)), frame.region(Roi(1200, 700, 1400, 800))
+    assert inside is not None and inside.part.origin_xy == (101, 51)
+    np.testing.assert_array_equal(inside.pixels, full[51:401, 101:501])
+    assert clipped is not None and clipped.part.origin_xy == (1200, 700)
+    assert clipped.pixels.shape == (20, 80, 3)
+    np.testing.assert_array_equal(clipped.pixels, full[700:, 1200:])
+    assert frame.region(Roi(1300, 10, 1400, 50)) is None  # wholly outside
+    kept = frame.converted()  # the decoded picture as it is (no 4:4:4 copy) and one region
+    assert kept is not None and not kept.whole
     per_pixel = {"yuv420p": 1.5, "yuvj444p": 3, "yuv422p10le": 4}[picture.format.name]
-    assert small.nbytes == 1280 * 720 * per_pixel + small.small.nbytes
-    assert small.small.dtype == np.uint8 and inside[0].dtype == full.dtype
+    assert frame.nbytes == 1280 * 720 * per_pixel + small.pixels.nbytes + kept.nbytes
+    assert small.pixels.dtype == np.uint8 and inside.pixels.dtype == full.dtype
     shrunk = cv2.resize(full // 257 if deep else full, (640, 360),
                         interpolation=cv2.INTER_AREA).astype(int)
-    assert np.abs(small.small.astype(int) - shrunk).mean() < 1.0
-    assert analysis_picture(picture, 1280) is None  # small enough: the full conversion
+    assert np.abs(small.pixels.astype(int) - shrunk).mean() < 1.0
+    # small enough: the full conversion
+    assert DecodedFrame.of_picture(picture, fmt, centred=chroma_centred(codec)).small(1280) is None
 
 
 def test_small_path_finds_the_same_faces_and_embeddings(hd_clip: Path, render_models: Path,
@@ -87,7 +92,7 @@ def test_small_path_finds_the_same_faces_and_embeddings(hd_clip: Path, render_mo
         for picture in _pictures(hd_clip):
             frame = picture.reformat(format="yuv444p").to_ndarray(format="bgr24")
             old = pipeline.embed_faces(frame, pipeline.detect(frame))
-            new = analysis.faces(analysis_picture(picture, 640))
+            new = analysis.faces(DecodedFrame.of_picture(picture, "bgr24", centred=False))
             assert len(old) == len(new) == 1
             assert np.abs(old[0].kps5 - new[0].kps5).max() < 1.5
             assert float(old[0].embedding @ new[0].embedding) > 0.999
@@ -101,11 +106,11 @@ def test_crops_from_face_regions_embed_exactly_as_from_a_full_size_frame(
     with Pipeline(render_settings(render_models, tmp_path / "cache")) as pipeline:
         analysis = FrameAnalysis(pipeline, None, StageClock())
         for picture in _pictures(hd_clip):
-            small = analysis_picture(picture, 640)
-            assert small is not None
+            small = DecodedFrame.of_picture(picture, "bgr24", centred=False)
+            assert small.small(640) is not None
             faces = analysis.faces(small)
             assert len(faces) == 1
-            frame = _frame_of_regions(small, [analysis._crop_box(face) for face in faces])
+            frame = _frame_of_regions(small, [analysis.crop_box(face) for face in faces])
             again = pipeline.embed_faces(frame, faces)
             if cv2.__version__.startswith("4."):  # shift-invariant warps: bit for bit
                 np.testing.assert_array_equal(faces[0].embedding, again[0].embedding)
@@ -155,25 +160,27 @@ def test_a_sideways_picture_is_analysed_upright(rotation: int, testdata: Path,
     clip = _sideways_clip(tmp_path / "phone.mp4", face, rotation)
     upright = _sideways_clip(tmp_path / "upright.mp4", face, 0)
     with VideoSource(clip) as source, VideoSource(upright) as plain:
-        _, small = next(iter(source.read_analysis([2], 640)))
-        _, full = next(iter(source.read([2])))
-        _, level = next(iter(plain.read_analysis([2], 640)))
-    assert isinstance(small, AnalysisPicture) and isinstance(full, np.ndarray)
-    assert isinstance(level, AnalysisPicture)
-    assert small.small.shape == (360, 640, 3) and small.scale_xy == (0.5, 0.5)
-    assert small.small.flags.c_contiguous
+        _, frame = next(iter(source.read([2])))
+        _, full = next(arrays(source.read([2])))
+        _, level = next(iter(plain.read([2])))
+    assert isinstance(frame, DecodedFrame) and isinstance(full, np.ndarray)
+    assert isinstance(level, DecodedFrame) and level.small(640) is not None
+    small = frame.small(640)
+    assert small is not None
+    assert small.pixels.shape == (360, 640, 3) and small.scale_xy == (0.5, 0.5)
+    assert small.pixels.flags.c_contiguous
     for box in ((101, 51, 501, 401), (1200, 650, 1400, 800), (-5, -5, 40, 30)):
-        region = small.region(box)
-        assert region is not None and region[1] == (max(0, box[0]), max(0, box[1]))
-        (x0, y0), (h, w) = region[1], region[0].shape[:2]
-        np.testing.assert_array_equal(region[0], full[y0:y0 + h, x0:x0 + w])
+        region = frame.region(Roi(*box))
+        assert region is not None and region.part.origin_xy == (max(0, box[0]), max(0, box[1]))
+        (x0, y0), (h, w) = region.part.origin_xy, region.pixels.shape[:2]
+        np.testing.assert_array_equal(region.pixels, full[y0:y0 + h, x0:x0 + w])
         assert (x0 + w, y0 + h) == (min(SIZE[0], box[2]), min(SIZE[1], box[3]))
-    assert small.region((1300, 730, 1400, 800)) is None  # wholly outside (below)
+    assert frame.region(Roi(1300, 730, 1400, 800)) is None  # wholly outside (below)
     shrunk = cv2.resize(full, (640, 360), interpolation=cv2.INTER_AREA).astype(int)
-    assert np.abs(small.small.astype(int) - shrunk).mean() < 1.0
+    assert np.abs(small.pixels.astype(int) - shrunk).mean() < 1.0
     with Pipeline(render_settings(render_models, tmp_path / "cache")) as pipeline:
         analysis = FrameAnalysis(pipeline, None, StageClock())
-        turned, straight = analysis.faces(small), analysis.faces(level)
+        turned, straight = analysis.faces(frame), analysis.faces(level)
     assert len(turned) == len(straight) == 1
     assert np.abs(turned[0].kps5 - straight[0].kps5).max() < 1.5
     assert float(turned[0].embedding @ straight[0].embedding) > 0.999
@@ -183,8 +190,8 @@ def test_a_dci_4k_picture_is_scaled_back_per_axis() -> None:
     """4096x2160 shrinks to 640x338: x and y scale differently (0.15625 vs 0.15648), and a
     face found in the small picture maps back with each axis's own factor."""
     picture = av.VideoFrame.from_ndarray(np.zeros((2160, 4096, 3), np.uint8), format="bgr24")
-    small = analysis_picture(picture.reformat(format="yuv420p"), 640)
-    assert small is not None and small.small.shape == (338, 640, 3)
+    small = DecodedFrame.of_picture(picture.reformat(format="yuv420p"), "bgr24").small(640)
+    assert small is not None and small.pixels.shape == (338, 640, 3)
     assert small.scale_xy == (640 / 4096, 338 / 2160)
     found = Face(bbox_xyxy=np.array([10, 300, 60, 330], np.float32),
                  kps5=np.full((5, 2), (30.0, 320.0), np.float32), score=0.9)
@@ -192,18 +199,18 @@ def test_a_dci_4k_picture_is_scaled_back_per_axis() -> None:
     np.testing.assert_allclose(back.kps5[0], (30 * 4096 / 640, 320 * 2160 / 338), rtol=1e-6)
     assert abs(back.kps5[0, 1] - 320 / small.scale_xy[0]) > 2.5  # one factor would be 3 px off
     # stored sideways (turned upright by a quarter turn): the factors are the upright axes'
-    turned = analysis_picture(picture.reformat(format="yuv420p"), 640, turns=1)
-    assert turned is not None and turned.small.shape == (640, 338, 3)
+    turned = DecodedFrame.of_picture(picture.reformat(format="yuv420p"), "bgr24",
+                                     turns=1).small(640)
+    assert turned is not None and turned.pixels.shape == (640, 338, 3)
     assert turned.scale_xy == (338 / 2160, 640 / 4096)
 
 
-def _frame_of_regions(picture: AnalysisPicture, boxes: list[tuple[int, int, int, int]]
-                      ) -> np.ndarray:
+def _frame_of_regions(picture: DecodedFrame, boxes: list[Roi]) -> np.ndarray:
     """A full-size BGR frame, black except the given regions of the picture."""
-    frame = np.zeros((picture.picture.height, picture.picture.width, 3), np.uint8)
+    frame = np.zeros((picture.height, picture.width, 3), np.uint8)
     for box in boxes:
         region = picture.region(box)
         assert region is not None
-        pixels, (x, y) = region
+        pixels, (x, y) = region.pixels, region.part.origin_xy
         frame[y:y + pixels.shape[0], x:x + pixels.shape[1]] = pixels
     return frame

@@ -19,6 +19,7 @@ import pytest
 from facefuse.config import Settings
 from facefuse.pipeline import Pipeline
 from facefuse.types import AlignedCrop
+from tests.render_media import arrays
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -143,7 +144,8 @@ def test_the_scenario_clip_builder_stores_a_rotated_clip_sideways(testdata: Path
                                       rotation=rotation) for rotation in (0, 90)}
     with VideoSource(clips[90]) as turned, VideoSource(clips[0]) as upright:
         assert (turned.info.width, turned.info.height, turned.info.rotation_deg) == (96, 64, 90)
-        for (_, a), (_, b) in zip(turned.read([1, 2]), upright.read([1, 2]), strict=True):
+        for (_, a), (_, b) in zip(arrays(turned.read([1, 2])), arrays(upright.read([1, 2])),
+                                  strict=True):
             assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
             assert a.shape == b.shape == (64, 96, 3)
             assert np.abs(a.astype(int) - b).mean() < 3  # x264's own loss apart

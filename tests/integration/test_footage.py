@@ -33,6 +33,7 @@ from tests.integration.render_helpers import assert_changes_confined, read_bgr
 from tests.media_factory import read_marker
 from tests.render_media import (
     SIZE,
+    arrays,
     decode_video,
     face_frame,
     face_photo,
@@ -166,7 +167,8 @@ def test_any_file_ffmpeg_decodes_is_a_video_input(tmp_path: Path, codec: str,
     shot = open_input(str(path))
     try:
         assert shot.frame_numbers == (1, 2, 3)
-        assert all(isinstance(frame, np.ndarray) for _, frame in shot.read(shot.frame_numbers))
+        assert all(isinstance(frame, np.ndarray)
+                   for _, frame in arrays(shot.read(shot.frame_numbers)))
     finally:
         shot.close()
 

@@ -24,7 +24,8 @@ import pytest
 
 from facefuse.cli import main as cli  # imported here, while sys.stderr is pytest's own stream
 from facefuse.errors import ExitCode
-from facefuse.io import files, plates, video_write
+from facefuse.io import files, plates
+from facefuse.io.video import write as video_write
 from tests.integration.render_helpers import Media, one_line_error
 from tests.media_factory import read_marker
 from tests.render_media import cli_args, decode_video, face_frame, write_plate_oiio

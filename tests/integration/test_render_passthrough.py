@@ -1,5 +1,5 @@
 """A render to h264 of an 8-bit 4:2:0 BT.709 clip hands the encoder the decoded planes with only
-the pasted faces converted (io.passthrough): bit-identical to the input outside the paste,
+the pasted faces converted (io.video.passthrough): bit-identical to the input outside the paste,
 today's whole-frame conversion inside it, frames without a face untouched (a sideways phone
 clip too); and every render that cannot pass through (a colour transform, a 10-bit output, a
 forced refusal) converts whole frames, its matte and patch sequences the same either way.
@@ -19,9 +19,10 @@ import av
 import numpy as np
 import pytest
 
-from facefuse.io import video_write
-from facefuse.io.orientation import turned_size
-from facefuse.io.yuv import YuvPlanes, bgr_to_picture, matrix_for, picture_planes, yuv_to_bgr
+from facefuse.io.video import write as video_write
+from facefuse.io.video.orientation import turned_size
+from facefuse.io.video.yuv import YuvPlanes, matrix_for, picture_planes, yuv_to_bgr
+from facefuse.io.video.yuv_write import bgr_to_picture
 from tests import media_factory
 from tests.integration.render_helpers import FACE_BOX, read_bgr
 from tests.integration.test_footage import phone_clip
@@ -61,7 +62,7 @@ def _planes(path: Path) -> list[list[np.ndarray]]:
 
 
 def _whole(picture: Any, frame: np.ndarray, origin_xy: tuple[int, int] = (0, 0)) -> np.ndarray:
-    """The whole frame compose() was given part of (a region frame, io.frame_regions: the
+    """The whole frame compose() was given part of (a region frame, io.video.frame: the
     rest is the decoded picture as the reader converts it, turned upright by its turns)."""
     width, height = turned_size(picture.width, picture.height, picture.turns)
     if frame.shape[:2] == (height, width):
@@ -113,7 +114,7 @@ def test_outside_the_face_the_encoder_gets_the_decoded_planes(
         captured: list, caplog: pytest.LogCaptureFixture) -> None:
     clip = _bt709_clip(tmp_path / "shot.mp4", face_photo(testdata))
     out = tmp_path / "out.mp4"
-    with caplog.at_level(logging.DEBUG, logger="facefuse.io.video_write"):
+    with caplog.at_level(logging.DEBUG, logger="facefuse.io.video.write"):
         _render(testdata, render_models, render_cache, clip, out, crf=0)
     assert sum("pass through" in r.getMessage() for r in caplog.records) == 1
     decoded, written, frames_in = _planes(clip), _planes(out), decode_video(clip)
@@ -193,7 +194,7 @@ def test_a_sideways_phone_clip_passes_through_too(
     """An untagged phone clip with a display rotation (tests/integration/test_render_rotated.py
     holds rotated clips' planes to the bar of the test above)."""
     clip = phone_clip(tmp_path / "phone.mp4", face_photo(testdata))
-    with caplog.at_level(logging.DEBUG, logger="facefuse.io.video_write"):
+    with caplog.at_level(logging.DEBUG, logger="facefuse.io.video.write"):
         request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
                                  clip, tmp_path / "out.mp4", swapper="colour")
         summary, _ = run_render(request)
@@ -210,7 +211,7 @@ def test_other_renders_of_the_clip_convert_whole_frames(
         captured: list, caplog: pytest.LogCaptureFixture, output: str,
         fields: dict[str, str], words: str) -> None:
     clip = _bt709_clip(tmp_path / "shot.mp4", face_photo(testdata))
-    with caplog.at_level(logging.DEBUG, logger="facefuse.io.video_write"):
+    with caplog.at_level(logging.DEBUG, logger="facefuse.io.video.write"):
         request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
                                  clip, tmp_path / output, swapper="colour", **fields)
         summary, _ = run_render(request)
@@ -256,9 +257,9 @@ def test_a_frame_without_its_picture_is_converted_whole_and_the_stream_goes_on(
     clip = _bt709_clip(tmp_path / "shot.mp4", np.full((64, 64, 3), 128, np.uint8))
     with VideoSource(clip) as source:
         info = source.info
-        frames = list(source.read_decoded(range(1, FRAMES + 1)))
+        frames = list(source.read(range(1, FRAMES + 1)))
     with VideoSink(tmp_path / "out.mp4", info, codec="h264", quality=0) as sink:
-        for index, (_, frame, picture) in enumerate(frames):
-            sink.write(frame, None if index == 2 else picture)
+        for index, (_, frame) in enumerate(frames):
+            sink.write(frame.to_ndarray() if index == 2 else frame)
         assert sink.passes_through is True
     assert len(captured) == FRAMES - 1

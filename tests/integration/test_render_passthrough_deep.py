@@ -1,4 +1,4 @@
-"""10-bit renders that pass the decoded planes through (io.passthrough): a ProRes 422 HQ
+"""10-bit renders that pass the decoded planes through (io.video.passthrough): a ProRes 422 HQ
 (yuv422p10le) clip rendered to prores_422, and an HEVC Main10 (yuv420p10le) one to h265 (BT.709,
 or BT.2020 with PQ, whose tags the h265 output keeps), hand the encoder the decoded uint16
 planes with only the pasted faces converted; read back, the output shows the clip's own colours
@@ -19,19 +19,19 @@ import av
 import numpy as np
 import pytest
 
-from facefuse.io import video_write
-from facefuse.io.passthrough import decoded_picture
 from facefuse.io.video import VideoSink, VideoSource
-from facefuse.io.yuv import (
+from facefuse.io.video import write as video_write
+from facefuse.io.video.passthrough import decoded_picture
+from facefuse.io.video.yuv import (
     PLANAR_10BIT,
     YuvPlanes,
-    bgr_to_picture,
     matrix_for,
     picture_planes,
     yuv_to_bgr,
 )
+from facefuse.io.video.yuv_write import bgr_to_picture
 from tests.integration.render_helpers import FACE_BOX
-from tests.render_media import face_frame, face_photo, render_request, run_render
+from tests.render_media import arrays, face_frame, face_photo, render_request, run_render
 
 FRAMES = 5
 WITHOUT_FACE = (0,)
@@ -79,7 +79,7 @@ def _decoded(path: Path) -> tuple[list[list[np.ndarray]], list[np.ndarray]]:
         pictures = sorted(container.decode(video=0), key=lambda f: f.pts)
         planes = [[p.copy() for p in picture_planes(f)] for f in pictures]
     with VideoSource(path) as source:
-        frames = [frame for _, frame in source.read(range(1, len(planes) + 1))]
+        frames = [frame for _, frame in arrays(source.read(range(1, len(planes) + 1)))]
     return planes, frames
 
 
@@ -87,7 +87,7 @@ def _decoded(path: Path) -> tuple[list[list[np.ndarray]], list[np.ndarray]]:
 def captured(monkeypatch: pytest.MonkeyPatch
              ) -> list[tuple[np.ndarray, np.ndarray, list[np.ndarray]]]:
     """(frame, where its pastes' masks are > 0, planes composed for the encoder) of every
-    frame VideoSink passes through. Where pass 2 handed a region (io.frame_regions: only the
+    frame VideoSink passes through. Where pass 2 handed a region (io.video.frame: only the
     box around the pastes converted, the rest as the reader converts the whole picture), the
     frame is the reader's whole frame with the region's pixels at its place."""
     seen: list[tuple[np.ndarray, np.ndarray, list[np.ndarray]]] = []
@@ -112,7 +112,7 @@ def captured(monkeypatch: pytest.MonkeyPatch
 
 
 def _reader_frame(picture: Any) -> np.ndarray:
-    """The whole BGR uint16 frame the reader makes of a DecodedPicture (io.yuv, upright)."""
+    """The whole BGR uint16 frame the reader makes of a DecodedPicture (io.video.yuv, upright)."""
     planes = YuvPlanes(*picture.planes, *PLANAR_10BIT[picture.pixel_format], False,
                        matrix_for(picture.colorspace, picture.color_range, picture.pixel_format),
                        bits=10)
@@ -124,7 +124,7 @@ def _render(testdata: Path, models: Path, cache: Path, clip: Path, out: Path,
     """Render with the colour swapper; the writer's debug lines on passing through."""
     request = render_request(models, cache, testdata / "media" / "obama.jpg", clip, out,
                              swapper="colour", **fields)
-    with caplog.at_level(logging.DEBUG, logger="facefuse.io.video_write"):
+    with caplog.at_level(logging.DEBUG, logger="facefuse.io.video.write"):
         summary, _ = run_render(request)
     assert summary.failed == () and summary.swapped == FRAMES - len(WITHOUT_FACE)
     return [r.getMessage() for r in caplog.records
@@ -142,7 +142,7 @@ def test_a_sideways_10_bit_clip_passes_through_in_its_stored_orientation(
         testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path,
         captured: list, caplog: pytest.LogCaptureFixture) -> None:
     """A ProRes 422 clip stored a quarter turn under a display rotation: the upright pastes are
-    turned back to the stored planes (io.orientation), as for 8-bit clips."""
+    turned back to the stored planes (io.video.orientation), as for 8-bit clips."""
     clip = _deep_clip(tmp_path / "shot.mov", face_photo(testdata), "prores_422", turns=1)
     out = tmp_path / "out.mov"
     lines = _render(testdata, render_models, render_cache, clip, out, caplog, codec="prores_422")
@@ -235,7 +235,7 @@ def test_each_10_bit_writer_reads_back_with_the_matrix_it_converted_with(
     decoder gives BT.709 pictures whatever the .mov says. A source tagged otherwise is
     refused passing through on its matrix; ProRes 4444 sources decode to 12 bits and are
     converted whole."""
-    from facefuse.io.video_read import VideoInfo
+    from facefuse.io.video.read import VideoInfo
 
     # three frames: two of 10-bit h265 in .mp4 fail in FFmpeg 8's muxer ("not yet implemented")
     for colour_tags in ((6, 1, 6, 6), (2, 0, 2, 2), (9, 1, 9, 16)):
@@ -267,7 +267,7 @@ def test_a_10_bit_h265_output_keeps_the_tags_of_a_10_bit_h264_or_hevc_source(
     (HDR stays BT.2020 PQ) and converts with their matrix; not from ProRes (primaries and
     transfer read back unspecified) or DNxHR (its pictures are BT.709 whatever the .mov
     says), nor 10-bit full range (converted by swscale)."""
-    from facefuse.io.video_read import VideoInfo
+    from facefuse.io.video.read import VideoInfo
 
     tags = (_BT2020, color_range, _BT2020, _PQ)
     info = VideoInfo(path=tmp_path / "in.mkv", frame_count=3, rate=Fraction(24), width=256,
@@ -299,7 +299,7 @@ def test_a_prores_clip_reads_white_and_black_as_the_whole_16_bit_range(tmp_path:
         container.mux(stream.encode(picture))
         container.mux(stream.encode(None))
     with VideoSource(path) as source:
-        frame = next(iter(source.read([1])))[1]
+        frame = next(arrays(source.read([1])))[1]
     assert frame.dtype == np.uint16
     assert np.all(frame[:, :56] == 65535) and np.all(frame[:, 72:] == 0)  # away from the edge
     back = picture_planes(bgr_to_picture(frame, "yuv422p10le", _BT709, False))

@@ -1,5 +1,5 @@
 """Once a video's decoded pictures pass through to the encoder, pass 2 converts only the box
-around each frame's swap to BGR (io.frame_regions): the encoder gets the same planes as when
+around each frame's swap to BGR (io.video.frame): the encoder gets the same planes as when
 every whole frame is converted (bit for bit with OpenCV 4; OpenCV 5's warps are not exactly
 shift-invariant, so a crop cut from a box is a level off in ~0.2 % of its values there), and
 so do the matte and patch sequences. The clip's frames cycle through no face, one face, two
@@ -19,9 +19,11 @@ import cv2
 import numpy as np
 import pytest
 
-from facefuse.io import video_write
-from facefuse.io.yuv import bgr_to_picture, picture_planes
-from facefuse.shot import outputs, render
+from facefuse.io.video import DecodedFrame
+from facefuse.io.video import write as video_write
+from facefuse.io.video.yuv import picture_planes
+from facefuse.io.video.yuv_write import bgr_to_picture
+from facefuse.shot import render
 from facefuse.shot.render import render as render_shot
 from tests import media_factory
 from tests.integration.render_helpers import read_bgr
@@ -32,8 +34,7 @@ SIZE = (640, 360)
 # Face photo positions (top-left): one face, two faces, one at the frame's left edge (the
 # swap's crops reach past the frame); frame i has LAYOUTS[i % 3], except NO_FACE.
 LAYOUTS = (((300, 120),), ((60, 40), (420, 200)), ((0, 230),))
-# With the pass-2 queues full, the reader is at most this many frames ahead of the writer's
-# first frame (the one that decides that pictures pass through): every later frame is a region.
+# Frames from here on have no face for a while, then every layout again.
 REGIONS_FROM = 11
 NO_FACE = range(REGIONS_FROM, REGIONS_FROM + 4)  # longer than the track gap filler's 3
 _BT709, _LIMITED = 1, 1
@@ -92,19 +93,21 @@ class Capture:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.planes: list[list[np.ndarray]] = []
         self.regions: list[int] = []
-        compose, swap_region = video_write.compose, render._swap_region
+        compose, timed = video_write.compose, render._timed
 
         def composing(*args: Any) -> Any:
             out = compose(*args)
             self.planes.append([p.copy() for p in picture_planes(out)])
             return out
 
-        def swapping(pipeline: Any, item: Any, *rest: Any) -> Any:
-            self.regions.append(item[0])
-            return swap_region(pipeline, item, *rest)
+        def reading(*args: Any) -> Any:  # the frames left for pass 2 to convert by parts
+            for number, frame, ms in timed(*args):
+                if getattr(frame, "by_parts", False):
+                    self.regions.append(number)
+                yield number, frame, ms
 
         monkeypatch.setattr(video_write, "compose", composing)
-        monkeypatch.setattr(render, "_swap_region", swapping)
+        monkeypatch.setattr(render, "_timed", reading)
 
 
 def _render(monkeypatch: pytest.MonkeyPatch, request: Any, regions: bool,
@@ -114,7 +117,7 @@ def _render(monkeypatch: pytest.MonkeyPatch, request: Any, regions: bool,
     reports: list[Any] = []
     with monkeypatch.context() as patched:
         if not regions:
-            patched.setattr(outputs.VideoWriter, "takes_regions", property(lambda _: False))
+            patched.setattr(DecodedFrame, "by_parts", property(lambda _: False))
         capture = Capture(patched)
         summary = render_shot(request, reports.append, cancel=lambda: (
             cancel_after is not None and len(reports) >= cancel_after))
@@ -152,7 +155,7 @@ def _request(testdata: Path, models: Path, cache: Path, clip: Path, out: Path,
 
 def _assert_regions(capture: Capture) -> None:
     """Every frame from REGIONS_FROM on (no face and all three layouts) went through
-    _swap_region."""
+    pass 2 by parts (the reader left them unconverted)."""
     assert set(range(REGIONS_FROM, FRAMES)) <= set(capture.regions), capture.regions
 
 

@@ -1,7 +1,7 @@
 """A phone clip stored sideways (display rotation 90, 180 or 270) rendered to h264: its decoded
-pictures pass through to the encoder as an upright clip's do (io.passthrough), the pastes
+pictures pass through to the encoder as an upright clip's do (io.video.passthrough), the pastes
 turned back to the stored orientation, and pass 2 converts only the stored box of each face
-(io.frame_regions). The encoder gets the decoded planes outside the pasted samples and the
+(io.video.frame). The encoder gets the decoded planes outside the pasted samples and the
 whole-frame path's (every frame turned back and converted whole) inside them; region frames
 give the same planes as whole-frame reading; the output keeps the display rotation and reads
 back upright. The clip's frames are tests/integration/test_render_regions.py's (no face, one,
@@ -20,11 +20,12 @@ import av
 import numpy as np
 import pytest
 
-from facefuse.io import video_write
-from facefuse.io.orientation import turned_size
-from facefuse.io.video import VideoSource
-from facefuse.io.yuv import PLANAR_8BIT, bgr_to_picture, picture_planes
-from facefuse.shot import outputs, render
+from facefuse.io.video import DecodedFrame, VideoSource
+from facefuse.io.video import write as video_write
+from facefuse.io.video.orientation import turned_size
+from facefuse.io.video.yuv import PLANAR_8BIT, picture_planes
+from facefuse.io.video.yuv_write import bgr_to_picture
+from facefuse.shot import render
 from facefuse.shot.render import render as render_shot
 from tests import media_factory
 from tests.integration.test_render_passthrough import _whole as whole_of
@@ -38,7 +39,7 @@ from tests.integration.test_render_regions import (
     _request,
 )
 from tests.media_factory import read_marker
-from tests.render_media import face_photo
+from tests.render_media import arrays, face_photo
 
 _BT709, _LIMITED = 1, 1
 
@@ -74,7 +75,7 @@ class Capture:
         self.pasted: list[np.ndarray] = []
         self.whole: list[list[np.ndarray]] = []
         self.regions: list[int] = []
-        compose, swap_region = video_write.compose, render._swap_region
+        compose, timed = video_write.compose, render._timed
 
         def composing(picture: Any, frame: Any, pasted: Any, target: Any, *rest: Any) -> Any:
             out = compose(picture, frame, pasted, target, *rest)
@@ -89,12 +90,14 @@ class Capture:
             self.whole.append(picture_planes(today))
             return out
 
-        def swapping(pipeline: Any, item: Any, *rest: Any) -> Any:
-            self.regions.append(item[0])
-            return swap_region(pipeline, item, *rest)
+        def reading(*args: Any) -> Any:  # the frames left for pass 2 to convert by parts
+            for number, frame, ms in timed(*args):
+                if getattr(frame, "by_parts", False):
+                    self.regions.append(number)
+                yield number, frame, ms
 
         patched.setattr(video_write, "compose", composing)
-        patched.setattr(render, "_swap_region", swapping)
+        patched.setattr(render, "_timed", reading)
 
 
 def _render(monkeypatch: pytest.MonkeyPatch, request: Any, how: str) -> Capture:
@@ -102,7 +105,7 @@ def _render(monkeypatch: pytest.MonkeyPatch, request: Any, how: str) -> Capture:
     converts whole frames, the writer still passes pictures through)."""
     with monkeypatch.context() as patched:
         if how != "regions":
-            patched.setattr(outputs.VideoWriter, "takes_regions", property(lambda _: False))
+            patched.setattr(DecodedFrame, "by_parts", property(lambda _: False))
         capture = Capture(patched)
         summary = render_shot(request, lambda _report: None)
     assert summary.swapped == FRAMES - len(NO_FACE) and not summary.failed
@@ -162,8 +165,8 @@ def test_a_rotated_clip_passes_through_exact_outside_and_whole_frame_inside(
     with VideoSource(out) as source, VideoSource(clip) as original:
         assert source.info.rotation_deg == rotation  # the display matrix is kept
         assert (source.info.width, source.info.height) == SIZE
-        for (number, frame), (_, before) in zip(source.read(range(1, FRAMES + 1)),
-                                                original.read(range(1, FRAMES + 1)),
+        for (number, frame), (_, before) in zip(arrays(source.read(range(1, FRAMES + 1))),
+                                                arrays(original.read(range(1, FRAMES + 1))),
                                                 strict=True):
             assert isinstance(frame, np.ndarray) and frame.shape == (SIZE[1], SIZE[0], 3)
             assert read_marker(frame) == number - 1  # upright

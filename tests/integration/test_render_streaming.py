@@ -29,7 +29,7 @@ from facefuse.shot.request import FrameReport, PhaseProgress, RenderRequest, Ren
 from tests import media_factory
 from tests.integration import farm_helpers
 from tests.integration.render_helpers import read_bgr
-from tests.render_media import decode_video, face_photo, render_request, stray_files
+from tests.render_media import arrays, decode_video, face_photo, render_request, stray_files
 
 FRAMES = 40
 RATE = Fraction(8)
@@ -225,12 +225,12 @@ def test_an_analysis_read_and_a_frame_read_run_at_once(shot: Shot) -> None:
     results: dict[str, list[int]] = {}
     with VideoSource(shot.clip) as source:
         def analysis() -> None:
-            results["analysis"] = [n for n, picture in source.read_analysis(range(1, FRAMES + 1), None)
+            results["analysis"] = [n for n, picture in arrays(source.read(range(1, FRAMES + 1)))
                                    if np.array_equal(picture, reference[n - 1])]
 
         worker = threading.Thread(target=analysis)
         worker.start()
-        results["frames"] = [n for n, frame in source.read(range(1, FRAMES + 1, 2))
+        results["frames"] = [n for n, frame in arrays(source.read(range(1, FRAMES + 1, 2)))
                              if np.array_equal(frame, reference[n - 1])]
         worker.join()
     assert results == {"analysis": list(range(1, FRAMES + 1)),

@@ -16,7 +16,7 @@ import pytest
 
 from facefuse.errors import InputError
 from facefuse.io import plates, video
-from facefuse.io.video_common import PRESETS, check_encoder_options
+from facefuse.io.video.common import PRESETS, check_encoder_options
 from tests.render_media import read_plate_oiio
 
 WIDTH, HEIGHT = 64, 48

@@ -1,4 +1,4 @@
-"""io.orientation: a box, a mask and the pixels around a paste found in the other orientation
+"""io.video.orientation: a box, a mask and the pixels around a paste found in the other orientation
 agree with np.rot90 of the whole frame, for all four turns and odd sizes and positions."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from facefuse.io.orientation import (
+from facefuse.io.video.orientation import (
     stored_parts,
     turned,
     turned_box,

@@ -22,6 +22,7 @@ from facefuse.io.video import VideoSource
 from facefuse.shot.inputs import open_input
 from tests import media_factory
 from tests.media_factory import marked_frame, read_marker
+from tests.render_media import arrays
 
 UPRIGHT = (320, 240)  # (width, height) players show
 FRAMES = 4
@@ -54,7 +55,7 @@ def test_frames_arrive_upright_with_the_rotation_reported(tmp_path: Path, codec:
     path = sideways_clip(tmp_path / f"phone{suffix}", rotation, codec)
     with VideoSource(path) as source:
         info = source.info
-        frames = list(source.read(range(1, FRAMES + 1)))
+        frames = list(arrays(source.read(range(1, FRAMES + 1))))
     assert (info.width, info.height, info.rotation_deg) == (*UPRIGHT, reported)
     assert len(frames) == FRAMES
     for number, frame in frames:
@@ -70,7 +71,7 @@ def test_video_timing_carries_the_rotation_for_a_video_output(tmp_path: Path) ->
     try:
         timing = shot.video_timing(shot.frame_numbers[1:3])
         assert timing.source is not None and timing.source.rotation_deg == 270
-        _, frame = next(iter(shot.read([2])))
+        _, frame = next(arrays(shot.read([2])))
         assert isinstance(frame, np.ndarray)
         # what a video output stores: the input's stored picture, under the same display matrix
         turns = timing.source.rotation_deg // 90

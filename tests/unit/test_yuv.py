@@ -1,4 +1,4 @@
-"""io.yuv: the matrix each tag names, rounded as the float64 formula rounds; the reader's chroma
+"""io.video.yuv: the matrix each tag names, rounded as the float64 formula rounds; the reader's chroma
 upsampling next to swscale's (its own checks: test_yuv_chroma.py); the writer keeps swscale's
 subsampling."""
 
@@ -10,9 +10,10 @@ import av
 import numpy as np
 import pytest
 
-from facefuse.io import yuv
-from facefuse.io.video_read import VideoInfo, VideoSource
-from facefuse.io.video_write import VideoSink
+from facefuse.io.video import yuv, yuv_write
+from facefuse.io.video.read import VideoInfo, VideoSource
+from facefuse.io.video.write import VideoSink
+from tests.render_media import arrays
 
 TAGS = (1, 2, 4, 5, 6, 7, 9)  # BT.709, unspecified, FCC, BT.470BG, SMPTE 170M, 240M, BT.2020
 NEAR_TIE = 1e-4  # float32 may round the other way only this close to a half level
@@ -90,7 +91,7 @@ def test_full_range_follows_the_yuvj_format_and_the_range_tag() -> None:
 @pytest.mark.parametrize("fmt", ["yuv420p", "yuv422p", "yuvj420p", "nv12"])
 def test_centred_chroma_upsampling_matches_swscales_bilinear(fmt: str) -> None:
     """swscale upsamples (as PyAV calls it) bilinearly with chroma centred between luma
-    columns: at that siting io.yuv's conversion is a level or two off it on noise (swscale's
+    columns: at that siting io.video.yuv's conversion is a level or two off it on noise (swscale's
     fixed point), while the MPEG-2 siting the reader uses for H.264 is tens of levels off there
     (a quarter chroma sample's shift; tests/unit/test_yuv_chroma.py checks each siting against
     its float64 formula)."""
@@ -106,15 +107,15 @@ def test_centred_chroma_upsampling_matches_swscales_bilinear(fmt: str) -> None:
 
 
 def test_other_pictures_are_left_to_swscale() -> None:
-    deep = av.VideoFrame(16, 16, "yuv420p10le")  # 10-bit limited range: io.yuv's (test_yuv_deep)
+    deep = av.VideoFrame(16, 16, "yuv420p10le")  # 10-bit limited range: io.video.yuv's (test_yuv_deep)
     deep.color_range = 2
     assert yuv.picture_to_bgr(deep) is None  # 10-bit full range
     assert yuv.picture_to_bgr(av.VideoFrame(16, 16, "yuv444p12le")) is None
     assert yuv.picture_to_bgr(av.VideoFrame(16, 16, "rgb24")) is None
     assert yuv.picture_to_bgr(_picture(_planes(1, (16, 16)), "yuv444p", 8, 1)) is None
     bgra = np.zeros((16, 16, 4), np.uint8)
-    assert yuv.bgr_to_picture(bgra, "yuv420p", 1, False) is None
-    assert yuv.bgr_to_picture(bgra[..., :3].copy(), "yuv410p", 1, False) is None
+    assert yuv_write.bgr_to_picture(bgra, "yuv420p", 1, False) is None
+    assert yuv_write.bgr_to_picture(bgra[..., :3].copy(), "yuv410p", 1, False) is None
 
 
 @pytest.mark.parametrize(("tag", "full"), [(1, False), (6, True)])  # h264 and mjpeg's
@@ -129,7 +130,7 @@ def test_the_writer_matrix_is_correctly_rounded(tag: int, full: bool) -> None:
     chroma = ((b - luma) / (2 * (1 - kb)), (r - luma) / (2 * (1 - kr)))
     y_scale, c_scale, y_zero = (255, 255, 0) if full else (219, 224, 16)
     reference = [y_zero + y_scale * luma, *(128 + c_scale * c for c in chroma)]
-    for plane, expected in zip(yuv.bgr_to_yuv444(bgr, matrix), reference, strict=True):
+    for plane, expected in zip(yuv_write.bgr_to_yuv444(bgr, matrix), reference, strict=True):
         _check_rounding(plane, expected)
 
 
@@ -141,21 +142,21 @@ def test_ten_bit_targets_take_deep_frames_at_four_times_the_levels() -> None:
     assert matrix is not None
     coefficients = matrix.from_bgr()
     exact = 4 * (deep.astype(np.float64) / 257 @ coefficients[:, :3].T + coefficients[:, 3])
-    for k, plane in enumerate(yuv.bgr_to_yuv444(deep, matrix, bits=10)):
+    for k, plane in enumerate(yuv_write.bgr_to_yuv444(deep, matrix, bits=10)):
         assert plane.dtype == np.uint16
         _check_rounding(plane, exact[..., k], top=1023)
-    picture = yuv.bgr_to_picture(deep, "yuv422p10le", 1, False)
+    picture = yuv_write.bgr_to_picture(deep, "yuv422p10le", 1, False)
     assert picture is not None and picture.format.name == "yuv422p10le"
     luma = np.frombuffer(picture.planes[0], "<u2").reshape(64, -1)[:, :96]
-    np.testing.assert_array_equal(luma, yuv.bgr_to_yuv444(deep, matrix, bits=10)[0])
+    np.testing.assert_array_equal(luma, yuv_write.bgr_to_yuv444(deep, matrix, bits=10)[0])
     # an 8-bit frame (an 8-bit clip written to ProRes) takes the same path, rounded to 10 bits
     eight = (deep // 257).astype(np.uint8)
-    picture = yuv.bgr_to_picture(eight, "yuv422p10le", 1, False)
+    picture = yuv_write.bgr_to_picture(eight, "yuv422p10le", 1, False)
     assert picture is not None
     luma = np.frombuffer(picture.planes[0], "<u2").reshape(64, -1)[:, :96]
     exact = 4 * (eight.astype(np.float64) @ coefficients[:, :3].T + coefficients[:, 3])
     _check_rounding(luma, exact[..., 0], top=1023)
-    assert yuv.bgr_to_picture(deep.astype(np.float32), "yuv422p10le", 1, False) is None
+    assert yuv_write.bgr_to_picture(deep.astype(np.float32), "yuv422p10le", 1, False) is None
 
 
 def _cosited(plane: np.ndarray, down: int) -> np.ndarray:
@@ -181,12 +182,12 @@ def test_the_writer_subsamples_chroma_at_the_mpeg2_siting_and_tags_the_picture(
     bgr = rng.integers(0, 256, (*size, 3), np.uint8)
     if bits == 10:
         bgr = bgr.astype(np.uint16) * 257 + rng.integers(0, 257, bgr.shape).astype(np.uint16)
-    picture = yuv.bgr_to_picture(bgr, fmt, 1, False)
+    picture = yuv_write.bgr_to_picture(bgr, fmt, 1, False)
     assert picture is not None and picture.format.name == fmt
     assert (picture.colorspace, picture.color_range) == (1, 1)
     matrix = yuv.matrix_for(1, 1, "yuv444p")
     assert matrix is not None
-    full = yuv.bgr_to_yuv444(bgr, matrix, bits)
+    full = yuv_write.bgr_to_yuv444(bgr, matrix, bits)
     dtype = "<u2" if bits == 10 else np.uint8
     got = [np.frombuffer(plane, dtype).reshape(plane.height, -1)[:, :plane.width]
            for plane in picture.planes]
@@ -208,7 +209,7 @@ def test_read_and_write_cycles_keep_the_chroma_where_it_was() -> None:
     for _ in range(5):
         bgr = yuv.picture_to_bgr(picture)
         assert bgr is not None
-        picture = yuv.bgr_to_picture(bgr, "yuv420p", 1, False)
+        picture = yuv_write.bgr_to_picture(bgr, "yuv420p", 1, False)
     inner = (slice(4, -4), slice(4, -4))
     drift = [np.abs(plane[inner].astype(int) - start[inner])
              for plane, start in zip(yuv.picture_planes(picture)[1:], (cb, cr), strict=True)]
@@ -217,7 +218,7 @@ def test_read_and_write_cycles_keep_the_chroma_where_it_was() -> None:
 
 
 def test_a_lossless_h264_round_trip_carries_the_writers_levels(tmp_path: Path) -> None:
-    """crf 0 is lossless in YUV: the file holds exactly the levels io.yuv computed, and the
+    """crf 0 is lossless in YUV: the file holds exactly the levels io.video.yuv computed, and the
     reader turns them back with its own matrix."""
     rng = np.random.default_rng(6)
     frames = [rng.integers(0, 256, (64, 96, 3), np.uint8) for _ in range(2)]
@@ -231,18 +232,18 @@ def test_a_lossless_h264_round_trip_carries_the_writers_levels(tmp_path: Path) -
     with av.open(str(tmp_path / "out.mp4")) as container:
         stored = [picture for picture in container.decode(video=0)]
     for frame, picture in zip(frames, stored, strict=True):
-        expected = yuv.bgr_to_picture(frame, "yuv420p", 1, False)
+        expected = yuv_write.bgr_to_picture(frame, "yuv420p", 1, False)
         assert expected is not None
         for got, want in zip(yuv.picture_planes(picture), yuv.picture_planes(expected),
                              strict=True):
             np.testing.assert_array_equal(got, want)
     with VideoSource(tmp_path / "out.mp4") as source:
-        for (_, frame), picture in zip(source.read([1, 2]), stored, strict=True):
+        for (_, frame), picture in zip(arrays(source.read([1, 2])), stored, strict=True):
             np.testing.assert_array_equal(frame, yuv.picture_to_bgr(picture))
 
 
 def test_a_yuvj_target_is_tagged_full_range_as_it_is_converted() -> None:
     grey = np.full((16, 16, 3), 200, np.uint8)
-    picture = yuv.bgr_to_picture(grey, "yuvj420p", 1, False)  # yuvj: full range regardless
+    picture = yuv_write.bgr_to_picture(grey, "yuvj420p", 1, False)  # yuvj: full range regardless
     assert picture is not None and picture.color_range == 2
     assert int(yuv.picture_planes(picture)[0][0, 0]) == 200  # full-range luma of grey 200

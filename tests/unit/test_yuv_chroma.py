@@ -1,4 +1,4 @@
-"""io.yuv's chroma upsampling: bilinear at the stream's siting, edges repeated, exactly the float64
+"""io.video.yuv's chroma upsampling: bilinear at the stream's siting, edges repeated, exactly the float64
 formula rounded once (but for float32 ties), and a box converted on its own bit-identical to the
 same box of the whole picture."""
 
@@ -8,7 +8,7 @@ import av
 import numpy as np
 import pytest
 
-from facefuse.io import yuv
+from facefuse.io.video import yuv
 from tests.unit.test_yuv import _check_rounding
 
 LAYOUTS = {"4:2:0": (2, 2), "4:2:2": (2, 1)}

@@ -1,4 +1,4 @@
-"""io.yuv's 10-bit reader: planar 10-bit limited-range YUV (4:2:0, 4:2:2, 4:4:4) to BGR uint16 at
+"""io.video.yuv's 10-bit reader: planar 10-bit limited-range YUV (4:2:0, 4:2:2, 4:4:4) to BGR uint16 at
 16-bit scale is the float64 formula (Y' = (Y - 64) * 65535/876, Cb' = (Cb - 512) * 65535/896,
 chroma upsampled bilinearly at the siting) rounded once, but for float32 ties; a box converts
 bit-identically to the same box of the whole picture; Y 940 is 65535 and Y 64 is 0 (swscale's
@@ -10,7 +10,7 @@ import av
 import numpy as np
 import pytest
 
-from facefuse.io import yuv
+from facefuse.io.video import yuv, yuv_write
 from tests.unit.test_yuv import _check_rounding
 from tests.unit.test_yuv_chroma import _linear, _random_planes
 
@@ -36,7 +36,7 @@ def _exact_chroma(plane: np.ndarray, planes: yuv.YuvPlanes) -> np.ndarray:
 
 
 def _exact_bgr16(planes: yuv.YuvPlanes) -> np.ndarray:
-    """The formula of the module docstring in float64, written out (not io.yuv's matrix)."""
+    """The formula of the module docstring in float64, written out (not io.video.yuv's matrix)."""
     kr, kb = planes.matrix.kr, planes.matrix.kb
     kg = 1.0 - kr - kb
     luma = (planes.y.astype(np.float64) - 64.0) * 65535.0 / 876.0
@@ -105,11 +105,11 @@ def test_the_writer_s_10_bit_levels_read_back_to_the_same_samples() -> None:
     rng = np.random.default_rng(8)
     bgr = rng.integers(0, 65536, (32, 48, 3)).astype(np.uint16)
     bgr[:8] = 65535
-    picture = yuv.bgr_to_picture(bgr, "yuv444p10le", 1, False)
+    picture = yuv_write.bgr_to_picture(bgr, "yuv444p10le", 1, False)
     assert picture is not None
     back = yuv.picture_to_bgr(picture)
     assert back is not None and np.all(back[:8] == 65535)
-    again = yuv.bgr_to_picture(back, "yuv444p10le", 1, False)
+    again = yuv_write.bgr_to_picture(back, "yuv444p10le", 1, False)
     for first, second in zip(yuv.picture_planes(picture), yuv.picture_planes(again), strict=True):
         np.testing.assert_array_equal(first, second)
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..errors import ExitCode, InputError
 from ..io.sequences import parse_frame_range
-from ..io.video_common import VIDEO_CODECS
+from ..io.video.common import VIDEO_CODECS
 from ..shot.request import RenderRequest, RenderSummary
 from ..timing import INFERENCE, INFERENCE_BUSY, SESSIONS, RenderTimings, StageStats, TimingReport
 from .options import engine_options, settings_from_args

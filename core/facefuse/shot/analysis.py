@@ -41,11 +41,11 @@ log = logging.getLogger(__name__)
 Detections = Mapping[int, tuple[Face, ...]]
 DEFAULT_RATE_HZ = 24.0  # image sequences carry no rate; smoothing assumes film rate
 # What an analysis cache entry holds: 1 detections and embeddings, 2 also the frames' cut
-# signatures, 3 the same from pictures whose 4:2:x chroma io.yuv upsamples itself (before:
+# signatures, 3 the same from pictures whose 4:2:x chroma io.video.yuv upsamples itself (before:
 # swscale), so detections and embeddings differ slightly; 4 the same, but a clip stored
 # sideways (display rotation) is analysed from its pictures shrunk as stored and turned upright
 # (before: converted whole and turned); 5 10-bit planar pictures analysed from a small picture
-# swscale shrinks from their planes and io.yuv's regions (before: swscale's whole bgr48
+# swscale shrinks from their planes and io.video.yuv's regions (before: swscale's whole bgr48
 # conversion). Part of the key, so entries written by another version are never read.
 ANALYSIS_VERSION = 5
 # How plan_targets decides what to swap: 1 tracks over the whole range and the largest track;

@@ -30,7 +30,7 @@ from typing import Any, NoReturn
 from ..config import Settings, Tunable, tunable_options
 from ..errors import InputError
 from ..io.sequences import parse_chunk, parse_frame_range
-from ..io.video_common import CRF_RANGE, DEFAULT_CRF, DEFAULT_PRESET, VIDEO_CODECS
+from ..io.video.common import CRF_RANGE, DEFAULT_CRF, DEFAULT_PRESET, VIDEO_CODECS
 from ..runtime.providers import parse_providers
 from .request import PROVENANCE_MODES, RenderRequest
 

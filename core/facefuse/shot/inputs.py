@@ -9,27 +9,21 @@ Frames are numbered as the input numbers them: a sequence by its file names (a s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Protocol
 
-import numpy as np
-
 from ..cache.hashes import HashMemo, content_sha256
 from ..errors import InputError
 from ..io import plates, sequences, video
-from ..io.analysis_pictures import AnalysisPicture
 from ..io.files import check_regular_file
-from ..io.frame_regions import PendingFrame
-from ..io.passthrough import DecodedPicture
-from ..io.video import DecodeFailure
+from ..io.video import DecodedFrame, DecodeFailure, Frame
 from ..runtime.threads import thread_budget
 from ..timing import StageClock
 
-FrameOrFailure = np.ndarray | DecodeFailure
-AnalysisItem = AnalysisPicture | np.ndarray | DecodeFailure
+FrameOrFailure = Frame | DecodeFailure
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,27 +63,11 @@ class ShotInput(Protocol):
 
     def read(self, numbers: Iterable[int], clock: StageClock | None = None
              ) -> Iterator[tuple[int, FrameOrFailure]]:
-        """Frames by number; `clock` (optional) gets each frame's "decode" (and, for videos,
-        "colour": the conversion to BGR) milliseconds. Each frame is a writable array of its
-        own (a repeated number included): the caller may modify it."""
-        ...
-
-    def read_decoded(self, numbers: Iterable[int], clock: StageClock | None = None,
-                     pending: Callable[[], bool] | None = None
-                     ) -> Iterator[tuple[int, FrameOrFailure | PendingFrame,
-                                         DecodedPicture | None]]:
-        """As read(), with the decoded picture each frame was made from where there is one
-        (8-bit planar YUV video: see io.passthrough), for a writer that encodes it. pending:
-        while it says True, frames the reader can leave unconverted come as
-        io.frame_regions.PendingFrame (see VideoSource.read_decoded)."""
-        ...
-
-    def read_analysis(self, numbers: Iterable[int], max_side_px: int | None,
-                      clock: StageClock | None = None) -> Iterator[tuple[int, AnalysisItem]]:
-        """As read(), for shot analysis: pictures may come as AnalysisPicture (small for a
-        detector of max_side_px, full size only where faces are) instead of frames (never when
-        max_side_px is None: full frames, for colour-managed shots). An analysis read may run
-        on one thread while a read() runs on another (they decode separately)."""
+        """Frames by number, each an io.video.frame.DecodedFrame (converted when asked) or a
+        DecodeFailure; `clock` (optional) gets each frame's "decode" (and, where the reader
+        converts at once, "colour") milliseconds. Each frame is an object of its own (a
+        repeated number included): the caller may paste into its conversions. Reads may run
+        on several threads at once (they decode separately)."""
         ...
 
     def content_sha256(self, memo: HashMemo) -> str: ...
@@ -128,17 +106,7 @@ class SequenceInput:
             except InputError as exc:
                 yield number, DecodeFailure(str(exc))
                 continue
-            yield number, frame
-
-    def read_decoded(self, numbers: Iterable[int], clock: StageClock | None = None,
-                     pending: Callable[[], bool] | None = None
-                     ) -> Iterator[tuple[int, FrameOrFailure | PendingFrame,
-                                         DecodedPicture | None]]:
-        return ((number, frame, None) for number, frame in self.read(numbers, clock))
-
-    def read_analysis(self, numbers: Iterable[int], max_side_px: int | None,
-                      clock: StageClock | None = None) -> Iterator[tuple[int, AnalysisItem]]:
-        return self.read(numbers, clock)  # plates are read whole
+            yield number, DecodedFrame.of_array(frame)
 
     def content_sha256(self, memo: HashMemo) -> str:
         return content_sha256([self.frame_files[n] for n in self.frame_numbers], memo)
@@ -177,16 +145,6 @@ class VideoInput:
              ) -> Iterator[tuple[int, FrameOrFailure]]:
         return self.source.read(numbers, clock)
 
-    def read_decoded(self, numbers: Iterable[int], clock: StageClock | None = None,
-                     pending: Callable[[], bool] | None = None
-                     ) -> Iterator[tuple[int, FrameOrFailure | PendingFrame,
-                                         DecodedPicture | None]]:
-        return self.source.read_decoded(numbers, clock, pending)
-
-    def read_analysis(self, numbers: Iterable[int], max_side_px: int | None,
-                      clock: StageClock | None = None) -> Iterator[tuple[int, AnalysisItem]]:
-        return self.source.read_analysis(numbers, max_side_px, clock)
-
     def content_sha256(self, memo: HashMemo) -> str:
         return content_sha256([self.path], memo)
 
@@ -216,7 +174,7 @@ def open_input(spec: str, start_number: int = 1, conform_vfr: bool = False,
 
     A file is a video input whatever its extension when FFmpeg decodes a video stream from it
     (GIF, WebM, AVI, ...); anything else gets one sentence naming its format and what to convert
-    it to (see video_common.open_input)."""
+    it to (see io.video.common.open_input)."""
     if sequences.is_frame_pattern(spec):
         return SequenceInput(sequences.FramePattern.parse(spec))
     path = Path(spec)

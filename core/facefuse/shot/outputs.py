@@ -32,10 +32,9 @@ from ..color import ColourConverter, display_to_linear, linear_output_converter
 from ..errors import InputError
 from ..geometry import DisplayConversion, to_model_range
 from ..io import files, plates, sequences, video
-from ..io.frame_regions import FrameRegion
-from ..io.passthrough import DecodedPicture
-from ..io.video_common import check_encoder_options
-from ..io.video_write import check_container
+from ..io.video import Frame
+from ..io.video.common import check_encoder_options
+from ..io.video.encoders import check_container
 from ..runtime.threads import thread_budget
 from ..types import Pasted
 from .inputs import ShotInput
@@ -52,48 +51,27 @@ WRITE_WORKERS = 3
 class Processed:
     """What pass 2 hands from inference to the writer for one frame (frame None: failed).
 
-    frame: the frame, or where the writer takes regions (FrameWriter.takes_regions) a
-    FrameRegion: only the part around the pastes converted (whole_frame() gives the rest).
-    picture: the decoded picture the frame was made from, for a writer that takes pictures
-    (FrameWriter.takes_pictures; else None); pasted: where faces were pasted into the frame
-    (see types.Pasted). Both are counted by the byte-bounded queues (streaming.payload_bytes).
-    matte: the frame's (a region's: whole-frame size too).
+    frame: the frame as read (io.video.frame), with the faces pasted into its conversions;
+    pasted: where they were pasted (see types.Pasted), which a video writer passing decoded
+    planes through converts alone. The frame is counted by the byte-bounded queues
+    (streaming.payload_bytes). matte: the whole frame's blend mask (None: nothing pasted).
     """
 
     number: int
-    frame: np.ndarray | FrameRegion | None
+    frame: Frame | None
     matte: np.ndarray | None
     faces: int
     ms: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     error: str = ""
-    picture: DecodedPicture | None = None
     pasted: tuple[Pasted, ...] = ()
 
 
 class FrameWriter(Protocol):
-    @property
-    def takes_pictures(self) -> bool:
-        """Whether write() uses Processed.picture now (render reads pictures while it does;
-        it may turn False once, at the first frame, never back)."""
-        ...
-
-    @property
-    def takes_regions(self) -> bool:
-        """Whether write() now takes a FrameRegion for Processed.frame as cheaply as a frame
-        (render then converts only the boxes it swaps; a region is always taken, converted
-        whole where needed)."""
-        ...
-
     def finished(self, number: int, fingerprint: str) -> bool: ...
 
     def write(self, item: Processed, metadata: Mapping[str, str]) -> list[Processed]: ...
 
     def finish(self, complete: bool) -> list[Processed]: ...
-
-
-def whole_frame(frame: np.ndarray | FrameRegion) -> np.ndarray:
-    """The whole frame of a Processed.frame (a region's converted whole: see FrameRegion)."""
-    return frame.whole() if isinstance(frame, FrameRegion) else frame
 
 
 def matte_frame(matte: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
@@ -103,14 +81,17 @@ def matte_frame(matte: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
     return np.repeat(matte[..., None], 3, axis=2)
 
 
-def patch_frame(frame: np.ndarray | FrameRegion, matte: np.ndarray | None) -> np.ndarray:
+def patch_frame(frame: np.ndarray | Frame, matte: np.ndarray | None) -> np.ndarray:
     """The swapped face alone, premultiplied float32 BGRA: colour * matte, alpha = matte
-    (of a region: zero outside its box, where its matte is)."""
-    if isinstance(frame, FrameRegion):
+    (of a frame converted only in part: zero outside that part, where its matte is)."""
+    if not isinstance(frame, np.ndarray):
+        part = frame.converted()
+        if part is not None and part.whole:
+            return patch_frame(part.pixels, matte)
         patch = np.zeros((*frame.shape[:2], 4), np.float32)
-        if matte is not None and not frame.box.empty:
-            rows, cols = frame.box.slices()
-            patch[rows, cols] = patch_frame(frame.pixels, matte[rows, cols])
+        if matte is not None and part is not None:
+            rows, cols = part.box.slices()
+            patch[rows, cols] = patch_frame(part.pixels, matte[rows, cols])
         return patch
     alpha = matte if matte is not None else np.zeros(frame.shape[:2], np.float32)
     colour = to_model_range(frame[..., :3]) / np.float32(255.0)
@@ -193,7 +174,7 @@ class _Extras:
     def finished(self, number: int, fingerprint: str) -> bool:
         return all(out.finished(number, fingerprint) for out in self.outputs)
 
-    def write(self, item: Processed, frame: np.ndarray | FrameRegion,
+    def write(self, item: Processed, frame: np.ndarray | Frame,
               metadata: Mapping[str, str]) -> None:
         if self.matte is not None:
             self.matte.write(item.number, matte_frame(item.matte, frame.shape), metadata)
@@ -221,14 +202,6 @@ class SequenceWriter:
     def outputs(self) -> tuple[SequenceOutput, ...]:
         return (self.main, *self.extras.outputs)
 
-    @property
-    def takes_pictures(self) -> bool:
-        return False
-
-    @property
-    def takes_regions(self) -> bool:
-        return False
-
     def finished(self, number: int, fingerprint: str) -> bool:
         return self.main.finished(number, fingerprint) and self.extras.finished(number,
                                                                                 fingerprint)
@@ -246,7 +219,7 @@ class SequenceWriter:
         """Write the frame's files; the milliseconds it took."""
         assert item.frame is not None
         start = time.perf_counter()
-        whole = whole_frame(item.frame)
+        whole = item.frame.to_ndarray()
         frame = whole if self.linear is None else display_to_linear(whole, self.linear)
         self.main.write(item.number, frame, metadata)
         self.extras.write(item, frame, metadata)  # the patch holds what the main output holds
@@ -274,8 +247,8 @@ class VideoWriter:
 
     A frame that failed to decode is replaced by the previous frame (leading failures by the
     first good frame) so picture, audio and timecode stay in step; the run still ends with an
-    error. Where the encoder takes the decoded picture's own format, the frames' decoded
-    pictures go to it with only the pasted faces converted (io.passthrough)."""
+    error. The sink decides whether the frames' decoded planes go to the encoder with only the
+    pasted faces converted (io.video.passthrough)."""
 
     def __init__(self, path: Path, request: RenderRequest, shot: ShotInput,
                  numbers: Sequence[int], extras: _Extras,
@@ -285,22 +258,6 @@ class VideoWriter:
         self.sink: video.VideoSink | None = None
         self.last: Processed | None = None  # the last good frame, the stand-in for failures
         self.leading_failures = 0
-
-    @property
-    def takes_pictures(self) -> bool:
-        """Until the first frame is written: unless colour-transformed (then frames are
-        converted whole); then as long as its picture passed through (the conditions hold for
-        the whole stream), so a refused render stops carrying pictures after one frame."""
-        if self.colour is not None:
-            return False
-        return self.sink is None or self.sink.passes_through is not False
-
-    @property
-    def takes_regions(self) -> bool:
-        """Once the stream passes decoded pictures through (the first frame decided): the
-        encoder then reads a frame's BGR only around its pastes."""
-        return (self.colour is None and self.sink is not None
-                and self.sink.passes_through is True)
 
     def finished(self, number: int, fingerprint: str) -> bool:
         return False
@@ -312,7 +269,7 @@ class VideoWriter:
             self.leading_failures += 1
         else:
             if self.sink is None:
-                self.sink = self._open(whole_frame(good.frame), metadata)
+                self.sink = self._open(good.frame.shape, metadata)
             for _ in range(1 + self.leading_failures):
                 self._write_frame(self.sink, good)
             self.leading_failures = 0
@@ -323,14 +280,13 @@ class VideoWriter:
         return [_with_encode_ms(item, (time.perf_counter() - start) * 1000.0)]
 
     def _write_frame(self, sink: video.VideoSink, item: Processed) -> None:
-        """Encode the item's frame; a region as such while the stream passes through."""
+        """Encode the item's frame (the sink decides whether its decoded planes pass
+        through); a colour-managed one as the video shows it, converted whole."""
         assert item.frame is not None
-        frame = item.frame
-        if isinstance(frame, FrameRegion) and item.picture is not None and self.takes_regions:
-            sink.write_region(frame, item.picture, item.pasted)
-            return
-        sink.write(self._display(whole_frame(frame)), item.picture, item.pasted,
-                   colour_transform=self.colour is not None)
+        if self.colour is None:
+            sink.write(item.frame, item.pasted)
+        else:
+            sink.write(self._display(item.frame.to_ndarray()), colour_transform=True)
 
     def _display(self, frame: np.ndarray) -> np.ndarray:
         """The frame as the video shows it: display-encoded when the plate is scene-referred."""
@@ -347,11 +303,12 @@ class VideoWriter:
                 self.sink.abort()
         return []
 
-    def _open(self, frame: np.ndarray, metadata: Mapping[str, str]) -> video.VideoSink:
+    def _open(self, shape: tuple[int, int, int], metadata: Mapping[str, str]
+              ) -> video.VideoSink:
         files.make_folder(self.path.parent)
         timing = self.shot.video_timing(self.numbers)
         info = _video_info(self.path, timing.source, timing.rate or self.request.rate
-                           or DEFAULT_SEQUENCE_RATE, len(self.numbers), frame, timing.timecode)
+                           or DEFAULT_SEQUENCE_RATE, len(self.numbers), shape, timing.timecode)
         audio = timing.audio
         request = self.request
         threads = thread_budget(request.settings.threads).encode
@@ -370,14 +327,14 @@ def _with_encode_ms(item: Processed, ms: float) -> Processed:
 
 
 def _video_info(path: Path, source: video.VideoInfo | None, rate: Fraction, count: int,
-                frame: np.ndarray, timecode: str | None) -> video.VideoInfo:
-    """The output stream: the source video's, resized to the frames, or a new one."""
-    height, width = frame.shape[:2]
+                shape: tuple[int, int, int], timecode: str | None) -> video.VideoInfo:
+    """The output stream: the source video's, resized to the frames (`shape`), or a new one."""
+    height, width = shape[:2]
     if source is not None:
         return dataclasses.replace(source, width=width, height=height, timecode=timecode)
     return video.VideoInfo(path=path, frame_count=count, rate=rate, width=width,
                            height=height, codec="", pixel_format="", bit_depth=8,
-                           has_alpha=frame.shape[2] == 4, timecode=timecode, audio_streams=0,
+                           has_alpha=shape[2] == 4, timecode=timecode, audio_streams=0,
                            duration_s=float(count / rate), variable_frame_rate=False)
 
 

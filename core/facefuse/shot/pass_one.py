@@ -5,12 +5,22 @@ one) and cached when complete.
 The analysis is handed out as an early_plan.AnalysisFeed: complete before pass 2 starts, or,
 when frames must be analysed and the selector's decisions are local (a horizon), growing on a
 thread of its own that holds the lock while pass 2 runs. Either way the frames are analysed by
-the one loop below, a frame at a time, each handed to the feed as soon as it is done.
+the one loop of `PassOne`, a frame at a time, each handed to the feed as soon as it is done.
+
+One frame (`FrameAnalysis`): the detector gets the frame's small picture where it has one
+(io.video.frame.DecodedFrame.small: shrunk by swscale straight from the decoded planes; never
+for colour-managed shots, which are detected on the whole frame in display colour), and each
+recogniser crop is cut from its face's region alone (frame.region of the crop's footprint,
+converted at full resolution), which saves converting the rest and never makes a full-size BGR
+frame (25 MB at 4K). The crops are those a warp of the full conversion gives
+(geometry.warp_crop with origin_xy: bit for bit with OpenCV 4). All faces of a frame are
+embedded in one run.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import ExitStack, closing
@@ -22,13 +32,19 @@ import numpy as np
 
 from ..cache.locking import FileLock, LockWaitCancelled
 from ..config import Settings
-from ..geometry import DisplayConversion
-from ..io.analysis_pictures import AnalysisPicture
+from ..geometry import (
+    DisplayConversion,
+    frame_to_crop_matrix,
+    invert_affine,
+    scale_face,
+    transform_points,
+    warp_crop,
+)
+from ..io.video import DecodeFailure, Frame
 from ..pipeline import Pipeline
 from ..timing import RenderTimings, StageClock
-from ..types import Face
+from ..types import Face, Roi
 from .analysis import AnalysisCache, AnalysisKey, ShotAnalysis, analyse_frame, missing_frames
-from .analysis_pass import FrameAnalysis
 from .early_plan import AnalysisFeed
 from .frames import FramePlan
 from .inputs import ShotInput
@@ -38,6 +54,68 @@ from .streaming import prefetch
 log = logging.getLogger(__name__)
 
 ANALYSIS_LOCK_STALE_S = 120.0
+CROP_MARGIN_PX = 4  # around a crop's footprint: bilinear sampling reads one pixel beyond it
+
+
+class FrameAnalysis:
+    """Detect and embed the faces of one frame at a time with one pipeline (one thread).
+
+    colour: the shot's conversion to display space (None: display-referred already; then the
+    detector gets the frame's small picture where it has one). clock: gets "detect", "embed"
+    and the "colour" of the face regions.
+    """
+
+    def __init__(self, pipeline: Pipeline, colour: DisplayConversion | None,
+                 clock: StageClock) -> None:
+        self.pipeline, self.colour, self.clock = pipeline, colour, clock
+        self.side = max(pipeline.models.detector().input_size) if colour is None else None
+
+    def picture(self, frame: Frame) -> np.ndarray:
+        """What detection sees of `frame` (and what its cut signature is taken from): its small
+        picture, else the whole frame."""
+        small = frame.small(self.side) if self.side is not None else None
+        return small.pixels if small is not None else frame.to_ndarray()
+
+    def faces(self, frame: Frame) -> tuple[Face, ...]:
+        """The faces of a frame with their embeddings, in frame pixels, best first."""
+        small = frame.small(self.side) if self.side is not None else None
+        if small is None:
+            whole = frame.to_ndarray()
+            with self.clock.measure("detect"):
+                faces = self.pipeline.detect(whole, self.colour)
+            with self.clock.measure("embed"):
+                return self.pipeline.embed_faces(whole, faces, self.colour)
+        with self.clock.measure("detect"):
+            found = self.pipeline.detect(small.pixels)
+            back = (1.0 / small.scale_xy[0], 1.0 / small.scale_xy[1])
+            faces = tuple(scale_face(face, back) for face in found)
+        if not faces:
+            return ()
+        spec = self.pipeline.models.load("recogniser").family.crop_spec()
+        crops = []
+        for face in faces:
+            with self.clock.measure("colour"):
+                # None: the crop lies wholly outside the frame; it then sees black, as it
+                # would in a frame black outside the faces
+                region = frame.region(self.crop_box(face))
+                pixels, origin = ((region.pixels, region.part.origin_xy) if region is not None
+                                  else (np.zeros((1, 1, 3), np.uint8), (0, 0)))
+            with self.clock.measure("embed"):
+                crops.append(warp_crop(pixels, face.kps5, *spec, origin_xy=origin))
+        with self.clock.measure("embed"):
+            return self.pipeline.embed_crops(faces, crops)
+
+    def crop_box(self, face: Face) -> Roi:
+        """The frame pixels the recogniser's crop of `face` reads (its corners mapped back,
+        plus a margin)."""
+        template, size_px = self.pipeline.models.load("recogniser").family.crop_spec()
+        crop_to_frame = invert_affine(frame_to_crop_matrix(face.kps5, template, size_px))
+        corners = np.array([[0, 0], [size_px, 0], [0, size_px], [size_px, size_px]], np.float64)
+        points = transform_points(corners, crop_to_frame)
+        low, high = points.min(axis=0), points.max(axis=0)
+        return Roi(math.floor(low[0]) - CROP_MARGIN_PX, math.floor(low[1]) - CROP_MARGIN_PX,
+                   math.ceil(high[0]) + CROP_MARGIN_PX + 1,
+                   math.ceil(high[1]) + CROP_MARGIN_PX + 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,17 +250,17 @@ class PassOne:
         analysis = FrameAnalysis(pipeline, self.colour, clock)
         rendered = set(self.frames.rendered)
         read_ms: dict[int, Mapping[str, float]] = {}
-        current: list[Any] = [None]  # the picture whose frame analyse_frame is handed
+        current: list[Any] = [None]  # the frame whose picture analyse_frame is handed
         found: dict[int, tuple[Face, ...]] = {}
         signatures: dict[int, Any] = {}
 
         def frames() -> Generator[tuple[int, Any], None, None]:
             # Decoding runs ahead on a worker thread, overlapping detection.
-            with closing(prefetch(self._pictures(pipeline, missing))) as read:
-                for number, picture, ms in read:
-                    read_ms[number], current[0] = ms, picture
-                    yield number, (picture.small if isinstance(picture, AnalysisPicture)
-                                   else picture)
+            with closing(prefetch(self._frames(analysis, missing))) as read:
+                for number, frame, ms in read:
+                    read_ms[number], current[0] = ms, frame
+                    yield number, (frame if isinstance(frame, DecodeFailure)
+                                   else analysis.picture(frame))
 
         def analyse(_frame: np.ndarray) -> tuple[Face, ...]:
             lock.refresh()
@@ -211,14 +289,17 @@ class PassOne:
                     feed.add(part, (number,))
         return ShotAnalysis(found, signatures)
 
-    def _pictures(self, pipeline: Pipeline, numbers: Sequence[int]
-                  ) -> Iterator[tuple[int, Any, Mapping[str, float]]]:
-        """The pictures pass 1 analyses, with their decode and colour times: small ones where
-        the input allows (see io.analysis_pictures), full frames for colour-managed shots."""
+    def _frames(self, analysis: FrameAnalysis, numbers: Sequence[int]
+                ) -> Iterator[tuple[int, Frame | DecodeFailure, Mapping[str, float]]]:
+        """The frames pass 1 analyses, each with the picture detection sees made here (on the
+        prefetch thread, ahead of detection: its small picture where the frame has one, see
+        FrameAnalysis.picture), and their decode and colour times."""
         clock = StageClock()
-        side = max(pipeline.models.detector().input_size) if self.colour is None else None
-        for number, picture in self.shot.read_analysis(numbers, side, clock):
-            yield number, picture, clock.take()
+        for number, frame in self.shot.read(numbers, clock):
+            if not isinstance(frame, DecodeFailure):
+                with clock.measure("colour"):
+                    analysis.picture(frame)
+            yield number, frame, clock.take()
 
 
 def _saved(entry: _CacheEntry, cached: ShotAnalysis, new: ShotAnalysis) -> ShotAnalysis:

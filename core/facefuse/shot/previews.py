@@ -40,6 +40,7 @@ from ..errors import InputError, NoFaceError
 from ..geometry import DisplayConversion
 from ..io.files import atomic_write_bytes
 from ..io.images import decode_image, encode_image, read_image_bytes
+from ..io.video import DecodeFailure
 from ..pipeline import Pipeline
 from ..selection import largest_face
 from ..types import Face
@@ -183,10 +184,10 @@ def _frame(request: RenderRequest, number: int
             raise InputError(f"frame {number} is not in {shot.label}, which has frames "
                              f"{first}-{last}")
         _, frame = next(iter(shot.read([number])))
-        if not isinstance(frame, np.ndarray):
+        if isinstance(frame, DecodeFailure):
             raise InputError(f"frame {number} of {shot.label} cannot be decoded: {frame.reason}")
         colour, _ = input_conversion(request.colorspace, shot.suffix, shot.pixel_type)
-        yield frame, colour
+        yield frame.to_ndarray(), colour
     finally:
         shot.close()
 

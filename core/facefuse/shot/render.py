@@ -33,15 +33,13 @@ import numpy as np
 
 from ..cache.hashes import HashMemo
 from ..color import input_conversion
-from ..io.frame_regions import FrameRegion, PendingFrame, converted_box
-from ..io.passthrough import DecodedPicture
-from ..io.video import DecodeFailure
-from ..io.yuv import READER_VERSION
+from ..io.video import DecodeFailure, Frame
+from ..io.video.yuv import READER_VERSION
 from ..models.manifest import ROLES
 from ..pipeline import Pipeline
 from ..runtime.memory import returning_freed_memory
 from ..timing import RenderTimings, StageClock
-from ..types import Face, FrameResult, SourceIdentity
+from ..types import Face, SourceIdentity
 from . import provenance
 from .analysis import (
     ANALYSIS_VERSION,
@@ -69,9 +67,9 @@ from .streaming import stream
 
 log = logging.getLogger(__name__)
 
-# What pass 2's reader hands to inference: number, frame (or failure), decoded picture, the
-# read's stage milliseconds and the frame's targets.
-_Read = tuple[int, Any, DecodedPicture | None, Mapping[str, float], tuple[Face, ...]]
+# What pass 2's reader hands to inference: number, frame (or failure), the read's stage
+# milliseconds and the frame's targets.
+_Read = tuple[int, Any, Mapping[str, float], tuple[Face, ...]]
 
 
 def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
@@ -300,21 +298,17 @@ class RenderJob:
         failed_here: list[int] = []
 
         def process(item: _Read) -> Processed:
-            number, frame, picture, read_ms, targets = item
+            number, frame, read_ms, targets = item
             if isinstance(frame, DecodeFailure):
                 failed_here.append(number)
                 if fail_fast:
                     work.halt.set()  # a reader waiting on pass 1 gives up at once
                 return Processed(number, None, None, 0, read_ms, frame.reason)
-            if isinstance(frame, PendingFrame):
-                return _swap_region(pipeline, (number, frame, picture, read_ms, targets),
-                                    identity, wants_matte)
             # the frame is this pass's own (see _timed): paste into it, matte only if written
-            result = pipeline.swap_faces(frame, identity, targets, colour,
-                                         in_place=True, matte=wants_matte)
-            return Processed(number, result.frame, result.matte, len(result.swapped),
+            result = pipeline.swap_frame(frame, identity, targets, colour, matte=wants_matte)
+            return Processed(number, frame, result.matte, len(result.swapped),
                              MappingProxyType({**read_ms, **result.timings_ms}),
-                             picture=picture, pasted=result.pasted)
+                             pasted=result.pasted)
 
         def sink(item: Processed) -> None:
             self._settle(self.writer.write(item, metadata))
@@ -344,11 +338,10 @@ class RenderJob:
     def _planned(self, plan: EarlyPlan, numbers: Sequence[int]) -> Iterator[_Read]:
         """The frames (see _timed) with their targets, each once its targets are final (the
         reader thread waits for the analysis here; AnalysisStopped when they will not be)."""
-        writer = self.writer
-        for number, frame, picture, ms in _timed(self.shot, numbers, writer):
+        for number, frame, ms in _timed(self.shot, numbers):
             targets = plan.targets(number)
             self.found[number] = plan.feed.found(number)
-            yield number, frame, picture if writer.takes_pictures else None, ms, targets
+            yield number, frame, ms, targets
 
 
 class _PassTwo:
@@ -394,55 +387,14 @@ class _PassTwo:
             raise self.pass_one_error
 
 
-def _timed(shot: ShotInput, numbers: Sequence[int], writer: FrameWriter
-           ) -> Iterator[tuple[int, Any, DecodedPicture | None, Mapping[str, float]]]:
-    """The frames, with the decoded picture of each where the writer takes pictures (and the
-    input has one; else None), and the milliseconds each took to decode (and convert to
-    BGR: "colour"); each frame is an array of its own (see VideoSource.read), which pass 2
-    pastes into, or while the writer takes regions an io.frame_regions.PendingFrame, which
-    pass 2 converts only where it swaps (_swap_region)."""
+def _timed(shot: ShotInput, numbers: Sequence[int]
+           ) -> Iterator[tuple[int, Frame | DecodeFailure, Mapping[str, float]]]:
+    """The frames, with the milliseconds each took to decode (and, where the reader converts
+    at once, to convert: "colour"); each frame is an object of its own (see
+    VideoSource.read), which pass 2 pastes into and hands to the writer."""
     clock = StageClock()
-    if not writer.takes_pictures:
-        for number, frame in shot.read(numbers, clock):
-            yield number, frame, None, clock.take()
-        return
-
-    def regions() -> bool:  # asked per frame, by the reader
-        return writer.takes_regions
-
-    for number, got, picture in shot.read_decoded(numbers, clock, regions):
-        yield number, got, picture, clock.take()
-
-
-def _swap_region(pipeline: Pipeline, item: _Read, identity: SourceIdentity,
-                 matte: bool) -> Processed:
-    """Swap a frame the reader left unconverted: only the box the swap reads and writes (and
-    the writer reads around it: io.frame_regions.converted_box) is converted, timed as
-    "colour"; a frame without targets is not converted at all. The targets and the pastes
-    stay in frame pixels; the matte (when written) is the whole frame's."""
-    number, frame, picture, read_ms, targets = item
-    footprint = pipeline.swap_footprint(targets, frame.width, frame.height)
-    clock = StageClock()
-    if footprint is None:  # no targets (or none inside the frame: swapped, nothing pasted)
-        region = frame.empty_region()
-        result = FrameResult(region.pixels, tuple(targets), tuple(targets), None)
-    else:
-        with clock.measure("colour"):
-            region = frame.region(converted_box(footprint, frame.width, frame.height))
-        result = pipeline.swap_faces(region.pixels, identity, targets, None, clock=clock,
-                                     in_place=True, matte=matte, part=region.part)
-    return Processed(number, region, _whole_matte(result.matte, region),
-                     len(result.swapped), MappingProxyType({**read_ms, **result.timings_ms}),
-                     picture=picture, pasted=result.pasted)
-
-
-def _whole_matte(matte: np.ndarray | None, region: FrameRegion) -> np.ndarray | None:
-    """A region's matte placed in a whole-frame one (zero outside the region)."""
-    if matte is None:
-        return None
-    whole = np.zeros(region.shape[:2], np.float32)
-    whole[region.box.slices()] = matte
-    return whole
+    for number, frame in shot.read(numbers, clock):
+        yield number, frame, clock.take()
 
 
 def _ignore(_report: FrameReport | PhaseProgress) -> None:

@@ -105,7 +105,7 @@ def source_frames(clip: Path) -> list[np.ndarray]:
     output frame must equal its source frame exactly."""
     shot = open_input(str(clip))
     try:
-        return [frame for _, frame in shot.read(shot.frame_numbers)]
+        return [frame.to_ndarray() for _, frame in shot.read(shot.frame_numbers)]  # type: ignore[union-attr]
     finally:
         shot.close()
 

@@ -1,6 +1,8 @@
-"""io.passthrough: decoded planes go to the encoder with only the pasted samples replaced, equal
-to the whole-frame conversion there and to the decoded planes everywhere else; and the one
-function that refuses a picture for each condition it cannot pass through."""
+"""io.video.passthrough: decoded planes (8-bit, and 10-bit planar YUV: ProRes 422 / 4444, DNxHR
+444, HEVC Main10, uint16 planes) go to the encoder with only the pasted samples replaced, equal
+to the whole-frame conversion there (bgr_to_picture's; BGR uint16 frames for 10-bit) and to the
+decoded planes everywhere else; and the one function that refuses a picture for each condition
+it cannot pass through."""
 
 from __future__ import annotations
 
@@ -10,11 +12,13 @@ import cv2
 import numpy as np
 import pytest
 
-from facefuse.io.passthrough import DecodedPicture, EncoderTarget, compose, refusal
-from facefuse.io.yuv import PLANAR_8BIT, bgr_to_picture, picture_planes
+from facefuse.io.video.passthrough import DecodedPicture, EncoderTarget, compose, refusal
+from facefuse.io.video.yuv import PLANAR, PLANAR_10BIT, picture_planes
+from facefuse.io.video.yuv_write import bgr_to_picture
 from facefuse.types import Pasted, Roi
 
-_BT709, _BT601, _UNSPECIFIED, _LIMITED, _FULL = 1, 6, 2, 1, 2
+_BT709, _BT601, _BT2020, _UNSPECIFIED, _LIMITED, _FULL = 1, 6, 9, 2, 1, 2
+DEEP = sorted(PLANAR_10BIT)
 
 
 def _picture(bgr: np.ndarray, fmt: str, colorspace: int = _BT709) -> DecodedPicture:
@@ -34,13 +38,19 @@ def _target(picture: DecodedPicture, **changes: object) -> EncoderTarget:
     return EncoderTarget(**fields)  # type: ignore[arg-type]
 
 
-def _scene(height: int = 96, width: int = 128, seed: int = 0) -> np.ndarray:
-    """A smooth picture with noise (so every chroma filter tap matters)."""
+def _scene(height: int = 96, width: int = 128, seed: int = 0, bits: int = 8) -> np.ndarray:
+    """A smooth picture with noise (so every chroma filter tap matters): BGR uint8, or for
+    `bits` 10 BGR uint16 with fine noise (every 10-bit level counts)."""
     rng = np.random.default_rng(seed)
-    base = cv2.resize(rng.integers(0, 256, (height // 8, width // 8, 3), dtype=np.uint8),
+    dtype, top, spread = (np.uint16, 65535, 3000) if bits == 10 else (np.uint8, 255, 12)
+    base = cv2.resize(rng.integers(0, top + 1, (height // 8, width // 8, 3), dtype=dtype),
                       (width, height), interpolation=cv2.INTER_LINEAR)
-    noise = rng.integers(-12, 13, base.shape)
-    return np.clip(base.astype(int) + noise, 0, 255).astype(np.uint8)
+    noise = rng.integers(-spread, spread + 1, base.shape)
+    return np.clip(base.astype(int) + noise, 0, top).astype(dtype)
+
+
+def _bits(fmt: str) -> int:
+    return 10 if fmt in PLANAR_10BIT else 8
 
 
 def _paste(frame: np.ndarray, roi: Roi, seed: int) -> Pasted:
@@ -66,14 +76,14 @@ def _changed(pasted: list[Pasted], shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _footprints(changed: np.ndarray, fmt: str) -> np.ndarray:
-    sx, sy = PLANAR_8BIT[fmt]
+    sx, sy = PLANAR[fmt]
     h, w = changed.shape
     return changed.reshape(h // sy, sy, w // sx, sx).any(axis=(1, 3))
 
 
-@pytest.mark.parametrize("fmt", ["yuv420p", "yuvj420p", "yuv422p", "yuv444p"])
+@pytest.mark.parametrize("fmt", ["yuv420p", "yuvj420p", "yuv422p", "yuv444p", *DEEP])
 def test_only_pasted_samples_change_and_they_equal_the_whole_frame_conversion(fmt: str) -> None:
-    decoded_bgr = _scene()
+    decoded_bgr = _scene(bits=_bits(fmt))
     picture = _picture(decoded_bgr, fmt)
     before = [plane.copy() for plane in picture.planes]
     frame = decoded_bgr.copy()
@@ -82,10 +92,14 @@ def test_only_pasted_samples_change_and_they_equal_the_whole_frame_conversion(fm
     pasted = [_paste(frame, Roi(0, 0, 37, 41), 1), _paste(frame, Roi(21, 15, 69, 63), 2),
               _paste(frame, Roi(97, 71, 128, 96), 3)]
     target = _target(picture)
-    out = picture_planes(compose(picture, frame, pasted, target))
+    composed = compose(picture, frame, pasted, target)
+    assert composed.format.name == fmt
+    out = picture_planes(composed)
     whole = picture_planes(bgr_to_picture(frame, fmt, _BT709, fmt.startswith("yuvj")))
     changed = _changed(pasted, frame.shape)
     for index, (got, decoded, today) in enumerate(zip(out, before, whole, strict=True)):
+        if _bits(fmt) == 10:
+            assert got.dtype == np.dtype("<u2") and got.max() <= 1023
         inside = changed if index == 0 else _footprints(changed, fmt)
         np.testing.assert_array_equal(got[~inside], decoded[~inside])  # the decoded input
         np.testing.assert_array_equal(got[inside], today[inside])  # measured: 0 values differ
@@ -114,7 +128,7 @@ def test_a_turned_picture_takes_its_upright_pastes_turned_back(turns: int, part:
     target = _target(picture, turns=turns)
     assert refusal(picture, target, frame) is None
     given, origin = frame, (0, 0)
-    if part:  # only the part around the pastes converted (io.frame_regions)
+    if part:  # only the part around the pastes converted (io.video.frame)
         given, origin = frame[1:, :].copy(), (0, 1)
         pasted = pasted[1:]
     out = picture_planes(compose(picture, given, pasted, target, origin))
@@ -130,9 +144,10 @@ def test_a_turned_picture_takes_its_upright_pastes_turned_back(turns: int, part:
         np.testing.assert_array_equal(plane, original)
 
 
-def test_a_frame_without_pastes_is_a_copy_of_the_decoded_planes() -> None:
-    bgr = _scene()
-    picture = _picture(bgr, "yuv420p")
+@pytest.mark.parametrize("fmt", ["yuv420p", "yuv420p10le"])
+def test_a_frame_without_pastes_is_a_copy_of_the_decoded_planes(fmt: str) -> None:
+    bgr = _scene(bits=_bits(fmt))
+    picture = _picture(bgr, fmt)
     composed = compose(picture, bgr, (), _target(picture))
     out = picture_planes(composed)
     for got, decoded in zip(out, picture.planes, strict=True):
@@ -141,9 +156,10 @@ def test_a_frame_without_pastes_is_a_copy_of_the_decoded_planes() -> None:
     assert (composed.colorspace, composed.color_range) == (_BT709, _LIMITED)
 
 
-def test_it_counts_its_planes_for_the_queues() -> None:
-    picture = _picture(_scene(), "yuv420p")
-    assert picture.nbytes == 96 * 128 * 3 // 2
+@pytest.mark.parametrize("fmt", ["yuv420p", "yuv420p10le"])
+def test_it_counts_its_planes_for_the_queues(fmt: str) -> None:
+    picture = _picture(_scene(bits=_bits(fmt)), fmt)
+    assert picture.nbytes == 96 * 128 * 3 // 2 * (2 if _bits(fmt) == 10 else 1)
 
 
 def test_the_same_picture_and_target_pass() -> None:
@@ -231,7 +247,7 @@ def test_jpeg_siting_does_not_matter_without_subsampling() -> None:
 def test_the_reader_marks_the_pictures_of_a_jpeg_family_codec_centred(tmp_path: Path) -> None:
     import av
 
-    from facefuse.io.video_read import VideoSource
+    from facefuse.io.video.read import VideoSource
 
     for codec, suffix in (("mjpeg", ".avi"), ("libx264", ".mp4")):
         path = tmp_path / f"clip{suffix}"
@@ -246,16 +262,72 @@ def test_the_reader_marks_the_pictures_of_a_jpeg_family_codec_centred(tmp_path: 
                 container.mux(stream.encode(frame.reformat(format=stream.pix_fmt)))
             container.mux(stream.encode(None))
         with VideoSource(path) as source:
-            (_, _, decoded), *_ = source.read_decoded([1, 2])
+            (_, frame), *_ = source.read([1, 2])
+            decoded = frame.planes()  # type: ignore[union-attr]
         assert decoded is not None and decoded.centred == (codec == "mjpeg")
 
 
-def test_the_queues_count_the_picture_and_the_pasted_masks() -> None:
+def test_the_queues_count_the_frame_and_the_pasted_masks() -> None:
+    from facefuse.io.video import DecodedFrame
     from facefuse.shot.outputs import Processed
     from facefuse.shot.streaming import payload_bytes
 
     bgr = _scene()
-    picture = _picture(bgr, "yuv420p")
     pasted = (Pasted(Roi(0, 0, 10, 20), np.ones((20, 10), np.float32)),)
-    item = Processed(1, bgr, None, 1, picture=picture, pasted=pasted)
-    assert payload_bytes(item) == bgr.nbytes + picture.nbytes + 20 * 10 * 4
+    item = Processed(1, DecodedFrame.of_array(bgr), None, 1, pasted=pasted)
+    assert payload_bytes(item) == bgr.nbytes + 20 * 10 * 4
+
+
+def test_padded_rows_are_read_and_written_as_samples() -> None:
+    """A width whose rows the decoder pads (line_size past the samples): the views hold the
+    samples only, and a composed frame copies them all."""
+    bgr = _scene(height=40, width=200, bits=10)  # 200 * 2 bytes: padded to FFmpeg's row alignment
+    frame = bgr_to_picture(bgr, "yuv422p10le", _BT709, False)
+    assert any(p.line_size > 2 * p.width for p in frame.planes)
+    picture = _picture(bgr, "yuv422p10le")
+    assert [plane.shape for plane in picture.planes] == [(40, 200), (40, 100), (40, 100)]
+    for got, decoded in zip(picture_planes(compose(picture, bgr, (), _target(picture))),
+                            picture.planes, strict=True):
+        np.testing.assert_array_equal(got, decoded)
+        assert not np.shares_memory(got, decoded)
+
+
+@pytest.mark.parametrize("fmt", DEEP)
+def test_the_same_10_bit_picture_and_target_pass(fmt: str) -> None:
+    bgr = _scene(bits=10)
+    for colorspace in (_BT709, _BT601, _BT2020):  # a matrix io.video.yuv converts, tagged alike
+        picture = _picture(bgr, fmt, colorspace)
+        assert refusal(picture, _target(picture), bgr) is None
+
+
+@pytest.mark.parametrize(("case", "words"), [
+    ("8-bit output", "not the encoder's yuv422p"), ("4:2:0 output", "yuv420p10le"),
+    ("8-bit frame", "not 16-bit BGR"), ("alpha", "not 16-bit BGR"),
+    ("matrix", "another matrix"), ("untagged", "another matrix"),
+    ("full range", "full-range"), ("odd", "odd size"),
+])
+def test_each_10_bit_condition_it_cannot_pass_through_is_refused(case: str, words: str) -> None:
+    bgr = _scene(bits=10)
+    picture = _picture(bgr, "yuv422p10le")
+    target, frame = _target(picture), bgr
+    if case == "8-bit output":  # dnxhr_hq of a 10-bit source
+        target = _target(picture, pixel_format="yuv422p")
+    elif case == "4:2:0 output":  # deep h265 of a 4:2:2 source
+        target = _target(picture, pixel_format="yuv420p10le")
+    elif case == "8-bit frame":
+        frame = np.rint(bgr / 257).astype(np.uint8)
+    elif case == "alpha":
+        frame = np.dstack([bgr, bgr[..., :1]])
+    elif case == "matrix":  # a BT.601 source to a writer that tags BT.709
+        picture = DecodedPicture(picture.planes, "yuv422p10le", _BT601, _LIMITED)
+    elif case == "untagged":  # read as BT.601 by swscale
+        picture = DecodedPicture(picture.planes, "yuv422p10le", 2, 0)
+    elif case == "full range":
+        picture = DecodedPicture(picture.planes, "yuv422p10le", _BT709, _FULL)
+        target = _target(picture)
+    elif case == "odd":
+        planes = (np.zeros((96, 125), "<u2"), *[np.zeros((96, 63), "<u2")] * 2)
+        picture = DecodedPicture(planes, "yuv422p10le", _BT709, _LIMITED)
+        target, frame = _target(picture), np.zeros((96, 125, 3), np.uint16)
+    reason = refusal(picture, target, frame)
+    assert reason is not None and words in reason, reason

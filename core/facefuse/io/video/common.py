@@ -9,7 +9,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import InputError
+from ...errors import InputError
 
 VIDEO_EXTENSIONS = frozenset({".mov", ".mp4", ".mkv", ".avi", ".mxf", ".webm", ".m4v"})
 VIDEO_CODECS = ("h264", "h265", "prores_422", "prores_4444", "dnxhr_hq", "dnxhr_444", "mjpeg",

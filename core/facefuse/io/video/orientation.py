@@ -1,9 +1,9 @@
 """Boxes, masks and pixels between a video's stored orientation and the upright one.
 
 A phone clip stores its pictures sideways and asks players to turn them (a display rotation):
-the reader delivers ``np.rot90(stored, turns)`` (io.video_read) and a video writer stores
-``np.rot90(upright, -turns)`` again (io.video_write). Where only part of a frame is converted
-(a face box: io.frame_regions, io.passthrough), the part is found in the other orientation
+a frame converts to ``np.rot90(stored, turns)`` (io.video.frame) and a video writer stores
+``np.rot90(upright, -turns)`` again (io.video.write). Where only part of a frame is converted
+(a face box: io.video.frame, io.video.passthrough), the part is found in the other orientation
 with these functions, which agree with np.rot90 of the whole frame pixel for pixel.
 
 Convention: `turns` counts quarter turns counter-clockwise, as np.rot90's `k` (any integer;
@@ -18,7 +18,7 @@ from types import MappingProxyType
 import cv2
 import numpy as np
 
-from ..types import Pasted, Roi
+from ...types import Pasted, Roi
 
 # np.rot90's counter-clockwise quarter turns as OpenCV's rotations
 _CV_ROTATIONS = MappingProxyType({1: cv2.ROTATE_90_COUNTERCLOCKWISE, 2: cv2.ROTATE_180,

@@ -1,11 +1,11 @@
 """Decoded pictures passed through to the encoder, with only the pasted faces written in.
 
-A video writer normally converts every whole BGR frame back to YUV (io.yuv.bgr_to_picture).
+A video writer normally converts every whole BGR frame back to YUV (io.video.yuv_write.bgr_to_picture).
 When the encoder takes the very format the decoder gave (8-bit or 10-bit planar YUV of the
 same size and bit depth, read and written with the same matrix and range), that is wasted work
 and a lossy round trip for every pixel the swap did not touch. Then the writer starts from a
 copy of the decoded planes (never the decoder's own buffers: they may be reference frames) and
-replaces only the samples a paste changed (io.yuv.paste_into_planes): everything else leaves
+replaces only the samples a paste changed (io.video.yuv_write.paste_into_planes): everything else leaves
 the encoder's input exactly as it was decoded, and a frame without a swapped face is the
 decoded picture as it is.
 
@@ -16,14 +16,14 @@ encoder's. Then the writer converts the whole frame as before.
 
 A picture the reader turned upright (a phone clip's display rotation) passes through like any
 other: the pastes lie in the upright frame, so each is turned back to the stored orientation
-with the pixels around it (io.orientation) before its samples are converted, and the samples
+with the pixels around it (io.video.orientation) before its samples are converted, and the samples
 equal those of the upright frame turned back and converted whole.
 
 10-bit pictures (yuv420p10le, yuv422p10le, yuv444p10le: HEVC Main10, ProRes 422, DNxHR 444)
 pass through as 8-bit ones do: their planes are little-endian uint16 views, the engine frame
-made from them is BGR uint16 (io.yuv's 10-bit reader: whole, or only around the faces as
-io.frame_regions converts it), and the pasted samples are io.yuv's 10-bit conversion of it, as
-bgr_to_picture's whole-frame one. Only limited range: io.yuv leaves 10-bit full range to
+made from them is BGR uint16 (io.video.yuv's 10-bit reader: whole, or only around the faces as
+io.video.frame converts it), and the pasted samples are io.video.yuv's 10-bit conversion of it, as
+bgr_to_picture's whole-frame one. Only limited range: io.video.yuv leaves 10-bit full range to
 swscale both ways.
 """
 
@@ -35,23 +35,17 @@ from typing import Any
 
 import numpy as np
 
-from ..types import Pasted
+from ...types import Pasted
 from .orientation import stored_parts, turned_size
-from .yuv import (
-    PASTE_REACH_PX,
-    PLANAR,
-    PLANAR_10BIT,
-    matrix_for,
-    paste_into_planes,
-    picture_planes,
-)
+from .yuv import PLANAR, PLANAR_10BIT, matrix_for, picture_planes
+from .yuv_write import PASTE_REACH_PX, paste_into_planes
 
 _RANGE_JPEG = 2  # AVColorRange: full range
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class DecodedPicture:
-    """One decoded planar YUV picture (io.yuv.PLANAR: 8-bit or 10-bit) as the decoder gave it
+    """One decoded planar YUV picture (io.video.yuv.PLANAR: 8-bit or 10-bit) as the decoder gave it
     (stored orientation).
 
     planes: read-only views of Y, Cb, Cr, uint8 (uint16 levels for a 10-bit format): Y
@@ -60,7 +54,7 @@ class DecodedPicture:
     colorspace, color_range: its AVColorSpace / AVColorRange tags. turns: the quarter turns the
     reader gave the frame made from it (0: the frame is the picture's own orientation).
     centred: its codec sites 4:2:x chroma midway between luma columns (the JPEG family,
-    io.yuv.chroma_centred) rather than on the even ones, as every subsampled writer does.
+    io.video.yuv.chroma_centred) rather than on the even ones, as every subsampled writer does.
     """
 
     planes: tuple[np.ndarray, ...]
@@ -99,7 +93,7 @@ class EncoderTarget:
 
 def decoded_picture(frame: Any, turns: int = 0, centred: bool = False) -> DecodedPicture | None:
     """The record of a decoded av.VideoFrame (views, no copy), or None when it is not 8-bit or
-    10-bit planar YUV (io.yuv.PLANAR) with top-down rows. turns, centred: see DecodedPicture."""
+    10-bit planar YUV (io.video.yuv.PLANAR) with top-down rows. turns, centred: see DecodedPicture."""
     name = frame.format.name
     if name not in PLANAR or any(p.line_size < 0 for p in frame.planes):
         return None
@@ -191,7 +185,7 @@ def compose(picture: DecodedPicture, frame: np.ndarray, pasted: Sequence[Pasted]
     uint16 for a 10-bit picture; the faces pasted in) as the whole-frame conversion would.
     Only for a `picture` that `refusal` lets through to `target`. origin_xy: where `frame`
     starts when it holds only the part of the frame around the pastes
-    (io.frame_regions.FrameRegion). `frame` and `pasted` are upright (`picture` turned by its
+    (io.video.frame.FrameRegion). `frame` and `pasted` are upright (`picture` turned by its
     turns); the planes are stored."""
     import av
 
@@ -216,6 +210,6 @@ def _stored(picture: DecodedPicture, frame: np.ndarray, pasted: Sequence[Pasted]
     """Each paste with the BGR it is converted from, in `picture`'s stored orientation: for a
     picture the reader turned upright, the pixels around the paste (as far as
     paste_into_planes reads) turned back and the paste's box and mask turned with them
-    (io.orientation); otherwise (`frame`, `origin_xy`, paste) as they are."""
+    (io.video.orientation); otherwise (`frame`, `origin_xy`, paste) as they are."""
     upright = turned_size(picture.width, picture.height, picture.turns)
     return stored_parts(frame, pasted, origin_xy, upright, picture.turns, PASTE_REACH_PX)
