@@ -150,7 +150,7 @@ def decode_video(path: Path, fmt: str = "bgr24") -> list[np.ndarray]:
     """Every picture of the first video stream in presentation order (PyAV, like VideoSource:
     8-bit YUV pictures to bgr24, and 10-bit limited-range planar ones to bgr48le, through
     io.video.yuv's chroma upsampling at the codec's siting and its matrix rounded once, which
-    tests/unit/test_yuv.py and test_yuv_deep.py check against the float64 formula; others
+    tests/unit/io/video/test_yuv*.py check against the float64 formula; others
     through 4:4:4 and swscale)."""
     with av.open(str(path)) as container:
         stream = container.streams.video[0]

@@ -1,8 +1,7 @@
-"""The writers' encoder settings: VideoSink's lossless codecs (rawvideo in .mov, ffv1 in .mkv)
-decode back bit-exactly at 8 and 16 bits and with alpha, x264/x265 take --crf and --preset (and
-nothing else does), and write_plate's compression choices for EXR and TIFF read back with that
-compression and the same pixels (the lossy EXR ones within a tolerance). Small generated frames,
-written and read back directly (PyAV and OIIO)."""
+"""io.video's encoder settings: VideoSink's lossless codecs (rawvideo in .mov, ffv1 in .mkv)
+decode back bit-exactly at 8 and 16 bits and with alpha, and x264/x265 take --crf and --preset
+(and nothing else does). Small generated frames, written and read back directly with PyAV (the
+plates' compression choices: tests/unit/io/test_plate_formats.py)."""
 
 from __future__ import annotations
 
@@ -15,9 +14,8 @@ import numpy as np
 import pytest
 
 from facefuse.errors import InputError
-from facefuse.io import plates, video
+from facefuse.io import video
 from facefuse.io.video.common import PRESETS, check_encoder_options
-from tests.render_media import read_plate_oiio
 
 WIDTH, HEIGHT = 64, 48
 
@@ -147,71 +145,3 @@ def test_every_preset_and_the_crf_bounds_are_accepted() -> None:
 
 
 # --- plate compression -------------------------------------------------------------------------
-
-EXR_LOSSLESS = ("none", "zip", "zips", "piz", "rle", "pxr24")  # pxr24 is exact for half
-EXR_LOSSY = ("b44", "b44a", "dwaa", "dwab")
-TIFF = ("none", "lzw", "zip")
-
-
-def _half_frame() -> np.ndarray:
-    rng = np.random.default_rng(3)
-    smooth = np.linspace(0.0, 1.5, WIDTH * HEIGHT * 3, dtype=np.float32).reshape(HEIGHT, WIDTH, 3)
-    noise = rng.normal(0.0, 0.01, smooth.shape).astype(np.float32)
-    return (smooth + noise).astype(np.float16).astype(np.float32)  # representable in half
-
-
-@pytest.mark.parametrize("name", EXR_LOSSLESS + EXR_LOSSY)
-def test_exr_compressions_read_back_with_their_name_and_pixels(tmp_path: Path,
-                                                               name: str) -> None:
-    frame = _half_frame()
-    path = tmp_path / "f.exr"
-    fmt = plates.with_compression(plates.plate_format_for(path, None, frame), name)
-    plates.check_compression(path, name)
-    plates.write_plate(path, frame, fmt)
-    pixels, spec = read_plate_oiio(path)
-    assert spec.getattribute("compression") == name
-    assert str(spec.format) == "half"
-    rgb = frame[..., ::-1]
-    if name in EXR_LOSSLESS:
-        np.testing.assert_array_equal(pixels, rgb)
-    else:
-        assert name in EXR_LOSSY
-        np.testing.assert_allclose(pixels, rgb, atol=0.06)
-
-
-@pytest.mark.parametrize("name", TIFF)
-@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
-def test_tiff_compressions_read_back_with_their_name_and_exact_pixels(tmp_path: Path,
-                                                                      name: str,
-                                                                      dtype: type) -> None:
-    frame = _frames(dtype, 3, count=1)[0]
-    path = tmp_path / "f.tif"
-    plates.check_compression(path, name)
-    fmt = plates.with_compression(plates.plate_format_for(path, None, frame), name)
-    plates.write_plate(path, frame, fmt)
-    pixels, spec = read_plate_oiio(path)
-    assert spec.getattribute("compression") == name
-    np.testing.assert_array_equal(pixels, frame[..., ::-1])
-
-
-def test_default_compression_is_zip_as_before(tmp_path: Path) -> None:
-    frame = _half_frame()
-    for name in ("f.exr", "f.tif"):
-        path = tmp_path / name
-        fmt = plates.with_compression(plates.plate_format_for(path, None, frame), None)
-        plates.write_plate(path, frame, fmt)
-        assert read_plate_oiio(path)[1].getattribute("compression") == "zip"
-
-
-@pytest.mark.parametrize(("name", "compression", "words"), [
-    ("f.png", "zip", "applies to EXR and TIFF sequences only"),
-    ("f.dpx", "none", "applies to EXR and TIFF sequences only"),
-    ("f.jpg", "none", "applies to EXR and TIFF sequences only"),
-    ("f.exr", "lzw", "not one openexr takes"),
-    ("f.tif", "dwaa", "not one tiff takes"),
-])
-def test_compression_refused_where_the_format_has_no_such_choice(name: str, compression: str,
-                                                                 words: str) -> None:
-    with pytest.raises(InputError, match=words) as caught:
-        plates.check_compression(Path(name), compression)
-    assert "\n" not in str(caught.value)

@@ -93,7 +93,7 @@ def test_centred_chroma_upsampling_matches_swscales_bilinear(fmt: str) -> None:
     """swscale upsamples (as PyAV calls it) bilinearly with chroma centred between luma
     columns: at that siting io.video.yuv's conversion is a level or two off it on noise (swscale's
     fixed point), while the MPEG-2 siting the reader uses for H.264 is tens of levels off there
-    (a quarter chroma sample's shift; tests/unit/test_yuv_chroma.py checks each siting against
+    (a quarter chroma sample's shift; test_yuv_chroma.py checks each siting against
     its float64 formula)."""
     rng = np.random.default_rng(3)
     bgr = rng.integers(0, 256, (64, 96, 3), np.uint8)

@@ -1,7 +1,7 @@
-"""io.video.yuv's 10-bit reader: planar 10-bit limited-range YUV (4:2:0, 4:2:2, 4:4:4) to BGR uint16 at
-16-bit scale is the float64 formula (Y' = (Y - 64) * 65535/876, Cb' = (Cb - 512) * 65535/896,
-chroma upsampled bilinearly at the siting) rounded once, but for float32 ties; a box converts
-bit-identically to the same box of the whole picture; Y 940 is 65535 and Y 64 is 0 (swscale's
+"""io.video.yuv's 10-bit reader: planar 10-bit limited-range YUV (4:2:0, 4:2:2, 4:4:4) to BGR
+uint16 at 16-bit scale is the float64 formula (Y' = (Y - 64) * 65535/876,
+Cb' = (Cb - 512) * 65535/896, chroma upsampled bilinearly at the siting) rounded once, but for
+float32 ties (a box on its own: test_yuv_chroma.py); Y 940 is 65535 and Y 64 is 0 (swscale's
 bgr48 gives 65283), so the writer's 10-bit matrix reads back unbiased."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from facefuse.io.video import yuv, yuv_write
-from tests.unit.test_yuv import _check_rounding
-from tests.unit.test_yuv_chroma import _linear, _random_planes
+from tests.unit.io.video.test_yuv import _check_rounding
+from tests.unit.io.video.test_yuv_chroma import _exact_upsampled, _random_planes
 
 LAYOUTS = {"4:2:0": (2, 2), "4:2:2": (2, 1), "4:4:4": (1, 1)}
 FORMATS = {"4:2:0": "yuv420p10le", "4:2:2": "yuv422p10le", "4:4:4": "yuv444p10le"}
@@ -22,25 +22,12 @@ MATRICES = (yuv.YuvMatrix(0.2126, 0.0722, False), yuv.YuvMatrix(0.299, 0.114, Fa
 NEAR_TIE_16 = 0.02
 
 
-def _exact_chroma(plane: np.ndarray, planes: yuv.YuvPlanes) -> np.ndarray:
-    """float64 chroma at every luma pixel (row i of 4:2:0 at luma row 2i + 1/2; column j at
-    luma column 2j, or 2j + 1/2 centred)."""
-    height, width = planes.y.shape
-    values = plane.astype(np.float64)
-    if planes.down == 2:
-        values = _linear(values, (np.arange(height) - 0.5) / 2, axis=0)
-    if planes.across == 2:
-        offset = 0.5 if planes.centred else 0.0
-        values = _linear(values, (np.arange(width) - offset) / 2, axis=1)
-    return values
-
-
 def _exact_bgr16(planes: yuv.YuvPlanes) -> np.ndarray:
     """The formula of the module docstring in float64, written out (not io.video.yuv's matrix)."""
     kr, kb = planes.matrix.kr, planes.matrix.kb
     kg = 1.0 - kr - kb
     luma = (planes.y.astype(np.float64) - 64.0) * 65535.0 / 876.0
-    cb, cr = ((_exact_chroma(p, planes) - 512.0) * 65535.0 / 896.0 for p in (planes.cb, planes.cr))
+    cb, cr = ((_exact_upsampled(p, planes) - 512.0) * 65535.0 / 896.0 for p in (planes.cb, planes.cr))
     return np.stack([luma + 2 * (1 - kb) * cb,
                      luma - (2 * kb * (1 - kb) * cb + 2 * kr * (1 - kr) * cr) / kg,
                      luma + 2 * (1 - kr) * cr], axis=-1)
@@ -55,24 +42,6 @@ def test_10_bit_planes_convert_as_the_float64_formula_rounded_once(layout: str,
         bgr = yuv.yuv_to_bgr(planes)
         assert bgr.shape == (75, 131, 3) and bgr.dtype == np.uint16 and bgr.flags.c_contiguous
         _check_rounding(bgr, _exact_bgr16(planes), top=65535, tie=NEAR_TIE_16)
-
-
-@pytest.mark.parametrize("layout", list(LAYOUTS))
-def test_a_10_bit_box_converts_bit_identically_to_the_same_box_of_the_whole(layout: str) -> None:
-    rng = np.random.default_rng(3)
-    for seed, matrix in enumerate(MATRICES[:2]):
-        planes = _random_planes(seed, (133, 150), layout, False, matrix, bits=10)
-        whole = yuv.yuv_to_bgr(planes)
-        height, width = planes.y.shape
-        boxes = [(0, 0, width, height), (0, 0, 1, 1), (width - 1, height - 1, width, height),
-                 (0, 5, 7, height), (width - 3, 0, width, 9)]
-        for _ in range(20):
-            (x0, x1), (y0, y1) = (np.sort(rng.choice(n + 1, 2, replace=False)).tolist()
-                                  for n in (width, height))
-            boxes.append((x0, y0, x1, y1))
-        for x0, y0, x1, y1 in boxes:
-            np.testing.assert_array_equal(yuv.yuv_to_bgr(planes, (x0, y0, x1, y1)),
-                                          whole[y0:y1, x0:x1], err_msg=f"{(x0, y0, x1, y1)}")
 
 
 def _picture(fmt: str, luma: np.ndarray, chroma: int = 512, colorspace: int = 1) -> av.VideoFrame:
