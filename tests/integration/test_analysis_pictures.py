@@ -1,6 +1,6 @@
-"""The analysis pass's small-picture path (io.video.frame's small() and region(), shot.pass_one) on video
-larger than the detector: it finds the faces the full conversion finds, the recogniser's crops
-come from real pixels, and a render through it changes nothing outside the face."""
+"""The analysis pass's small-picture path (io.video.frame's small() and region(), shot.pass_one) on
+video larger than the detector: it finds the faces the full conversion finds, the recogniser's
+crops come from real pixels, and a render through it changes nothing outside the face."""
 
 from __future__ import annotations
 
@@ -61,9 +61,11 @@ def test_face_regions_are_exactly_the_full_conversion_and_small_stays_close(
     with VideoSource(clip) as source:  # the reader's frame is that conversion
         np.testing.assert_array_equal(next(arrays(source.read([2])))[1], full)
     fmt = "bgr48le" if deep else "bgr24"
-    frame = DecodedFrame.of_picture(picture, fmt, centred=chroma_centred(codec))  # as the reader makes it
+    # as the reader makes it
+    frame = DecodedFrame.of_picture(picture, fmt, centred=chroma_centred(codec))
     small = frame.small(640)
-    assert small is not None and small.pixels.shape == (360, 640, 3) and small.scale_xy == (0.5, 0.5)
+    assert small is not None and small.pixels.shape == (360, 640, 3)
+    assert small.scale_xy == (0.5, 0.5)
     inside, clipped = frame.region(Roi(101, 51, 501, 401)), frame.region(Roi(1200, 700, 1400, 800))
     assert inside is not None and inside.part.origin_xy == (101, 51)
     np.testing.assert_array_equal(inside.pixels, full[51:401, 101:501])

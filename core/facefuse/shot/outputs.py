@@ -383,8 +383,9 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
             raise InputError(f"{video_path} needs a frame token for an image sequence "
                              "(name.####.exr) or a video extension (.mov, .mp4, .mkv)")
         if request.chunk is not None or request.chunk_frames is not None:
-            raise InputError("--chunk and --chunk-frames need an image-sequence output: a video is written in "
-                             "one pass (render a sequence on the farm, then encode it)")
+            raise InputError("--chunk and --chunk-frames need an image-sequence output: a video "
+                             "is written in one pass (render a sequence on the farm, then "
+                             "encode it)")
         if request.compression is not None:
             raise InputError("--compression applies to EXR and TIFF sequence outputs only; for "
                              "a video choose the codec (--codec rawvideo or ffv1 is lossless)")

@@ -14,10 +14,10 @@ Faces in a frame are numbered left to right by their box centre (`ordered_faces`
 faces_overlay draws are the indices reference_face takes.
 
 Every picture is an 8-bit PNG in display space (OpenCV channel order on disk is handled by the
-encoder), written atomically (temporary name, then rename) into `out_dir`: by default the
-cache's `previews` folder (CacheLayout.previews, under Settings.cache_dir). `pipeline` lets a host reuse
-one Pipeline and its loaded models across calls: it must be built from the same Settings and is
-left open; without one a Pipeline is built and closed per call.
+encoder), written atomically (temporary name, then rename) into `out_dir`: by default the cache's
+`previews` folder (CacheLayout.previews, under Settings.cache_dir). `pipeline` lets a host reuse one
+Pipeline and its loaded models across calls: it must be built from the same Settings and is left
+open; without one a Pipeline is built and closed per call.
 """
 
 from __future__ import annotations

@@ -51,7 +51,8 @@ def _same(a: Face, b: Face) -> bool:
 
 
 def test_pack_unpack_round_trip_keeps_frames_order_and_empties():
-    detections = {3: (_face(0, _unit(0)), _face(100, _unit(1), 0.6)), 4: (), 7: (_face(5, _unit(2)),)}
+    detections = {3: (_face(0, _unit(0)), _face(100, _unit(1), 0.6)), 4: (),
+                  7: (_face(5, _unit(2)),)}
     back = unpack_detections(pack_detections(detections))
     assert list(back) == [3, 4, 7] and back[4] == ()
     for frame, faces in detections.items():

@@ -83,7 +83,8 @@ def offset_timecode(timecode: str, rate: Fraction, frames: int) -> str:
     count %= 24 * 3600 * fps - drop * 24 * 6 * 9
     if drop:
         tens, rest = divmod(count, 600 * fps - 9 * drop)
-        count += 9 * drop * tens + (drop * ((rest - drop) // (60 * fps - drop)) if rest > drop else 0)
+        late = drop * ((rest - drop) // (60 * fps - drop)) if rest > drop else 0
+        count += 9 * drop * tens + late
     ff, seconds = count % fps, count // fps
     return (f"{seconds // 3600 % 24:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
             f"{timecode[8]}{ff:02d}")

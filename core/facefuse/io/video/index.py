@@ -40,8 +40,10 @@ class Index:
     end_pts: int
 
 
-def scan_packets(container: Any, stream: Any, path: Path) -> list[tuple[int, int | None, bool, int]]:
-    """(pts, dts, is_key, duration) of every video packet in file order, demuxed without decoding."""
+def scan_packets(container: Any, stream: Any,
+                 path: Path) -> list[tuple[int, int | None, bool, int]]:
+    """(pts, dts, is_key, duration) of every video packet in file order, demuxed without
+    decoding."""
     rows: list[tuple[int, int | None, bool, int]] = []
     try:
         for packet in container.demux(stream):

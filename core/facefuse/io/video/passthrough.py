@@ -1,13 +1,13 @@
 """Decoded pictures passed through to the encoder, with only the pasted faces written in.
 
-A video writer normally converts every whole BGR frame back to YUV (io.video.yuv_write.bgr_to_picture).
-When the encoder takes the very format the decoder gave (8-bit or 10-bit planar YUV of the
-same size and bit depth, read and written with the same matrix and range), that is wasted work
-and a lossy round trip for every pixel the swap did not touch. Then the writer starts from a
-copy of the decoded planes (never the decoder's own buffers: they may be reference frames) and
-replaces only the samples a paste changed (io.video.yuv_write.paste_into_planes): everything else leaves
-the encoder's input exactly as it was decoded, and a frame without a swapped face is the
-decoded picture as it is.
+A video writer normally converts every whole BGR frame back to YUV
+(io.video.yuv_write.bgr_to_picture). When the encoder takes the very format the decoder gave (8-bit
+or 10-bit planar YUV of the same size and bit depth, read and written with the same matrix and
+range), that is wasted work and a lossy round trip for every pixel the swap did not touch. Then the
+writer starts from a copy of the decoded planes (never the decoder's own buffers: they may be
+reference frames) and replaces only the samples a paste changed
+(io.video.yuv_write.paste_into_planes): everything else leaves the encoder's input exactly as it was
+decoded, and a frame without a swapped face is the decoded picture as it is.
 
 `refusal` is the one place that says whether a decoded picture may pass through to a writer's
 stream, and why not: a colour transform, a display rotation the writer does not turn back as
@@ -93,7 +93,8 @@ class EncoderTarget:
 
 def decoded_picture(frame: Any, turns: int = 0, centred: bool = False) -> DecodedPicture | None:
     """The record of a decoded av.VideoFrame (views, no copy), or None when it is not 8-bit or
-    10-bit planar YUV (io.video.yuv.PLANAR) with top-down rows. turns, centred: see DecodedPicture."""
+    10-bit planar YUV (io.video.yuv.PLANAR) with top-down rows. turns, centred: see
+    DecodedPicture."""
     name = frame.format.name
     if name not in PLANAR or any(p.line_size < 0 for p in frame.planes):
         return None

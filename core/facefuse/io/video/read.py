@@ -15,11 +15,11 @@ source has alpha. Colour: conversions use the matrix and range the stream is tag
 upsampling at the codec's siting and the matrix, rounded once to the nearest level;
 everything else through swscale).
 
-Rotation: phone footage is often stored sideways with a display matrix telling players to turn
-it. Frames are delivered upright (the stored picture turned by the display rotation with
-``np.rot90``, which is lossless, as each conversion is made), so detection, swapping and pasting all see the picture as
-players show it; ``VideoInfo.width``/``height`` are the upright size and ``rotation_deg`` the
-rotation, for a writer to re-apply. A display matrix that mirrors or turns by other than a
+Rotation: phone footage is often stored sideways with a display matrix telling players to turn it.
+Frames are delivered upright (the stored picture turned by the display rotation with ``np.rot90``,
+which is lossless, as each conversion is made), so detection, swapping and pasting all see the
+picture as players show it; ``VideoInfo.width``/``height`` are the upright size and ``rotation_deg``
+the rotation, for a writer to re-apply. A display matrix that mirrors or turns by other than a
 multiple of 90 degrees is refused (InputError) rather than delivered the wrong way round.
 
 Animated GIF: its frame durations are whole hundredths of a second and often vary, so a GIF
@@ -223,8 +223,8 @@ class VideoSource:
         if len(self._index.pts) < 2:
             return grid, None
         if not conform_vfr:
-            raise InputError(f"{self._path} has a variable frame rate, which facefuse cannot render "
-                             f"frame-accurately; re-run with --conform-vfr to conform it to "
+            raise InputError(f"{self._path} has a variable frame rate, which facefuse cannot "
+                             f"render frame-accurately; re-run with --conform-vfr to conform it to "
                              f"{format_rate(grid)} fps")
         logger.info("%s: variable frame rate conformed to %s fps", self._path, format_rate(grid))
         return grid, conform_slots(self._index, grid)

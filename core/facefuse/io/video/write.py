@@ -1,9 +1,10 @@
 """Writing video files with PyAV: frames in, a faithful .mov, .mp4 or .mkv out.
 
-``VideoSink`` encodes frames (the io.video.frame.DecodedFrame a read gave, or engine frames) with the source's exact rate (a Fraction) and
-timecode, stores provenance as container metadata, and copies audio packet for packet (no
-re-encode). The file is written under a temporary name in the same folder and renamed on a
-successful ``close()``, so a failed render never leaves half a video under the final name.
+``VideoSink`` encodes frames (the io.video.frame.DecodedFrame a read gave, or engine frames) with
+the source's exact rate (a Fraction) and timecode, stores provenance as container metadata, and
+copies audio packet for packet (no re-encode). The file is written under a temporary name in the
+same folder and renamed on a successful ``close()``, so a failed render never leaves half a video
+under the final name.
 
 What survives where (PyAV 18 / FFmpeg 8 muxers and demuxers):
     .mov/.mp4  timecode: a tmcd track, read back as the video stream's ``timecode``;
@@ -12,19 +13,18 @@ What survives where (PyAV 18 / FFmpeg 8 muxers and demuxers):
                keys (``facefuse_version`` reads back as ``FACEFUSE_VERSION``; ``title`` stays).
 Colour: an 8-bit h264 / h265 output of an 8-bit YUV source whose matrix io.video.yuv reads keeps the
 source's own tags (matrix, range, primaries, transfer; an untagged source stays untagged and is
-written back with the BT.601 matrix it was read with), so its frames go back in the encoding
-they came in, as does a 10-bit h265 output of a 10-bit limited-range H.264 / HEVC source (HDR
-HEVC keeps its BT.2020 matrix, primaries and PQ / HLG transfer); other outputs are tagged and
-converted as BT.709 limited range (mjpeg: BT.601 full range, as JPEG defines; rawvideo and
-ffv1 store the frame's RGB as it is, tagged RGB full range). YUV outputs
-of BGR frames (8-bit, and the 10-bit ProRes / DNxHR / deep h265 ones) get io.video.yuv's correctly
-rounded matrix and its chroma subsampling (io.video.yuv_write.subsample_chroma); frames with alpha go
-through swscale. A DecodedFrame goes to the encoder as a copy of its decoded
-planes with only the pasted samples converted, where io.video.passthrough.refusal allows (8-bit
-and 10-bit planar YUV, a source stored sideways too: the pastes are turned back to its stored
-orientation; the 10-bit writers read back with the BT.709 limited-range matrix they convert
-with: ProRes keeps it in its frame header, HEVC in its VUI, and FFmpeg's DNxHR decoder gives
-BT.709 pictures whatever the .mov says).
+written back with the BT.601 matrix it was read with), so its frames go back in the encoding they
+came in, as does a 10-bit h265 output of a 10-bit limited-range H.264 / HEVC source (HDR HEVC keeps
+its BT.2020 matrix, primaries and PQ / HLG transfer); other outputs are tagged and converted as
+BT.709 limited range (mjpeg: BT.601 full range, as JPEG defines; rawvideo and ffv1 store the frame's
+RGB as it is, tagged RGB full range). YUV outputs of BGR frames (8-bit, and the 10-bit ProRes /
+DNxHR / deep h265 ones) get io.video.yuv's correctly rounded matrix and its chroma subsampling
+(io.video.yuv_write.subsample_chroma); frames with alpha go through swscale. A DecodedFrame goes to
+the encoder as a copy of its decoded planes with only the pasted samples converted, where
+io.video.passthrough.refusal allows (8-bit and 10-bit planar YUV, a source stored sideways too: the
+pastes are turned back to its stored orientation; the 10-bit writers read back with the BT.709
+limited-range matrix they convert with: ProRes keeps it in its frame header, HEVC in its VUI, and
+FFmpeg's DNxHR decoder gives BT.709 pictures whatever the .mov says).
 Lossless: rawvideo (.mov only: Matroska has no native raw RGB) stores bgr24, bgra (alpha) or
 rgb48be (deep frames; a deep frame with alpha keeps the alpha in 8-bit bgra, as FFmpeg has no
 16-bit RGBA raw tag for .mov); ffv1 (.mkv only: FFmpeg's mov muxer refuses it) is FFV1 level 3,
@@ -215,9 +215,9 @@ class VideoSink:
     def _picture(self, array: np.ndarray, packed: str) -> Any:
         """The av.VideoFrame to encode, in the stream's pixel format. YUV targets of a BGR frame
         (8-bit, and 10-bit limited range): io.video.yuv's matrix (rounded once), then its chroma
-        subsampling at the codec's siting (io.video.yuv_write.subsample_chroma); RGB targets: a repacking
-        (exact); others: swscale, through 4:4:4 for 8-bit subsampled targets (its direct path
-        truncates levels)."""
+        subsampling at the codec's siting (io.video.yuv_write.subsample_chroma); RGB targets: a
+        repacking (exact); others: swscale, through 4:4:4 for 8-bit subsampled targets (its direct
+        path truncates levels)."""
         colorspace, full_range = self._matrix
         if not self._spec.rgb and packed in ("bgr24", "bgr48le"):
             fast = bgr_to_picture(array, self._pix_fmt, colorspace, full_range)
@@ -296,7 +296,8 @@ class VideoSink:
         """The source's (colorspace, range, primaries, transfer) for this stream, range made
         explicit for a full-range (yuvj) source, or None where the stream takes its own tags:
         a codec other than h264 / h265, an output and source not both 8-bit YUV or both 10-bit
-        YUV (tags_travel), a source whose matrix io.video.yuv does not read, or 10-bit full range."""
+        YUV (tags_travel), a source whose matrix io.video.yuv does not read, or 10-bit full
+        range."""
         info, spec = self._info, self._spec
         if (not spec.keeps_source_tags or info.colour_tags is None
                 or not tags_travel(self._pix_fmt, info)):

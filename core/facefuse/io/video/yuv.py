@@ -11,7 +11,8 @@ to even), the same as the float64 formula rounded:
 
     limited range: Y' = (Y - 16) * 255/219, Cb' = (Cb - 128) * 255/224 (Cr' alike)
     full range:    Y' = Y,                  Cb' = Cb - 128
-    R = Y' + 2(1 - Kr) Cr',  B = Y' + 2(1 - Kb) Cb',  G = Y' - (2Kb(1 - Kb) Cb' + 2Kr(1 - Kr) Cr') / Kg
+    R = Y' + 2(1 - Kr) Cr',  B = Y' + 2(1 - Kb) Cb'
+    G = Y' - (2Kb(1 - Kb) Cb' + 2Kr(1 - Kr) Cr') / Kg
 
 and its inverse for the writer. float32 can round a value the other way from float64 only
 within about 3e-5 of a half level: measured 0 to 1e-5 of values on real clips
@@ -75,9 +76,9 @@ _LUMA_WEIGHTS = MappingProxyType({
     9: (0.2627, 0.0593),  # BT.2020 non-constant luminance
 })
 RANGE_JPEG = 2  # AVColorRange
-# How the reader turns YUV into BGR: 1 swscale's chroma upsampling and io.video.yuv's matrix (8-bit),
-# 2 io.video.yuv's own upsampling too, 3 10-bit limited-range pictures through io.video.yuv as well. Part
-# of a render's fingerprint (frames differ slightly).
+# How the reader turns YUV into BGR: 8-bit YUV and 10-bit limited-range planar YUV through this
+# module (its own chroma upsampling at the codec's siting, then the matrix, rounded once), the rest
+# through swscale. Part of a render's fingerprint.
 READER_VERSION = 3
 STRIP_ROWS = 64  # the writer converts in strips of this many rows (stays in cache)
 

@@ -190,7 +190,8 @@ def test_a_full_range_yuvj_picture_passes_to_a_full_range_yuv_stream_only() -> N
 @pytest.mark.parametrize(("case", "words"), [
     ("colour", "colour-transformed"), ("missing", "decoded planar"),
     ("rotated", "display rotation"), ("rotated_target", "display rotation"),
-    ("turned_other_way", "turns them back by 3"), ("turned_size", "not the decoded picture's 96x128"),
+    ("turned_other_way", "turns them back by 3"),
+    ("turned_size", "not the decoded picture's 96x128"),
     ("alpha", "alpha or deep"), ("deep", "alpha or deep"), ("10-bit", "yuv420p10le"),
     ("format", "yuv444p"), ("size", "64x48"), ("matrix", "another matrix"),
     ("range", "another matrix"), ("odd", "odd size"), ("jpeg_siting", "midway"),

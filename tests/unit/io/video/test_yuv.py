@@ -1,6 +1,6 @@
-"""io.video.yuv: the matrix each tag names, rounded as the float64 formula rounds; the reader's chroma
-upsampling next to swscale's (its own checks: test_yuv_chroma.py); the writer keeps swscale's
-subsampling."""
+"""io.video.yuv and yuv_write: the matrix each tag names, rounded as the float64 formula rounds;
+the reader's chroma upsampling next to swscale's (its own checks: test_yuv_chroma.py); the
+writer's chroma subsampling at the MPEG-2 siting."""
 
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ def _exact_bgr(planes: list[np.ndarray], matrix: yuv.YuvMatrix) -> np.ndarray:
     return bgr
 
 
-def _picture(planes: list[np.ndarray], fmt: str, colorspace: int, color_range: int) -> av.VideoFrame:
+def _picture(planes: list[np.ndarray], fmt: str, colorspace: int,
+             color_range: int) -> av.VideoFrame:
     height, width = planes[0].shape
     picture = av.VideoFrame(width, height, fmt)
     for plane, values in zip(picture.planes, planes, strict=True):
@@ -107,7 +108,7 @@ def test_centred_chroma_upsampling_matches_swscales_bilinear(fmt: str) -> None:
 
 
 def test_other_pictures_are_left_to_swscale() -> None:
-    deep = av.VideoFrame(16, 16, "yuv420p10le")  # 10-bit limited range: io.video.yuv's (test_yuv_deep)
+    deep = av.VideoFrame(16, 16, "yuv420p10le")  # limited range: io.video.yuv's (test_yuv_deep)
     deep.color_range = 2
     assert yuv.picture_to_bgr(deep) is None  # 10-bit full range
     assert yuv.picture_to_bgr(av.VideoFrame(16, 16, "yuv444p12le")) is None

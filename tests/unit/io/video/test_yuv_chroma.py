@@ -1,6 +1,6 @@
-"""io.video.yuv's chroma upsampling: bilinear at the stream's siting, edges repeated, exactly the float64
-formula rounded once (but for float32 ties), and a box converted on its own bit-identical to the
-same box of the whole picture, 8-bit and 10-bit."""
+"""io.video.yuv's chroma upsampling: bilinear at the stream's siting, edges repeated, exactly the
+float64 formula rounded once (but for float32 ties), and a box converted on its own
+bit-identical to the same box of the whole picture, 8-bit and 10-bit."""
 
 from __future__ import annotations
 

@@ -27,7 +27,8 @@ def _exact_bgr16(planes: yuv.YuvPlanes) -> np.ndarray:
     kr, kb = planes.matrix.kr, planes.matrix.kb
     kg = 1.0 - kr - kb
     luma = (planes.y.astype(np.float64) - 64.0) * 65535.0 / 876.0
-    cb, cr = ((_exact_upsampled(p, planes) - 512.0) * 65535.0 / 896.0 for p in (planes.cb, planes.cr))
+    cb, cr = ((_exact_upsampled(p, planes) - 512.0) * 65535.0 / 896.0
+              for p in (planes.cb, planes.cr))
     return np.stack([luma + 2 * (1 - kb) * cb,
                      luma - (2 * kb * (1 - kb) * cb + 2 * kr * (1 - kr) * cr) / kg,
                      luma + 2 * (1 - kr) * cr], axis=-1)
