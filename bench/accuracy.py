@@ -1,17 +1,17 @@
-"""How far the analysis pass's small-picture path (io.video.frame.DecodedFrame.small) is from converting
-every picture at full resolution, in numbers, with the real detector and recogniser of the test
-data (YuNet 2023mar, MobileFaceNet).
+"""How far the analysis pass's small-picture path (io.video.frame.DecodedFrame.small) is from
+converting every picture at full resolution, in numbers, with the real detector and recogniser
+of the test data (YuNet 2023mar, MobileFaceNet).
 
     python bench/accuracy.py [--work DIR] [--frames N]
 
-For each clip (the test clips upscaled to 1080p and 4K with bench/run.py's clip builder) and
-frame, three ways of finding the faces: on the reader's full conversion ("full"), through the
-analysis picture ("new": `small` straight from the decoded 4:2:0 picture, regions from
-io.video.yuv's own upsampling) and through the analysis picture as e0e7534 made it ("previous":
-swscale's 4:4:4 picture, `small` shrunk from it). Per pair: the largest and mean landmark
-shift and the largest box shift in frame pixels, the shift as a share of the face width, the
-largest score change and the lowest embedding cosine; and the CPU milliseconds of making the
-analysis picture both ways. Prints one JSON list (one object per clip).
+For each clip (the test clips upscaled to 1080p and 4K with bench/run.py's clip builder) and frame,
+three ways of finding the faces: on the reader's full conversion ("full"), through the analysis
+picture ("planes": `small` straight from the decoded 4:2:0 picture, regions from io.video.yuv's own
+upsampling) and through an analysis picture made by swscale's 4:4:4 path ("swscale444": swscale's
+4:4:4 picture, `small` shrunk from it). Per pair: the largest and mean landmark shift and the
+largest box shift in frame pixels, the shift as a share of the face width, the largest score change
+and the lowest embedding cosine; and the CPU milliseconds of making the analysis picture both ways.
+Prints one JSON list (one object per clip).
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ CLIPS = (("asl_yes.mp4", "1080p"), ("asl_yes.mp4", "4k"),
          ("head-pose-face-detection-male.mp4", "1080p"))
 
 
-class PreviousFrame(DecodedFrame):
-    """The analysis picture as e0e7534 made it: swscale's 4:4:4 picture kept, `small` shrunk
+class Swscale444Frame(DecodedFrame):
+    """The analysis picture by swscale's 4:4:4 path: swscale's 4:4:4 picture kept, `small` shrunk
     from it (its regions are then io.video.yuv's matrix on swscale's upsampled planes)."""
 
-    __slots__ = ("_previous",)
+    __slots__ = ("_small",)
 
     def __init__(self, picture: Any, side: int) -> None:
         full = picture.reformat(format="yuv444p")
@@ -54,14 +54,14 @@ class PreviousFrame(DecodedFrame):
         size = (max(1, round(picture.width * scale)), max(1, round(picture.height * scale)))
         small = full.reformat(format="bgr24", width=size[0], height=size[1],
                               interpolation="AREA").to_ndarray()
-        self._previous = SmallPicture(np.ascontiguousarray(small),
+        self._small = SmallPicture(np.ascontiguousarray(small),
                                       (size[0] / picture.width, size[1] / picture.height))
 
     def small(self, max_side_px: int) -> SmallPicture | None:
-        return self._previous
+        return self._small
 
 
-def new_picture(picture: Any, side: int, centred: bool) -> DecodedFrame:
+def planes_frame(picture: Any, side: int, centred: bool) -> DecodedFrame:
     """The frame as the reader makes it, its small picture made."""
     frame = DecodedFrame.of_picture(picture, "bgr24", centred=centred)
     frame.small(side)
@@ -98,28 +98,28 @@ def _summary(pairs: dict[str, list[float]]) -> dict[str, float]:
 
 
 def compare_clip(pipeline: Pipeline, clip: Path, frames: int) -> dict[str, Any]:
-    """Over the first `frames` frames of `clip`: the analysis path (small + face regions) now
-    and as e0e7534 made it, each against the reader's full conversion of today, and the new
-    path against the previous one; CPU ms of making the analysis picture both ways."""
+    """Over the first `frames` frames of `clip`: the analysis path (small + face regions) from
+    the planes and by swscale's 4:4:4 path, each against the reader's full conversion, and the
+    one against the other; CPU ms of making the analysis picture both ways."""
     side = max(pipeline.models.detector().input_size)
     fast = FrameAnalysis(pipeline, None, StageClock())
-    pairs: dict[str, dict[str, list[float]]] = {"new_vs_full": {}, "previous_vs_full": {},
-                                                 "new_vs_previous": {}}
-    counts = {"full": 0, "new": 0, "previous": 0}
-    ms: dict[str, list[float]] = {"previous": [], "new": []}
+    pairs: dict[str, dict[str, list[float]]] = {"planes_vs_full": {}, "swscale444_vs_full": {},
+                                                 "planes_vs_swscale444": {}}
+    counts = {"full": 0, "planes": 0, "swscale444": 0}
+    ms: dict[str, list[float]] = {"swscale444": [], "planes": []}
     with av.open(str(clip)) as container:
         centred = yuv.chroma_centred(container.streams.video[0].codec_context.name)
         for _, picture in zip(range(frames), container.decode(video=0)):
             frame = yuv.picture_to_bgr(picture, centred)
             assert frame is not None
             full = pipeline.embed_faces(frame, pipeline.detect(frame))
-            previous_pic, previous_ms = _cpu_ms(PreviousFrame, picture, side)
-            new_pic, new_ms = _cpu_ms(new_picture, picture, side, centred)
-            assert new_pic.small(side) is not None
-            ms["previous"].append(previous_ms)
-            ms["new"].append(new_ms)
-            found = {"full": full, "new": fast.faces(new_pic),
-                     "previous": fast.faces(previous_pic)}
+            swscale444_pic, swscale444_ms = _cpu_ms(Swscale444Frame, picture, side)
+            planes_pic, planes_ms = _cpu_ms(planes_frame, picture, side, centred)
+            assert planes_pic.small(side) is not None
+            ms["swscale444"].append(swscale444_ms)
+            ms["planes"].append(planes_ms)
+            found = {"full": full, "planes": fast.faces(planes_pic),
+                     "swscale444": fast.faces(swscale444_pic)}
             for name, faces in found.items():
                 counts[name] += len(faces)
             for key, lists in pairs.items():

@@ -1,18 +1,18 @@
-"""Accuracy and CPU cost of the YUV <-> BGR conversions, swscale's (before io.video.yuv) and io.video.yuv's.
+"""Accuracy and CPU cost of the YUV <-> BGR conversions, swscale's and io.video.yuv's.
 
     python bench/colour.py --clip a.mp4 --clip b.mp4 [--frames 10] [--bt709] [--out colour.json]
 
-Accuracy, reader: io.video.yuv's conversion (its own bilinear chroma upsampling at the codec's siting,
-then the matrix) against the float64 formula of the same filter rounded to the nearest level
-("reader_vs_reference"), and how far it moved from the two conversions before it: io.video.yuv's
-matrix on swscale's 4:4:4 planes ("reader_vs_444", e0e7534's reader) and swscale's whole
-conversion through 4:4:4 ("reader_vs_swscale"). Writer: the float64 inverse formula applied to
-the BGR frame the reader gave, against io.video.yuv's and swscale's 4:4:4 planes (writer10: the same
-frame as uint16 to 10-bit 4:4:4, as ProRes / DNxHR 444 are written). Reported per clip: the
-share of values that differ, the largest and the mean difference. --bt709 adds a copy of the
-first clip re-encoded tagged BT.709 (limited range), built with PyAV.
+Accuracy, reader: io.video.yuv's conversion (its own bilinear chroma upsampling at the codec's
+siting, then the matrix) against the float64 formula of the same filter rounded to the nearest
+level ("reader_vs_reference"), and how far it lies from two other conversions: io.video.yuv's
+matrix on swscale's 4:4:4 planes ("reader_vs_444") and swscale's whole conversion through 4:4:4
+("reader_vs_swscale"). Writer: the float64 inverse formula applied to the BGR frame the reader
+gave, against io.video.yuv's and swscale's 4:4:4 planes (writer10: the same frame as uint16 to
+10-bit 4:4:4, as ProRes / DNxHR 444 are written). Reported per clip: the share of values that
+differ, the largest and the mean difference. --bt709 adds a copy of the first clip re-encoded
+tagged BT.709 (limited range), built with PyAV.
 Cost: per-frame CPU milliseconds (process time, the median of repeats) of each conversion on
-the first picture of every clip, before and after.
+the first picture of every clip, swscale's and io.video.yuv's.
 """
 
 from __future__ import annotations
@@ -76,14 +76,14 @@ def reference_upsampled_bgr(planes: yuv.YuvPlanes, rounded: bool = True) -> np.n
     return np.clip(np.rint(out), 0, 65535 if deep else 255).astype(np.uint16 if deep else np.uint8)
 
 
-def old_reader(picture: Any) -> np.ndarray:
-    """swscale's whole conversion through 4:4:4 (the reader before io.video.yuv)."""
+def swscale_reader(picture: Any) -> np.ndarray:
+    """swscale's whole conversion through 4:4:4."""
     full = yuv.full_chroma(picture)
     return full.to_ndarray(format="bgr24")
 
 
 def reader_444(picture: Any) -> np.ndarray:
-    """io.video.yuv's matrix on swscale's 4:4:4 planes (the reader of e0e7534)."""
+    """io.video.yuv's matrix on swscale's 4:4:4 planes."""
     full = yuv.full_chroma(picture)
     matrix = yuv.matrix_of(picture)
     assert full is not None and matrix is not None
@@ -91,7 +91,7 @@ def reader_444(picture: Any) -> np.ndarray:
     return yuv.yuv444_to_bgr(y, cb, cr, matrix)
 
 
-def old_writer_444(bgr: np.ndarray) -> Any:
+def swscale_writer_444(bgr: np.ndarray) -> Any:
     return av.VideoFrame.from_ndarray(bgr, format="bgr24").reformat(
         format="yuv444p", dst_colorspace="itu709", dst_color_range=1)
 
@@ -120,32 +120,33 @@ def io_yuv_pictures(container: Any, clip: Path, frames: int, bits: int
 def accuracy(clip: Path, frames: int) -> dict[str, Any]:
     """The reader and the writer against their references over a clip's first frames."""
     totals = {key: [0, 0, 0, 0] for key in (
-        "reader_vs_reference", "reader_vs_444", "reader_vs_swscale", "writer_old",
-        "writer_new", "writer10_old", "writer10_new")}
+        "reader_vs_reference", "reader_vs_444", "reader_vs_swscale", "writer_swscale",
+        "writer_io_yuv", "writer10_swscale", "writer10_io_yuv")}
     tags = None
     with av.open(str(clip)) as container:
         for picture, planes in io_yuv_pictures(container, clip, frames, bits=8):
             tags = (picture.format.name, picture.colorspace, picture.color_range,
                     planes.matrix, "centred" if planes.centred else "co-sited")
-            new = yuv.yuv_to_bgr(planes)
+            read = yuv.yuv_to_bgr(planes)
             out_matrix = yuv.matrix_for(1, 1, "yuv444p")
             assert out_matrix is not None
-            ref_out = reference_yuv(new, out_matrix)
-            old_out = np.stack(yuv.picture_planes(old_writer_444(new)), axis=-1)
-            new_out = np.stack(yuv_write.bgr_to_yuv444(new, out_matrix), axis=-1)
-            deep = new.astype(np.uint16) * 257
-            ref10 = reference_yuv(new, out_matrix, levels=4)
-            old10 = np.stack([np.frombuffer(p, "<u2").reshape(p.height, -1)[:, :p.width] for p in
-                              av.VideoFrame.from_ndarray(deep, format="bgr48le").reformat(
-                                  format="yuv444p10le", dst_colorspace="itu709",
-                                  dst_color_range=1).planes], axis=-1)
-            new10 = np.stack(yuv_write.bgr_to_yuv444(deep, out_matrix, bits=10), axis=-1)
-            for key, (values, reference) in {
-                    "reader_vs_reference": (new, reference_upsampled_bgr(planes)),
-                    "reader_vs_444": (new, reader_444(picture)),
-                    "reader_vs_swscale": (new, old_reader(picture)),
-                    "writer_old": (old_out, ref_out), "writer_new": (new_out, ref_out),
-                    "writer10_old": (old10, ref10), "writer10_new": (new10, ref10)}.items():
+            ref_out = reference_yuv(read, out_matrix)
+            swscale_out = np.stack(yuv.picture_planes(swscale_writer_444(read)), axis=-1)
+            io_yuv_out = np.stack(yuv_write.bgr_to_yuv444(read, out_matrix), axis=-1)
+            deep = read.astype(np.uint16) * 257
+            ref10 = reference_yuv(read, out_matrix, levels=4)
+            swscale_planes = av.VideoFrame.from_ndarray(deep, format="bgr48le").reformat(
+                format="yuv444p10le", dst_colorspace="itu709", dst_color_range=1).planes
+            swscale10 = np.stack([np.frombuffer(p, "<u2").reshape(p.height, -1)[:, :p.width]
+                                  for p in swscale_planes], axis=-1)
+            io_yuv10 = np.stack(yuv_write.bgr_to_yuv444(deep, out_matrix, bits=10), axis=-1)
+            pairs = {"reader_vs_reference": (read, reference_upsampled_bgr(planes)),
+                     "reader_vs_444": (read, reader_444(picture)),
+                     "reader_vs_swscale": (read, swscale_reader(picture)),
+                     "writer_swscale": (swscale_out, ref_out),
+                     "writer_io_yuv": (io_yuv_out, ref_out),
+                     "writer10_swscale": (swscale10, ref10), "writer10_io_yuv": (io_yuv10, ref10)}
+            for key, (values, reference) in pairs.items():
                 off, count, worst, total = errors(values, reference)
                 totals[key] = [totals[key][0] + off, totals[key][1] + count,
                                max(totals[key][2], worst), totals[key][3] + total]
@@ -166,7 +167,7 @@ def cpu_ms(work: Callable[[], Any], repeats: int = 15) -> float:
 
 
 def costs(clip: Path) -> dict[str, Any]:
-    """Per-conversion CPU ms, before and after, on the clip's first picture."""
+    """Per-conversion CPU ms, swscale's and io.video.yuv's, on the clip's first picture."""
     with av.open(str(clip)) as container:
         picture = next(container.decode(video=0))
         centred = yuv.chroma_centred(container.streams.video[0].codec_context.name)
@@ -174,28 +175,33 @@ def costs(clip: Path) -> dict[str, Any]:
     assert bgr is not None
     deep = bgr.astype(np.uint16) * 257
 
-    def old_deep(fmt: str) -> Any:
+    def swscale_deep(fmt: str) -> Any:
         return av.VideoFrame.from_ndarray(deep, format="bgr48le").reformat(
             format=fmt, dst_colorspace="itu709", dst_color_range=1)
 
+    def io_yuv(frame: np.ndarray, fmt: str) -> Any:
+        return yuv_write.bgr_to_picture(frame, fmt, 1, False)
+
     return {"clip": str(clip), "size": f"{picture.width}x{picture.height}", "ms": {
         "upsample_to_444": cpu_ms(lambda: yuv.full_chroma(picture)),
-        "reader_swscale": cpu_ms(lambda: old_reader(picture)),
+        "reader_swscale": cpu_ms(lambda: swscale_reader(picture)),
         "reader_444": cpu_ms(lambda: reader_444(picture)),
-        "reader_new": cpu_ms(lambda: yuv.picture_to_bgr(picture, centred)),
-        "writer_yuv420p_old": cpu_ms(lambda: old_writer_444(bgr).reformat(format="yuv420p")),
-        "writer_yuv420p_new": cpu_ms(lambda: yuv_write.bgr_to_picture(bgr, "yuv420p", 1, False)),
-        "writer_yuv422p10le_old": cpu_ms(lambda: old_deep("yuv422p10le")),
-        "writer_yuv422p10le_new": cpu_ms(lambda: yuv_write.bgr_to_picture(deep, "yuv422p10le", 1, False)),
-        "writer_yuv444p10le_old": cpu_ms(lambda: old_deep("yuv444p10le")),
-        "writer_yuv444p10le_new": cpu_ms(lambda: yuv_write.bgr_to_picture(deep, "yuv444p10le", 1, False)),
+        "reader_io_yuv": cpu_ms(lambda: yuv.picture_to_bgr(picture, centred)),
+        "writer_yuv420p_swscale": cpu_ms(
+            lambda: swscale_writer_444(bgr).reformat(format="yuv420p")),
+        "writer_yuv420p_io_yuv": cpu_ms(lambda: io_yuv(bgr, "yuv420p")),
+        "writer_yuv422p10le_swscale": cpu_ms(lambda: swscale_deep("yuv422p10le")),
+        "writer_yuv422p10le_io_yuv": cpu_ms(lambda: io_yuv(deep, "yuv422p10le")),
+        "writer_yuv444p10le_swscale": cpu_ms(lambda: swscale_deep("yuv444p10le")),
+        "writer_yuv444p10le_io_yuv": cpu_ms(lambda: io_yuv(deep, "yuv444p10le")),
         **analysis_costs(picture, centred)}}
 
 
 def analysis_costs(picture: Any, centred: bool) -> dict[str, float]:
-    """Pass 1's picture and one 400 px face box of it, as e0e7534 made them (swscale's 4:4:4
-    picture, `small` shrunk from it, the box converted from its planes) and now; nothing for
-    a picture no larger than the detector (which takes the full conversion)."""
+    """Pass 1's picture and one 400 px face box of it, by swscale's 4:4:4 path (swscale's 4:4:4
+    picture, `small` shrunk from it, the box converted from its planes) and from the decoded
+    planes; nothing for a picture no larger than the detector (which takes the full
+    conversion)."""
     def frame(of: Any = picture) -> DecodedFrame:  # a frame of its own: it keeps its conversions
         return DecodedFrame.of_picture(of, "bgr24", centred=centred and of is picture)
 
@@ -207,14 +213,14 @@ def analysis_costs(picture: Any, centred: bool) -> dict[str, float]:
     size = small.pixels.shape[1], small.pixels.shape[0]
     full = picture.reformat(format="yuv444p")
 
-    def previous_picture() -> Any:
+    def swscale444_picture() -> Any:
         return picture.reformat(format="yuv444p").reformat(
             format="bgr24", width=size[0], height=size[1], interpolation="AREA").to_ndarray()
 
-    return {"analysis_picture_previous": cpu_ms(previous_picture),
-            "analysis_picture_new": cpu_ms(lambda: frame().small(640)),
-            "region_400px_box_previous": cpu_ms(lambda: frame(full).region(box)),
-            "region_400px_box_new": cpu_ms(lambda: frame().region(box))}
+    return {"analysis_picture_swscale444": cpu_ms(swscale444_picture),
+            "analysis_picture_planes": cpu_ms(lambda: frame().small(640)),
+            "region_400px_box_swscale444": cpu_ms(lambda: frame(full).region(box)),
+            "region_400px_box_planes": cpu_ms(lambda: frame().region(box))}
 
 
 def bt709_copy(clip: Path, folder: Path, frames: int) -> Path:

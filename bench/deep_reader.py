@@ -1,17 +1,17 @@
 """The 10-bit reader on a clip: io.video.yuv's conversion (BGR uint16, Y 940 = 65535) against its
-float64 formula and against swscale's bgr48le (the reader before), the whole-frame round trip
-through the writer's 10-bit conversion with each reader, and the CPU cost of both readers.
+float64 formula and against swscale's bgr48le conversion, the whole-frame round trip through the
+writer's 10-bit conversion with each reader, and the CPU cost of both readers.
 
     python bench/deep_reader.py --clip plate.mov [--frames 4] [--rounds 15]
 
-Accuracy ("vs_reference"): the share of BGR values that differ from the float64 formula
-rounded, the largest difference (16-bit levels) and, for those that differ, the largest
-distance of the formula's value from a half level (float32 ties). Round trip: each reader's
-frame converted back to the clip's own pixel format (io.yuv_write.bgr_to_picture, as a whole-frame
-10-bit write does) against the decoded planes: per plane the mean signed and mean absolute
-difference, the largest, in 10-bit levels, and the share of samples changed; "white" is luma
-where the decoded Y is at least 900. Cost: median CPU ms (process time) of converting the
-first picture, on one OpenCV thread. Prints one JSON object.
+Accuracy ("vs_reference"): the share of BGR values that differ from the float64 formula rounded, the
+largest difference (16-bit levels) and, for those that differ, the largest distance of the formula's
+value from a half level (float32 ties). Round trip: each reader's frame converted back to the clip's
+own pixel format (io.video.yuv_write.bgr_to_picture, as a whole-frame 10-bit write does) against the
+decoded planes: per plane the mean signed and mean absolute difference, the largest, in 10-bit
+levels, and the share of samples changed; "white" is luma where the decoded Y is at least 900. Cost:
+median CPU ms (process time) of converting the first picture, on one OpenCV thread. Prints one JSON
+object.
 """
 
 from __future__ import annotations

@@ -17,12 +17,9 @@ encodes it; the selector is `one`, so pass 1 ends before pass 2 starts) and are 
 apart ("pass_2": from RenderJob._pass_two on); the render's set-up (opening, models,
 planning) hands no frame and does not count. "frame_classes": the classes the frame came as.
 
-Prints one JSON object: per tree, the count and the modules. Measured at 0ec7c2d ("before":
-18 modules, 12 of them in pass 2; the frame came as PendingFrame, FrameRegion, DecodedPicture,
-YuvPlanes, Processed and arrays) and with io.video's DecodedFrame ("after": 17, 13 in pass 2,
-the one more being io.video.yuv_write, split out of the 538-line io.yuv; the frame comes as
-DecodedFrame, with FrameRegion, DecodedPicture and YuvPlanes its conversions' results inside
-io.video and the pipeline).
+Prints one JSON object: per tree, the count and the modules. This tree: 17 modules, 13 of them
+in pass 2; the frame comes as io.video's DecodedFrame, with FrameRegion, DecodedPicture and
+YuvPlanes its conversions' results inside io.video and the pipeline.
 """
 
 from __future__ import annotations

@@ -1,15 +1,14 @@
-"""CPU milliseconds of pass 2's colour stage per frame, before and after region frames: the
-whole decoded yuv420p picture to BGR (what the reader did for every frame: io.video.yuv.yuv_to_bgr)
-against the box around one face that a swap converts once the pictures pass through
-(io.video.frame.DecodedFrame.pixels_for of the swapper crop's footprint, with and without a restorer's
-crop), and a frame without a face (nothing converted). 1080p and 4K; the swapper's crop square
-is a fifth of the frame height. The rotated_ cases are the same upright frame of a clip stored
-sideways (display rotation 90): the whole stored picture converted and turned upright (the
-reader's conversion: with numpy's turn until now, OpenCV's now, as the frames that are still
-converted whole are), against the stored box of each face converted and turned upright.
---bits 10: the same for a 10-bit ProRes 422 picture (yuv422p10le, BT.709 limited range, to BGR
-uint16), with swscale's whole conversion (bgr48le: the 10-bit reader before io.video.yuv read 10-bit
-pictures) beside io.video.yuv's.
+"""CPU milliseconds of pass 2's colour stage per frame, whole-frame conversion against region
+frames: the whole decoded yuv420p picture to BGR (io.video.yuv.yuv_to_bgr) against the box
+around one face that a swap converts when the pictures pass through
+(io.video.frame.DecodedFrame.pixels_for of the swapper crop's footprint, with and without a
+restorer's crop), and a frame without a face (nothing converted). 1080p and 4K; the swapper's
+crop square is a fifth of the frame height. The rotated_ cases are the same upright frame of a
+clip stored sideways (display rotation 90): the whole stored picture converted and turned
+upright, with numpy's turn and with OpenCV's (the reader's, as for the frames still converted
+whole), against the stored box of each face converted and turned upright. --bits 10: the same
+for a 10-bit ProRes 422 picture (yuv422p10le, BT.709 limited range, to BGR uint16), with
+swscale's whole conversion (bgr48le) beside io.video.yuv's.
 
     python bench/region_conversion.py [--rounds 30] [--bits 10]
 
@@ -80,7 +79,7 @@ def _measure(width: int, height: int, rounds: int, bits: int = 8) -> dict[str, o
     def turned() -> DecodedFrame:  # upright width x height, as above
         return DecodedFrame.of_picture(stored, "bgr48le" if bits == 10 else "bgr24", turns=1)
 
-    out["rotated_whole_frame_numpy_turn_ms"] = cpu_ms(  # the reader until 028f115
+    out["rotated_whole_frame_numpy_turn_ms"] = cpu_ms(  # numpy's turn of the whole frame
         lambda: np.ascontiguousarray(np.rot90(yuv_to_bgr(turned_planes), 1)), rounds)
     out["rotated_whole_frame_ms"] = cpu_ms(lambda: turned().to_ndarray(), rounds)
     for name, box in boxes.items():

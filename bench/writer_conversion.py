@@ -1,12 +1,12 @@
-"""CPU milliseconds of the video writer's conversion per frame, before and after passthrough:
-the whole BGR frame to yuv420p (io.video.yuv_write.bgr_to_picture, what every h264 frame cost before) against
-the decoded planes copied with one pasted face converted (io.video.passthrough.compose), and a frame
-without a face (the copy alone). 1080p and 4K; the face box is a fifth of the frame height
-square, under a soft round mask like a swap's. The rotated_ cases are the same upright frame
-of a clip stored sideways (display rotation 90): the frame turned back whole and converted
-(what every rotated h264 frame cost until its pictures passed through: with numpy's turn
-then, OpenCV's now, as a refused frame still is) against the paste turned back with the
-pixels around it and composed into the stored planes. --bits 10: the same for a 10-bit ProRes
+"""CPU milliseconds of the video writer's conversion per frame, whole-frame conversion against
+passthrough: the whole BGR frame to yuv420p (io.video.yuv_write.bgr_to_picture, what a frame
+passthrough refuses costs) against the decoded planes copied with one pasted face converted
+(io.video.passthrough.compose), and a frame without a face (the copy alone). 1080p and 4K; the
+face box is a fifth of the frame height square, under a soft round mask like a swap's. The
+rotated_ cases are the same upright frame of a clip stored sideways (display rotation 90): the
+frame turned back whole and converted (with numpy's turn and with OpenCV's, the writer's for a
+refused frame) against the paste turned back with the pixels around it and composed into the
+stored planes. --bits 10: the same for a 10-bit ProRes
 422 output (BGR uint16 frames to yuv422p10le, whole against the decoded 10-bit planes passed
 through; no rotated cases).
 
@@ -83,7 +83,7 @@ def _rotated(decoded_bgr: np.ndarray, frame: np.ndarray, pasted: tuple[Pasted, .
     def whole(turn: Callable[[np.ndarray], np.ndarray]) -> object:
         return bgr_to_picture(turn(frame), "yuv420p", _BT709, False)
 
-    def numpy_turn(upright: np.ndarray) -> np.ndarray:  # the writer's turn until 028f115
+    def numpy_turn(upright: np.ndarray) -> np.ndarray:  # numpy's turn of the whole frame
         return np.ascontiguousarray(np.rot90(upright, -1))
 
     return {"rotated_whole_frame_numpy_turn_ms": cpu_ms(partial(whole, numpy_turn), rounds),

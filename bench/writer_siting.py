@@ -5,8 +5,8 @@ and decoded again; the written Y, Cb and Cr planes are compared with the clip's 
     python bench/writer_siting.py --clip a.mp4 [--clip b.mp4] [--frames 10]
 
 Prints one JSON object per clip: the mean and largest difference in levels per plane. With the
-writer's own chroma subsampling at the reader's siting (io.video.yuv_write.subsample_chroma) the chroma
-stays where it was; swscale's, centred, moved it a quarter sample each generation.
+writer's own chroma subsampling at the reader's siting (io.video.yuv_write.subsample_chroma) the
+chroma stays where it was; swscale's, centred, moves it a quarter sample each generation.
 """
 
 from __future__ import annotations

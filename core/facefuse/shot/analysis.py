@@ -40,19 +40,16 @@ log = logging.getLogger(__name__)
 
 Detections = Mapping[int, tuple[Face, ...]]
 DEFAULT_RATE_HZ = 24.0  # image sequences carry no rate; smoothing assumes film rate
-# What an analysis cache entry holds: 1 detections and embeddings, 2 also the frames' cut
-# signatures, 3 the same from pictures whose 4:2:x chroma io.video.yuv upsamples itself (before:
-# swscale), so detections and embeddings differ slightly; 4 the same, but a clip stored
-# sideways (display rotation) is analysed from its pictures shrunk as stored and turned upright
-# (before: converted whole and turned); 5 10-bit planar pictures analysed from a small picture
-# swscale shrinks from their planes and io.video.yuv's regions (before: swscale's whole bgr48
-# conversion). Part of the key, so entries written by another version are never read.
+# What an analysis cache entry holds and how it was found: each frame's detections, embeddings
+# and cut signature, from pictures whose 4:2:x chroma io.video.yuv upsamples; a clip stored
+# sideways (display rotation) analysed from its pictures shrunk as stored and turned upright;
+# 10-bit planar pictures from a small picture swscale shrinks from their planes, and
+# io.video.yuv's regions. Part of the key, so an entry found another way is never read.
 ANALYSIS_VERSION = 5
-# How plan_targets decides what to swap: 1 tracks over the whole range and the largest track;
-# 2 cuts, tracks per shot, people, pose smoothing; 3 local decisions (see plan_horizon):
-# fixed-lag smoothing, each track's identity from its opening frames, faces pasted in order of
-# their track's first appearance. Part of the render fingerprint, so frames a render made with
-# other decisions are not taken as done.
+# How plan_targets decides what to swap: cuts, tracks per shot, people and pose smoothing, all
+# decided locally (see plan_horizon): fixed-lag smoothing, each track's identity from its opening
+# frames, faces pasted in order of their track's first appearance. Part of the render
+# fingerprint, so frames a render made with other decisions are not taken as done.
 PLAN_VERSION = 3
 # How far past a frame (in seconds of the shot) the analysis must reach before a local plan's
 # decisions for that frame are final (see plan_horizon).
@@ -76,8 +73,7 @@ class AnalysisKey:
         text = "\n".join(str(v) for v in (self.content_sha256, self.detector, self.recogniser,
                                           self.detector_size_px, self.detector_score,
                                           self.colorspace))
-        if self.version != 1:  # version 1 entries were keyed without it
-            text += f"\nanalysis-v{self.version}"
+        text += f"\nanalysis-v{self.version}"
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

@@ -95,13 +95,14 @@ def test_the_key_depends_on_everything_that_changes_detections():
     assert len({KEY.digest, *(k.digest for k in others)}) == 9
 
 
-def test_entries_without_cut_signatures_are_never_read():
-    """Version 1 entries (detections only) were keyed by the same fields without a version: the
-    current key names another file, so the shot is analysed again, signatures and all."""
-    assert ANALYSIS_VERSION == 5 and KEY.version == ANALYSIS_VERSION  # 5: 10-bit small pictures
+def test_the_key_names_the_analysis_version():
+    """The digest is of the key's fields and its version: an entry keyed by the same fields
+    without the version (detections only, no cut signatures) names another file, so the shot
+    is analysed again, signatures and all."""
+    assert ANALYSIS_VERSION == 5 and KEY.version == ANALYSIS_VERSION
     text = "\n".join(str(v) for v in ("c" * 64, "det:1", "rec:2", 640, 0.5, None))
-    assert replace(KEY, version=1).digest == hashlib.sha256(text.encode()).hexdigest()
-    assert KEY.digest != replace(KEY, version=1).digest
+    assert KEY.digest == hashlib.sha256(f"{text}\nanalysis-v5".encode()).hexdigest()
+    assert KEY.digest != hashlib.sha256(text.encode()).hexdigest()
 
 
 def test_analyse_frame_gives_faces_and_a_signature_and_nothing_for_a_failed_frame():

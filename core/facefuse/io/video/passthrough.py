@@ -12,7 +12,7 @@ decoded, and a frame without a swapped face is the decoded picture as it is.
 `refusal` is the one place that says whether a decoded picture may pass through to a writer's
 stream, and why not: a colour transform, a display rotation the writer does not turn back as
 the reader turned it, alpha, another pixel format, bit depth, size or matrix than the
-encoder's. Then the writer converts the whole frame as before.
+encoder's. Then the writer converts the whole frame.
 
 A picture the reader turned upright (a phone clip's display rotation) passes through like any
 other: the pastes lie in the upright frame, so each is turned back to the stored orientation

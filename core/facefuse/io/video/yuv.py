@@ -346,8 +346,8 @@ def yuv_planes(picture: Any, centred: bool = False) -> YuvPlanes | None:
 
 
 def full_chroma(picture: Any) -> Any | None:
-    """The picture at 4:4:4 by swscale's chroma upsampling (the reader's path before io.video.yuv
-    upsampled itself; kept for comparisons), or None as for yuv_planes."""
+    """The picture at 4:4:4 by swscale's chroma upsampling (swscale's upsampling, for the bench's
+    comparisons), or None as for yuv_planes."""
     if yuv_planes(picture) is None:
         return None
     name = picture.format.name

@@ -72,7 +72,7 @@ def test_the_reader_matrix_is_the_tagged_one_correctly_rounded(tag: int, full: b
     assert new is not None and new.shape == (96, 128, 3) and new.dtype == np.uint8
     _check_rounding(new, _exact_bgr(planes, matrix))
     # swscale's conversion of the same tags is the same matrix, its fixed point a level off in
-    # places, so the tag is read as the reader read it before (on legal levels: swscale wraps
+    # places, so the tag is read as swscale reads it (on legal levels: swscale wraps
     # some illegal limited-range ones, e.g. 255 off)
     legal = [np.clip(p, 16, 235 if i == 0 else 240) for i, p in enumerate(planes)]
     legal_picture = _picture(legal, "yuv444p", tag, 2 if full else 1)

@@ -65,7 +65,7 @@ def test_10_bit_white_and_black_are_the_whole_16_bit_range(layout: str) -> None:
     bgr = yuv.picture_to_bgr(picture)
     assert bgr is not None and bgr.dtype == np.uint16
     assert np.all(bgr[:, :17] == 65535) and np.all(bgr[:, 17:] == 0)
-    # swscale's bgr48 (the reader before) is 0.38 % short at white
+    # swscale's bgr48 is 0.38 % short at white
     assert 65200 < int(picture.to_ndarray(format="bgr48le")[0, 0, 0]) < 65400
 
 
