@@ -1,7 +1,7 @@
 """io.video's encoder settings: VideoSink's lossless codecs (rawvideo in .mov, ffv1 in .mkv)
 decode back bit-exactly at 8 and 16 bits and with alpha, and x264/x265 take --crf and --preset
 (and nothing else does). Small generated frames, written and read back directly with PyAV (the
-plates' compression choices: tests/unit/io/test_plate_formats.py)."""
+plates' compression choices: tests/unit/io/plates/test_formats.py)."""
 
 from __future__ import annotations
 
