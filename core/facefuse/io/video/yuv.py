@@ -79,7 +79,7 @@ RANGE_JPEG = 2  # AVColorRange
 # How the reader turns YUV into BGR: 8-bit YUV and 10-bit limited-range planar YUV through this
 # module (its own chroma upsampling at the codec's siting, then the matrix, rounded once), the rest
 # through swscale. Part of a render's fingerprint.
-READER_VERSION = 3
+READER_VERSION = 4
 STRIP_ROWS = 64  # the writer converts in strips of this many rows (stays in cache)
 
 
@@ -223,14 +223,10 @@ def yuv_to_bgr(planes: YuvPlanes, box: Box | None = None,
         raise ValueError(f"a box converted into `out` starts on the chroma grid, not at {x0, y0}")
     if out is None:
         out = np.empty((y1 - top, x1 - left, 3), np.uint16 if deep else np.uint8)
-    coefficients, weights = planes.matrix.to_bgr(), _centred_weights(planes.matrix, planes.bits)
+    weights = _centred_weights(planes.matrix, planes.bits)
     for first in range(top, y1, STRIP_ROWS):
         last = min(first + STRIP_ROWS, y1)
         luma, band = planes.y[first:last, left:x1], out[first - top:last - top]
-        if planes.across == planes.down == 1 and not deep:
-            _matrix_into(luma, planes.cb[first:last, left:x1], planes.cr[first:last, left:x1],
-                         coefficients, band)
-            continue
         cb, cr = (_upsampled(plane, planes, (left, first, x1, last))
                   for plane in (planes.cb, planes.cr))
         _centred_matrix_into(luma, cb, cr, weights, band)
