@@ -124,8 +124,8 @@ def test_colour_script_reports_both_paths_against_the_reference(testdata: Path,
     assert limited["reader_vs_444"]["share_off"] > 0
     assert limited["reader_vs_swscale"]["max_error"] > 0
     assert "kr=0.2126" in bt709["tags"] and bt709["reader_vs_reference"]["max_error"] == 0
-    assert set(result["cost"][0]["ms"]) >= {"reader_swscale", "reader_444", "reader_new",
-                                            "writer_yuv420p_new"}
+    assert set(result["cost"][0]["ms"]) >= {"reader_swscale", "reader_444", "reader_io_yuv",
+                                            "writer_yuv420p_io_yuv"}
 
 
 def test_the_scenario_clip_builder_stores_a_rotated_clip_sideways(testdata: Path,
