@@ -1,8 +1,10 @@
-"""A render to h264 of an 8-bit 4:2:0 BT.709 clip hands the encoder the decoded planes with only
-the pasted faces converted (io.video.passthrough): bit-identical to the input outside the paste,
-today's whole-frame conversion inside it, frames without a face untouched (a sideways phone
-clip too); and every render that cannot pass through (a colour transform, a 10-bit output, a
-forced refusal) converts whole frames, its matte and patch sequences the same either way.
+"""A render to h264 of an 8-bit 4:2:0 BT.709 clip, and 10-bit ones (ProRes 422 HQ to prores_422,
+HEVC Main10 to h265), hand the encoder the decoded planes with only the pasted faces converted
+(io.video.passthrough): bit-identical to the input outside the paste, today's whole-frame
+conversion inside it, frames without a face untouched (a sideways phone clip too); and every
+render of the 8-bit clip that cannot pass through (a colour transform, a 10-bit output, a forced
+refusal) converts whole frames, its matte and patch sequences the same either way. The tests
+only 10-bit renders and writers have are in test_render_passthrough_deep.py.
 
 The planes the encoder gets are captured where VideoSink composes them, and an h264 render at
 --crf 0 (lossless) shows they are what the file holds.
@@ -19,18 +21,39 @@ import av
 import numpy as np
 import pytest
 
+from facefuse.io.video import VideoSource
 from facefuse.io.video import write as video_write
 from facefuse.io.video.orientation import turned_size
-from facefuse.io.video.yuv import YuvPlanes, matrix_for, picture_planes, yuv_to_bgr
+from facefuse.io.video.yuv import (
+    PLANAR,
+    PLANAR_10BIT,
+    YuvPlanes,
+    matrix_for,
+    picture_planes,
+    yuv_to_bgr,
+)
 from facefuse.io.video.yuv_write import bgr_to_picture
 from tests import media_factory
 from tests.integration.render_helpers import FACE_BOX, read_bgr
 from tests.integration.test_footage import phone_clip
-from tests.render_media import decode_video, face_frame, face_photo, render_request, run_render
+from tests.render_media import (
+    arrays,
+    decode_video,
+    face_frame,
+    face_photo,
+    render_request,
+    run_render,
+)
 
 FRAMES = 6
 WITHOUT_FACE = (0, 1)
 _BT709, _LIMITED, _FULL, _UNTAGGED = 1, 1, 2, 2
+_BT2020, _PQ = 9, 16
+# the 10-bit clips: frames, those without a face, (encoder, pixel format, options) per codec
+DEEP_FRAMES = 5
+DEEP_WITHOUT_FACE = (0,)
+_SOURCES = {"prores_422": ("prores_ks", "yuv422p10le", {"profile": "3"}),
+            "h265": ("libx265", "yuv420p10le", {"x265-params": "log-level=error", "crf": "12"})}
 
 
 def _bt709_clip(path: Path, face: np.ndarray, colorspace: int = _BT709,
@@ -54,6 +77,55 @@ def _bt709_clip(path: Path, face: np.ndarray, colorspace: int = _BT709,
     return path
 
 
+def _deep_frame(index: int, face: np.ndarray | None) -> np.ndarray:
+    """face_frame at 16 bits, with a fine ramp so the low two of the 10 bits vary too."""
+    frame = face_frame(index, face).astype(np.uint16) * 257
+    ramp = (np.arange(frame.shape[1], dtype=np.uint16) % 64 * 4)[None, :, None]
+    return frame + np.minimum(ramp, 65535 - frame)
+
+
+def _deep_clip(path: Path, face: np.ndarray, codec: str, colorspace: int = _BT709,
+               turns: int = 0) -> Path:
+    """A 10-bit clip (see _SOURCES) tagged `colorspace`, limited range, converted with that
+    matrix; frame 0 without a face. turns: stored that many quarter turns clockwise under a
+    display rotation that shows it upright (as a phone or a rotated camera stores it)."""
+    encoder, pixel_format, options = _SOURCES[codec]
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream(encoder, rate=Fraction(24), options=options)
+        size = (240, 320) if turns % 2 else (320, 240)
+        stream.width, stream.height, stream.pix_fmt = *size, pixel_format
+        stream.codec_context.colorspace, stream.codec_context.color_range = colorspace, 1
+        if colorspace == _BT2020:  # HDR: BT.2020 primaries, PQ
+            stream.codec_context.color_primaries, stream.codec_context.color_trc = _BT2020, _PQ
+        if turns:
+            stream.set_display_rotation(90 * turns)
+        for i in range(DEEP_FRAMES):
+            upright = _deep_frame(i, None if i in DEEP_WITHOUT_FACE else face)
+            picture = bgr_to_picture(np.ascontiguousarray(np.rot90(upright, -turns)),
+                                     pixel_format, colorspace, False)
+            picture.pts = i
+            container.mux(stream.encode(picture))
+        container.mux(stream.encode(None))
+    return path
+
+
+def _decoded(path: Path) -> tuple[list[list[np.ndarray]], list[np.ndarray]]:
+    """Every picture's planes (copies) and frame as the reader makes it (BGR uint16)."""
+    with av.open(str(path)) as container:
+        pictures = sorted(container.decode(video=0), key=lambda f: f.pts)
+        planes = [[p.copy() for p in picture_planes(f)] for f in pictures]
+    with VideoSource(path) as source:
+        frames = [frame for _, frame in arrays(source.read(range(1, len(planes) + 1)))]
+    return planes, frames
+
+
+def _outside_face() -> np.ndarray:
+    outside = np.ones((240, 320), bool)
+    x0, y0, x1, y1 = FACE_BOX
+    outside[y0:y1, x0:x1] = False
+    return outside
+
+
 def _planes(path: Path) -> list[list[np.ndarray]]:
     """Every picture's Y, Cb, Cr planes (copies), in presentation order."""
     with av.open(str(path)) as container:
@@ -63,14 +135,16 @@ def _planes(path: Path) -> list[list[np.ndarray]]:
 
 def _whole(picture: Any, frame: np.ndarray, origin_xy: tuple[int, int] = (0, 0)) -> np.ndarray:
     """The whole frame compose() was given part of (a region frame, io.video.frame: the
-    rest is the decoded picture as the reader converts it, turned upright by its turns)."""
+    rest is the decoded picture as the reader converts it, turned upright by its turns; BGR
+    uint8, or uint16 for a 10-bit picture)."""
     width, height = turned_size(picture.width, picture.height, picture.turns)
     if frame.shape[:2] == (height, width):
         return frame.copy()
     matrix = matrix_for(picture.colorspace, picture.color_range, picture.pixel_format)
     assert matrix is not None
-    whole = np.rot90(yuv_to_bgr(YuvPlanes(*picture.planes, 2, 2, False, matrix)),
-                     picture.turns).copy()
+    bits = 10 if picture.pixel_format in PLANAR_10BIT else 8
+    planes = YuvPlanes(*picture.planes, *PLANAR[picture.pixel_format], False, matrix, bits=bits)
+    whole = np.rot90(yuv_to_bgr(planes), picture.turns).copy()
     (x, y), (h, w) = origin_xy, frame.shape[:2]
     whole[y:y + h, x:x + w] = frame
     return whole
@@ -109,35 +183,79 @@ def _render(testdata: Path, models: Path, cache: Path, clip: Path, out: Path,
     assert summary.failed == () and summary.swapped == FRAMES - len(WITHOUT_FACE)
 
 
-def test_outside_the_face_the_encoder_gets_the_decoded_planes(
+@pytest.mark.parametrize(("codec", "output", "colorspace"), [
+    ("h264", "out.mp4", _BT709), ("prores_422", "out.mov", _BT709), ("h265", "out.mp4", _BT709),
+    ("h265", "out.mkv", _BT2020)], ids=["8bit-h264", "10bit-prores_422", "10bit-h265",
+                                        "10bit-h265-hdr"])
+def test_outside_the_paste_the_encoder_gets_the_decoded_planes(
         testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path,
-        captured: list, caplog: pytest.LogCaptureFixture) -> None:
-    clip = _bt709_clip(tmp_path / "shot.mp4", face_photo(testdata))
-    out = tmp_path / "out.mp4"
+        captured: list, caplog: pytest.LogCaptureFixture, codec: str, output: str,
+        colorspace: int) -> None:
+    """8 bits: an h264 yuv420p clip to h264 at --crf 0 (lossless: the file holds the planes
+    composed); 10 bits: a ProRes 422 HQ clip to prores_422, an HEVC Main10 one to h265, BT.709
+    or BT.2020 PQ (whose tags the h265 output keeps). Inside the paste the samples are the
+    whole-frame conversion's; read back, the output shows the clip's colours outside the face."""
+    deep = codec != "h264"
+    suffix = Path(output).suffix
+    if deep:
+        clip = _deep_clip(tmp_path / f"shot{suffix}", face_photo(testdata), codec, colorspace)
+        frames, without_face, fmt = DEEP_FRAMES, DEEP_WITHOUT_FACE, _SOURCES[codec][1]
+        fields, dtype, level = {"codec": codec}, np.uint16, 257
+    else:
+        clip = _bt709_clip(tmp_path / "shot.mp4", face_photo(testdata))
+        frames, without_face, fmt = FRAMES, WITHOUT_FACE, "yuv420p"
+        fields, dtype, level = {"crf": 0}, np.uint8, 1
+    out = tmp_path / output
+    request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
+                             clip, out, swapper="colour", **fields)
     with caplog.at_level(logging.DEBUG, logger="facefuse.io.video.write"):
-        _render(testdata, render_models, render_cache, clip, out, crf=0)
-    assert sum("pass through" in r.getMessage() for r in caplog.records) == 1
-    decoded, written, frames_in = _planes(clip), _planes(out), decode_video(clip)
-    assert len(captured) == len(written) == FRAMES
+        summary, _ = run_render(request)
+    assert summary.failed == () and summary.swapped == frames - len(without_face)
+    lines = [r.getMessage() for r in caplog.records
+             if "pass through" in r.getMessage() or "whole frames" in r.getMessage()]
+    assert sum("pass through" in line for line in lines) == 1
+    assert len(lines) == 1 and "pass through" in lines[0], lines
+    with av.open(str(clip)) as source, av.open(str(out)) as rendered:
+        tags = [(int(c.colorspace), int(c.color_range), int(c.color_primaries), int(c.color_trc))
+                for c in (source.streams.video[0].codec_context,
+                          rendered.streams.video[0].codec_context)]
+    assert tags[1][:2] == (colorspace, 1) and (codec == "prores_422" or tags[1] == tags[0])
+    (decoded, frames_in), written = _decoded(clip), _planes(out)
+    assert len(captured) == len(written) == frames
     x0, y0, x1, y1 = FACE_BOX
-    for i, ((frame, composed, _), source) in enumerate(zip(captured, decoded, strict=True)):
-        for got, plane in zip(written[i], composed, strict=True):  # --crf 0 is lossless
-            np.testing.assert_array_equal(got, plane)
-        today = picture_planes(bgr_to_picture(frame, "yuv420p", _BT709, False))
-        pasted = np.any(frame != frames_in[i], axis=2)  # the pixels the swap changed
+    across, down = PLANAR[fmt]
+    for i, ((frame, composed, masked), source, before) in enumerate(
+            zip(captured, decoded, frames_in, strict=True)):
+        if not deep:  # --crf 0 is lossless
+            for got, plane in zip(written[i], composed, strict=True):
+                np.testing.assert_array_equal(got, plane)
+        assert frame.dtype == dtype and frame.shape == (240, 320, 3)  # (regions made whole)
+        pasted = np.any(frame != before, axis=2)  # the pixels the swap changed
+        assert pasted.any() == (i not in without_face) and not pasted[~masked].any()
+        today = picture_planes(bgr_to_picture(frame, fmt, colorspace, False))
+        footprint = masked.reshape(240 // down, down, 320 // across, across).any(axis=(1, 3))
         for index, (plane, original, whole) in enumerate(zip(composed, source, today)):
-            scale = 1 if index == 0 else 2
+            inside = masked if index == 0 else footprint
+            np.testing.assert_array_equal(plane[~inside], original[~inside])  # exact
+            np.testing.assert_array_equal(plane[inside], whole[inside])  # the whole-frame path
+            step_x, step_y = (1, 1) if index == 0 else (across, down)
             differs = plane != original
-            if i in WITHOUT_FACE:
+            if i in without_face:
                 assert not differs.any(), f"frame {i}: a frame without a face was changed"
                 continue
             ys, xs = np.nonzero(differs)
-            assert differs.sum() > 500 // scale**2
-            assert (xs.min() * scale >= x0 and xs.max() * scale < x1
-                    and ys.min() * scale >= y0 and ys.max() * scale < y1)
+            assert differs.sum() > 500 // (step_x * step_y)
+            assert (xs.min() * step_x >= x0 and xs.max() * step_x < x1
+                    and ys.min() * step_y >= y0 and ys.max() * step_y < y1)
             # where the swap changed pixels, the samples are today's whole-frame conversion
-            changed = pasted[::scale, ::scale] if index else pasted
+            changed = pasted[::step_y, ::step_x] if index else pasted
             np.testing.assert_array_equal(plane[changed], whole[changed])
+    _, written_frames = _decoded(out)  # read back: the clip's colours outside the face
+    outside = _outside_face()
+    for source_frame, back in zip(frames_in, written_frames, strict=True):
+        error = back[outside].astype(float) - source_frame[outside]
+        assert (np.abs(error).mean() < 2.5 * level
+                and np.abs(error.mean(axis=0)).max() < 0.5 * level)
 
 
 @pytest.mark.parametrize(("colorspace", "color_range", "pixel_format", "kept"), [

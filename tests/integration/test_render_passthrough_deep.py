@@ -1,11 +1,11 @@
-"""10-bit renders that pass the decoded planes through (io.video.passthrough): a ProRes 422 HQ
-(yuv422p10le) clip rendered to prores_422, and an HEVC Main10 (yuv420p10le) one to h265 (BT.709,
-or BT.2020 with PQ, whose tags the h265 output keeps), hand the encoder the decoded uint16
-planes with only the pasted faces converted; read back, the output shows the clip's own colours
-outside the face. Renders that cannot pass through (a
-10-bit clip to an 8-bit codec, a matrix the writer does not tag) convert whole frames, and
-each 10-bit writer's output reads back with the matrix it converted with (so refusing on the
-matrix is enough to keep a passed-through picture's colours as the whole-frame path's).
+"""10-bit renders and writers beside tests/integration/test_render_passthrough.py (which holds
+the passed-through planes of 8- and 10-bit clips to one bar): a sideways ProRes 422 HQ clip
+passes through in its stored orientation; renders that cannot pass through (a 10-bit clip to an
+8-bit codec, a matrix the writer does not tag) convert whole frames, colours kept; each 10-bit
+writer's output reads back with the matrix it converted with (so refusing on the matrix is
+enough to keep a passed-through picture's colours as the whole-frame path's); a 10-bit h265
+output keeps the tags of an h264 or HEVC source; ProRes white and black read as the whole
+16-bit range.
 """
 
 from __future__ import annotations
@@ -30,57 +30,19 @@ from facefuse.io.video.yuv import (
     yuv_to_bgr,
 )
 from facefuse.io.video.yuv_write import bgr_to_picture
-from tests.integration.render_helpers import FACE_BOX
-from tests.render_media import arrays, face_frame, face_photo, render_request, run_render
+from tests.integration.test_render_passthrough import (
+    _BT2020,
+    _PQ,
+    _decoded,
+    _deep_clip,
+    _deep_frame,
+    _outside_face,
+)
+from tests.integration.test_render_passthrough import DEEP_FRAMES as FRAMES
+from tests.integration.test_render_passthrough import DEEP_WITHOUT_FACE as WITHOUT_FACE
+from tests.render_media import arrays, face_photo, render_request, run_render
 
-FRAMES = 5
-WITHOUT_FACE = (0,)
-_BT709, _BT601, _BT2020, _PQ = 1, 6, 9, 16
-# (encoder, pixel format, options) of the 10-bit source clips
-_SOURCES = {"prores_422": ("prores_ks", "yuv422p10le", {"profile": "3"}),
-            "h265": ("libx265", "yuv420p10le", {"x265-params": "log-level=error", "crf": "12"})}
-
-
-def _deep_frame(index: int, face: np.ndarray | None) -> np.ndarray:
-    """face_frame at 16 bits, with a fine ramp so the low two of the 10 bits vary too."""
-    frame = face_frame(index, face).astype(np.uint16) * 257
-    ramp = (np.arange(frame.shape[1], dtype=np.uint16) % 64 * 4)[None, :, None]
-    return frame + np.minimum(ramp, 65535 - frame)
-
-
-def _deep_clip(path: Path, face: np.ndarray, codec: str, colorspace: int = _BT709,
-               turns: int = 0) -> Path:
-    """A 10-bit clip (see _SOURCES) tagged `colorspace`, limited range, converted with that
-    matrix; frame 0 without a face. turns: stored that many quarter turns clockwise under a
-    display rotation that shows it upright (as a phone or a rotated camera stores it)."""
-    encoder, pixel_format, options = _SOURCES[codec]
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream(encoder, rate=Fraction(24), options=options)
-        size = (240, 320) if turns % 2 else (320, 240)
-        stream.width, stream.height, stream.pix_fmt = *size, pixel_format
-        stream.codec_context.colorspace, stream.codec_context.color_range = colorspace, 1
-        if colorspace == _BT2020:  # HDR: BT.2020 primaries, PQ
-            stream.codec_context.color_primaries, stream.codec_context.color_trc = _BT2020, _PQ
-        if turns:
-            stream.set_display_rotation(90 * turns)
-        for i in range(FRAMES):
-            upright = _deep_frame(i, None if i in WITHOUT_FACE else face)
-            picture = bgr_to_picture(np.ascontiguousarray(np.rot90(upright, -turns)),
-                                     pixel_format, colorspace, False)
-            picture.pts = i
-            container.mux(stream.encode(picture))
-        container.mux(stream.encode(None))
-    return path
-
-
-def _decoded(path: Path) -> tuple[list[list[np.ndarray]], list[np.ndarray]]:
-    """Every picture's planes (copies) and frame as the reader makes it (BGR uint16)."""
-    with av.open(str(path)) as container:
-        pictures = sorted(container.decode(video=0), key=lambda f: f.pts)
-        planes = [[p.copy() for p in picture_planes(f)] for f in pictures]
-    with VideoSource(path) as source:
-        frames = [frame for _, frame in arrays(source.read(range(1, len(planes) + 1)))]
-    return planes, frames
+_BT709, _BT601 = 1, 6
 
 
 @pytest.fixture()
@@ -131,13 +93,6 @@ def _render(testdata: Path, models: Path, cache: Path, clip: Path, out: Path,
             if "pass through" in r.getMessage() or "whole frames" in r.getMessage()]
 
 
-def _outside_face() -> np.ndarray:
-    outside = np.ones((240, 320), bool)
-    x0, y0, x1, y1 = FACE_BOX
-    outside[y0:y1, x0:x1] = False
-    return outside
-
-
 def test_a_sideways_10_bit_clip_passes_through_in_its_stored_orientation(
         testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path,
         captured: list, caplog: pytest.LogCaptureFixture) -> None:
@@ -161,45 +116,6 @@ def test_a_sideways_10_bit_clip_passes_through_in_its_stored_orientation(
             inside = stored_mask if index == 0 else footprint
             np.testing.assert_array_equal(plane[~inside], original[~inside])  # exact
             np.testing.assert_array_equal(plane[inside], whole[inside])  # the whole-frame path
-
-
-@pytest.mark.parametrize(("codec", "output", "colorspace"), [
-    ("prores_422", "out.mov", _BT709), ("h265", "out.mp4", _BT709), ("h265", "out.mkv", _BT2020)],
-    ids=["prores_422", "h265", "h265-hdr"])
-def test_a_10_bit_clip_passes_its_decoded_planes_through(
-        testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path,
-        captured: list, caplog: pytest.LogCaptureFixture, codec: str, output: str,
-        colorspace: int) -> None:
-    clip = _deep_clip(tmp_path / f"shot{Path(output).suffix}", face_photo(testdata), codec,
-                      colorspace)
-    out = tmp_path / output
-    lines = _render(testdata, render_models, render_cache, clip, out, caplog, codec=codec)
-    assert len(lines) == 1 and "pass through" in lines[0], lines
-    with av.open(str(clip)) as source, av.open(str(out)) as rendered:
-        tags = [(int(c.colorspace), int(c.color_range), int(c.color_primaries), int(c.color_trc))
-                for c in (source.streams.video[0].codec_context,
-                          rendered.streams.video[0].codec_context)]
-    assert tags[1][:2] == (colorspace, 1) and (codec == "prores_422" or tags[1] == tags[0])
-    planes, frames = _decoded(clip)
-    fmt = _SOURCES[codec][1]
-    assert len(captured) == FRAMES
-    across, down = (2, 1) if fmt == "yuv422p10le" else (2, 2)
-    for i, ((frame, masked, composed), source, before) in enumerate(
-            zip(captured, planes, frames, strict=True)):
-        assert frame.dtype == np.uint16 and frame.shape == (240, 320, 3)  # (regions made whole)
-        changed = np.any(frame != before, axis=2)
-        assert changed.any() == (i not in WITHOUT_FACE) and not changed[~masked].any()
-        today = picture_planes(bgr_to_picture(frame, fmt, colorspace, False))
-        footprint = masked.reshape(240 // down, down, 160, across).any(axis=(1, 3))
-        for index, (plane, original, whole) in enumerate(zip(composed, source, today)):
-            inside = masked if index == 0 else footprint
-            np.testing.assert_array_equal(plane[~inside], original[~inside])  # exact
-            np.testing.assert_array_equal(plane[inside], whole[inside])  # the whole-frame path
-    _, written = _decoded(out)  # read back: the clip's colours outside the face
-    outside = _outside_face()
-    for source, back in zip(frames, written, strict=True):
-        error = back[outside].astype(float) - source[outside]
-        assert np.abs(error).mean() < 2.5 * 257 and np.abs(error.mean(axis=0)).max() < 0.5 * 257
 
 
 @pytest.mark.parametrize(("colorspace", "codec", "output", "words"), [
