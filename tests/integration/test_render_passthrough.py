@@ -1,8 +1,11 @@
-"""A render to h264 of an 8-bit 4:2:0 BT.709 clip hands the encoder the decoded planes with only
-the pasted faces converted (io.video.passthrough): bit-identical to the input outside the paste,
-today's whole-frame conversion inside it, frames without a face untouched (a sideways phone
-clip too); and every render that cannot pass through (a colour transform, a 10-bit output, a
-forced refusal) converts whole frames, its matte and patch sequences the same either way.
+"""A render to h264 of an 8-bit 4:2:0 BT.709 clip, and 10-bit ones (ProRes 422 HQ to prores_422,
+HEVC Main10 to h265), hand the encoder the decoded planes with only the pasted faces converted
+(io.video.passthrough): bit-identical to the input outside the paste, today's whole-frame
+conversion inside it, frames without a face untouched (a sideways phone clip too). Every render
+that cannot pass through (a colour transform, an output of another bit depth, a matrix the
+writer does not tag, a forced refusal) converts whole frames, keeping the clip's colours, its
+matte and patch sequences the same either way. Tests that only 10-bit renders and writers have
+are in test_render_passthrough_deep.py; the clips are tests/integration/passthrough_clips.py's.
 
 The planes the encoder gets are captured where VideoSink composes them, and an h264 render at
 --crf 0 (lossless) shows they are what the file holds.
@@ -11,7 +14,6 @@ The planes the encoder gets are captured where VideoSink composes them, and an h
 from __future__ import annotations
 
 import logging
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -20,85 +22,43 @@ import numpy as np
 import pytest
 
 from facefuse.io.video import write as video_write
-from facefuse.io.video.orientation import turned_size
-from facefuse.io.video.yuv import YuvPlanes, matrix_for, picture_planes, yuv_to_bgr
+from facefuse.io.video.yuv import PLANAR, picture_planes
 from facefuse.io.video.yuv_write import bgr_to_picture
-from tests import media_factory
+from tests.integration.passthrough_clips import (
+    BT601,
+    BT709,
+    BT2020,
+    DEEP_FRAMES,
+    DEEP_WITHOUT_FACE,
+    FRAMES,
+    FULL,
+    LIMITED,
+    SOURCES,
+    UNTAGGED,
+    WITHOUT_FACE,
+    bt709_clip,
+    capture_composed,
+    deep_clip,
+    outside_face,
+    planes_and_frames,
+    planes_of,
+)
 from tests.integration.render_helpers import FACE_BOX, read_bgr
 from tests.integration.test_footage import phone_clip
-from tests.render_media import decode_video, face_frame, face_photo, render_request, run_render
-
-FRAMES = 6
-WITHOUT_FACE = (0, 1)
-_BT709, _LIMITED, _FULL, _UNTAGGED = 1, 1, 2, 2
-
-
-def _bt709_clip(path: Path, face: np.ndarray, colorspace: int = _BT709,
-                color_range: int = _LIMITED, pixel_format: str = "yuv420p") -> Path:
-    """An h264 clip tagged BT.709 limited range (as camera footage is) unless told otherwise
-    (2 / 0: untagged, read as BT.601 limited; range 2: full), converted with the matrix it is
-    read with, frames 0 and 1 without a face."""
-    with av.open(str(path), "w") as container:
-        stream = media_factory._video_stream(container, "h264", Fraction(24),
-                                             (320, 240), 3, None)
-        stream.pix_fmt = pixel_format
-        stream.codec_context.colorspace, stream.codec_context.color_range = (colorspace,
-                                                                             color_range)
-        for i in range(FRAMES):
-            bgr = face_frame(i, None if i in WITHOUT_FACE else face)
-            picture = bgr_to_picture(bgr, pixel_format, colorspace, color_range == _FULL)
-            assert picture is not None
-            picture.pts = i
-            container.mux(stream.encode(picture))
-        container.mux(stream.encode(None))
-    return path
-
-
-def _planes(path: Path) -> list[list[np.ndarray]]:
-    """Every picture's Y, Cb, Cr planes (copies), in presentation order."""
-    with av.open(str(path)) as container:
-        pictures = sorted(container.decode(video=0), key=lambda f: f.pts)
-        return [[p.copy() for p in picture_planes(f)] for f in pictures]
-
-
-def _whole(picture: Any, frame: np.ndarray, origin_xy: tuple[int, int] = (0, 0)) -> np.ndarray:
-    """The whole frame compose() was given part of (a region frame, io.video.frame: the
-    rest is the decoded picture as the reader converts it, turned upright by its turns)."""
-    width, height = turned_size(picture.width, picture.height, picture.turns)
-    if frame.shape[:2] == (height, width):
-        return frame.copy()
-    matrix = matrix_for(picture.colorspace, picture.color_range, picture.pixel_format)
-    assert matrix is not None
-    whole = np.rot90(yuv_to_bgr(YuvPlanes(*picture.planes, 2, 2, False, matrix)),
-                     picture.turns).copy()
-    (x, y), (h, w) = origin_xy, frame.shape[:2]
-    whole[y:y + h, x:x + w] = frame
-    return whole
-
-
-def _mask(pasted: Any, shape: tuple[int, ...]) -> np.ndarray:
-    """Where the pastes' masks are > 0, as a frame-sized bool array."""
-    changed = np.zeros(shape[:2], bool)
-    for paste in pasted:
-        changed[paste.roi.slices()] |= paste.mask > 0
-    return changed
+from tests.render_media import (
+    decode_video,
+    face_photo,
+    render_request,
+    run_render,
+)
 
 
 @pytest.fixture()
-def captured(monkeypatch: pytest.MonkeyPatch) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+def captured(monkeypatch: pytest.MonkeyPatch
+             ) -> list[tuple[np.ndarray, list[np.ndarray], np.ndarray]]:
     """(frame, planes composed for the encoder, where the paste masks are > 0) of every frame
     VideoSink passes through."""
-    seen: list[tuple[np.ndarray, list[np.ndarray], np.ndarray]] = []
-    original = video_write.compose
-
-    def capture(picture: Any, frame: np.ndarray, *rest: Any) -> Any:
-        out = original(picture, frame, *rest)
-        whole = _whole(picture, frame, *rest[2:])
-        seen.append((whole, [p.copy() for p in picture_planes(out)], _mask(rest[0], whole.shape)))
-        return out
-
-    monkeypatch.setattr(video_write, "compose", capture)
-    return seen
+    return capture_composed(monkeypatch)
 
 
 def _render(testdata: Path, models: Path, cache: Path, clip: Path, out: Path,
@@ -109,47 +69,91 @@ def _render(testdata: Path, models: Path, cache: Path, clip: Path, out: Path,
     assert summary.failed == () and summary.swapped == FRAMES - len(WITHOUT_FACE)
 
 
-def test_outside_the_face_the_encoder_gets_the_decoded_planes(
+@pytest.mark.parametrize(("codec", "output", "colorspace"), [
+    ("h264", "out.mp4", BT709), ("prores_422", "out.mov", BT709), ("h265", "out.mp4", BT709),
+    ("h265", "out.mkv", BT2020)], ids=["8bit-h264", "10bit-prores_422", "10bit-h265",
+                                        "10bit-h265-hdr"])
+def test_outside_the_paste_the_encoder_gets_the_decoded_planes(
         testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path,
-        captured: list, caplog: pytest.LogCaptureFixture) -> None:
-    clip = _bt709_clip(tmp_path / "shot.mp4", face_photo(testdata))
-    out = tmp_path / "out.mp4"
+        captured: list, caplog: pytest.LogCaptureFixture, codec: str, output: str,
+        colorspace: int) -> None:
+    """8 bits: an h264 yuv420p clip to h264 at --crf 0 (lossless: the file holds the planes
+    composed); 10 bits: a ProRes 422 HQ clip to prores_422, an HEVC Main10 one to h265, BT.709
+    or BT.2020 PQ (whose tags the h265 output keeps). Inside the paste the samples are the
+    whole-frame conversion's; read back, the output shows the clip's colours outside the face."""
+    deep = codec != "h264"
+    suffix = Path(output).suffix
+    if deep:
+        clip = deep_clip(tmp_path / f"shot{suffix}", face_photo(testdata), codec, colorspace)
+        frames, without_face, fmt = DEEP_FRAMES, DEEP_WITHOUT_FACE, SOURCES[codec][1]
+        fields, dtype, level = {"codec": codec}, np.uint16, 257
+    else:
+        clip = bt709_clip(tmp_path / "shot.mp4", face_photo(testdata))
+        frames, without_face, fmt = FRAMES, WITHOUT_FACE, "yuv420p"
+        fields, dtype, level = {"crf": 0}, np.uint8, 1
+    out = tmp_path / output
+    request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
+                             clip, out, swapper="colour", **fields)
     with caplog.at_level(logging.DEBUG, logger="facefuse.io.video.write"):
-        _render(testdata, render_models, render_cache, clip, out, crf=0)
-    assert sum("pass through" in r.getMessage() for r in caplog.records) == 1
-    decoded, written, frames_in = _planes(clip), _planes(out), decode_video(clip)
-    assert len(captured) == len(written) == FRAMES
+        summary, _ = run_render(request)
+    assert summary.failed == () and summary.swapped == frames - len(without_face)
+    lines = [r.getMessage() for r in caplog.records
+             if "pass through" in r.getMessage() or "whole frames" in r.getMessage()]
+    assert sum("pass through" in line for line in lines) == 1
+    assert len(lines) == 1 and "pass through" in lines[0], lines
+    with av.open(str(clip)) as source, av.open(str(out)) as rendered:
+        tags = [(int(c.colorspace), int(c.color_range), int(c.color_primaries), int(c.color_trc))
+                for c in (source.streams.video[0].codec_context,
+                          rendered.streams.video[0].codec_context)]
+    assert tags[1][:2] == (colorspace, 1) and (codec == "prores_422" or tags[1] == tags[0])
+    (decoded, frames_in), written = planes_and_frames(clip), planes_of(out)
+    assert len(captured) == len(written) == frames
     x0, y0, x1, y1 = FACE_BOX
-    for i, ((frame, composed, _), source) in enumerate(zip(captured, decoded, strict=True)):
-        for got, plane in zip(written[i], composed, strict=True):  # --crf 0 is lossless
-            np.testing.assert_array_equal(got, plane)
-        today = picture_planes(bgr_to_picture(frame, "yuv420p", _BT709, False))
-        pasted = np.any(frame != frames_in[i], axis=2)  # the pixels the swap changed
+    across, down = PLANAR[fmt]
+    for i, ((frame, composed, masked), source, before) in enumerate(
+            zip(captured, decoded, frames_in, strict=True)):
+        if not deep:  # --crf 0 is lossless
+            for got, plane in zip(written[i], composed, strict=True):
+                np.testing.assert_array_equal(got, plane)
+        assert frame.dtype == dtype and frame.shape == (240, 320, 3)  # (regions made whole)
+        pasted = np.any(frame != before, axis=2)  # the pixels the swap changed
+        assert pasted.any() == (i not in without_face) and not pasted[~masked].any()
+        today = picture_planes(bgr_to_picture(frame, fmt, colorspace, False))
+        footprint = masked.reshape(240 // down, down, 320 // across, across).any(axis=(1, 3))
         for index, (plane, original, whole) in enumerate(zip(composed, source, today)):
-            scale = 1 if index == 0 else 2
+            inside = masked if index == 0 else footprint
+            np.testing.assert_array_equal(plane[~inside], original[~inside])  # exact
+            np.testing.assert_array_equal(plane[inside], whole[inside])  # the whole-frame path
+            step_x, step_y = (1, 1) if index == 0 else (across, down)
             differs = plane != original
-            if i in WITHOUT_FACE:
+            if i in without_face:
                 assert not differs.any(), f"frame {i}: a frame without a face was changed"
                 continue
             ys, xs = np.nonzero(differs)
-            assert differs.sum() > 500 // scale**2
-            assert (xs.min() * scale >= x0 and xs.max() * scale < x1
-                    and ys.min() * scale >= y0 and ys.max() * scale < y1)
+            assert differs.sum() > 500 // (step_x * step_y)
+            assert (xs.min() * step_x >= x0 and xs.max() * step_x < x1
+                    and ys.min() * step_y >= y0 and ys.max() * step_y < y1)
             # where the swap changed pixels, the samples are today's whole-frame conversion
-            changed = pasted[::scale, ::scale] if index else pasted
+            changed = pasted[::step_y, ::step_x] if index else pasted
             np.testing.assert_array_equal(plane[changed], whole[changed])
+    _, written_frames = planes_and_frames(out)  # read back: the clip's colours outside the face
+    outside = outside_face()
+    for source_frame, back in zip(frames_in, written_frames, strict=True):
+        error = back[outside].astype(float) - source_frame[outside]
+        assert (np.abs(error).mean() < 2.5 * level
+                and np.abs(error.mean(axis=0)).max() < 0.5 * level)
 
 
 @pytest.mark.parametrize(("colorspace", "color_range", "pixel_format", "kept"), [
-    (_UNTAGGED, 0, "yuv420p", (_UNTAGGED, 0)),  # most phone and web h264 carries no tags
-    (_BT709, _FULL, "yuvj420p", (_BT709, _FULL)),  # full range (yuvj): the stream says so
-    (5, _LIMITED, "yuv420p", (5, _LIMITED)),  # BT.601 (BT.470BG) SD footage stays BT.601
+    (UNTAGGED, 0, "yuv420p", (UNTAGGED, 0)),  # most phone and web h264 carries no tags
+    (BT709, FULL, "yuvj420p", (BT709, FULL)),  # full range (yuvj): the stream says so
+    (5, LIMITED, "yuv420p", (5, LIMITED)),  # BT.601 (BT.470BG) SD footage stays BT.601
 ], ids=["untagged", "full-range", "bt601"])
 def test_a_source_keeps_its_own_colour_tags_and_passes_through(
         testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path,
         captured: list, colorspace: int, color_range: int, pixel_format: str,
         kept: tuple[int, int]) -> None:
-    clip = _bt709_clip(tmp_path / "shot.mp4", face_photo(testdata), colorspace, color_range,
+    clip = bt709_clip(tmp_path / "shot.mp4", face_photo(testdata), colorspace, color_range,
                        pixel_format)
     out = tmp_path / "out.mp4"
     _render(testdata, render_models, render_cache, clip, out, crf=0)
@@ -159,7 +163,7 @@ def test_a_source_keeps_its_own_colour_tags_and_passes_through(
         assert (cc.colorspace, cc.color_range, cc.format.name) == (*kept, pixel_format)
     assert len(captured) == FRAMES  # every frame went to the encoder as decoded planes
     pasted = [changed for _, _, changed in captured]
-    for i, (source, written) in enumerate(zip(_planes(clip), _planes(out), strict=True)):
+    for i, (source, written) in enumerate(zip(planes_of(clip), planes_of(out), strict=True)):
         kept_luma = ~pasted[i]  # outside the paste the file holds the source's codes exactly
         np.testing.assert_array_equal(written[0][kept_luma], source[0][kept_luma])
         assert pasted[i].any() == (i not in WITHOUT_FACE)
@@ -173,7 +177,7 @@ def test_an_untagged_source_reads_back_in_its_own_colours(
     """Read back as the reader reads it, the render of an untagged (BT.601-read) clip shows the
     clip's colours outside the face: h264 keeps the tags (and at --crf 0 the very codes), and
     dnxhr_hq, whose .mov carries no colour tags and reads back as BT.709, is converted to that."""
-    clip = _bt709_clip(tmp_path / "shot.mp4", face_photo(testdata), _UNTAGGED, 0)
+    clip = bt709_clip(tmp_path / "shot.mp4", face_photo(testdata), UNTAGGED, 0)
     out = tmp_path / output
     fields = {"codec": codec} if crf is None else {"codec": codec, "crf": crf}
     _render(testdata, render_models, render_cache, clip, out, **fields)
@@ -202,28 +206,58 @@ def test_a_sideways_phone_clip_passes_through_too(
     assert sum("pass through" in r.getMessage() for r in caplog.records) == 1
 
 
-@pytest.mark.parametrize(("output", "fields", "words"), [
-    ("out.mp4", {"colorspace": "Linear Rec.709 (sRGB)"}, "colour-transformed"),
-    ("out.mov", {"codec": "prores_422"}, "not the encoder's yuv422p10le"),  # 10-bit output
-], ids=["colour-transform", "10-bit"])
-def test_other_renders_of_the_clip_convert_whole_frames(
+@pytest.mark.parametrize(("depth", "colorspace", "output", "fields", "words", "kept"), [
+    (8, BT709, "out.mp4", {"colorspace": "Linear Rec.709 (sRGB)"}, "colour-transformed", False),
+    (8, BT709, "out.mov", {"codec": "prores_422"}, "not the encoder's yuv422p10le", True),
+    (10, BT709, "out.mp4", {"codec": "h264"}, "not the encoder's yuv420p", True),
+    (10, BT601, "out.mov", {"codec": "prores_422"}, "another matrix", True),  # BT.709 writer
+], ids=["8bit-colour-transform", "8bit-10-bit-output", "10bit-8-bit-output", "10bit-matrix"])
+def test_a_render_the_writer_cannot_take_as_it_is_converts_whole_frames(
         testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path,
-        captured: list, caplog: pytest.LogCaptureFixture, output: str,
-        fields: dict[str, str], words: str) -> None:
-    clip = _bt709_clip(tmp_path / "shot.mp4", face_photo(testdata))
+        captured: list, caplog: pytest.LogCaptureFixture, depth: int, colorspace: int,
+        output: str, fields: dict[str, str], words: str, kept: bool) -> None:
+    """A colour transform, an output of another bit depth, a source matrix the writer does not
+    tag: whole frames converted, and read back (kept) the clip's colours outside the face,
+    within the rounding to the output's bits and the codec's loss."""
+    if depth == 8:
+        clip = bt709_clip(tmp_path / "shot.mp4", face_photo(testdata))
+        frames, without_face = FRAMES, WITHOUT_FACE
+    else:
+        clip = deep_clip(tmp_path / "shot.mov", face_photo(testdata), "prores_422", colorspace)
+        frames, without_face = DEEP_FRAMES, DEEP_WITHOUT_FACE
+    out = tmp_path / output
     with caplog.at_level(logging.DEBUG, logger="facefuse.io.video.write"):
         request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
-                                 clip, tmp_path / output, swapper="colour", **fields)
+                                 clip, out, swapper="colour", **fields)
         summary, _ = run_render(request)
     assert summary.failed == () and captured == []
+    assert summary.swapped == frames - len(without_face)
     reasons = [r.getMessage() for r in caplog.records if "whole frames" in r.getMessage()]
     assert len(reasons) == 1 and words in reasons[0], reasons
+    lines = [r.getMessage() for r in caplog.records
+             if "pass through" in r.getMessage() or "whole frames" in r.getMessage()]
+    assert len(lines) == 1 and words in lines[0], lines
+    if not kept:
+        return
+    _, frames_in = planes_and_frames(clip)
+    _, written = planes_and_frames(out)
+    outside, deep = outside_face(), written[0].dtype == np.uint16
+    # converted, colours kept (to 8 bits, within its rounding and x264's loss)
+    size, cast = (2.5, 0.5) if deep else (2.0, 1.0)
+    for source, back in zip(frames_in, written, strict=True):
+        error = _sixteen_bit(back[outside]) - _sixteen_bit(source[outside])
+        assert np.abs(error).mean() < size * 257 and np.abs(error.mean(axis=0)).max() < cast * 257
+
+
+def _sixteen_bit(pixels: np.ndarray) -> np.ndarray:
+    """BGR uint8 or uint16 pixels as float64 on the 16-bit scale."""
+    return pixels.astype(float) * (257 if pixels.dtype == np.uint8 else 1)
 
 
 def test_matte_and_patch_are_the_same_whether_frames_pass_through_or_not(
         testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    clip = _bt709_clip(tmp_path / "shot.mp4", face_photo(testdata))
+    clip = bt709_clip(tmp_path / "shot.mp4", face_photo(testdata))
     outputs = {}
     for name in ("through", "whole"):
         if name == "whole":
@@ -233,8 +267,9 @@ def test_matte_and_patch_are_the_same_whether_frames_pass_through_or_not(
         _render(testdata, render_models, render_cache, clip, folder / "out.mp4",
                 crf=0, matte=str(folder / "matte.####.png"), patch=str(folder / "patch.####.exr"))
         outputs[name] = folder
-    through, whole = _planes(outputs["through"] / "out.mp4"), _planes(outputs["whole"] / "out.mp4")
-    decoded = _planes(clip)
+    through = planes_of(outputs["through"] / "out.mp4")
+    whole = planes_of(outputs["whole"] / "out.mp4")
+    decoded = planes_of(clip)
     for n in range(1, FRAMES + 1):
         for kind in ("matte.{:04d}.png", "patch.{:04d}.exr"):
             np.testing.assert_array_equal(read_bgr(outputs["through"] / kind.format(n)),
@@ -254,7 +289,7 @@ def test_a_frame_without_its_picture_is_converted_whole_and_the_stream_goes_on(
     frames after it pass through again."""
     from facefuse.io.video import VideoSink, VideoSource
 
-    clip = _bt709_clip(tmp_path / "shot.mp4", np.full((64, 64, 3), 128, np.uint8))
+    clip = bt709_clip(tmp_path / "shot.mp4", np.full((64, 64, 3), 128, np.uint8))
     with VideoSource(clip) as source:
         info = source.info
         frames = list(source.read(range(1, FRAMES + 1)))

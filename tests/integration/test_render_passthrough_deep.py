@@ -1,11 +1,10 @@
-"""10-bit renders that pass the decoded planes through (io.video.passthrough): a ProRes 422 HQ
-(yuv422p10le) clip rendered to prores_422, and an HEVC Main10 (yuv420p10le) one to h265 (BT.709,
-or BT.2020 with PQ, whose tags the h265 output keeps), hand the encoder the decoded uint16
-planes with only the pasted faces converted; read back, the output shows the clip's own colours
-outside the face. Renders that cannot pass through (a
-10-bit clip to an 8-bit codec, a matrix the writer does not tag) convert whole frames, and
-each 10-bit writer's output reads back with the matrix it converted with (so refusing on the
-matrix is enough to keep a passed-through picture's colours as the whole-frame path's).
+"""10-bit renders and writers beside tests/integration/test_render_passthrough.py (which holds
+the passed-through planes of 8- and 10-bit clips, and the renders that convert whole frames, to
+one bar): a sideways ProRes 422 HQ clip passes through in its stored orientation; each 10-bit
+writer's output reads back with the matrix it converted with (so refusing on the matrix is
+enough to keep a passed-through picture's colours as the whole-frame path's); a 10-bit h265
+output keeps the tags of an h264 or HEVC source; ProRes white and black read as the whole
+16-bit range.
 """
 
 from __future__ import annotations
@@ -20,103 +19,32 @@ import numpy as np
 import pytest
 
 from facefuse.io.video import VideoSink, VideoSource
-from facefuse.io.video import write as video_write
 from facefuse.io.video.passthrough import decoded_picture
 from facefuse.io.video.yuv import (
-    PLANAR_10BIT,
-    YuvPlanes,
     matrix_for,
     picture_planes,
-    yuv_to_bgr,
 )
 from facefuse.io.video.yuv_write import bgr_to_picture
-from tests.integration.render_helpers import FACE_BOX
-from tests.render_media import arrays, face_frame, face_photo, render_request, run_render
-
-FRAMES = 5
-WITHOUT_FACE = (0,)
-_BT709, _BT601, _BT2020, _PQ = 1, 6, 9, 16
-# (encoder, pixel format, options) of the 10-bit source clips
-_SOURCES = {"prores_422": ("prores_ks", "yuv422p10le", {"profile": "3"}),
-            "h265": ("libx265", "yuv420p10le", {"x265-params": "log-level=error", "crf": "12"})}
-
-
-def _deep_frame(index: int, face: np.ndarray | None) -> np.ndarray:
-    """face_frame at 16 bits, with a fine ramp so the low two of the 10 bits vary too."""
-    frame = face_frame(index, face).astype(np.uint16) * 257
-    ramp = (np.arange(frame.shape[1], dtype=np.uint16) % 64 * 4)[None, :, None]
-    return frame + np.minimum(ramp, 65535 - frame)
-
-
-def _deep_clip(path: Path, face: np.ndarray, codec: str, colorspace: int = _BT709,
-               turns: int = 0) -> Path:
-    """A 10-bit clip (see _SOURCES) tagged `colorspace`, limited range, converted with that
-    matrix; frame 0 without a face. turns: stored that many quarter turns clockwise under a
-    display rotation that shows it upright (as a phone or a rotated camera stores it)."""
-    encoder, pixel_format, options = _SOURCES[codec]
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream(encoder, rate=Fraction(24), options=options)
-        size = (240, 320) if turns % 2 else (320, 240)
-        stream.width, stream.height, stream.pix_fmt = *size, pixel_format
-        stream.codec_context.colorspace, stream.codec_context.color_range = colorspace, 1
-        if colorspace == _BT2020:  # HDR: BT.2020 primaries, PQ
-            stream.codec_context.color_primaries, stream.codec_context.color_trc = _BT2020, _PQ
-        if turns:
-            stream.set_display_rotation(90 * turns)
-        for i in range(FRAMES):
-            upright = _deep_frame(i, None if i in WITHOUT_FACE else face)
-            picture = bgr_to_picture(np.ascontiguousarray(np.rot90(upright, -turns)),
-                                     pixel_format, colorspace, False)
-            picture.pts = i
-            container.mux(stream.encode(picture))
-        container.mux(stream.encode(None))
-    return path
-
-
-def _decoded(path: Path) -> tuple[list[list[np.ndarray]], list[np.ndarray]]:
-    """Every picture's planes (copies) and frame as the reader makes it (BGR uint16)."""
-    with av.open(str(path)) as container:
-        pictures = sorted(container.decode(video=0), key=lambda f: f.pts)
-        planes = [[p.copy() for p in picture_planes(f)] for f in pictures]
-    with VideoSource(path) as source:
-        frames = [frame for _, frame in arrays(source.read(range(1, len(planes) + 1)))]
-    return planes, frames
+from tests.integration.passthrough_clips import (
+    BT709,
+    BT2020,
+    PQ,
+    capture_composed,
+    deep_clip,
+    deep_frame,
+    planes_and_frames,
+)
+from tests.integration.passthrough_clips import DEEP_FRAMES as FRAMES
+from tests.integration.passthrough_clips import DEEP_WITHOUT_FACE as WITHOUT_FACE
+from tests.render_media import arrays, face_photo, render_request, run_render
 
 
 @pytest.fixture()
 def captured(monkeypatch: pytest.MonkeyPatch
-             ) -> list[tuple[np.ndarray, np.ndarray, list[np.ndarray]]]:
-    """(frame, where its pastes' masks are > 0, planes composed for the encoder) of every
-    frame VideoSink passes through. Where pass 2 handed a region (io.video.frame: only the
-    box around the pastes converted, the rest as the reader converts the whole picture), the
-    frame is the reader's whole frame with the region's pixels at its place."""
-    seen: list[tuple[np.ndarray, np.ndarray, list[np.ndarray]]] = []
-    original = video_write.compose
-
-    def capture(picture: Any, frame: np.ndarray, pasted: Any, *rest: Any) -> Any:
-        out = original(picture, frame, pasted, *rest)
-        upright = (picture.width, picture.height) if picture.turns % 2 else (
-            picture.height, picture.width)
-        if frame.shape[:2] != upright:  # a region at origin (x, y)
-            (x, y), region = rest[1], frame
-            frame = _reader_frame(picture)
-            frame[y:y + region.shape[0], x:x + region.shape[1]] = region
-        masked = np.zeros(upright, bool)
-        for paste in pasted:
-            masked[paste.roi.slices()] |= paste.mask > 0
-        seen.append((frame.copy(), masked, [p.copy() for p in picture_planes(out)]))
-        return out
-
-    monkeypatch.setattr(video_write, "compose", capture)
-    return seen
-
-
-def _reader_frame(picture: Any) -> np.ndarray:
-    """The whole BGR uint16 frame the reader makes of a DecodedPicture (io.video.yuv, upright)."""
-    planes = YuvPlanes(*picture.planes, *PLANAR_10BIT[picture.pixel_format], False,
-                       matrix_for(picture.colorspace, picture.color_range, picture.pixel_format),
-                       bits=10)
-    return np.ascontiguousarray(np.rot90(yuv_to_bgr(planes), picture.turns))
+             ) -> list[tuple[np.ndarray, list[np.ndarray], np.ndarray]]:
+    """(frame, planes composed for the encoder, where the paste masks are > 0) of every frame
+    VideoSink passes through."""
+    return capture_composed(monkeypatch)
 
 
 def _render(testdata: Path, models: Path, cache: Path, clip: Path, out: Path,
@@ -131,97 +59,29 @@ def _render(testdata: Path, models: Path, cache: Path, clip: Path, out: Path,
             if "pass through" in r.getMessage() or "whole frames" in r.getMessage()]
 
 
-def _outside_face() -> np.ndarray:
-    outside = np.ones((240, 320), bool)
-    x0, y0, x1, y1 = FACE_BOX
-    outside[y0:y1, x0:x1] = False
-    return outside
-
-
 def test_a_sideways_10_bit_clip_passes_through_in_its_stored_orientation(
         testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path,
         captured: list, caplog: pytest.LogCaptureFixture) -> None:
     """A ProRes 422 clip stored a quarter turn under a display rotation: the upright pastes are
     turned back to the stored planes (io.video.orientation), as for 8-bit clips."""
-    clip = _deep_clip(tmp_path / "shot.mov", face_photo(testdata), "prores_422", turns=1)
+    clip = deep_clip(tmp_path / "shot.mov", face_photo(testdata), "prores_422", turns=1)
     out = tmp_path / "out.mov"
     lines = _render(testdata, render_models, render_cache, clip, out, caplog, codec="prores_422")
     assert len(lines) == 1 and "pass through" in lines[0], lines
     with VideoSource(out) as rendered:
         assert rendered.info.rotation_deg == 90 and rendered.info.width == 320
-    planes, _ = _decoded(clip)
+    planes, _ = planes_and_frames(clip)
     assert len(captured) == FRAMES
-    for i, ((frame, masked, composed), source) in enumerate(zip(captured, planes, strict=True)):
+    for i, ((frame, composed, masked), source) in enumerate(zip(captured, planes, strict=True)):
         assert frame.shape == (240, 320, 3) and masked.any() == (i not in WITHOUT_FACE)
         stored, stored_mask = np.rot90(frame, -1), np.rot90(masked, -1)  # 320 x 240 stored
         today = picture_planes(bgr_to_picture(np.ascontiguousarray(stored), "yuv422p10le",
-                                              _BT709, False))
+                                              BT709, False))
         footprint = stored_mask.reshape(320, 120, 2).any(axis=2)
         for index, (plane, original, whole) in enumerate(zip(composed, source, today)):
             inside = stored_mask if index == 0 else footprint
             np.testing.assert_array_equal(plane[~inside], original[~inside])  # exact
             np.testing.assert_array_equal(plane[inside], whole[inside])  # the whole-frame path
-
-
-@pytest.mark.parametrize(("codec", "output", "colorspace"), [
-    ("prores_422", "out.mov", _BT709), ("h265", "out.mp4", _BT709), ("h265", "out.mkv", _BT2020)],
-    ids=["prores_422", "h265", "h265-hdr"])
-def test_a_10_bit_clip_passes_its_decoded_planes_through(
-        testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path,
-        captured: list, caplog: pytest.LogCaptureFixture, codec: str, output: str,
-        colorspace: int) -> None:
-    clip = _deep_clip(tmp_path / f"shot{Path(output).suffix}", face_photo(testdata), codec,
-                      colorspace)
-    out = tmp_path / output
-    lines = _render(testdata, render_models, render_cache, clip, out, caplog, codec=codec)
-    assert len(lines) == 1 and "pass through" in lines[0], lines
-    with av.open(str(clip)) as source, av.open(str(out)) as rendered:
-        tags = [(int(c.colorspace), int(c.color_range), int(c.color_primaries), int(c.color_trc))
-                for c in (source.streams.video[0].codec_context,
-                          rendered.streams.video[0].codec_context)]
-    assert tags[1][:2] == (colorspace, 1) and (codec == "prores_422" or tags[1] == tags[0])
-    planes, frames = _decoded(clip)
-    fmt = _SOURCES[codec][1]
-    assert len(captured) == FRAMES
-    across, down = (2, 1) if fmt == "yuv422p10le" else (2, 2)
-    for i, ((frame, masked, composed), source, before) in enumerate(
-            zip(captured, planes, frames, strict=True)):
-        assert frame.dtype == np.uint16 and frame.shape == (240, 320, 3)  # (regions made whole)
-        changed = np.any(frame != before, axis=2)
-        assert changed.any() == (i not in WITHOUT_FACE) and not changed[~masked].any()
-        today = picture_planes(bgr_to_picture(frame, fmt, colorspace, False))
-        footprint = masked.reshape(240 // down, down, 160, across).any(axis=(1, 3))
-        for index, (plane, original, whole) in enumerate(zip(composed, source, today)):
-            inside = masked if index == 0 else footprint
-            np.testing.assert_array_equal(plane[~inside], original[~inside])  # exact
-            np.testing.assert_array_equal(plane[inside], whole[inside])  # the whole-frame path
-    _, written = _decoded(out)  # read back: the clip's colours outside the face
-    outside = _outside_face()
-    for source, back in zip(frames, written, strict=True):
-        error = back[outside].astype(float) - source[outside]
-        assert np.abs(error).mean() < 2.5 * 257 and np.abs(error.mean(axis=0)).max() < 0.5 * 257
-
-
-@pytest.mark.parametrize(("colorspace", "codec", "output", "words"), [
-    (_BT709, "h264", "out.mp4", "not the encoder's yuv420p"),  # 10-bit in, 8-bit out
-    (_BT601, "prores_422", "out.mov", "another matrix"),  # SD-tagged clip, BT.709 writer
-], ids=["8-bit-output", "matrix"])
-def test_a_10_bit_clip_the_writer_cannot_take_as_it_is_converts_whole_frames(
-        testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path,
-        captured: list, caplog: pytest.LogCaptureFixture, colorspace: int, codec: str,
-        output: str, words: str) -> None:
-    clip = _deep_clip(tmp_path / "shot.mov", face_photo(testdata), "prores_422", colorspace)
-    out = tmp_path / output
-    lines = _render(testdata, render_models, render_cache, clip, out, caplog, codec=codec)
-    assert captured == [] and len(lines) == 1 and words in lines[0], lines
-    _, frames = _decoded(clip)
-    _, written = _decoded(out)
-    outside, deep = _outside_face(), written[0].dtype == np.uint16
-    # converted, colours kept (to 8 bits, within its rounding and x264's loss)
-    size, cast = (2.5, 0.5) if deep else (2.0, 1.0)
-    for source, back in zip(frames, written, strict=True):
-        error = back[outside].astype(float) * (1 if deep else 257) - source[outside]
-        assert np.abs(error).mean() < size * 257 and np.abs(error.mean(axis=0)).max() < cast * 257
 
 
 @pytest.mark.parametrize(("codec", "output"), [
@@ -246,13 +106,13 @@ def test_each_10_bit_writer_reads_back_with_the_matrix_it_converted_with(
         path = tmp_path / output
         with VideoSink(path, info, codec=codec) as sink:
             for i in range(3):
-                sink.write(_deep_frame(i, None)[:128, :256])
+                sink.write(deep_frame(i, None)[:128, :256])
             cc = sink._stream.codec_context
             written = matrix_for(cc.colorspace, cc.color_range, cc.format.name)
         with av.open(str(path)) as container:
             picture = next(container.decode(video=0))
         read = matrix_for(picture.colorspace, picture.color_range, picture.format.name)
-        assert written == read == matrix_for(_BT709, 1, "yuv422p10le"), (colour_tags, read)
+        assert written == read == matrix_for(BT709, 1, "yuv422p10le"), (colour_tags, read)
         expected = "yuv444p12le" if codec == "prores_4444" else sink._pix_fmt
         assert picture.format.name == expected
         assert (decoded_picture(picture) is None) == (codec == "prores_4444")
@@ -269,18 +129,18 @@ def test_a_10_bit_h265_output_keeps_the_tags_of_a_10_bit_h264_or_hevc_source(
     says), nor 10-bit full range (converted by swscale)."""
     from facefuse.io.video.read import VideoInfo
 
-    tags = (_BT2020, color_range, _BT2020, _PQ)
+    tags = (BT2020, color_range, BT2020, PQ)
     info = VideoInfo(path=tmp_path / "in.mkv", frame_count=3, rate=Fraction(24), width=256,
                      height=128, codec=source_codec, pixel_format="yuv420p10le", bit_depth=10,
                      has_alpha=False, timecode=None, audio_streams=0, duration_s=3 / 24,
                      variable_frame_rate=False, colour_tags=tags)
     with VideoSink(tmp_path / "out.mkv", info, codec="h265") as sink:
         for i in range(3):
-            sink.write(_deep_frame(i, None)[:128, :256])
+            sink.write(deep_frame(i, None)[:128, :256])
     with av.open(str(tmp_path / "out.mkv")) as container:
         picture = next(container.decode(video=0))
     read = (picture.colorspace, picture.color_range, picture.color_primaries, picture.color_trc)
-    assert read == (tags if kept else (_BT709, 1, _BT709, _BT709))
+    assert read == (tags if kept else (BT709, 1, BT709, BT709))
 
 
 def test_a_prores_clip_reads_white_and_black_as_the_whole_16_bit_range(tmp_path: Path) -> None:
@@ -291,18 +151,18 @@ def test_a_prores_clip_reads_white_and_black_as_the_whole_16_bit_range(tmp_path:
     with av.open(str(path), "w") as container:
         stream = container.add_stream("prores_ks", rate=Fraction(24), options={"profile": "3"})
         stream.width, stream.height, stream.pix_fmt = 128, 64, "yuv422p10le"
-        stream.codec_context.colorspace, stream.codec_context.color_range = _BT709, 1
+        stream.codec_context.colorspace, stream.codec_context.color_range = BT709, 1
         picture = av.VideoFrame(128, 64, "yuv422p10le")
         y, cb, cr = picture_planes(picture)
         y[:, :64], y[:, 64:], cb[:], cr[:] = 940, 64, 512, 512
-        picture.colorspace, picture.color_range, picture.pts = _BT709, 1, 0
+        picture.colorspace, picture.color_range, picture.pts = BT709, 1, 0
         container.mux(stream.encode(picture))
         container.mux(stream.encode(None))
     with VideoSource(path) as source:
         frame = next(arrays(source.read([1])))[1]
     assert frame.dtype == np.uint16
     assert np.all(frame[:, :56] == 65535) and np.all(frame[:, 72:] == 0)  # away from the edge
-    back = picture_planes(bgr_to_picture(frame, "yuv422p10le", _BT709, False))
+    back = picture_planes(bgr_to_picture(frame, "yuv422p10le", BT709, False))
     with av.open(str(path)) as container:
         decoded = picture_planes(next(container.decode(video=0)))
     np.testing.assert_array_equal(back[0][:, :56], 940)

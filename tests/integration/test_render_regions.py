@@ -10,8 +10,11 @@ regions) gives the same planes with and without regions too.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import av
@@ -87,6 +90,22 @@ def deep_clip(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> Path:
     return path
 
 
+@dataclass(frozen=True)
+class Depth:
+    """A bit depth's clip (fixture name), its render's output suffix and options (the 8-bit
+    h264 at --crf 0 is lossless; the 10-bit one renders to ProRes 422 HQ), its planes' dtype."""
+
+    clip: str
+    suffix: str
+    options: Mapping[str, Any]
+    dtype: type
+
+
+DEPTHS = MappingProxyType({
+    "8bit": Depth("clip", ".mp4", MappingProxyType({"crf": 0}), np.uint8),
+    "10bit": Depth("deep_clip", ".mov", MappingProxyType({"codec": "prores_422"}), np.uint16)})
+
+
 class Capture:
     """The planes VideoSink composes for the encoder, and the frames converted as regions."""
 
@@ -159,54 +178,45 @@ def _assert_regions(capture: Capture) -> None:
     assert set(range(REGIONS_FROM, FRAMES)) <= set(capture.regions), capture.regions
 
 
-@pytest.mark.parametrize("settings", [{}, {"pixel_boost": 256}], ids=["plain", "pixel-boost"])
+@pytest.mark.parametrize(("depth", "swapper", "settings"), [
+    ("8bit", "identity", {}), ("8bit", "identity", {"pixel_boost": 256}), ("10bit", "colour", {})],
+    ids=["8bit-plain", "8bit-pixel-boost", "10bit"])
 def test_region_frames_give_the_encoder_the_same_planes(
-        clip: Path, testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch, settings: dict[str, Any]) -> None:
+        request: pytest.FixtureRequest, testdata: Path, render_models: Path, render_cache: Path,
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, depth: str, swapper: str,
+        settings: dict[str, Any]) -> None:
+    case = DEPTHS[depth]
     runs = {}
     for regions in (True, False):
-        request = _request(testdata, render_models, render_cache, clip,
-                           tmp_path / f"{regions}.mp4", "identity", **settings)
-        runs[regions], summary = _render(monkeypatch, request, regions)
+        clip = request.getfixturevalue(case.clip)
+        job = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
+                             clip, tmp_path / f"{regions}{case.suffix}", swapper=swapper,
+                             settings={"selector": "many", **settings}, **case.options)
+        runs[regions], summary = _render(monkeypatch, job, regions)
         assert summary.swapped == FRAMES - len(NO_FACE) and not summary.failed
     _assert_regions(runs[True])
     assert runs[False].regions == []
+    assert runs[True].planes[0][0].dtype == case.dtype
     _assert_same_planes(runs[True].planes, runs[False].planes)
 
 
-def test_10_bit_region_frames_give_the_encoder_the_same_planes(
-        deep_clip: Path, testdata: Path, render_models: Path, render_cache: Path,
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    runs = {}
-    for regions in (True, False):
-        request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
-                                 deep_clip, tmp_path / f"{regions}.mov", swapper="colour",
-                                 settings={"selector": "many"}, codec="prores_422")
-        runs[regions], summary = _render(monkeypatch, request, regions)
-        assert summary.swapped == FRAMES - len(NO_FACE) and not summary.failed
-    _assert_regions(runs[True])
-    assert runs[False].regions == []
-    assert runs[True].planes[0][0].dtype == np.uint16
-    _assert_same_planes(runs[True].planes, runs[False].planes)
-
-
-@pytest.mark.parametrize("deep", [False, True], ids=["8-bit", "10-bit"])
+@pytest.mark.parametrize("depth", DEPTHS)
 def test_with_an_enhancer_matte_and_patch_regions_write_the_same_files(
-        clip: Path, deep_clip: Path, testdata: Path, render_models: Path, render_cache: Path,
+        request: pytest.FixtureRequest, testdata: Path, render_models: Path, render_cache: Path,
         contract_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        deep: bool) -> None:
+        depth: str) -> None:
+    case = DEPTHS[depth]
     runs = {}
     for regions in (True, False):
         folder = tmp_path / str(regions)
-        options = {"codec": "prores_422"} if deep else {"crf": 0}
-        request = render_request(
+        job = render_request(
             render_models, render_cache, testdata / "media" / "obama.jpg",
-            deep_clip if deep else clip, folder / ("out.mov" if deep else "out.mp4"),
+            request.getfixturevalue(case.clip), folder / f"out{case.suffix}",
             swapper="colour", settings={
                 "selector": "many", "enhancer": str(contract_dir / "identity_restorer.onnx")},
             matte=str(folder / "matte.####.png"), patch=str(folder / "patch.####.exr"),
-            **options)
-        runs[regions], _ = _render(monkeypatch, request, regions)
+            **case.options)
+        runs[regions], _ = _render(monkeypatch, job, regions)
     _assert_regions(runs[True])
     _assert_same_planes(runs[True].planes, runs[False].planes)
     for n in range(1, FRAMES + 1):

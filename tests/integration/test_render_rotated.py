@@ -28,7 +28,7 @@ from facefuse.io.video.yuv_write import bgr_to_picture
 from facefuse.shot import render
 from facefuse.shot.render import render as render_shot
 from tests import media_factory
-from tests.integration.test_render_passthrough import _whole as whole_of
+from tests.integration.passthrough_clips import whole_frame as whole_of
 from tests.integration.test_render_regions import (
     FRAMES,
     NO_FACE,

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 
 class NamedOutput(Protocol):
-    """An image-sequence output as the checks see it (shot.outputs.SequenceOutput)."""
+    """An image-sequence output as the checks see it (shot.writers.SequenceOutput)."""
 
     pattern: FramePattern
 

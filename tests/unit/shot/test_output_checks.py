@@ -19,8 +19,8 @@ import pytest
 from facefuse.errors import InputError, OutputError
 from facefuse.io import files, images, plates
 from facefuse.shot.output_checks import check_outputs
-from facefuse.shot.outputs import SequenceOutput
 from facefuse.shot.request import RenderRequest
+from facefuse.shot.writers import SequenceOutput
 
 
 def _dead_pid() -> int:

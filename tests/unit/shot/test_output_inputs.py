@@ -22,8 +22,8 @@ from facefuse.shot.output_checks import (
     check_outputs,
     check_request_outputs,
 )
-from facefuse.shot.outputs import SequenceOutput
 from facefuse.shot.request import RenderRequest
+from facefuse.shot.writers import SequenceOutput
 
 KINDS = ("same", "symlink", "hardlink", "relative")
 OPTIONS = ("-o", "--matte", "--patch", "video")

@@ -1,6 +1,6 @@
-"""The writers' resume check (shot.outputs): a frame written with a fingerprint reads back as
-finished with that fingerprint and no other, in every plate format; a damaged file never does.
-Also the matte and patch pictures the compositing outputs hold."""
+"""The writers' resume check (shot.writers): a frame written with a fingerprint reads
+back as finished with that fingerprint and no other, in every plate format; a damaged file never
+does. Also the matte and patch pictures the compositing outputs hold."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from facefuse.errors import InputError
-from facefuse.shot.outputs import SequenceOutput, matte_frame, patch_frame
+from facefuse.shot.writers import SequenceOutput, matte_frame, patch_frame
 
 FINGERPRINT = "f" * 64
 FORMATS = ("exr", "dpx", "tif", "png", "jpg")
