@@ -201,3 +201,27 @@ def test_prefetch_stays_within_the_byte_budget():
         time.sleep(0.005)
         ahead.append(len(produced) - (n + 1))
     assert max(ahead) <= 2 and len(ahead) == 20
+
+
+@pytest.mark.parametrize("in_flight", [None, 2, 6])
+def test_a_slow_writer_holds_the_reader_back_to_the_items_in_flight(in_flight):
+    produced, written = [], []
+
+    def source():
+        for i in range(30):
+            produced.append(i)
+            yield i
+
+    def sink(x):
+        time.sleep(0.002)  # the slowest stage: without the bound both queues would fill
+        written.append(x)
+
+    most = []
+
+    def process(x):
+        most.append(len(produced) - len(written))
+        return x
+
+    assert stream(source(), process, sink, depth=4, in_flight=in_flight) is True
+    assert written == list(range(30))
+    assert max(most) <= (4 if in_flight is None else in_flight)
