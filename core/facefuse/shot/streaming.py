@@ -31,6 +31,7 @@ In = TypeVar("In")
 Out = TypeVar("Out")
 
 _END = object()
+_GONE = object()  # no item came: the stage that would take it has stopped
 _POLL_S = 0.1
 QUEUE_DEPTH = 4  # items a queue holds at most
 QUEUE_BYTES = 64 * 2**20  # bytes the items waiting in one queue hold at most (one always fits)
@@ -151,7 +152,7 @@ def stream(source: Iterator[In], process: Callable[[In], Out], sink: Callable[[O
     finished = False
     try:
         while True:
-            item = inbox.get()
+            item = _get(inbox, writer_alive)  # a writer that failed holds tokens for good
             if item is _END or cancelled() or not writer_alive():
                 finished = item is _END
                 break
@@ -184,6 +185,16 @@ def _feed(source: Iterable[object], inbox: ByteQueue, stop: threading.Event,
                 return
     finally:
         _put(inbox, _END, running)
+
+
+def _get(q: ByteQueue, alive: Callable[[], bool]) -> object:
+    """The oldest item as soon as there is one, or _GONE once alive() turns False."""
+    while alive():
+        try:
+            return q.get(timeout=_POLL_S)
+        except IndexError:
+            continue
+    return _GONE
 
 
 def _acquire(tokens: threading.Semaphore, alive: Callable[[], bool]) -> bool:
