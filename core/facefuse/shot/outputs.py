@@ -27,13 +27,10 @@ from .request import RenderRequest
 from .writers import (
     ExtraSequences,
     FrameWriter,
-    Processed,
     SequenceOutput,
     SequenceWriter,
     VideoWriter,
 )
-
-__all__ = ["FrameWriter", "Processed", "open_writer"]
 
 
 def _writes_linear_exr(request: RenderRequest, shot: ShotInput) -> bool:

@@ -51,7 +51,7 @@ from .analysis import (
 from .early_plan import AnalysisStopped, EarlyPlan, Targets
 from .frames import plan_frames
 from .inputs import ShotInput, open_input
-from .outputs import FrameWriter, Processed, open_writer
+from .outputs import open_writer
 from .pass_one import PassOne
 from .request import (
     CancelCheck,
@@ -64,6 +64,7 @@ from .request import (
 )
 from .smoothing import OneEuroParams
 from .streaming import stream
+from .writers import FrameWriter, Processed
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,13 @@ Runtime sessions stay on one thread); an exception in any stage stops the others
 Each queue is bounded twice: by a count (`depth`, 4 by default) and by the bytes its waiting
 items hold (QUEUE_BYTES, see payload_bytes), so the frames in flight do not grow with the frame
 size unnoticed: at 1080p (6 MiB a BGR frame) a queue holds 4 frames, at 4K (24 MiB) 2, and a
-4K float32 plate (127 MiB) 1. An item always enters an empty queue, however large.
+4K float32 plate (127 MiB) 1. An item always enters an empty queue, however large. The items
+`stream` holds between reading and writing (read, not yet through sink()) are bounded as a whole
+too, by `in_flight` (`depth` by default): the reader takes a token before it reads an item and
+the writer gives it back once sink() is done with it. Whichever stage is the slowest, then,
+no more frames are held than keep the three stages busy with one to spare: a slow writer
+holds the reader back at once rather than after both queues have filled (at 1080p, with a
+writer converting whole frames, 4 frames instead of 11).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ In = TypeVar("In")
 Out = TypeVar("Out")
 
 _END = object()
+_GONE = object()  # no item came: the stage that would take it has stopped
 _POLL_S = 0.1
 QUEUE_DEPTH = 4  # items a queue holds at most
 QUEUE_BYTES = 64 * 2**20  # bytes the items waiting in one queue hold at most (one always fits)
@@ -33,7 +40,7 @@ QUEUE_BYTES = 64 * 2**20  # bytes the items waiting in one queue hold at most (o
 def payload_bytes(item: object) -> int:
     """The bytes of the pixel buffers an item holds: the `nbytes` of anything that states it
     (numpy arrays, io.video.frame.DecodedFrame), summed through tuples, lists and
-    dataclass fields (shot.outputs.Processed); anything else counts 0."""
+    dataclass fields (shot.writers.Processed); anything else counts 0."""
     stated = getattr(item, "nbytes", None)
     if isinstance(stated, int | np.integer):
         return int(stated)
@@ -120,21 +127,24 @@ def _put(q: ByteQueue, item: object, alive: Callable[[], bool]) -> bool:
 
 def stream(source: Iterator[In], process: Callable[[In], Out], sink: Callable[[Out], None],
            cancelled: Callable[[], bool] = lambda: False, depth: int = QUEUE_DEPTH,
-           budget_bytes: int = QUEUE_BYTES) -> bool:
+           budget_bytes: int = QUEUE_BYTES, in_flight: int | None = None) -> bool:
     """Run every source item through process() into sink(), in order; each of the two queues
-    holds at most `depth` items and `budget_bytes` (see ByteQueue).
+    holds at most `depth` items and `budget_bytes` (see ByteQueue), and at most `in_flight`
+    items (default `depth`) are read and not yet through sink() (see the module docstring).
 
     Returns True when the source was exhausted, False when cancelled() stopped it early; items
     already processed are still handed to sink() before returning.
     """
     inbox, outbox = ByteQueue(depth, budget_bytes), ByteQueue(depth, budget_bytes)
     stop = threading.Event()
+    tokens = threading.Semaphore(max(1, in_flight if in_flight is not None else depth))
 
     def write() -> None:
         while (item := outbox.get()) is not _END:
             sink(item)  # type: ignore[arg-type]
+            tokens.release()
 
-    reader = _Stage(lambda: _feed(source, inbox, stop), "facefuse-read")
+    reader = _Stage(lambda: _feed(source, inbox, stop, tokens), "facefuse-read")
     writer = _Stage(write, "facefuse-write")
     reader.thread.start()
     writer.thread.start()
@@ -142,7 +152,7 @@ def stream(source: Iterator[In], process: Callable[[In], Out], sink: Callable[[O
     finished = False
     try:
         while True:
-            item = inbox.get()
+            item = _get(inbox, writer_alive)  # a writer that failed holds tokens for good
             if item is _END or cancelled() or not writer_alive():
                 finished = item is _END
                 break
@@ -160,17 +170,39 @@ def stream(source: Iterator[In], process: Callable[[In], Out], sink: Callable[[O
     return finished
 
 
-def _feed(source: Iterable[object], inbox: ByteQueue, stop: threading.Event) -> None:
-    """Put every item of `source`, then the end marker, into `inbox` until `stop` is set."""
+def _feed(source: Iterable[object], inbox: ByteQueue, stop: threading.Event,
+          tokens: threading.Semaphore | None = None) -> None:
+    """Put every item of `source`, then the end marker, into `inbox` until `stop` is set;
+    with `tokens`, take one before reading each item."""
     def running() -> bool:
         return not stop.is_set()
 
+    items = iter(source)
     try:
-        for item in source:
-            if not _put(inbox, item, running):
+        while tokens is None or _acquire(tokens, running):
+            item = next(items, _END)
+            if item is _END or not _put(inbox, item, running):
                 return
     finally:
         _put(inbox, _END, running)
+
+
+def _get(q: ByteQueue, alive: Callable[[], bool]) -> object:
+    """The oldest item as soon as there is one, or _GONE once alive() turns False."""
+    while alive():
+        try:
+            return q.get(timeout=_POLL_S)
+        except IndexError:
+            continue
+    return _GONE
+
+
+def _acquire(tokens: threading.Semaphore, alive: Callable[[], bool]) -> bool:
+    """Take a token as soon as one is free, unless alive() turns False first."""
+    while alive():
+        if tokens.acquire(timeout=_POLL_S):
+            return True
+    return False
 
 
 def prefetch(source: Iterable[In], depth: int = QUEUE_DEPTH,

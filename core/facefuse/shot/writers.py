@@ -276,6 +276,7 @@ class VideoWriter:
         if self.colour is None:
             sink.write(item.frame, item.pasted)
         else:
+            item.frame.drop_planes()  # converted whole here: the picture is of no more use
             sink.write(self._display(item.frame.to_ndarray()), colour_transform=True)
 
     def _display(self, frame: np.ndarray) -> np.ndarray:

@@ -201,3 +201,41 @@ def test_prefetch_stays_within_the_byte_budget():
         time.sleep(0.005)
         ahead.append(len(produced) - (n + 1))
     assert max(ahead) <= 2 and len(ahead) == 20
+
+
+@pytest.mark.parametrize("in_flight", [None, 2, 6])
+def test_a_slow_writer_holds_the_reader_back_to_the_items_in_flight(in_flight):
+    produced, written = [], []
+
+    def source():
+        for i in range(30):
+            produced.append(i)
+            yield i
+
+    def sink(x):
+        time.sleep(0.002)  # the slowest stage: without the bound both queues would fill
+        written.append(x)
+
+    most = []
+
+    def process(x):
+        most.append(len(produced) - len(written))
+        return x
+
+    assert stream(source(), process, sink, depth=4, in_flight=in_flight) is True
+    assert written == list(range(30))
+    assert max(most) <= (4 if in_flight is None else in_flight)
+
+
+def test_a_writer_failing_with_every_token_held_stops_the_stream() -> None:
+    def sink(x):
+        time.sleep(0.01)  # the reader has taken every token by now
+        raise OSError("disk full")
+
+    done = []
+    worker = threading.Thread(target=lambda: done.append(
+        pytest.raises(OSError, stream, iter(range(100)), lambda x: x, sink, depth=4)),
+        daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert done, "the stream must end when its writer fails"

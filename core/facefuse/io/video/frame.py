@@ -29,14 +29,20 @@ on the object, so asking twice converts once):
                           encodes them with only the pasted samples converted, or None.
     converted()           the pixels converted so far (the whole frame, or the region that
                           was), where the pastes are: what a passthrough writer converts from.
+    drop_planes()         lets the decoded picture go once the whole frame is converted (it
+                          converts it first): a writer that converts the whole frame calls it
+                          as it takes the frame, so what is kept after (the writer's stand-in
+                          for a failed frame, a patch output's source) holds the conversion
+                          alone; planes() and small() give None after.
 
 Who calls what: pass 1 (shot.pass_one) asks small() and region() per face (or to_ndarray()
 for colour-managed shots and pictures without a small path); pass 2 hands the frame to
 pipeline.Pipeline.swap_frame, which asks pixels_for() (to_ndarray() when colour-managed); the
 writer (io.video.write.VideoSink) asks planes() and converted() where the stream passes the
-decoded planes through, else to_ndarray(); sequence, matte and patch outputs ask to_ndarray()
-and converted(). The reader converts a picture io.video.yuv does not read by parts at once
-(every use of it needs the whole frame), so only pictures that gain from it stay lazy.
+decoded planes through, else drop_planes() and to_ndarray() (as does shot.outputs' video
+writer for a colour-managed frame); sequence, matte and patch outputs ask to_ndarray() and
+converted(). The reader converts a picture io.video.yuv does not read by parts at once (every
+use of it needs the whole frame), so only pictures that gain from it stay lazy.
 
 The seam: shot code and the pipeline use a frame through the `Frame` Protocol below (its size,
 sample type, and the conversions), never through the decoded buffers, and none of its methods
@@ -143,6 +149,8 @@ class Frame(Protocol):
     def planes(self) -> DecodedPicture | None: ...
 
     def converted(self) -> FrameRegion | None: ...
+
+    def drop_planes(self) -> None: ...
 
 
 class DecodedFrame:
@@ -289,6 +297,14 @@ class DecodedFrame:
             return FrameRegion(self._whole, Roi(0, 0, self.width, self.height), self.width,
                                self.height)
         return self._region
+
+    def drop_planes(self) -> None:
+        """Convert the whole frame (if it is not yet) and let the decoded picture go (see the
+        module docstring): nbytes counts the conversion alone after."""
+        self.to_ndarray()
+        self._picture = self._yuv = None
+        self._planes = (None,)
+        self._small.clear()
 
     # -- the conversions' own steps ---------------------------------------------------------
     def _around(self, planes: YuvPlanes, region: FrameRegion) -> np.ndarray:

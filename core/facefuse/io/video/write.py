@@ -67,6 +67,13 @@ logger = logging.getLogger(__name__)
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 _RGB, _BT709, _BT601, _RANGE_MPEG, _RANGE_JPEG = 0, 1, 6, 1, 2  # AVColorSpace / AVColorRange
 
+
+def _whole(frame: Frame) -> np.ndarray:
+    """The whole frame converted, its decoded picture let go (of no more use here)."""
+    frame.drop_planes()
+    return frame.to_ndarray()
+
+
 class VideoSink:
     """Writes engine frames to a .mov, .mp4 or .mkv file (see the module docstring).
 
@@ -149,7 +156,8 @@ class VideoSink:
         (colour_transform: the frame's colours were transformed since it was read), the
         encoder gets a copy of its planes with only the pasted samples converted, from the
         part the frame converted (frame.converted()); otherwise the whole frame is converted
-        (see the module docstring)."""
+        (see the module docstring) and the frame lets its decoded picture go
+        (frame.drop_planes())."""
         if self._done:
             raise ValueError("write() after close() or abort()")
         if frame.shape[:2] != (self._info.height, self._info.width):
@@ -159,7 +167,7 @@ class VideoSink:
             self._open_streams(frame.shape[2] == 4, frame.dtype != np.uint8)
         picture = self._passed_through(frame, pasted, colour_transform)
         if picture is None:
-            array = frame if isinstance(frame, np.ndarray) else frame.to_ndarray()
+            array = frame if isinstance(frame, np.ndarray) else _whole(frame)
             turns = self._info.rotation_deg // 90 % 4
             if turns:  # back to the source's stored orientation (lossless); see _open_streams
                 array = turned(array, -turns)
@@ -216,13 +224,16 @@ class VideoSink:
         """The av.VideoFrame to encode, in the stream's pixel format. YUV targets of a BGR frame
         (8-bit, and 10-bit limited range): io.video.yuv's matrix (rounded once), then its chroma
         subsampling at the codec's siting (io.video.yuv_write.subsample_chroma); RGB targets: a
-        repacking (exact); others: swscale, through 4:4:4 for 8-bit subsampled targets (its direct
-        path truncates levels)."""
+        repacking (exact), and where the array is packed as the stream stores it the array
+        itself, uncopied; others: swscale, through 4:4:4 for 8-bit subsampled targets (its
+        direct path truncates levels)."""
         colorspace, full_range = self._matrix
         if not self._spec.rgb and packed in ("bgr24", "bgr48le"):
             fast = bgr_to_picture(array, self._pix_fmt, colorspace, full_range)
             if fast is not None:
                 return fast
+        if packed == self._pix_fmt:
+            return av.VideoFrame.from_numpy_buffer(array, format=packed)
         picture = av.VideoFrame.from_ndarray(array, format=packed)
         if self._spec.rgb:
             picture = picture.reformat(format=self._pix_fmt)

@@ -68,6 +68,31 @@ def test_lossless_codecs_decode_back_bit_exact(tmp_path: Path, codec: str, suffi
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("size", [(7, 5), (1, 3)])
+def test_rawvideo_stores_odd_widths_as_the_frame_holds_them(tmp_path: Path,
+                                                            size: tuple[int, int]) -> None:
+    path = tmp_path / "odd.mov"
+    width, height = size
+    info = dataclasses.replace(_info(path), width=width, height=height)
+    frame = np.arange(width * height * 3, dtype=np.uint8).reshape(height, width, 3)
+    with video.VideoSink(path, info, codec="rawvideo") as sink:
+        sink.write(frame)
+    np.testing.assert_array_equal(_decode(path, "bgr24")[0][0], frame)
+
+
+def test_a_frame_converted_whole_lets_its_decoded_picture_go(tmp_path: Path) -> None:
+    """rawvideo takes no decoded planes: the sink converts the frame and drops its picture."""
+    path = tmp_path / "out.mov"
+    picture = av.VideoFrame.from_ndarray(_frames(np.uint8, 3, 1)[0], format="bgr24")
+    picture = picture.reformat(format="yuv420p")
+    frame = video.DecodedFrame.of_picture(picture, "bgr24")
+    want = video.DecodedFrame.of_picture(picture, "bgr24").to_ndarray()
+    with video.VideoSink(path, _info(path), codec="rawvideo") as sink:
+        sink.write(frame)
+        assert frame.planes() is None and frame.nbytes == want.nbytes
+    np.testing.assert_array_equal(_decode(path, "bgr24")[0][0], want)
+
+
 @pytest.mark.parametrize("size", [(1, 1), (16, 2), (7, 5)])
 def test_ffv1_takes_frames_too_small_for_16_slices(tmp_path: Path,
                                                   size: tuple[int, int]) -> None:

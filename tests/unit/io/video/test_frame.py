@@ -105,6 +105,21 @@ def test_each_conversion_is_made_once() -> None:
     assert kept is not None and kept.whole and kept.pixels is whole
 
 
+def test_dropping_the_planes_keeps_the_conversion_with_its_pastes_alone() -> None:
+    picture = _picture()
+    frame = _pending(picture)
+    region = frame.region(Roi(3, 7, 61, 90))
+    assert region is not None and frame.planes() is not None
+    region.pixels[...] = 5  # a paste
+    frame.drop_planes()
+    whole = frame.to_ndarray()
+    assert (whole[region.box.slices()] == 5).all()
+    assert frame.planes() is None and frame.small(50) is None and not frame.by_parts
+    assert frame.nbytes == whole.nbytes
+    kept = frame.converted()
+    assert kept is not None and kept.whole and kept.pixels is whole
+
+
 def test_an_array_frame_is_its_array() -> None:
     array = np.arange(6 * 8 * 3, dtype=np.uint8).reshape(6, 8, 3)
     frame = DecodedFrame.of_array(array)
