@@ -33,6 +33,7 @@ GOOD_FAMILY = """
 [families.tiny]
 role = "detector"
 class = "TinyDetector"
+input_size = [640, 640]
 inputs = [{ shape = [1, 3, "h", "w"] }]
 outputs = [{ shape = ["...", 1] }]
 """

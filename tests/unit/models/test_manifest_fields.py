@@ -1,4 +1,4 @@
-"""Malformed manifest fields are refused at load with the field named (issue 24, item 14): a
+"""Malformed manifest fields are refused at load with the field named: a
 string where a list is due, a size that is not a whole number of bytes, a sha256 that is not 64
 hex digits, a URL that is not http, https or file; and a model `file` may not name the models
 folder's own bookkeeping (verified.json, .part downloads, locks, hidden temporaries)."""
@@ -11,25 +11,8 @@ import pytest
 
 from facefuse.errors import ExitCode, ModelError
 from facefuse.models.manifest import load_manifest
-
-FAMILY = """
-[families.tiny]
-role = "detector"
-class = "TinyDetector"
-input_size = [640, 640]
-inputs = [{ shape = [1, 3, "h", "w"] }]
-outputs = [{ shape = ["...", 1] }]
-"""
-MODEL = """
-[[models]]
-name = "tiny"
-family = "tiny"
-file = "tiny.onnx"
-urls = ["https://example.invalid/tiny.onnx"]
-sha256 = "%s"
-bytes = 10
-licence = "MIT"
-""" % ("0" * 64)
+from tests.unit.models.test_manifest import GOOD_FAMILY as FAMILY
+from tests.unit.models.test_manifest import GOOD_MODEL as MODEL
 
 MODEL_FIELDS = {
     "urls a string": ('urls = ["https://example.invalid/tiny.onnx"]',
