@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 import io
 from collections.abc import Collection, Iterator, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 PLOTS_MISSING = ("The plots need matplotlib: <code>pip install facefuse[report]</code>, then "
@@ -25,8 +26,8 @@ table{border-collapse:collapse}td,th{padding:3px 8px;border-bottom:1px solid #ee
 text-align:left;vertical-align:middle}
 .strip{position:relative;margin:2px 0 2px 9em;height:16px;background:#f4f4f4;display:flex}
 .strip span{display:block;height:100%}
-.row{position:relative}.row b{position:absolute;left:-9em;width:8.6em;font-weight:normal;
-font-size:12px;overflow:hidden;white-space:nowrap}
+.row{position:relative}.row b{position:absolute;left:0;top:0;width:8.6em;font-weight:normal;
+font-size:12px;line-height:16px;overflow:hidden;white-space:nowrap}
 .cut{position:absolute;top:0;bottom:0;border-left:2px solid #c00}
 .s-none{background:#f4f4f4}.s-found1{background:#9ecae1}.s-found2{background:#3182bd}
 .s-swapped{background:#31a354}.s-filled{background:#a1d99b}.s-seen{background:#bdbdbd}
@@ -34,9 +35,9 @@ font-size:12px;overflow:hidden;white-space:nowrap}
 .key span{display:inline-block;width:1em;height:1em;vertical-align:middle;margin:0 .3em 0 1em}
 .sheet{display:flex;flex-wrap:wrap;gap:12px}
 figure{margin:0;border:1px solid #ddd;padding:4px;background:#fafafa}
-figure img{display:block;max-width:320px;height:auto}
+figure img{display:block;width:220px;height:auto}
 figure.flagged{border-color:#e6550d}.pair{display:flex;gap:4px}
-figcaption{font-size:12px;max-width:644px}
+figcaption{font-size:12px;max-width:444px}
 .warn{color:#a63603}
 """
 
@@ -107,15 +108,19 @@ def page_html(report: Mapping[str, Any], plots: Collection[str]) -> bytes:
 def _header(report: Mapping[str, Any]) -> Iterator[str]:
     frames, settings, timings = report["frames"], report["settings"], report["timings"]
     analysis, made = timings["analysis_s"], timings["report_s"]
-    share = f" ({made / analysis:.0%} of the analysis)" if analysis > 0 else ""
-    cached = " (cached)" if timings.get("analysis_cached") else ""
+    from_cache = bool(timings.get("analysis_cached"))
+    share = f" ({made / analysis:.0%} of the analysis)" if analysis > 0 and not from_cache \
+        else ""
+    cached = " (from the cache)" if from_cache else ""
     yield f"<h1>Review of {_e(report['input'])}</h1>"
     yield (f"<p>Shot <code>{_e(report['shot_id'])}</code>: frames {_e(frames['first'])}-"
            f"{_e(frames['last'])} ({_e(frames['count'])} analysed), cuts at "
            f"{_e(', '.join(map(str, report['cuts'])) or 'none')}. "
            f"{len(report['flags'])} flags over frames "
            f"{_e(_ranges_text(report['flagged_frames']))}.</p>")
-    yield (f"<p>Selector {_e(settings['selector'])}, swapper {_e(settings['swapper'])} "
+    sources = ", ".join(settings.get("sources", ())) or "none"
+    yield (f"<p>Sources {_e(sources)}; selector {_e(settings['selector'])}, swapper "
+           f"{_e(settings['swapper'])} "
            f"({_e(settings['swapper_size_px'])} px), detector {_e(settings['detector'])}, "
            f"smoothing {'on' if settings['smoothing'] else 'off'}. Analysis and plan "
            f"{analysis:.1f} s{_e(cached)}, this report {made:.1f} s{_e(share)}. facefuse "
@@ -172,9 +177,10 @@ def _person_states(person: Mapping[str, Any], strip: Sequence[Mapping[str, Any]]
             "seen" if r["frame"] in seen else "none" for r in strip]
 
 
-_WORDS = {"none": "no face", "found1": "one face found", "found2": "several faces found",
-          "swapped": "swapped", "filled": "swapped, filled in", "seen": "seen, not swapped",
-          "flagged": "flagged", "clear": "not flagged"}
+_WORDS = MappingProxyType({
+    "none": "no face", "found1": "one face found", "found2": "several faces found",
+    "swapped": "swapped", "filled": "swapped, filled in", "seen": "seen, not swapped",
+    "flagged": "flagged", "clear": "not flagged"})
 
 
 def _strip_row(label: str, frames: Sequence[int], states: Sequence[str],
