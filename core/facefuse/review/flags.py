@@ -24,8 +24,11 @@ mask_flicker       the blend mask's area changes by more than MASK_AREA_SPIKE (a
                    landmarks stands in for the mask's area (the mask is laid out from them)
 swap_dropout       the person is swapped before and after, within one shot, but not in these
                    frames (at most MISSED_MAX_FRAMES): the face reverts to the original
-too_small          the planned face's box is smaller across (its longer side) than the
-                   swapper's input size times SMALL_FACE_SHARE: the swapped face is upscaled
+too_small          the swapper's aligned crop enlarges the planned face more than MAX_UPSCALE
+                   times: the scale of the similarity that takes the face's landmarks onto
+                   the swapper's template at its input size (geometry.frame_to_crop_matrix;
+                   128 px for inswapper), so the face is swapped at less than the model's
+                   resolution and upscaled back
 extreme_yaw        the planned face's frontality (shot.people.frontality) is below
                    EXTREME_YAW_FRONTALITY: turned towards profile, where swappers fail first
 =================  ==========================================================================
@@ -47,45 +50,32 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..geometry import frame_to_crop_matrix
 from ..shot.people import frontality
 from ..shot.tracking import MAX_FILLED_FRAMES, Track
 from ..types import Face
 from ..vectors import l2_normalise
+from .records import Flag
 
 if TYPE_CHECKING:  # the plan's module loads the analysis (OpenCV): types only here
     from ..shot.plan import PlannedPerson, ShotPlan
 
 MISSED_MAX_FRAMES = 12
-IDENTITY_JUMP_SIMILARITY = 0.5
+IDENTITY_JUMP_SIMILARITY = 0.3
 LOW_CONFIDENCE = 0.6
 BOX_JUMP = 0.25
 MASK_AREA_SPIKE = 0.25
-SMALL_FACE_SHARE = 1.0
+MAX_UPSCALE = 1.5
 EXTREME_YAW_FRONTALITY = 0.3
 DEFAULT_SWAPPER_SIZE_PX = 128  # inswapper's input; the review takes the swapper's own size
+DEFAULT_SWAPPER_TEMPLATE = "arcface_128"  # ... and its template
 
 KINDS = ("missed", "identity_jump", "low_confidence", "box_jump", "mask_flicker",
          "swap_dropout", "too_small", "extreme_yaw")
 # Whether a kind's worst value is its lowest (True) or its highest.
 _LOWEST_IS_WORST = MappingProxyType({
     "missed": False, "identity_jump": True, "low_confidence": True, "box_jump": False,
-    "mask_flicker": False, "swap_dropout": False, "too_small": True, "extreme_yaw": True})
-
-
-@dataclass(frozen=True, slots=True)
-class Flag:
-    """Frames first..last (analysed frame numbers, inclusive) of one person that need a look."""
-
-    kind: str
-    first: int
-    last: int
-    person_id: str
-    reason: str
-    value: float  # the worst measure in the range (see the module docstring for its unit)
-
-    @property
-    def frames(self) -> tuple[int, int]:
-        return self.first, self.last
+    "mask_flicker": False, "swap_dropout": False, "too_small": False, "extreme_yaw": True})
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,9 +87,10 @@ class Thresholds:
     low_confidence: float = LOW_CONFIDENCE
     box_jump: float = BOX_JUMP
     mask_area_spike: float = MASK_AREA_SPIKE
-    small_face_share: float = SMALL_FACE_SHARE
+    max_upscale: float = MAX_UPSCALE
     extreme_yaw_frontality: float = EXTREME_YAW_FRONTALITY
     swapper_size_px: int = DEFAULT_SWAPPER_SIZE_PX
+    swapper_template: str = DEFAULT_SWAPPER_TEMPLATE
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,12 +232,11 @@ def _identity_jumps(track: Track, pid: str, limits: Thresholds) -> Iterator[_Hit
 
 def _planned_hits(plan: ShotPlan, pid: str, limits: Thresholds) -> Iterator[_Hit]:
     """box_jump, mask_flicker, too_small and extreme_yaw: from the person's planned faces."""
-    smallest = limits.swapper_size_px * limits.small_face_share
     for faces in planned_tracks(plan, pid).values():
         for frame, face in faces:
-            across = _longer_side(face)
-            if across < smallest:
-                yield _Hit("too_small", pid, frame, across)
+            enlarged = upscale(face, limits)
+            if enlarged > limits.max_upscale:
+                yield _Hit("too_small", pid, frame, enlarged)
             turned = frontality(face.kps5)
             if turned < limits.extreme_yaw_frontality:
                 yield _Hit("extreme_yaw", pid, frame, turned)
@@ -261,9 +251,13 @@ def _planned_hits(plan: ShotPlan, pid: str, limits: Thresholds) -> Iterator[_Hit
                 yield _Hit("mask_flicker", pid, f1, abs(change))
 
 
-def _longer_side(face: Face) -> float:
-    x1, y1, x2, y2 = (float(v) for v in face.bbox_xyxy)
-    return max(x2 - x1, y2 - y1, 0.0)
+def upscale(face: Face, limits: Thresholds) -> float:
+    """How much the swapper's aligned crop enlarges the face (crop px per frame px)."""
+    try:
+        matrix = frame_to_crop_matrix(face.kps5, limits.swapper_template, limits.swapper_size_px)
+    except ValueError:  # degenerate landmarks
+        return math.inf
+    return float(math.sqrt(abs(np.linalg.det(matrix[:, :2]))))
 
 
 def _dropout_hits(plan: ShotPlan, pid: str, limits: Thresholds) -> Iterator[_Hit]:
@@ -366,38 +360,10 @@ def reason(kind: str, value: float, frames: int, limits: Thresholds) -> str:
     if kind == "swap_dropout":
         return f"swapped before and after but not in these {span}: the face reverts"
     if kind == "too_small":
-        return (f"the face is {value:.0f} px across, smaller than the swapper's "
-                f"{limits.swapper_size_px} px input: it is upscaled (over {span})")
+        return (f"the swapper's {limits.swapper_size_px} px crop enlarges the face up to "
+                f"{value:.2f}x (above {limits.max_upscale:.2f}x): it is swapped at less than "
+                f"the model's resolution and upscaled (over {span})")
     if kind == "extreme_yaw":
         return (f"the face turns towards profile (frontality {value:.2f}, below "
                 f"{limits.extreme_yaw_frontality:.2f}) over {span}")
     raise ValueError(f"unknown flag kind {kind!r}")
-
-
-def flag_sample(flag: Flag, frames: Sequence[int]) -> int:
-    """The frame a flag's range shows on the contact sheet: its middle analysed frame."""
-    first, last = frames.index(flag.first), frames.index(flag.last)
-    return frames[(first + last) // 2]
-
-
-def flagged_ranges(flags: Iterable[Flag], frames: Sequence[int]) -> tuple[tuple[int, int], ...]:
-    """The flagged frames as a compact list of (first, last) runs of consecutive analysed
-    frames."""
-    position = {frame: i for i, frame in enumerate(frames)}
-    marked = sorted({frame for flag in flags for frame in frames[position[flag.first]:
-                                                                 position[flag.last] + 1]},
-                    key=position.__getitem__)
-    return ranges(marked, position)
-
-
-def ranges(numbers: Sequence[int], position: Mapping[int, int] | None = None
-           ) -> tuple[tuple[int, int], ...]:
-    """Sorted numbers as (first, last) runs; consecutive by `position` (default: by value)."""
-    place = position if position is not None else {n: n for n in numbers}
-    runs: list[tuple[int, int]] = []
-    for number in numbers:
-        if runs and place[number] == place[runs[-1][1]] + 1:
-            runs[-1] = (runs[-1][0], number)
-        else:
-            runs.append((number, number))
-    return tuple(runs)

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError
 from ..shot.request import RenderRequest
 from ..version import __version__
-from .flags import Flag, Series, Thresholds, flag_sample, flagged_ranges, ranges
+from .records import Flag, flag_sample, flagged_ranges, ranges
 
-if TYPE_CHECKING:  # the plan's module loads the analysis (OpenCV): types only here
+if TYPE_CHECKING:  # these load OpenCV: types only here
     from ..shot.plan import ShotPlan
+    from .flags import Series, Thresholds
 
 SCHEMA = "facefuse.review/1"
 REPORT_NAME = "report.json"

@@ -4,6 +4,7 @@ io.images."""
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -36,12 +37,24 @@ def render_stills(request: RenderRequest, frames: Sequence[int], out_dir: Path,
     """Each frame rendered alone, exactly as the whole render renders it (its chunk of one
     frame), as a PNG in out_dir; frame -> file."""
     pattern = str(Path(out_dir) / STILL_PATTERN)
-    for frame in frames:
-        single = replace(request, output=pattern, chunk=None, chunk_frames=(frame, frame),
-                         matte=None, patch=None, overwrite=True, fail_fast=True)
-        render(single, pipeline=pipeline)
+    quiet = _NoWarnings()  # "faces found but none swapped" would be said of every such still
+    logging.getLogger(render.__module__).addFilter(quiet)
+    try:
+        for frame in frames:
+            single = replace(request, output=pattern, chunk=None, chunk_frames=(frame, frame),
+                             matte=None, patch=None, overwrite=True, fail_fast=True)
+            render(single, pipeline=pipeline)
+    finally:
+        logging.getLogger(render.__module__).removeFilter(quiet)
     files = FramePattern.parse(pattern)
     return {frame: files.path(frame) for frame in frames if files.path(frame).is_file()}
+
+
+class _NoWarnings(logging.Filter):
+    """Drops warnings (errors pass)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno != logging.WARNING
 
 
 class Pictures:

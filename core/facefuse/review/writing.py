@@ -20,9 +20,10 @@ from ..pipeline import Pipeline
 from ..shot.plan import ShotPlan
 from ..shot.planning import plan_shot
 from ..shot.request import CancelCheck, PhaseCallback, PhaseProgress, RenderRequest
-from .flags import Flag, Thresholds, find_flags, flag_sample, person_series
+from .flags import Thresholds, find_flags, person_series
 from .folder import ReportFolder, check_report_folder
 from .page import page_html, plot_files
+from .records import Flag, flag_sample
 from .report import PAGE_NAME, REPORT_NAME, Sample, Timings, build_report, report_json
 from .stills import Pictures, best_faces, sheet_picture, thumbnails
 
@@ -76,7 +77,8 @@ def _review(request: RenderRequest, folder: Path, pipeline: Pipeline,
 
     plan = plan_shot(request, pipeline, on_phase=phase, cancel=cancel)
     analysed = time.perf_counter()
-    limits = Thresholds(swapper_size_px=pipeline.models.swapper().size_px)
+    swapper = pipeline.models.swapper()
+    limits = Thresholds(swapper_size_px=swapper.size_px, swapper_template=swapper.template)
     flags = find_flags(plan, limits)
     with ReportFolder(folder) as out:
         samples, pictures = _pictures(request, plan, flags, pipeline, out)

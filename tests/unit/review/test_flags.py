@@ -11,11 +11,10 @@ from facefuse.review.flags import (
     KINDS,
     Thresholds,
     find_flags,
-    flagged_ranges,
     hull_area,
     person_series,
-    ranges,
 )
+from facefuse.review.records import flagged_ranges, ranges
 from tests.unit.review.plans import SIZE, face, moved, plan_of
 from tests.unit.shot.identities import identity, seen
 
@@ -88,10 +87,12 @@ def test_a_swap_that_drops_out_inside_the_presence_but_not_at_a_cut():
 
 
 def test_a_face_too_small_for_the_swapper_and_extreme_yaw():
-    small = plan_of(FRAMES, [FRAMES], planned_spoil=lambda f, x: moved(x, scale=0.5)
+    # eyes 80 px apart at full size, 20 px at a quarter: arcface_128 puts them 35 px apart
+    small = plan_of(FRAMES, [FRAMES], planned_spoil=lambda f, x: moved(x, scale=0.25)
                     if f > 30 else x)
-    assert _kinds(small, mask_area_spike=1.0, box_jump=1.0) == [("too_small", 31, 40, "p1")]
-    assert _kinds(small, swapper_size_px=64, mask_area_spike=1.0, box_jump=1.0) == []
+    assert _kinds(small, mask_area_spike=1.0, box_jump=2.0) == [("too_small", 31, 40, "p1")]
+    assert 1.5 < find_flags(small, Thresholds(mask_area_spike=1.0, box_jump=2.0))[0].value < 2.5
+    assert _kinds(small, swapper_size_px=64, mask_area_spike=1.0, box_jump=2.0) == []
     turned = plan_of(FRAMES, [FRAMES], planned_spoil=lambda f, x: face(f, nose_along=0.05)
                      if f <= 3 else x)
     assert _kinds(turned) == [("extreme_yaw", 1, 3, "p1")]
