@@ -70,6 +70,7 @@ def plot_files(report: Mapping[str, Any]) -> dict[str, bytes]:
                                             ("mask_area_change", "mask area change"))):
             axes = figure.add_subplot(2, 1, row + 1)
             _plot_series(axes, series["frames"], series[key], label, report["cuts"], flagged)
+            axes.set_xlim(report["frames"]["first"] - 0.5, report["frames"]["last"] + 0.5)
         axes.set_xlabel("frame")
         figure.suptitle(f"person {series['person']}", fontsize=10)
         figure.tight_layout()
