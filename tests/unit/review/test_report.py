@@ -135,3 +135,13 @@ def test_the_report_folder_is_written_whole_or_not_at_all(tmp_path):
         out.commit()
     assert (folder / "samples" / "x.jpg").read_bytes() == b"2"
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["report"]
+
+
+def test_a_shot_without_faces_still_has_a_report_and_a_page():
+    plan = plan_of(FRAMES, [])
+    report = build_report(plan, RenderRequest(sources=(), input="empty.mp4", output="o.mp4"),
+                          find_flags(plan), [], [], {}, Timings(1.0, 0.1, True), Thresholds())
+    assert report["people"] == [] and report["flagged_frames"] == []
+    assert all(row["found"] == 0 for row in report["strip"])
+    page = page_html(report, ()).decode("utf-8")
+    assert "No flags" in page and "(from the cache)" in page
