@@ -117,8 +117,7 @@ def _header(report: Mapping[str, Any]) -> Iterator[str]:
     yield (f"<p>Shot <code>{_e(report['shot_id'])}</code>: frames {_e(frames['first'])}-"
            f"{_e(frames['last'])} ({_e(frames['count'])} analysed), cuts at "
            f"{_e(', '.join(map(str, report['cuts'])) or 'none')}. "
-           f"{len(report['flags'])} flags over frames "
-           f"{_e(_ranges_text(report['flagged_frames']))}.</p>")
+           f"{_e(_flag_count(report))}.</p>")
     sources = ", ".join(settings.get("sources", ())) or "none"
     yield (f"<p>Sources {_e(sources)}; selector {_e(settings['selector'])}, swapper "
            f"{_e(settings['swapper'])} "
@@ -132,6 +131,17 @@ def _header(report: Mapping[str, Any]) -> Iterator[str]:
                f"swapped, {len(render.get('failed', []))} failed.</p>")
 
 
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def _flag_count(report: Mapping[str, Any]) -> str:
+    if not report["flags"]:
+        return "No flags"
+    return (f"{_plural(len(report['flags']), 'flag')} over frames "
+            f"{_ranges_text(report['flagged_frames'])}")
+
+
 def _people(report: Mapping[str, Any]) -> Iterator[str]:
     yield "<h2>People</h2><table><tr><th></th><th>person</th><th>frames</th><th>presence</th>"
     yield "<th>swapped</th><th>source</th><th>why</th></tr>"
@@ -141,7 +151,8 @@ def _people(report: Mapping[str, Any]) -> Iterator[str]:
         swapped = "yes" if person["swapped"] else "no"
         yield (f"<tr><td>{thumb}</td><td>{_e(person['id'])}</td>"
                f"<td>{_e(_ranges_text(person['frames']))} ({_e(person['frame_count'])} frames,"
-               f" {_e(person['tracks'])} tracks, {_e(person.get('filled_frames', 0))} filled)"
+               f" {_e(_plural(person['tracks'], 'track'))},"
+               f" {_e(person.get('filled_frames', 0))} filled)"
                f"</td><td>{_e(person['presence'])}</td><td>{swapped}</td>"
                f"<td>{_e(person['source'] or '')}</td><td>{_e(person['why'])}</td></tr>")
     yield "</table>"
