@@ -171,15 +171,15 @@ def test_resolve_swap_renders_the_used_range_and_places_it(
     source = testdata / "media" / "astronaut.png"
     assert main(_swap_args(render_models, render_cache, source)) == ExitCode.OK
     out = clip.parent / "facefuse"
-    assert sorted(p.name for p in out.glob("*.png")) == [f"plate.{n:04d}.png"
+    assert sorted(p.name for p in out.glob("*.png")) == [f"plate_v001.{n:04d}.png"
                                                           for n in range(4, 14)]
     # frame for frame: the file placed at record frame 86448 + k holds source frame 3 + k
     for k in range(10):
-        assert read_marker(cv2.imread(str(out / f"plate.{4 + k:04d}.png"))) == 3 + k
+        assert read_marker(cv2.imread(str(out / f"plate_v001.{4 + k:04d}.png"))) == 3 + k
     timeline = resolve.GetProjectManager().GetCurrentProject().GetCurrentTimeline()
     (placed,) = timeline.GetItemListInTrack("video", 2)
     assert (placed.GetStart(), placed.GetDuration()) == (86448, 10)
-    assert "Placed plate facefuse on video track 2" in capsys.readouterr().out
+    assert "Placed plate_v001 facefuse on video track 2" in capsys.readouterr().out
 
 
 def test_a_movie_output_holds_just_the_used_range_and_is_placed(
@@ -191,7 +191,7 @@ def test_a_movie_output_holds_just_the_used_range_and_is_placed(
     source = testdata / "media" / "astronaut.png"
     args = _swap_args(render_models, render_cache, source, "--output", "prores_4444")
     assert main(args) == ExitCode.OK
-    movie = clip.parent / "facefuse" / "plate_facefuse.mov"
+    movie = clip.parent / "facefuse" / "plate_v001_facefuse.mov"
     frames = decode_video(movie)
     assert [read_marker(f) for f in frames] == list(range(5, 13))
     timeline = resolve.GetProjectManager().GetCurrentProject().GetCurrentTimeline()

@@ -81,10 +81,10 @@ def test_a_retimed_item_is_refused_though_its_offsets_and_span_agree(clip: Path)
 def test_drop_frame_rates_read_with_their_suffix_and_number_fps(clip: Path):
     resolve = fake.world(clip, rate="29.97 DF", drop="1", clip_fps="29.97", start_frame=107892,
                          start_timecode="01:00:00;00", current_timecode="01:00:01;10",
-                         start=107892 + 30, playhead=107892 + 40)
+                         start=107892 + 35, playhead=107892 + 40)
     facts = parse_job(bridge.collect_job(resolve))
     assert facts.rate == TimelineRate(Fraction(30000, 1001), True)
-    assert resolve_plan.preview_frame_number(facts) == LEFT + 1 + 10
+    assert resolve_plan.preview_frame_number(facts) == LEFT + 1 + 5
 
 
 @pytest.mark.parametrize("fps", [23.976, 23.976023976023978, 24.0])
