@@ -37,7 +37,7 @@ clip's own `Start` property (0 for a movie, the first file number for an image s
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -210,9 +210,9 @@ def read_result(path: Path) -> tuple[Placement | None, str]:
     if not isinstance(placed, dict):
         return None, str(data.get("message"))
     try:
-        placement = Placement(**placed)
-        placement = replace(placement, properties=tuple(placement.properties),
-                            markers=tuple(Marker(**m) for m in placement.markers))
+        fields = {**placed, "properties": tuple(placed.get("properties") or PROPERTIES),
+                  "markers": tuple(Marker(**m) for m in placed.get("markers") or ())}
+        placement = Placement(**fields)
     except TypeError as exc:
         raise InputError(f"{path} is not a facefuse Resolve result: {exc}") from None
     return placement, str(data.get("message"))
