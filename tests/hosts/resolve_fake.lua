@@ -257,6 +257,13 @@ function fake.new(config)
     return other
   end
 
+  -- the user puts an item on a timeline
+  function state.add_item(target, spec)
+    local item = timeline_item(spec)
+    target.tracks[spec.track][#target.tracks[spec.track] + 1] = item
+    return item
+  end
+
   local function known_paths()
     local paths, folders = {}, {state.root}
     while #folders > 0 do

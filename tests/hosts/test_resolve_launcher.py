@@ -116,8 +116,9 @@ def _known_result(tmp_path: Path, media: Path, **changes: Any) -> Path:
         (folder / f"plate.{number:04d}.png").write_bytes(b"png")
     placement = resolve_plan.Placement(
         media=str(folder / "plate.%04d.png"), sequence=True, start_index=LEFT + 1,
-        end_index=LEFT + DURATION, bin="facefuse", track=2, record_frame=START, start_frame=0,
-        end_frame=DURATION - 1, name="plate facefuse")
+        end_index=LEFT + DURATION, bin="facefuse", name="plate facefuse", timeline="Timeline 1",
+        timeline_id="", plate_id="", plate_track=1, track=2, insert=True, record_frame=START,
+        duration=DURATION, start_frame=0, end_frame=DURATION)
     placement = resolve_plan.Placement(**{**{n: getattr(placement, n)
                                              for n in placement.__slots__}, **changes})
     path = tmp_path / "known-result.json"
@@ -159,7 +160,7 @@ def test_paths_with_spaces_quotes_and_accents_survive_both_ways(tmp_path: Path, 
     assert seen["item"]["media"]["File Path"] == str(media)
     (placed,) = launcher.track(2)
     assert placed.media.GetClipProperty(placed.media, "File Path") == \
-        str(odd / "facefuse" / "plate.%04d.png")
+        str(odd / "facefuse" / f"plate.[{LEFT + 1:04d}-{LEFT + DURATION:04d}].png")
     assert not list(odd.glob("facefuse-resolve-*"))
 
 
@@ -208,7 +209,7 @@ def test_failed_resolve_calls_are_reported_and_stop_the_placement(media: Path, t
     stub(_known_result(tmp_path, media))
     refusing = Launcher(RUNTIMES[0], _config(media, refuse_add_track=True))
     assert refusing.run() is False
-    assert "could not add video track 2" in refusing.output
+    assert "could not add a video track" in refusing.output
     stub(_known_result(tmp_path, media, end_frame=DURATION + 40))
     too_long = Launcher(RUNTIMES[0], _config(media, tracks=2))
     assert too_long.run() is False and "could not place" in too_long.output
@@ -271,10 +272,10 @@ def test_the_launcher_with_the_real_program_swaps_and_places(
     launcher = Launcher(RUNTIMES[0], _config(clip))
     assert launcher.run() is True, launcher.output
     written = sorted(p.name for p in (clip.parent / "facefuse").glob("*.png"))
-    assert written == [f"plate.{n:04d}.png" for n in range(LEFT + 1, LEFT + DURATION + 1)]
+    assert written == [f"plate_v001.{n:04d}.png" for n in range(LEFT + 1, LEFT + DURATION + 1)]
     (placed,) = launcher.track(2)
     assert (placed.start, placed.duration) == (START, DURATION)
-    assert "placed plate facefuse on video track 2" in launcher.output
+    assert "placed plate_v001 facefuse on video track 2" in launcher.output
     shutil.rmtree(clip.parent / "facefuse")
 
 
@@ -382,10 +383,8 @@ def test_measured_the_swap_goes_to_the_jobs_timeline_and_a_range_taken_meanwhile
 
     def meanwhile() -> None:
         state.switch_timeline()
-        lua_item = launcher.lua.eval("function(t, item) local l = t.tracks[2]; l[#l + 1] = "
-                                     "item end")
-        lua_item(state.timeline, launcher.lua.table_from({"start": START + 4, "duration": 3,
-                                                          "track": 2}))
+        state.add_item(state.timeline, launcher.lua.table_from(
+            {"name": "Title", "start": START + 4, "duration": 3, "track": 2}))
     _switching(launcher, meanwhile)
     assert launcher.run() is True, launcher.output
     assert _placed(launcher) == [(2, START, DURATION, 0)]
@@ -449,7 +448,7 @@ def test_measured_the_swap_looks_like_the_plate_and_carries_the_review_markers(
     assert launcher.run() is True, launcher.output
     (plate,), (placed,) = launcher.track(1), launcher.track(2)
     assert {key: placed.properties[key] for key in look} == look
-    assert list(plate.graded_onto.values()) == [placed]
+    assert [item.id for item in plate.graded_onto.values()] == [placed.id]
     (marker,) = placed.markers.values()
     assert (marker.name, marker.note, marker.duration) == ("missed", "face lost", 3)
     assert list(placed.markers.keys()) == [2]
