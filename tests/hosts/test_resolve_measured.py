@@ -275,16 +275,19 @@ def _render_args(job_path: Path, result: Path, source: Path, models: Path) -> li
             str(source), "--models-dir", str(models), "--offline", "--providers", "cpu"]
 
 
-@pytest.mark.parametrize("target", ["media", "source", "job"])
+@pytest.mark.parametrize("target", ["media", "source", "job", "report"])
 def test_the_result_file_never_replaces_an_input(clip: Path, tmp_path: Path, target: str,
                                                  capsys: pytest.CaptureFixture[str]):
     source = tmp_path / "me.png"
     source.write_bytes(b"my photo")
     job_path = tmp_path / "job.json"
     job_path.write_text(json.dumps(job(clip)))
-    result = {"media": clip, "source": source, "job": job_path}[target]
+    report = _report(tmp_path)
+    result = {"media": clip, "source": source, "job": job_path, "report": report}[target]
     before = result.read_bytes()
-    assert main(_render_args(job_path, result, source, tmp_path / "models")) == ExitCode.USAGE
+    args = [*_render_args(job_path, result, source, tmp_path / "models"),
+            "--review-report", str(report)]
+    assert main(args) == ExitCode.USAGE
     assert result.read_bytes() == before
     assert "result" in capsys.readouterr().err
 
