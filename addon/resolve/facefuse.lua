@@ -295,7 +295,7 @@ end
 local function job_timeline(project, p)
   local function is_job(timeline)
     local id = call(timeline, "GetUniqueId")
-    if p.timeline_id ~= "" and id then return id == p.timeline_id end
+    if (p.timeline_id or "") ~= "" and id then return id == p.timeline_id end
     return timeline:GetName() == p.timeline
   end
   local current = project:GetCurrentTimeline()
@@ -316,7 +316,7 @@ local function find_plate(timeline, p)
   for track = 1, timeline:GetTrackCount("video") or 0 do
     for _, item in ipairs(items_on(timeline, track)) do
       local same
-      if p.plate_id ~= "" then same = item:GetUniqueId() == p.plate_id
+      if (p.plate_id or "") ~= "" then same = item:GetUniqueId() == p.plate_id
       else same = track == p.plate_track and item:GetStart() == p.record_frame end
       if same then
         if item:GetStart() ~= p.record_frame or item:GetDuration() ~= p.duration then

@@ -249,9 +249,13 @@ def _check_source_frames(item: dict[str, Any], span: ItemSpan, name: str) -> Non
 
 
 def _check_frames(media: dict[str, Any], span: ItemSpan, name: str) -> None:
-    """A speed change shows as a used range longer than the media or a source span that is not
-    the item's duration; refuse it rather than map frames wrongly."""
+    """An item that uses more frames than its media has (its "Frames", or the file numbers of an
+    image sequence's "File Path") is refused before anything is rendered: only rendered frames
+    may be placed."""
     frames_text = str(media.get("Frames") or "").strip()
+    sequence = _SEQUENCE.match(str(media.get("File Path") or "").strip())
+    if not frames_text.isdigit() and sequence is not None:
+        frames_text = str(int(sequence["last"]) - int(sequence["first"]) + 1)
     if frames_text.isdigit() and span.left_offset + span.duration > int(frames_text):
         raise ClipError(f"Clip '{name}' uses frames {span.left_offset}-"
                         f"{span.left_offset + span.duration - 1} of a {frames_text}-frame media:"

@@ -305,3 +305,13 @@ def test_a_result_path_that_cannot_be_written_is_one_sentence(clip: Path, tmp_pa
     err = capsys.readouterr().err
     assert code in (ExitCode.USAGE, ExitCode.OUTPUT) and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 and "result" in err
+
+
+def test_a_sequence_shorter_than_the_item_is_refused_before_rendering(tmp_path: Path):
+    (tmp_path / "plates").mkdir()
+    first = tmp_path / "plates" / "shot.1001.exr"
+    first.write_bytes(b"exr")
+    data = job(tmp_path / "plates" / "shot.[1001-1010].exr")
+    del data["item"]["media"]["Frames"]
+    with pytest.raises(ClipError, match="10-frame media"):
+        parse_job(data)  # frames 3-12 of a 10-frame sequence
