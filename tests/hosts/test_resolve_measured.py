@@ -286,7 +286,7 @@ def test_the_result_file_never_replaces_an_input(clip: Path, tmp_path: Path, tar
     result = {"media": clip, "source": source, "job": job_path, "report": report}[target]
     before = result.read_bytes()
     args = [*_render_args(job_path, result, source, tmp_path / "models"),
-            "--review-report", str(report)]
+            *(["--review-report", str(report)] if target == "report" else [])]
     assert main(args) == ExitCode.USAGE
     assert result.read_bytes() == before
     assert "result" in capsys.readouterr().err
