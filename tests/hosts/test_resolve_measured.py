@@ -21,7 +21,7 @@ from facefuse.config import Settings
 from facefuse.errors import ExitCode, InputError
 from facefuse.shot.request import RenderSummary
 from tests.hosts import resolve_fake as fake
-from tests.resolve_facts import job
+from tests.resolve_facts import job, read_only_folder
 
 START, DURATION, LEFT = 86448, 10, 3
 
@@ -315,3 +315,29 @@ def test_a_sequence_shorter_than_the_item_is_refused_before_rendering(tmp_path: 
     del data["item"]["media"]["Frames"]
     with pytest.raises(ClipError, match="10-frame media"):
         parse_job(data)  # frames 3-12 of a 10-frame sequence
+
+
+def test_a_read_only_result_folder_is_one_sentence_with_code_6(
+        clip: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]):
+    source = tmp_path / "me.png"
+    source.write_bytes(b"my photo")
+    job_path = tmp_path / "job.json"
+    job_path.write_text(json.dumps(job(clip)))
+    (tmp_path / "ro").mkdir()
+    read_only_folder(monkeypatch, tmp_path / "ro")
+    args = _render_args(job_path, tmp_path / "ro" / "result.json", source, tmp_path / "models")
+    assert main(args) == ExitCode.OUTPUT
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_a_bad_job_field_is_said_in_the_result_file(clip: Path, tmp_path: Path):
+    source = tmp_path / "me.png"
+    source.write_bytes(b"my photo")
+    data = job(clip)
+    data["item"]["start"] = float("nan")
+    job_path, result = tmp_path / "job.json", tmp_path / "result.json"
+    job_path.write_text(json.dumps(data))
+    assert main(_render_args(job_path, result, source, tmp_path / "models")) == ExitCode.USAGE
+    placement, message = resolve_plan.read_result(result)
+    assert placement is None and "item start" in message
