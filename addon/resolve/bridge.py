@@ -7,7 +7,10 @@ launcher does. Every decision (frame mapping, track choice, output) is made in j
 plan.py, not here.
 
 Resolve's API reports failure by returning None or False rather than raising; every call whose
-result matters is checked and turned into a BridgeError sentence.
+result matters is checked and turned into a BridgeError sentence, and what AppendToTimeline
+placed is read back from the track rather than taken from its return value (over a taken range
+it returns an empty item). Methods a Resolve may lack (unique ids, source frames, track locks)
+are called only where present.
 """
 
 from __future__ import annotations
@@ -291,7 +294,7 @@ def _finish(plate: Any, item: Any, placement: Placement) -> list[str]:
     """The plate's grade and Inspector settings, and the review markers, onto the swap; what
     could not be done, in words."""
     notes = []
-    if not plate.CopyGrades([item]):
+    if not _call(plate, "CopyGrades", [item]):
         notes.append("the plate's grade could not be copied")
     failed = [name for name in placement.properties
               if (value := plate.GetProperty(name)) is not None

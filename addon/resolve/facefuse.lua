@@ -424,7 +424,9 @@ end
 
 local function finish(plate, item, p)
   local notes = {}
-  if not plate:CopyGrades({item}) then notes[#notes + 1] = "the plate's grade could not be copied" end
+  if not call(plate, "CopyGrades", {item}) then
+    notes[#notes + 1] = "the plate's grade could not be copied"
+  end
   local failed = {}
   for _, name in ipairs(p.properties or {}) do
     local value = plate:GetProperty(name)

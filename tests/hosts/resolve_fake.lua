@@ -14,7 +14,8 @@
 -- config: product, version, no_project, no_timeline, tracks (count), start_frame,
 -- start_timecode, current_timecode, page, playhead, rate, drop, no_track_index (Resolve before
 -- 19), refuse_add_track, no_insert_index (AddTrack ignores the index), locked = {track, ...},
--- disabled = {track, ...}, individual_frames, short_by (a build that places fewer frames than asked),
+-- disabled = {track, ...}, individual_frames, short_by (a build that places fewer frames than
+-- asked),
 -- items = {{name, start, duration, left_offset, track, speed, properties, media = {props}}}
 
 local fake = {}
