@@ -308,9 +308,7 @@ try:
 except FacefuseError as exc:
     resolve_plan.write_result(result, None, str(exc))
     sys.exit(2)
-prepare = getattr(resolve_plan, "prepare", None)
-if prepare is not None:
-    prepare(swap)
+resolve_plan.prepare(swap)
 p = swap.placement
 Path(p.media).parent.mkdir(parents=True, exist_ok=True)
 for number in range(p.start_index, p.end_index + 1):

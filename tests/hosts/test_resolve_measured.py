@@ -40,9 +40,7 @@ def _plan(resolve: fake.Resolve, data: dict[str, Any] | None = None,
     """Facts -> plan, and the frames the render would write (the fake imports what exists)."""
     facts = parse_job(data if data is not None else bridge.collect_job(resolve))
     swap = resolve_plan.plan(facts, (), Settings(), output)
-    prepare = getattr(resolve_plan, "prepare", None)
-    if prepare is not None:
-        prepare(swap)
+    resolve_plan.prepare(swap)
     placement = swap.placement
     Path(placement.media).parent.mkdir(parents=True, exist_ok=True)
     for number in range(placement.start_index, placement.end_index + 1):
