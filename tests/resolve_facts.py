@@ -32,7 +32,7 @@ def job(media: Path | str | None, *, start: int = 86400 + 48, duration: int = 10
         item["media"] = {"File Path": str(media), "Type": kind, "FPS": clip_fps or rate,
                          "Frames": str(frames), "Clip Name": name}
     return {
-        "schema": "facefuse-resolve-job", "version": 1, "product": product,
+        "schema": "facefuse-resolve-job", "version": 2, "product": product,
         "resolve_version": version, "platform": "Linux", "sandboxed": False,
         "project": "Project 1",
         "timeline": {"name": "Timeline 1", "start_frame": start_frame,
