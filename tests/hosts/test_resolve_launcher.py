@@ -21,6 +21,7 @@ from addon.resolve import install
 from addon.resolve import plan as resolve_plan
 from addon.resolve.job_file import parse_job
 from tests.render_media import YUNET_NAME, face_photo, make_face_clip
+from tests.resolve_facts import review_report
 
 HERE = Path(__file__).resolve().parent
 LAUNCHER = HERE.parents[1] / "addon" / "resolve" / "facefuse.lua"
@@ -436,8 +437,7 @@ def test_measured_a_second_render_is_a_new_version_placed(media: Path, planner: 
 def test_measured_the_swap_looks_like_the_plate_and_carries_the_review_markers(
         media: Path, planner: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     report = tmp_path / "report.json"
-    report.write_text(json.dumps({"flags": [
-        {"kind": "missed", "frames": [6, 8], "person": "p1", "reason": "face lost"}]}))
+    report.write_text(json.dumps(review_report([("missed", 6, 8, "p1", "face lost")])))
     monkeypatch.setenv("PLANNER_REPORT", str(report))
     look = {"ZoomX": 1.25, "Pan": 12.5, "RotationAngle": 3.5, "CropLeft": 8,
             "CompositeMode": 5, "Opacity": 80, "FlipX": True}

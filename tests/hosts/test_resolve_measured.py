@@ -21,7 +21,7 @@ from facefuse.config import Settings
 from facefuse.errors import ExitCode, InputError
 from facefuse.shot.request import RenderSummary
 from tests.hosts import resolve_fake as fake
-from tests.resolve_facts import job, read_only_folder
+from tests.resolve_facts import job, read_only_folder, review_report
 
 START, DURATION, LEFT = 86448, 10, 3
 
@@ -207,10 +207,9 @@ def test_the_swap_gets_the_plates_grade_and_inspector_transform(clip: Path):
 def _report(tmp_path: Path) -> Path:
     path = tmp_path / "review" / "report.json"
     path.parent.mkdir()
-    path.write_text(json.dumps({"schema": "facefuse-review", "version": 1, "flags": [
-        {"kind": "missed", "frames": [6, 8], "person": "p1", "reason": "face lost for 3 frames"},
-        {"kind": "identity_jump", "frames": [12, 20], "person": "p1", "reason": "jump"},
-        {"kind": "extreme_yaw", "frames": [30, 40], "person": "p2", "reason": "outside"}]}))
+    path.write_text(json.dumps(review_report([
+        ("missed", 6, 8, "p1", "face lost for 3 frames"),
+        ("identity_jump", 12, 20, "p1", "jump"), ("extreme_yaw", 30, 40, "p2", "outside")])))
     return path
 
 
