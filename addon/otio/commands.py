@@ -44,7 +44,7 @@ def read_timeline(path: Path) -> otio.schema.Timeline:
         raise InputError(f"the timeline {path} does not exist")
     try:
         read = otio.adapters.read_from_file(str(path))
-    except (OSError, ValueError, otio.exceptions.OTIOError) as exc:
+    except Exception as exc:  # noqa: BLE001 - OTIO raises many kinds for a file it cannot read
         raise InputError(f"cannot read the timeline {path}: {exc}") from None
     if isinstance(read, otio.schema.SerializableCollection):
         timelines = list(read.find_children(descended_from_type=otio.schema.Timeline))

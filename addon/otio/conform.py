@@ -24,7 +24,7 @@ from pathlib import Path
 import opentimelineio as otio
 from opentimelineio.opentime import TimeRange
 
-from facefuse import atomic_write_bytes
+from facefuse import OutputError, atomic_write_bytes
 
 from .flags import markers_from_report
 from .media import target_of
@@ -49,8 +49,13 @@ def swapped_timeline(timeline: otio.schema.Timeline, renders: Sequence[ClipRende
 
 
 def write_timeline(timeline: otio.schema.Timeline, path: Path) -> None:
-    """Write `timeline` as .otio JSON, atomically."""
+    """Write `timeline` as .otio JSON, atomically (its folder made when missing)."""
     text = otio.adapters.write_to_string(timeline, "otio_json")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"the output folder {path.parent} cannot be created: "
+                          f"{exc.strerror or exc}") from None
     atomic_write_bytes(path, text.encode("utf-8"))
 
 

@@ -28,7 +28,7 @@ from opentimelineio.opentime import RationalTime, TimeRange
 from facefuse import InputError
 
 from .media import Media, media_of
-from .times import exact_rate, frames_of, rate_text
+from .times import exact_rate, frames_of, rate_text, time_at
 
 DEFAULT_MARKER = "swap"
 # effect names that mean a retime, beside OTIO's TimeEffect classes (LinearTimeWarp, FreezeFrame)
@@ -148,10 +148,11 @@ def clip_label(timeline: otio.schema.Timeline, track: otio.schema.Track,
     """"clip 'NAME' on V2 at 01:00:04:12": the clip, its track and its record timecode."""
     video = [t for t in timeline.tracks if isinstance(t, otio.schema.Track)
              and t.kind == otio.schema.TrackKind.Video]
-    where = track.name or f"V{video.index(track) + 1}"
+    where = track.name or f"V{next(n for n, t in enumerate(video) if t is track) + 1}"
     start = clip.range_in_parent().start_time
-    if timeline.global_start_time is not None:
-        start = start + timeline.global_start_time
+    origin = timeline.global_start_time
+    if origin is not None:
+        start = time_at(frames_of(start, exact_rate(origin.rate)), origin.rate) + origin
     return f"clip '{clip.name}' on {where} at {record_timecode(start)}"
 
 
