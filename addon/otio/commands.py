@@ -75,25 +75,39 @@ def write_swapped(swap: TimelineSwap) -> Path:
     return swap.path
 
 
-def run_swap(swap: TimelineSwap, render: Render, say: Say) -> int:
-    """Render every clip in turn, then write the swapped timeline. Returns the exit code: 0,
-    143 when SIGTERM stopped a render, 5 when frames failed (the timeline is then not written;
-    finished frames are kept)."""
+def run_swap(swap: TimelineSwap, render: Render, say: Say) -> tuple[int, str]:
+    """Render every clip in turn (a line to `say` for each), then write the swapped timeline.
+    Returns the exit code and the closing sentence: 0 written; 143 a render was stopped by
+    SIGTERM, 5 frames failed, 2 a movie had fewer frames than the timeline says (the timeline
+    is then not written; finished frames are kept)."""
     for clip in swap.renders:
         summary, terminated = render(clip.request)
-        label = clip.swap.label
-        if summary.cancelled or summary.failed:
-            why = "was stopped" if summary.cancelled else \
-                f"failed in {len(summary.failed)} frame(s) (frame {summary.failed[0][0]}: " \
-                f"{summary.failed[0][1]})"
-            say(f"the render of {label} {why}: {swap.path.name} is not written (finished "
-                f"frames stay in {clip.output.parent})")
-            return ExitCode.TERMINATED if terminated else ExitCode.FRAMES_FAILED
+        failure = _failure(clip, summary, terminated)
+        if failure is not None:
+            code, why = failure
+            return code, (f"the render of {clip.swap.label} {why}: {swap.path.name} is not "
+                          f"written (finished frames stay in {clip.output.parent})")
         say(_rendered(clip, summary))
     path = write_swapped(swap)
     tracks = len({clip.swap.track for clip in swap.renders})
-    say(f"wrote {path}: {len(swap.renders)} swapped clip(s) on {tracks} new track(s)")
-    return ExitCode.OK
+    return ExitCode.OK, (f"wrote {path}: {len(swap.renders)} swapped clip(s) on {tracks} new "
+                         "track(s)")
+
+
+def _failure(clip: ClipRender, summary: RenderSummary, terminated: bool
+             ) -> tuple[int, str] | None:
+    """Why a finished render cannot go on the timeline (exit code, words), or None."""
+    if summary.cancelled:
+        return ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED, "was stopped"
+    if summary.failed:
+        frame, reason = summary.failed[0]
+        return ExitCode.FRAMES_FAILED, (f"failed in {len(summary.failed)} frame(s) (frame "
+                                        f"{frame}: {reason})")
+    first, last = clip.swap.frames
+    if summary.frames != last - first + 1:
+        return ExitCode.USAGE, (f"covered {summary.frames} of frames {first}-{last}, as its "
+                                "media has fewer frames than the timeline says")
+    return None
 
 
 def _rendered(clip: ClipRender, summary: RenderSummary) -> str:

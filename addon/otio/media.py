@@ -10,7 +10,8 @@ sequence's timecode.
 
 Paths: a `file://` URL or a plain path; a relative one is taken from the .otio file's folder.
 Only video files (ExternalReference) and image sequences (ImageSequenceReference, frame step 1)
-are swapped; every other reference is refused in one sentence naming the clip.
+are swapped; every other reference, and a still picture, is refused in one sentence naming the
+clip.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ from opentimelineio.opentime import RationalTime
 from facefuse import FramePattern, InputError
 
 from .times import exact_rate, frames_of, rate_text, time_at
+
+# a single picture in an ExternalReference (a photo cut into the edit), not footage
+STILL_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".tif", ".tiff", ".exr", ".dpx", ".bmp",
+                            ".webp", ".psd", ".heic"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +89,12 @@ def _unsupported(ref: object, label: str) -> str:
 
 
 def _video(ref: otio.schema.ExternalReference, label: str, base: Path) -> Media:
+    path = local_path(ref.target_url, base)
+    if path.suffix.lower() in STILL_SUFFIXES:
+        raise InputError(f"{label} is a still image ({path.name}): only movies and image "
+                         "sequences are swapped (swap a picture with `facefuse swap`)")
     available = _available(ref, label)
     rate = exact_rate(available.duration.rate)
-    path = local_path(ref.target_url, base)
     first = frames_of(available.start_time, rate)
     if first < 0:
         raise InputError(f"the media of {label} starts before time 0 "

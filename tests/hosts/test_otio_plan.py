@@ -16,7 +16,7 @@ from addon.otio import commands, plan, selection
 from addon.otio.flags import markers_from_report
 from addon.otio.media import local_path
 from addon.otio.times import exact_rate, frame_span, frames_of
-from facefuse import InputError, RenderRequest, request_from_args
+from facefuse import InputError, RenderRequest, RenderSummary, request_from_args
 from facefuse.cli.main import main
 from facefuse.hosting.plugins import installed_hosts
 from tests.hosts import otio_edits as e
@@ -133,6 +133,40 @@ def test_print_requests_gives_a_farm_the_render_lines_and_the_timeline(
     refs = [c.media_reference for c in swapped.tracks[1].find_clips()]
     assert [(r.name_prefix, r.start_frame) for r in refs] == [("A.v001.", 86400),
                                                               ("B.v001.", 86408)]
+
+
+def _summary(frames: int, failed: tuple[tuple[int, str], ...] = (),
+             cancelled: bool = False) -> RenderSummary:
+    return RenderSummary(frames=frames, swapped=frames - len(failed), no_face=0, skipped=0,
+                         failed=failed, seconds=1.0, cancelled=cancelled)
+
+
+@pytest.mark.parametrize("outcome, code, words", [
+    ((_summary(5, cancelled=True), True), 143, "was stopped"),
+    ((_summary(5, failed=((86402, "cannot decode"),)), False), 5,
+     "failed in 1 frame(s) (frame 86402: cannot decode)"),
+    ((_summary(3), False), 2, "covered 3 of frames 86405-86409, as its media has fewer frames")])
+def test_a_render_that_did_not_finish_whole_leaves_no_timeline(
+        outcome: tuple[RenderSummary, bool], code: int, words: str, movie: Path, tmp_path: Path):
+    made = e.timeline("edit", [e.video_track("V1", [
+        e.clip("A", _ref(movie), e.HOUR_FILM, 5, markers=("swap",)),
+        e.clip("B", _ref(movie), e.HOUR_FILM + 5, 5, markers=("swap",))])])
+    swap = commands.plan_swap(e.write(made, tmp_path / "edit.otio"), TEMPLATE, tmp_path / "out",
+                              "swap")
+    said: list[str] = []
+    renders: list[RenderRequest] = []
+    results = iter([(_summary(5), False), outcome])
+
+    def render(request: RenderRequest) -> tuple[RenderSummary, bool]:
+        renders.append(request)
+        return next(results)
+
+    got, sentence = commands.run_swap(swap, render, said.append)
+    assert (got, len(renders)) == (code, 2)
+    assert sentence.startswith("the render of clip 'B' on V1 at 01:00:00:05 ") and words in sentence
+    assert said == [("clip 'A' on V1 at 01:00:00:00: frames 86400-86404 rendered as A.v001, 5 "
+                     "of 5 swapped")]
+    assert not swap.path.exists()
 
 
 def test_review_flags_become_markers_on_their_frames(tmp_path: Path):

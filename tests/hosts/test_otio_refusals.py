@@ -51,6 +51,8 @@ BAD_CLIPS: dict[str, tuple[Bad, str]] = {
     "generator": (lambda root: e.clip("bad", otio.schema.GeneratorReference(
         generator_kind="SolidColor", available_range=e.span(0, 100)), 0, 4, markers=("swap",)),
         "is a generator (SolidColor)"),
+    "still image": (lambda root: e.clip("bad", e.movie(root / "photo.jpg", 0, 100), 0, 4,
+                                        markers=("swap",)), "is a still image (photo.jpg)"),
     "no available range": (lambda root: e.clip("bad", otio.schema.ExternalReference(
         target_url=str(root / "A001.mp4")), 0, 4, markers=("swap",)), "has no available range"),
     "rate": (lambda root: e.clip("bad", _movie(root), e.HOUR_FILM, 4, rate=25,

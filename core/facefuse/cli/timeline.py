@@ -78,7 +78,12 @@ def cmd_swap(args: argparse.Namespace) -> int:
         print(f"wrote {path}: run the {len(swap.renders)} render(s) above, then import it",
               file=sys.stderr)
         return ExitCode.OK
-    return int(commands.run_swap(swap, _render_with_progress, print))
+    code, sentence = commands.run_swap(swap, _render_with_progress, print)
+    if code != ExitCode.OK:
+        print(f"facefuse: error: {sentence}", file=sys.stderr)
+    else:
+        print(sentence)
+    return int(code)
 
 
 def _render_with_progress(request: RenderRequest) -> tuple[RenderSummary, bool]:
