@@ -55,16 +55,17 @@ def read_timeline(path: Path) -> otio.schema.Timeline:
 
 
 def plan_swap(edit: Path, template: RenderRequest, folder: Path, marker: str | None,
-              handles: int = 0, kind: str = DEFAULT_KIND) -> TimelineSwap:
+              handles: int = 0, kind: str = DEFAULT_KIND, report: bool = False) -> TimelineSwap:
     """Read `edit`, choose and check its clips, and plan a render of each into `folder`
-    (marker None: every clip; handles: frames beyond each used range). InputError in one
-    sentence for the first problem; nothing is written."""
+    (marker None: every clip; handles: frames beyond each used range; report: a review report
+    per clip, its flags as markers). InputError in one sentence for the first problem; nothing
+    is written."""
     if handles < 0:
         raise InputError(f"--handles must be 0 or more, not {handles}")
     edit = Path(edit).absolute()
     timeline = read_timeline(edit)
     swaps = select_clips(timeline, marker, handles, edit.parent)
-    renders = plan_renders(swaps, template, Path(folder).absolute(), kind)
+    renders = plan_renders(swaps, template, Path(folder).absolute(), kind, report)
     path = Path(folder).absolute() / f"{edit.stem}{SWAPPED_SUFFIX}"
     return TimelineSwap(timeline, renders, marker, path)
 

@@ -11,8 +11,9 @@ media time in frames: see media), so it shows the swapped picture of exactly the
 original shows. A transition next to a swapped clip is repeated on the new track, next to the
 clip's neighbour there (another swap, or a gap: the swap then fades over the transition below),
 and the render holds the frames it shows. The clip's markers come along, but not those that
-selected it (a later selection finds only the originals), and the review flags are added as
-markers; `metadata["facefuse"]` says what was rendered from what.
+selected it (a later selection finds only the originals), and the flags of the render's review
+report over the clip's frames are added as markers; `metadata["facefuse"]` says what was
+rendered from what.
 """
 
 from __future__ import annotations
@@ -95,7 +96,9 @@ def _swap_clip(original: otio.schema.Clip, render: ClipRender,
                 kept.marked_range.duration)
             clip.markers.append(moved)
     if render.report is not None and render.report.is_file():
-        clip.markers.extend(markers_from_report(render.report, rate))
+        shown = clip.source_range
+        clip.markers.extend(m for m in markers_from_report(render.report, rate)
+                            if m.marked_range.intersects(shown))
     first, last = render.swap.frames
     clip.metadata["facefuse"] = {"clip": original.name, "input": media.input,
                                  "frames": [first, last], "output": str(render.output)}

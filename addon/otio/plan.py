@@ -7,7 +7,8 @@ container (the request's codec). Versions are never overwritten: each clip takes
 after the highest one of its name already in the folder (v001, v002, ...), so an editor that
 imported an earlier swap keeps its frames. Clips of the same name get `_2`, `_3`, ... in
 timeline order. The requests are exactly what `facefuse render` runs (a farm runs their
-`render_args`), made from one template request the command line gives.
+`render_args`), made from one template request the command line gives. With reports, each
+clip's review report goes to `<render>.review/` (`facefuse render --report`).
 """
 
 from __future__ import annotations
@@ -26,13 +27,15 @@ SAME = "same"
 OUTPUT_CHOICES = (*SEQUENCE_KINDS, SAME)
 DEFAULT_KIND = "exr"
 PADDING = 4
+REVIEW_SUFFIX = ".review"  # a clip's review report folder: <render>.review/report.json
+REPORT_NAME = "report.json"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ClipRender:
     """One clip's render: the clip, the request, the render's name (`A001.v002`) and whether it
-    writes an image sequence. report: a review report (report.json) whose flags become markers
-    on the swapped clip, when the render writes one."""
+    writes an image sequence. report: where its review report (report.json) goes, whose flags
+    become markers on the swapped clip; None without one."""
 
     swap: ClipSwap
     request: RenderRequest
@@ -47,15 +50,16 @@ class ClipRender:
 
 
 def plan_renders(swaps: Sequence[ClipSwap], template: RenderRequest, folder: Path,
-                 kind: str = DEFAULT_KIND) -> tuple[ClipRender, ...]:
+                 kind: str = DEFAULT_KIND, report: bool = False) -> tuple[ClipRender, ...]:
     """A render per clip into `folder` (see the module docstring). template: the render
-    options (its input, output, frames and start number are each clip's own). InputError for
-    an unknown kind, OutputError when the folder cannot be written."""
+    options (its input, output, frames and start number are each clip's own). report: each
+    clip's review report goes to `<render>.review/` beside it. InputError for an unknown kind,
+    OutputError when the folder cannot be written."""
     if kind not in OUTPUT_CHOICES:
         raise InputError(f"the output kind must be one of {', '.join(OUTPUT_CHOICES)}, "
                          f"not {kind!r}")
     check_folder_writable(folder)
-    return tuple(_render(swap, stem, template, folder, kind)
+    return tuple(_render(swap, stem, template, folder, kind, report)
                  for swap, stem in zip(swaps, unique_stems(swaps)))
 
 
@@ -81,7 +85,7 @@ def next_version(folder: Path, stem: str) -> int:
 
 
 def _render(swap: ClipSwap, stem: str, template: RenderRequest, folder: Path,
-            kind: str) -> ClipRender:
+            kind: str, report: bool) -> ClipRender:
     name = f"{stem}.v{next_version(folder, stem):03d}"
     media = swap.media
     suffix = Path(media.input).suffix
@@ -92,4 +96,5 @@ def _render(swap: ClipSwap, stem: str, template: RenderRequest, folder: Path,
                       chunk=None, chunk_frames=None,
                       start_number=template.start_number if media.sequence
                       else media.first_number)
-    return ClipRender(swap, request, name, sequence)
+    review = folder / f"{name}{REVIEW_SUFFIX}" / REPORT_NAME if report else None
+    return ClipRender(swap, request, name, sequence, review)

@@ -119,9 +119,11 @@ def test_print_requests_gives_a_farm_the_render_lines_and_the_timeline(
     edit = e.write(made, tmp_path / "edit.otio")
     out = tmp_path / "out"
     assert main(["timeline", "swap", str(edit), "-s", "me.jpg", "-o", str(out), "--handles",
-                 "2", "--print-requests", "--crf", "12", "--codec", "ffv1"]) == 0
+                 "2", "--print-requests", "--crf", "12", "--codec", "ffv1", "--report"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    requests = [request_from_args(shlex.split(line)[2:]) for line in lines]
+    assert [shlex.split(line)[-2:] for line in lines] == [
+        ["--report", str(out / "A.v001.review")], ["--report", str(out / "B.v001.review")]]
+    requests = [request_from_args(shlex.split(line)[2:-2]) for line in lines]
     assert [line.split()[:2] for line in lines] == [["facefuse", "render"]] * 2
     assert [(r.input, r.output, r.frames) for r in requests] == [
         (str(movie), str(out / "A.v001.####.exr"), (86400, 86407)),
@@ -167,6 +169,30 @@ def test_a_render_that_did_not_finish_whole_leaves_no_timeline(
     assert said == [("clip 'A' on V1 at 01:00:00:00: frames 86400-86404 rendered as A.v001, 5 "
                      "of 5 swapped")]
     assert not swap.path.exists()
+
+
+def test_flags_of_each_clips_review_report_land_on_its_swapped_clip(movie: Path, tmp_path: Path):
+    made = e.timeline("edit", [e.video_track("V1", [
+        e.clip("A", _ref(movie), e.HOUR_FILM + 4, 6, markers=("swap",))])])
+    out = tmp_path / "out"
+    swap = commands.plan_swap(e.write(made, tmp_path / "edit.otio"), TEMPLATE, out, "swap",
+                              handles=2, report=True)
+    (clip,) = swap.renders
+    assert clip.report == out / "A.v001.review" / "report.json"
+
+    def render(request: RenderRequest) -> tuple[RenderSummary, bool]:
+        flags = [{"kind": "missed", "first": first, "last": last, "person": "p1",
+                  "reason": "no face"} for first, last in ((86402, 86403), (86405, 86406))]
+        clip.report.parent.mkdir(parents=True)
+        clip.report.write_text(json.dumps({"flags": flags}), encoding="utf-8")
+        return _summary(10), False
+
+    assert commands.run_swap(swap, render, lambda line: None)[0] == 0
+    swapped = otio.adapters.read_from_file(str(swap.path))
+    (placed,) = swapped.tracks[1].find_clips()
+    # the flag over the handles only (86402-86403) is not the clip's: it shows 86404-86409
+    assert [(m.name, m.marked_range) for m in placed.markers] == [
+        ("facefuse missed", e.span(86405, 2))]
 
 
 def test_review_flags_become_markers_on_their_frames(tmp_path: Path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -212,9 +213,12 @@ def test_a_drop_frame_timeline_swaps_into_movies_with_their_timecode_and_new_ver
                      "--handles", "1", "--format", "same")
     assert main(args) == 0
     assert "clip 'E' on V1 at 01:00:00;02" in capsys.readouterr().out
-    assert main(args) == 0  # again: a new version, the first one kept
+    assert main([*args, "--report"]) == 0  # again: a new version, the first one kept
     assert sorted(p.name for p in out.iterdir()) == ["E.v001.mp4", "E.v002.mp4",
-                                                     "df.swapped.otio"]
+                                                     "E.v002.review", "df.swapped.otio"]
+    report = json.loads((out / "E.v002.review" / "report.json").read_text(encoding="utf-8"))
+    assert (report["frames"]["first"], report["frames"]["last"]) == (e.HOUR_DF + 1,
+                                                                     e.HOUR_DF + 6)
     swapped = otio.adapters.read_from_file(str(out / "df.swapped.otio"))
     (swap,) = clips_of(swapped.tracks[1])
     assert swap.name == "E.v002"

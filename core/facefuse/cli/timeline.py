@@ -18,9 +18,10 @@ from typing import Any
 from ..errors import ExitCode
 from ..farm.commandline import absolute_paths, render_command
 from ..hosting.plugins import host_module
+from ..review.folder import check_report_folder
 from ..shot import commandline
 from ..shot.request import RenderRequest, RenderSummary
-from .render import Progress, run_render
+from .render import Progress, run_render, summary_record
 
 # render options each clip sets itself (its media, frames and versioned output), or that would
 # make every clip's render write the same files
@@ -51,6 +52,9 @@ def add_parser(commands: Any) -> None:
                       "more on each side of each clip's used range, as far as its media goes")
     swap.add_argument("--format", choices=KINDS, default="exr", help="what each render "
                       "writes: an image sequence, or the same kind as the clip's media (same)")
+    swap.add_argument("--report", action="store_true", help="write each clip's review report "
+                      "beside its render (<render>.review/, as render --report) and put its "
+                      "flags on the swapped clip as markers")
     swap.add_argument("--print-requests", action="store_true", help="render nothing: print "
                       "each clip's `facefuse render` command (for a farm) and write the "
                       "swapped timeline that points at their outputs")
@@ -70,15 +74,21 @@ def template_request(args: argparse.Namespace) -> RenderRequest:
 def cmd_swap(args: argparse.Namespace) -> int:
     commands = host_module("otio", "commands")
     swap = commands.plan_swap(args.timeline, template_request(args), args.output_dir,
-                              None if args.all else args.marker, args.handles, args.format)
+                              None if args.all else args.marker, args.handles, args.format,
+                              args.report)
+    reports = {clip.request.output: clip.report.parent for clip in swap.renders
+               if clip.report is not None}
+    for folder in reports.values():
+        check_report_folder(folder)
     if args.print_requests:
         for clip in swap.renders:
-            print(shlex.join(render_command(absolute_paths(clip.request))))
+            report = ["--report", str(reports[clip.request.output])] if clip.report else []
+            print(shlex.join(render_command(absolute_paths(clip.request)) + report))
         path = commands.write_swapped(swap)
         print(f"wrote {path}: run the {len(swap.renders)} render(s) above, then import it",
               file=sys.stderr)
         return ExitCode.OK
-    code, sentence = commands.run_swap(swap, _render_with_progress, print)
+    code, sentence = commands.run_swap(swap, lambda r: _render(r, reports.get(r.output)), print)
     if code != ExitCode.OK:
         print(f"facefuse: error: {sentence}", file=sys.stderr)
     else:
@@ -86,9 +96,15 @@ def cmd_swap(args: argparse.Namespace) -> int:
     return int(code)
 
 
-def _render_with_progress(request: RenderRequest) -> tuple[RenderSummary, bool]:
+def _render(request: RenderRequest, report: Path | None) -> tuple[RenderSummary, bool]:
+    """One clip's render with progress, then its review report when one is asked (as
+    `facefuse render --report`: not after a stopped render or failed frames)."""
     progress = Progress("auto")
     summary, terminated = run_render(request, progress)
     if progress.mode == "bar":
         sys.stderr.write("\n")
+    if report is not None and not summary.cancelled and not summary.failed:
+        from ..review.writing import write_review  # the engine loads here, for a report
+
+        write_review(request, report, render=summary_record(summary)["summary"])
     return summary, terminated
