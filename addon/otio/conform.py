@@ -30,6 +30,7 @@ from facefuse import OutputError, atomic_write_bytes
 from .flags import markers_from_report
 from .media import target_of
 from .plan import PADDING, ClipRender
+from .selection import named
 from .times import time_at
 
 TRACK_SUFFIX = "facefuse"
@@ -89,7 +90,7 @@ def _swap_clip(original: otio.schema.Clip, render: ClipRender,
                             source_range=TimeRange(start, source.duration))
     clip.enabled = original.enabled
     for kept in original.markers:
-        if kept.name != marker:
+        if marker is None or not named(kept, marker):
             moved = kept.deepcopy()
             moved.marked_range = TimeRange(
                 time_at(media.number(kept.marked_range.start_time), rate),

@@ -1,10 +1,11 @@
 """Which clips of a timeline are swapped, over which frames of their media, and what is refused.
 
-Selection: with a marker name (`--marker`, default "swap", any colour) a clip is swapped when
-a marker of that name is on the clip itself, or on its track with a range that overlaps the
-clip's record range; with `--all`, every clip. Only clips directly on the timeline's video
-tracks are looked at: clips inside nested stacks (compound clips) and on audio tracks are left
-alone, and markers on the timeline itself select nothing (they name no track).
+Selection: with a marker name (`--marker`, default "swap", any colour, any case) a clip is
+swapped when a marker of that name is on the clip itself, or on its track with a range that
+overlaps the clip's record range; with `--all`, every clip. Only clips directly on the
+timeline's video tracks are looked at: clips inside nested stacks (compound clips) and on
+audio tracks are left alone, and markers on the timeline itself select nothing (they name no
+track).
 
 Used range: a clip's source range widened by the offsets of the transitions next to it (the
 frames a dissolve shows of it: OTIO's visible range). The render covers it and `handles`
@@ -73,10 +74,15 @@ def _video_clips(timeline: otio.schema.Timeline
 
 
 def _marked(clip: otio.schema.Clip, track: otio.schema.Track, name: str) -> bool:
-    if any(m.name == name for m in clip.markers):
+    if any(named(m, name) for m in clip.markers):
         return True
     placed = clip.range_in_parent()
-    return any(m.name == name and _overlaps(m.marked_range, placed) for m in track.markers)
+    return any(named(m, name) and _overlaps(m.marked_range, placed) for m in track.markers)
+
+
+def named(marker: otio.schema.Marker, name: str) -> bool:
+    """Whether `marker` is named `name`, ignoring case and surrounding spaces."""
+    return marker.name.strip().casefold() == name.strip().casefold()
 
 
 def _overlaps(marked: TimeRange, placed: TimeRange) -> bool:
@@ -91,7 +97,7 @@ def _nothing_selected(timeline: otio.schema.Timeline, marker: str | None) -> str
     name = timeline.name or "the timeline"
     if marker is None:
         return f"{name} has no clips on its video tracks"
-    on_timeline = any(m.name == marker for m in timeline.tracks.markers)
+    on_timeline = any(named(m, marker) for m in timeline.tracks.markers)
     hint = (" (a marker on the timeline itself names no track: put it on the clip or its "
             "track)") if on_timeline else ""
     return f"no clip of {name} carries a marker named '{marker}'{hint}; mark the clips to swap, " \

@@ -63,7 +63,7 @@ def test_markers_select_by_clip_or_by_track_range_and_all_takes_every_video_clip
         movie: Path, tmp_path: Path):
     v1 = e.video_track("V1", [
         e.clip("a", _ref(movie), e.HOUR_FILM, 4, markers=("swap",)),
-        e.clip("b", _ref(movie), e.HOUR_FILM + 4, 4, markers=("other",)),
+        e.clip("b", _ref(movie), e.HOUR_FILM + 4, 4, markers=("other", "Swap ")),
         e.clip("c", _ref(movie), e.HOUR_FILM + 8, 4),  # record 8-11: the track marker at 11
         e.clip("d", _ref(movie), e.HOUR_FILM + 12, 4)])  # a point marker at 16 is past it
     v1.markers.append(otio.schema.Marker(name="swap", marked_range=e.span(11, 3)))
@@ -76,8 +76,8 @@ def test_markers_select_by_clip_or_by_track_range_and_all_takes_every_video_clip
     audio.append(e.clip("sound", _ref(movie), e.HOUR_FILM, 4, markers=("swap",)))
     made = e.timeline("edit", [v1, v2, audio])
     marked = selection.select_clips(made, "swap", 0, tmp_path)
-    # c by the track marker (and d too: the 3-frame marker reaches record frame 13)
-    assert [s.clip.name for s in marked] == ["a", "c", "d"]
+    # b by "Swap ", c by the track marker (and d too: the 3-frame marker reaches frame 13)
+    assert [s.clip.name for s in marked] == ["a", "b", "c", "d"]
     everything = selection.select_clips(made, None, 2, tmp_path)
     assert [s.clip.name for s in everything] == ["a", "b", "c", "d"]
     assert [s.frames for s in everything] == [
