@@ -20,6 +20,7 @@ from ..cache.layout import CacheLayout
 from ..errors import ExitCode, InputError
 from ..farm.paths import check_inside
 from ..io.files import atomic_write_bytes
+from ..io.sequences import is_frame_pattern
 from ..shot import commandline
 from ..shot.commandline import INPUT, SHOT_OPTIONS, Option
 from ..shot.request import FrameReport, PhaseProgress, RenderRequest
@@ -69,6 +70,9 @@ def check_still(request: RenderRequest) -> Path:
     from ..shot.stills import check_still_suffix
 
     path = Path(request.output)
+    if is_frame_pattern(request.output):
+        raise InputError(f"the preview's -o {path} names one still, not an image sequence: "
+                         "give a file name without a frame token")
     check_still_suffix(path.suffix, f"the preview's -o {path}")
     if path.is_dir():
         raise InputError(f"{path} is a folder, not a file name")
