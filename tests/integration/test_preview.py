@@ -40,7 +40,16 @@ from facefuse.shot.request import RenderRequest
 from facefuse.shot.stills import render_stills
 from tests import media_factory
 from tests.golden.test_reference_selection import padded_recogniser
-from tests.render_media import YUNET_NAME, read_clip_opencv, render_request
+from tests.render_media import (
+    YUNET_NAME,
+    face_frame,
+    face_photo,
+    read_clip_opencv,
+    read_plate_oiio,
+    render_request,
+    srgb_to_linear,
+    write_plate_oiio,
+)
 
 SIZE = (480, 270)
 RATE = Fraction(25)
@@ -339,6 +348,7 @@ def test_bad_people_and_frames_are_one_sentence_and_write_nothing(
     err = capsys.readouterr().err.strip()
     assert said in err and len(err.splitlines()) == 1, err
     assert not out.exists()
+    assert not list((shot.cache.parent / "previews").glob(".stills-*"))  # no scratch left
 
 
 @pytest.mark.parametrize("name", ["still.jpg", "still", "still.mp4", "still.####.png"])
@@ -395,3 +405,30 @@ def test_preview_of_a_linear_exr_is_display_referred(settings: Settings, testdat
                             input=str(folder / "p.####.exr"), output="", settings=settings)
     grey = int(_read(previews.preview_frame(request, 1, out_dir=tmp_path / "pv"))[10, 10, 1])
     assert 110 <= grey <= 125  # sRGB-encoded 18% grey (~118), not the linear 46
+
+
+@pytest.mark.parametrize("suffix", [None, ".png", ".tif"])
+def test_a_still_of_a_linear_exr_plate_is_the_render_to_that_format(
+        render_models: Path, render_cache: Path, testdata: Path, tmp_path: Path,
+        suffix: str | None) -> None:
+    """No suffix: the plate's own format (EXR half, its values kept); PNG and TIFF: what a
+    render to such a sequence writes (16-bit PNG, float TIFF)."""
+    folder = tmp_path / "plate"
+    folder.mkdir()
+    face = face_photo(testdata)
+    for n in range(1, 7):
+        rgb = face_frame(n, face)[..., ::-1] / np.float32(255.0)
+        write_plate_oiio(folder / f"p.{n:04d}.exr", srgb_to_linear(rgb).astype(np.float32),
+                         "half")
+    request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
+                             folder / "p.####.exr", "")
+    ext = suffix or ".exr"
+    assert render(replace(request, output=str(tmp_path / "out" / f"r.####{ext}"))).swapped == 6
+    stills = render_stills(request, (2, 5), tmp_path / "stills", suffix=suffix)
+    for number, path in stills.items():
+        assert path.suffix == ext
+        still, spec = read_plate_oiio(path)
+        rendered, rendered_spec = read_plate_oiio(tmp_path / "out" / f"r.{number:04d}{ext}")
+        assert str(spec.format) == str(rendered_spec.format) == {
+            ".exr": "half", ".png": "uint16", ".tif": "float"}[ext]
+        assert np.array_equal(still, rendered), number
