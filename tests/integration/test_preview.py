@@ -6,12 +6,14 @@ The clip (480x270, 25 fps, H.264), assembled from the real clips in ../shared/te
 analysed with the real YuNet detector and the real MobileFaceNet recogniser (padded to 512-d):
 
     shot  frames  content                                               people
-    A     1-20    the man (left half) and the woman (right half) side   man, woman
-                  by side: head-pose male 0-19 and female 0-19
+    A     1-20    the man (left half) and the woman (right half, a      man, woman
+                  1.5x close-up: the larger face) side by side: head-pose
+                  male 0-19 and female 0-19
     B     21-40   the signer, asl_yes 0-19 cut round her face           signer
     C     41-60   the man again, head-pose male 35-54                   man
 
-The man has the most presence (40 frames), so selector one swaps him; many swaps everyone;
+The man has the most presence (40 frames), so selector one swaps him, although the woman's is
+the larger face in shot A (a per-frame rule, largest face, picks her); many swaps everyone;
 reference (a picture of the woman) swaps her. The colour contract swapper paints each face with
 a colour made from its source's identity, so two sources give visibly different faces.
 """
@@ -32,6 +34,8 @@ import pytest
 from facefuse.cli.main import main
 from facefuse.config import Settings
 from facefuse.errors import InputError
+from facefuse.pipeline import Pipeline
+from facefuse.selection import largest_face
 from facefuse.shot import previews
 from facefuse.shot.inputs import open_input
 from facefuse.shot.planning import plan_shot
@@ -58,6 +62,7 @@ CUTS = (21, 41)
 TENTH = tuple(range(1, LAST + 1, 10))  # 1, 11, ..., 51: both cuts among them
 MAN, WOMAN, SIGNER = "man", "woman", "signer"
 HALF = SIZE[0] // 2
+SPLIT = HALF - 20  # between the two people of shot A: the woman's pasted face reaches x 238
 
 
 def _who(frame: int) -> tuple[str, ...]:
@@ -72,12 +77,17 @@ def _frames(testdata: Path) -> list[np.ndarray]:
     male = read_clip_opencv(media / "head-pose-face-detection-male.mp4")[0]
     female = read_clip_opencv(media / "head-pose-face-detection-female.mp4")[0]
     signer = read_clip_opencv(media / "asl_yes.mp4")[0]
-    both = [np.hstack([male[i][:, 120:360], female[i][:, 100:340]]) for i in range(20)]
+    both = [np.hstack([male[i][:, 120:360], _closer(female[i])]) for i in range(20)]
     alone = [signer[i][20:290, 120:600] for i in range(20)]
     again = [male[i] for i in range(35, 55)]
     frames = [np.ascontiguousarray(f) for f in both + alone + again]
     assert len(frames) == LAST and all(f.shape == (SIZE[1], SIZE[0], 3) for f in frames)
     return frames
+
+
+def _closer(frame: np.ndarray) -> np.ndarray:
+    """The 160x180 area round the woman's face, enlarged 1.5x: her face is the larger."""
+    return cv2.resize(frame[15:195, 145:305], (HALF, SIZE[1]), interpolation=cv2.INTER_LINEAR)
 
 
 def _write_clip(path: Path, frames: list[np.ndarray]) -> Path:
@@ -166,6 +176,15 @@ def _changed(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.abs(a.astype(int) - b.astype(int)).max(axis=2) > 0
 
 
+def _parts(frame: int, picture: np.ndarray) -> dict[str, np.ndarray]:
+    """Each person's part of a frame's picture: left or right of SPLIT in shot A, all of it in
+    the others."""
+    people = _who(frame)
+    if len(people) == 1:
+        return {people[0]: picture}
+    return {people[0]: picture[:, :SPLIT], people[1]: picture[:, SPLIT:]}
+
+
 # -- preview == render ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("selector", ["one", "many", "reference"])
@@ -182,10 +201,7 @@ def test_preview_is_the_render_pixel_for_pixel_on_every_tenth_frame(
         still, rendered = _read(path), shot.frame(selector, number)
         assert still.shape == rendered.shape and still.dtype == rendered.dtype == np.uint8
         assert np.array_equal(still, rendered), f"frame {number} differs from the render"
-        changed = _changed(still, decoded[number])
-        for index, person in enumerate(_who(number)):
-            part = changed[:, :HALF] if len(_who(number)) == 2 and index == 0 else \
-                changed[:, HALF:] if len(_who(number)) == 2 else changed
+        for person, part in _parts(number, _changed(still, decoded[number])).items():
             swapped[person] += int(part.sum() > 200)
     expected = {"one": {MAN: 4, WOMAN: 0, SIGNER: 0}, "many": {MAN: 4, WOMAN: 2, SIGNER: 2},
                 "reference": {MAN: 0, WOMAN: 2, SIGNER: 0}}[selector]
@@ -208,12 +224,24 @@ def test_the_command_line_preview_writes_the_render_s_frame(shot: Shot, tmp_path
     assert np.array_equal(_read(still), shot.frame("one", 51))
 
 
-def test_the_hosts_preview_frame_shows_the_render_s_pixels(shot: Shot, tmp_path: Path) -> None:
-    request = shot.selector("many")
-    shot.rendered("many", request)
-    for number in (11, 41):
-        path = previews.preview_frame(request, number, out_dir=tmp_path / "pv")
-        assert np.array_equal(_read(path), shot.frame("many", number))
+def test_the_hosts_preview_frame_shows_the_render_s_pixels(
+        shot: Shot, decoded: dict[int, np.ndarray], tmp_path: Path) -> None:
+    """The hosts' preview swaps the render's main person (the man), not the frame's largest
+    face (the woman's)."""
+    request = shot.selector("one")
+    shot.rendered("one", request)
+    with Pipeline(request.settings) as pipeline:
+        largest = largest_face(pipeline.detect(decoded[11]))
+        assert largest is not None and float(largest.bbox_xyxy[0]) > HALF  # the woman
+        path = previews.preview_frame(request, 11, pipeline, tmp_path / "pv")
+    preview = _read(path)
+    assert np.array_equal(preview, shot.frame("one", 11))
+    changed = _parts(11, _changed(preview, decoded[11]))
+    assert changed[MAN].sum() > 200 and changed[WOMAN].sum() == 0
+    many = shot.selector("many")
+    shot.rendered("many", many)
+    assert np.array_equal(_read(previews.preview_frame(many, 41, out_dir=tmp_path / "pv")),
+                          shot.frame("many", 41))
     assert sorted(p.name for p in (tmp_path / "pv").iterdir()) == [path.name]
 
 
@@ -256,12 +284,13 @@ def test_an_assigned_person_gets_their_own_source(shot: Shot, decoded: dict[int,
                                        skip=(man, signer)), frames, tmp_path / "alone")
     assert default.is_dir()
     for number in (1, 11):
-        got, mine = _read(assigned[number]), _read(alone[number])
-        theirs = shot.frame("many", number)
-        assert np.array_equal(got[:, HALF:], mine[:, HALF:])  # the woman: the other source
-        assert np.array_equal(got[:, :HALF], theirs[:, :HALF])  # the man: the default one
-        assert _changed(got[:, HALF:], theirs[:, HALF:]).sum() > 200  # really another face
-        assert _changed(mine[:, HALF:], decoded[number][:, HALF:]).sum() > 200
+        got, mine = _parts(number, _read(assigned[number])), _parts(number, _read(alone[number]))
+        theirs, before = _parts(number, shot.frame("many", number)), _parts(number,
+                                                                            decoded[number])
+        assert np.array_equal(got[WOMAN], mine[WOMAN])  # the woman: the other source
+        assert np.array_equal(got[MAN], theirs[MAN])  # the man: the default one
+        assert _changed(got[WOMAN], theirs[WOMAN]).sum() > 200  # really another face
+        assert _changed(mine[WOMAN], before[WOMAN]).sum() > 200
     assert np.array_equal(_read(assigned[21]), shot.frame("many", 21))  # the signer: default
 
 
@@ -271,8 +300,9 @@ def test_a_skipped_person_keeps_the_input_s_pixels(shot: Shot, decoded: dict[int
     stills = render_stills(shot.request(selector="many", skip=(man,)), (1, 21, 41),
                            tmp_path / "skip")
     one, signer, again = (_read(stills[n]) for n in (1, 21, 41))
-    assert np.array_equal(one[:, :HALF], decoded[1][:, :HALF])  # the man, untouched
-    assert _changed(one[:, HALF:], decoded[1][:, HALF:]).sum() > 200  # the woman, swapped
+    one, before = _parts(1, one), _parts(1, decoded[1])
+    assert np.array_equal(one[MAN], before[MAN])  # the man, untouched
+    assert _changed(one[WOMAN], before[WOMAN]).sum() > 200  # the woman, swapped
     assert _changed(signer, decoded[21]).sum() > 200
     assert np.array_equal(again, decoded[41])
 
