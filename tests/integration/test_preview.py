@@ -41,7 +41,7 @@ from facefuse.shot.inputs import open_input
 from facefuse.shot.planning import plan_shot
 from facefuse.shot.render import render
 from facefuse.shot.request import RenderRequest
-from facefuse.shot.stills import render_stills
+from facefuse.shot.stills import StillsCancelled, render_stills
 from tests import media_factory
 from tests.golden.test_reference_selection import padded_recogniser
 from tests.render_media import (
@@ -462,3 +462,11 @@ def test_a_still_of_a_linear_exr_plate_is_the_render_to_that_format(
         assert str(spec.format) == str(rendered_spec.format) == {
             ".exr": "half", ".png": "uint16", ".tif": "float"}[ext]
         assert np.array_equal(still, rendered), number
+
+
+def test_a_cancelled_preview_raises_and_leaves_no_still(shot: Shot, tmp_path: Path) -> None:
+    shot.rendered("one", shot.selector("one"))
+    with pytest.raises(StillsCancelled):
+        render_stills(shot.request(), (11,), tmp_path / "stills", cancel=lambda: True)
+    folder = tmp_path / "stills"
+    assert not folder.exists() or not list(folder.iterdir())

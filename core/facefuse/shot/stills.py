@@ -30,7 +30,7 @@ from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 
-from ..errors import FacefuseError, InputError
+from ..errors import InputError
 from ..io import plates
 from ..io.sequences import FramePattern
 from ..pipeline import Pipeline
@@ -44,8 +44,8 @@ STILL_SUFFIXES = (".png", ".tif", ".tiff", ".exr")
 _NATIVE_FORMATS = MappingProxyType({"png": ".png", "tiff": ".tif", "openexr": ".exr"})
 
 
-class StillsCancelled(FacefuseError):
-    """render_stills was cancelled before its stills were written."""
+class StillsCancelled(Exception):
+    """render_stills was cancelled (cancel() turned True) before its stills were written."""
 
 
 def check_still_suffix(suffix: str, label: str = "a still") -> None:
