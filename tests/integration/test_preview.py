@@ -54,6 +54,7 @@ from tests.render_media import (
     srgb_to_linear,
     write_plate_oiio,
 )
+from tests.resolve_facts import read_only_folder
 
 SIZE = (480, 270)
 RATE = Fraction(25)
@@ -470,3 +471,16 @@ def test_a_cancelled_preview_raises_and_leaves_no_still(shot: Shot, tmp_path: Pa
         render_stills(shot.request(), (11,), tmp_path / "stills", cancel=lambda: True)
     folder = tmp_path / "stills"
     assert not folder.exists() or not list(folder.iterdir())
+
+
+def test_a_still_in_a_read_only_folder_is_refused_before_the_render(
+        shot: Shot, tmp_path: Path, capsys: pytest.CaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    read_only_folder(monkeypatch, folder)
+    assert main(_preview_args(shot, folder / "still.png", "--frame", "1")) == 6
+    err = capsys.readouterr().err.strip()
+    assert "locked is not writable: the file system is read-only" in err
+    assert len(err.splitlines()) == 1
+    assert list(folder.iterdir()) == []

@@ -19,7 +19,7 @@ from typing import Any
 from ..cache.layout import CacheLayout
 from ..errors import ExitCode, InputError
 from ..farm.paths import check_inside
-from ..io.files import atomic_write_bytes
+from ..io.files import atomic_write_bytes, check_folder_writable, make_folder, write_error
 from ..io.sequences import is_frame_pattern
 from ..shot import commandline
 from ..shot.commandline import INPUT, SHOT_OPTIONS, Option
@@ -80,6 +80,7 @@ def check_still(request: RenderRequest) -> Path:
         raise InputError(f"{path} already exists; add --overwrite to replace it")
     if path.parent.exists() and not path.parent.is_dir():
         raise InputError(f"the output folder {path.parent} is a file, not a folder")
+    check_folder_writable(path.parent)
     if path.exists() and _is_input_file(request, path):
         raise InputError(f"{path} is a frame of the input {request.input}; write the still "
                          "elsewhere")
@@ -130,5 +131,8 @@ def _preview(request: RenderRequest, frame: int, still: Path, phases: _Phases,
         made = render_stills(request, (frame,), Path(scratch), on_phase=phases,
                              on_progress=on_progress, suffix=still.suffix.lower())[frame]
         data = made.read_bytes()
-    still.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(still, data)
+    make_folder(still.parent)
+    try:
+        atomic_write_bytes(still, data)
+    except OSError as exc:
+        raise write_error(still, exc) from exc
