@@ -339,7 +339,10 @@ def test_people_are_named_the_same_when_the_shot_is_analysed_again(shot: Shot,
     again = replace(shot.request(), settings=replace(shot.request().settings,
                                                      cache_dir=cache.parent))
     assert _people(again) == before
-    assert len(before) == 3
+    named = _named(shot)
+    assert {named[pid]: frames for pid, frames in before.items()} == {
+        MAN: (*range(1, CUTS[0]), *range(CUTS[1], LAST + 1)), WOMAN: tuple(range(1, CUTS[0])),
+        SIGNER: tuple(range(CUTS[0], CUTS[1]))}
 
 
 # -- bad input ------------------------------------------------------------------------------------
