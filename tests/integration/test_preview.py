@@ -20,6 +20,7 @@ a colour made from its source's identity, so two sources give visibly different 
 
 from __future__ import annotations
 
+import shutil
 import time
 from dataclasses import replace
 from fractions import Fraction
@@ -487,3 +488,15 @@ def test_a_still_in_a_read_only_folder_is_refused_before_the_render(
     assert "locked is not writable: the file system is read-only" in err
     assert len(err.splitlines()) == 1
     assert list(folder.iterdir()) == []
+
+
+def test_a_still_over_a_file_the_preview_reads_is_refused(shot: Shot, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture) -> None:
+    source = tmp_path / "actor.png"
+    shutil.copy2(shot.other, source)
+    before = source.read_bytes()
+    args = _preview_args(shot, source, "--frame", "1", "--overwrite")
+    args[args.index("-s") + 1] = str(source)
+    assert main(args) == 2
+    assert "is a file this preview reads" in capsys.readouterr().err
+    assert source.read_bytes() == before

@@ -23,7 +23,7 @@ from ..io.files import atomic_write_bytes, check_folder_writable, make_folder, w
 from ..io.sequences import is_frame_pattern
 from ..shot import commandline
 from ..shot.commandline import INPUT, SHOT_OPTIONS, Option
-from ..shot.request import FrameReport, PhaseProgress, RenderRequest
+from ..shot.request import REFERENCE_PREFIX, FrameReport, PhaseProgress, RenderRequest
 from .render import Progress
 
 STILL = Option(("-o", "--output"), "request.output", "text", "the still: a .png, .tif or .exr "
@@ -81,21 +81,26 @@ def check_still(request: RenderRequest) -> Path:
     if path.parent.exists() and not path.parent.is_dir():
         raise InputError(f"the output folder {path.parent} is a file, not a folder")
     check_folder_writable(path.parent)
-    if path.exists() and _is_input_file(request, path):
-        raise InputError(f"{path} is a frame of the input {request.input}; write the still "
-                         "elsewhere")
+    if path.exists() and any(path.samefile(f) for f in _files_read(request) if f.exists()):
+        raise InputError(f"{path} is a file this preview reads (the input, a source or a "
+                         "reference); write the still elsewhere")
     return path
 
 
-def _is_input_file(request: RenderRequest, path: Path) -> bool:
+def _files_read(request: RenderRequest) -> list[Path]:
+    """The input's files, the sources, the reference pictures and the assigned images."""
     from ..shot.inputs import open_input
 
     shot = open_input(request.input, request.start_number, request.conform_vfr,
                       request.settings.threads)
     try:
-        return any(path.samefile(f) for f in shot.files(shot.frame_numbers) if f.exists())
+        read = list(shot.files(shot.frame_numbers))
     finally:
         shot.close()
+    pictures = [Path(p.removeprefix(REFERENCE_PREFIX)) for p in request.skip]
+    for person, image in request.assign:
+        pictures += [image, Path(person.removeprefix(REFERENCE_PREFIX))]
+    return [*read, *request.sources, *request.settings.reference_images, *pictures]
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
