@@ -118,7 +118,7 @@ class Shot:
         female = read_clip_opencv(testdata / "media" / "head-pose-face-detection-female.mp4")
         self.woman = root / "woman.png"
         cv2.imwrite(str(self.woman), female[0][10][20:220, 120:360])
-        self.cache = root / "cache" / "embeddings"
+        self.cache = root / "cache"  # Settings.cache_dir: analysis, embeddings, previews
         self._renders: dict[str, Path] = {}
         self.seconds: dict[str, float] = {}
 
@@ -325,9 +325,9 @@ def test_people_are_named_the_same_when_the_shot_is_analysed_again(shot: Shot,
     """A fresh cache: the CLI preview says it analyses first; the same ids name the same
     frames."""
     before = _people(shot.request())
-    cache = tmp_path / "fresh" / "embeddings"
+    cache = tmp_path / "fresh"
     args = _preview_args(shot, tmp_path / "cold.png", "--frame", "41", "--cache-dir",
-                         str(cache.parent))
+                         str(cache))
     started = time.perf_counter()
     assert main(args) == 0
     cold_s = time.perf_counter() - started
@@ -338,7 +338,7 @@ def test_people_are_named_the_same_when_the_shot_is_analysed_again(shot: Shot,
     assert "analysing" not in capsys.readouterr().err
     print(f"\npreview of one frame: cold {cold_s:.2f} s, warm {warm_s:.2f} s")
     again = replace(shot.request(), settings=replace(shot.request().settings,
-                                                     cache_dir=cache.parent))
+                                                     cache_dir=cache))
     assert _people(again) == before
     named = _named(shot)
     assert {named[pid]: frames for pid, frames in before.items()} == {
@@ -352,25 +352,29 @@ def _preview_args(shot: Shot, still: Path, *extra: str) -> list[str]:
     return ["preview", "-i", str(shot.clip), "-o", str(still), "-s", str(shot.source),
             "--detector", YUNET_NAME, "--recogniser", str(shot.recogniser), "--swapper",
             str(shot.models / "colour_swapper.onnx"), "--providers", "cpu", "--models-dir",
-            str(shot.models), "--offline", "--cache-dir", str(shot.cache.parent), *extra]
+            str(shot.models), "--offline", "--cache-dir", str(shot.cache), *extra]
 
 
-@pytest.mark.parametrize(("extra", "said"), [
+BAD_PEOPLE = (
     (("--assign", "p9=BIDEN"), "there is no person 'p9' in this shot; its people are p1, p2, p3"),
     (("--skip", "p7"), "there is no person 'p7'"),
     (("--assign", "p2"), "is not PERSON=IMAGE"),
     (("--assign", "=BIDEN"), "is not PERSON=IMAGE"),
     (("--assign", "bob=BIDEN"), "does not name a person"),
     (("--assign", "p2=BIDEN", "--skip", "p2"), "person p2 is named twice"),
+)
+BAD_FRAMES = (
     (("--frame", "61"), "frame 61 is not in"),
     (("--frames", "1-30", "--frame", "41"), "outside the frames this render analyses"),
-])
-@pytest.mark.parametrize("command", ["preview", "render"])
+)
+
+
+@pytest.mark.parametrize(("command", "extra", "said"), [
+    *(("preview", *case) for case in BAD_PEOPLE + BAD_FRAMES),
+    *(("render", *case) for case in BAD_PEOPLE)])
 def test_bad_people_and_frames_are_one_sentence_and_write_nothing(
         shot: Shot, tmp_path: Path, capsys: pytest.CaptureFixture, command: str,
         extra: tuple[str, ...], said: str) -> None:
-    if command == "render" and "--frame" in extra:
-        pytest.skip("--frame is the preview's")
     shot.rendered("one", shot.selector("one"))  # analysed: the plan names its people
     out = tmp_path / "out"
     extra = tuple(e.replace("BIDEN", str(shot.other)) for e in extra)
@@ -383,7 +387,7 @@ def test_bad_people_and_frames_are_one_sentence_and_write_nothing(
     err = capsys.readouterr().err.strip()
     assert said in err and len(err.splitlines()) == 1, err
     assert not out.exists()
-    assert not list((shot.cache.parent / "previews").glob(".stills-*"))  # no scratch left
+    assert not list((shot.cache / "previews").glob(".stills-*"))  # no scratch left
 
 
 @pytest.mark.parametrize("name", ["still.jpg", "still", "still.mp4", "still.####.png"])
