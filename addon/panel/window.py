@@ -182,7 +182,7 @@ class PanelWindow(QMainWindow):
             raise HostError("Open a clip to swap (Clip > Open)")
         return RenderRequest(sources=tuple(self.sources.paths()), input=clip.input,
                              output=str(clip.folder / "look.####.png"),
-                             settings=settings or self.settings(),
+                             settings=settings or self.settings(), frames=clip.frames,
                              start_number=clip.start_number)
 
     def _checked_look_request(self) -> RenderRequest | None:
