@@ -27,6 +27,7 @@ from ..farm.chunks import chunk_ranges, shot_frames
 from ..farm.commandline import absolute_paths
 from ..farm.paths import check_inside
 from ..io.sequences import is_frame_pattern
+from ..shot.frames import within
 from ..shot.request import RenderRequest
 from .render import render_options, request_from_args
 
@@ -119,7 +120,7 @@ def cmd_openjd(args: argparse.Namespace) -> int:
         bundle = openjd.shot_bundle(request, (frames[0], frames[-1]), args.chunk_size,
                                     args.facefuse, args.allow_downloads, root,
                                     task_chunking=not args.no_task_chunking)
-        tasks = len(chunk_ranges(frames, args.chunk_size))
+        tasks = len(chunk_ranges(within(frames, request.only), args.chunk_size))
     written = openjd.write_bundle(bundle, args.bundle)
     print(f"wrote {', '.join(str(p) for p in written)}: {tasks} tasks; run it here with "
           f"`openjd run {written[0]} -p file://{written[2]}` or submit it with "

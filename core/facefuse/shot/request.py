@@ -17,6 +17,7 @@ from types import MappingProxyType
 
 from ..config import Settings, check_smoothing
 from ..errors import InputError
+from .frames import FrameRanges, normalise_ranges
 
 PROVENANCE_MODES = ("names", "full")
 
@@ -41,6 +42,13 @@ class RenderRequest:
     provenance: what the outputs' metadata says about where things came from: "names" (file
     names and sha256 of the input, sources and models; the default) or "full" (their local
     paths too).
+    only: the frames to render, inclusive (first, last) ranges of the analysed `frames` (None:
+    all of them; normalised: sorted, overlaps joined); chunk and chunk_frames take their share
+    of these. `--frames LIST` and `--frames flagged:REPORT` set it (see shot.frames).
+    only_input: the input `only` was chosen for ("sha256:HEX" of its content, or "shot:ID" of
+    its shot plan, as a review report names it): a render of another input is refused.
+    overrides: a JSON file of per-frame, per-person corrections to the shot plan (see
+    shot.overrides and docs/overrides.md); its content, not its path, decides the frames.
     """
 
     sources: tuple[Path, ...]
@@ -66,8 +74,15 @@ class RenderRequest:
     crf: int | None = None
     preset: str | None = None
     compression: str | None = None
+    only: FrameRanges | None = None
+    only_input: str | None = None
+    overrides: Path | None = None
 
     def __post_init__(self) -> None:
+        if self.only is not None:
+            object.__setattr__(self, "only", normalise_ranges(self.only))
+            if not self.only:
+                raise InputError("the list of frames to render is empty")
         if self.provenance not in PROVENANCE_MODES:
             raise InputError(f"provenance {self.provenance!r} is not one of "
                              f"{', '.join(PROVENANCE_MODES)}")
