@@ -175,7 +175,8 @@ class Pipeline:
     def swap_faces(self, frame: np.ndarray, identity: SourceIdentity, targets: Sequence[Face],
                    colour: DisplayConversion | None = None, faces: Sequence[Face] | None = None,
                    clock: StageClock | None = None, *, in_place: bool = False,
-                   matte: bool = True, part: FramePart | None = None) -> FrameResult:
+                   matte: bool = True, part: FramePart | None = None,
+                   identities: Sequence[SourceIdentity] | None = None) -> FrameResult:
         """Swap the given target faces (e.g. tracked, smoothed ones) without detecting again.
 
         faces: every face seen in the frame, for the result record (default: the targets).
@@ -188,10 +189,16 @@ class Pipeline:
         targets, or reaching the frame's edge where that does); targets, crops and the
         result's `pasted` stay in whole-frame pixels and the matte is the part's. The maths is
         the whole frame's: the same pixels are written (geometry.warp_crop says how exactly).
+        identities: one per target, each face's own (a shot plan's people with their own
+        sources); None: `identity` for every target.
         """
         clock = clock if clock is not None else StageClock()
         origin = _origin(part)
-        cut = [self._cut_face(frame, face, identity, clock, colour, origin) for face in targets]
+        own = identities if identities is not None else [identity] * len(targets)
+        if len(own) != len(targets):
+            raise ValueError(f"{len(own)} identities for {len(targets)} targets")
+        cut = [self._cut_face(frame, face, who, clock, colour, origin)
+               for face, who in zip(targets, own)]
         out = frame if in_place else frame.copy()
         union = np.zeros(frame.shape[:2], np.float32) if targets and matte else None
         pasted: list[tuple[Roi, np.ndarray]] = []
@@ -206,14 +213,15 @@ class Pipeline:
                            tuple(Pasted(roi, mask) for roi, mask in pasted if not roi.empty))
 
     def swap_frame(self, frame: Frame, identity: SourceIdentity, targets: Sequence[Face],
-                   colour: DisplayConversion | None = None, *, matte: bool = True
-                   ) -> FrameResult:
+                   colour: DisplayConversion | None = None, *, matte: bool = True,
+                   identities: Sequence[SourceIdentity] | None = None) -> FrameResult:
         """swap_faces on a frame as read (io.video.frame), pasting into the frame's own
         pixels: only the part the swap reads and writes, where the frame converts by parts
         (frame.pixels_for; the whole frame when colour-managed), nothing at all without a
         target inside the frame. The conversion is timed as "colour". The result's frame is
         the pixels pasted into and its matte (matte: see swap_faces) the whole frame's; the
-        writer takes `frame` itself back with the result's `pasted`."""
+        writer takes `frame` itself back with the result's `pasted`. identities: see
+        swap_faces."""
         clock = StageClock()
         footprint = self.swap_footprint(targets, frame.width, frame.height)
         if footprint is None:  # no targets (or none inside the frame: swapped, nothing pasted)
@@ -225,7 +233,7 @@ class Pipeline:
             pixels = frame.to_ndarray() if region is None else region.pixels
         part = None if region is None or region.whole else region.part
         result = self.swap_faces(pixels, identity, targets, colour, clock=clock, in_place=True,
-                                 matte=matte, part=part)
+                                 matte=matte, part=part, identities=identities)
         if part is None or result.matte is None:
             return result
         union = np.zeros((frame.height, frame.width), np.float32)

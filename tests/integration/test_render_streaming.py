@@ -23,7 +23,7 @@ import pytest
 from facefuse.errors import ModelError
 from facefuse.io.video import VideoSource
 from facefuse.pipeline import Pipeline
-from facefuse.shot.analysis import plan_horizon
+from facefuse.shot.plan import PlanOptions, plan_horizon
 from facefuse.shot.render import render
 from facefuse.shot.request import FrameReport, PhaseProgress, RenderRequest, RenderSummary
 from tests import media_factory
@@ -135,7 +135,7 @@ def _assert_same_as_batch(shot: Shot, folder: Path, numbers: range) -> None:
 
 
 def test_the_streamed_render_equals_the_batch_render(shot: Shot) -> None:
-    assert plan_horizon("many", float(RATE)) == 16
+    assert plan_horizon(PlanOptions("many", rate_hz=float(RATE))) == 16
     assert shot.streamed.analysis_cached == 0 and shot.batch.analysis_cached == FRAMES
     assert shot.streamed.swapped == shot.batch.swapped >= FRAMES - 4
     two_faces = [e for e in shot.events.items if isinstance(e, FrameReport) and e.faces == 2]

@@ -5,7 +5,7 @@ The cache key is the input's content hash plus everything that changes detection
 recogniser identities, detector size and threshold, colour space) and the version of what an
 entry holds, so a re-render with another swapper, enhancer or mask skips analysis. Cuts,
 tracking, grouping into people, shot-level selection and smoothing are cheap and run on every
-render from the cached analysis (see plan_targets).
+render from the cached analysis (shot.plan).
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
-import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -32,9 +31,6 @@ from .cuts import (
     signatures_problem,
     unpack_signatures,
 )
-from .people import group_people, select_people
-from .smoothing import OneEuroParams, smooth_tracks
-from .tracking import MAX_FILLED_FRAMES, Track, build_shot_tracks, fill_short_gaps
 
 log = logging.getLogger(__name__)
 
@@ -46,14 +42,6 @@ DEFAULT_RATE_HZ = 24.0  # image sequences carry no rate; smoothing assumes film 
 # 10-bit planar pictures from a small picture swscale shrinks from their planes, and
 # io.video.yuv's regions. Part of the key, so an entry found another way is never read.
 ANALYSIS_VERSION = 5
-# How plan_targets decides what to swap: cuts, tracks per shot, people and pose smoothing, all
-# decided locally (see plan_horizon): fixed-lag smoothing, each track's identity from its opening
-# frames, faces pasted in order of their track's first appearance. Part of the render
-# fingerprint, so frames a render made with other decisions are not taken as done.
-PLAN_VERSION = 3
-# How far past a frame (in seconds of the shot) the analysis must reach before a local plan's
-# decisions for that frame are final (see plan_horizon).
-PLAN_LOOKAHEAD_S = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,80 +215,3 @@ def analyse_frame(number: int, frame: np.ndarray | object, analyse: FrameAnalyse
 
 def missing_frames(wanted: Sequence[int], cached: Mapping[int, object]) -> tuple[int, ...]:
     return tuple(n for n in wanted if n not in cached)
-
-
-def plan_targets(analysis: ShotAnalysis, selector: str, reference: np.ndarray | None,
-                 similarity: float, rate_hz: float | None,
-                 smoothing: OneEuroParams | None) -> dict[int, tuple[Face, ...]]:
-    """The faces to swap in each frame, in paste order. Cuts split the analysed range into
-    shots; tracks are built within each shot, never across a cut, and grouped into people by
-    identity within and across shots (people.group_people). The selector picks people (one:
-    the most screen presence; many; reference), and every track of a chosen person is swapped.
-    Short detection gaps are filled, and landmarks and pose smoothed (when `smoothing` is
-    given; fixed lag, see smoothing_lookahead), along each track, so neither bridges a cut.
-    Every face of a track carries the track's one steady identity, the mean embedding of its
-    faces in its first PLAN_LOOKAHEAD_S (Track.opening_embedding); a frame's faces come in
-    order of their track's first appearance. For many every decision is local (plan_horizon)."""
-    cuts = analysis.cuts
-    tracks = build_shot_tracks(analysis.faces, cuts)
-    people = group_people(tracks)
-    chosen_people = select_people(people, selector, reference, similarity)
-    chosen = sorted((t for person in chosen_people for t in person.tracks),
-                    key=lambda t: t.track_id)
-    targets: dict[int, list[Face]] = {}
-    for track, planned in zip(chosen, _planned_tracks(chosen, rate_hz, smoothing)):
-        # one identity per track: a swapper weight blends with one steady target identity
-        # instead of each frame's own, which wanders
-        steady = track.opening_embedding(_horizon_frames(rate_hz))
-        for frame, face in zip(planned.frames, planned.faces):
-            targets.setdefault(frame, []).append(
-                replace(face, embedding=steady) if steady is not None else face)
-    log.info("%d cuts, %d tracks, %d people; %d people (%d tracks) chosen for swapping",
-             len(cuts), len(tracks), len(people), len(chosen_people), len(chosen))
-    return {frame: tuple(faces) for frame, faces in sorted(targets.items())}
-
-
-def _planned_tracks(tracks: Sequence[Track], rate_hz: float | None,
-                    smoothing: OneEuroParams | None) -> tuple[Track, ...]:
-    """The tracks with short gaps filled and, when smoothing is given, smoothed (fixed lag)."""
-    filled = tuple(fill_short_gaps(track) for track in tracks)
-    if smoothing is None:
-        return filled
-    return smooth_tracks(filled, float(rate_hz or DEFAULT_RATE_HZ), smoothing,
-                         lookahead=smoothing_lookahead(rate_hz))
-
-
-def _horizon_frames(rate_hz: float | None) -> int:
-    """PLAN_LOOKAHEAD_S in frames, and never less than gap filling reaches (see plan_horizon)."""
-    return max(math.ceil(PLAN_LOOKAHEAD_S * float(rate_hz or DEFAULT_RATE_HZ)),
-               MAX_FILLED_FRAMES)
-
-
-def smoothing_lookahead(rate_hz: float | None) -> int:
-    """How many frames past frame k the backward runs of the plan's smoothing start (the
-    `lookahead` of smoothing.smooth_tracks): (horizon - MAX_FILLED_FRAMES) // 2, about 0.9 s.
-
-    A smoothed face depends on frames up to twice this past its own (the pose is smoothed from
-    the smoothed landmarks), and a track's frames after the last analysed face may still be
-    filled up to MAX_FILLED_FRAMES in: together within plan_horizon."""
-    return max((_horizon_frames(rate_hz) - MAX_FILLED_FRAMES) // 2, 0)
-
-
-def plan_horizon(selector: str, rate_hz: float | None) -> int | None:
-    """How many analysed frames past frame k plan_targets needs before k's targets are final,
-    or None when every frame's targets depend on the whole analysed range.
-
-    many is local (every person is swapped, so no decision weighs the whole range): for an
-    analysis that covers the frames up to k + horizon (or to the end of the range),
-    plan_targets gives frame k the same targets as for the whole range, bitwise, so a render
-    may swap frame k while analysis goes on. The horizon is ceil(PLAN_LOOKAHEAD_S x rate)
-    frames (at least MAX_FILLED_FRAMES). What bounds it: cuts compare consecutive frames and
-    tracks are built in frame order (causal); gap filling reaches MAX_FILLED_FRAMES ahead;
-    smoothing is fixed-lag (smoothing_lookahead); a track's identity is the mean of its first
-    horizon frames; faces are ordered by their track's first appearance. one (the person with
-    the most presence) and reference (people matched by their mean identity) need the whole
-    range.
-    """
-    if selector != "many":
-        return None
-    return _horizon_frames(rate_hz)

@@ -11,12 +11,13 @@ parsers from this table (`add_settings_options`, `add_render_options`) and reads
 `render_args` and a worker reads them back with `request_from_args`. Options at their default
 are left out; `request_from_args(render_args(r)) == r` for every field an option carries.
 
-Kinds: "text", "path" (a Path), "paths" (repeatable, a tuple of Paths), "int", "float",
-"switch" (given: True), "off" (given: False), "range" (A-B), "frames" (A-B, a list or
+Kinds: "text", "path" (a Path), "paths" (repeatable, a tuple of Paths), "assignments"
+(repeatable PERSON=IMAGE, a tuple of (str, Path)), "names" (repeatable, a tuple of str), "int",
+"float", "switch" (given: True), "off" (given: False), "range" (A-B), "frames" (A-B, a list or
 flagged:REPORT: shot.frames.parse_frames; it sets `only` too), "ranges" (a list of frames and
-ranges, 1001-1010,1035), "chunk" (N/M), "rate" (a positive
-Fraction, 24000/1001), "providers" (auto or a comma list), "choices" (a comma list of some of
-`choices`) and "optional-model" (a model, or none).
+ranges, 1001-1010,1035), "chunk" (N/M), "rate" (a positive Fraction, 24000/1001), "providers"
+(auto or a comma list), "choices" (a comma list of some of `choices`) and "optional-model" (a
+model, or none).
 """
 
 from __future__ import annotations
@@ -152,6 +153,12 @@ SHOT_OPTIONS = (
            "cutoff, Hz (1.0)"),
     Option(("--smooth-beta",), "request.smoothing_beta", "float", "One Euro beta, per face size "
            "(3.0)"),
+    Option(("--assign",), "request.assign", "assignments", "give one person of the shot their "
+           "own source: PERSON=IMAGE, PERSON a person id (p1, p2, ...: see `facefuse review`) "
+           "or ref:PICTURE (the person who looks like PICTURE); repeatable", (),
+           metavar="PERSON=IMAGE"),
+    Option(("--skip",), "request.skip", "names", "leave this person untouched (a person id, "
+           "or ref:PICTURE); repeatable", (), metavar="PERSON"),
     Option(("--provenance",), "request.provenance", "text", "what output metadata names: file "
            "names and hashes (names), or local paths too (full)", "names", PROVENANCE_MODES),
 )
@@ -191,6 +198,13 @@ def _rate(text: str) -> Fraction:
     return rate
 
 
+def _assignment(text: str) -> tuple[str, Path]:
+    person, equals, image = text.rpartition("=")
+    if not equals or not person or not image:
+        raise InputError(f"--assign {text!r} is not PERSON=IMAGE, e.g. p2=actor.jpg")
+    return person, Path(image)
+
+
 def comma_list(text: str) -> tuple[str, ...]:
     """"skin, nose" -> ("skin", "nose"); Settings checks the names."""
     return tuple(part.strip() for part in text.split(",") if part.strip())
@@ -200,6 +214,7 @@ _TYPES: Mapping[str, Callable[[str], Any]] = MappingProxyType({
     "path": Path, "paths": Path, "int": int, "float": float, "choices": comma_list,
     "range": usage_type(parse_frame_range), "chunk": usage_type(parse_chunk),
     "frames": usage_type(parse_frames), "ranges": usage_type(parse_frame_list),
+    "assignments": usage_type(_assignment), "names": str,
     "rate": usage_type(_rate)})
 
 
@@ -211,10 +226,11 @@ def add_option(parser: argparse.ArgumentParser, option: Option, required: bool =
         parser.add_argument(*option.flags, action="store_true", help=option.help)
         return
     extra: dict[str, Any] = {"required": True} if required else {}
-    if option.kind == "paths":
+    repeatable = option.kind in ("paths", "assignments", "names")
+    if repeatable:
         extra["action"] = "append"
     if option.default is not None:
-        extra["default"] = list(option.default) if option.kind == "paths" else option.default
+        extra["default"] = list(option.default) if repeatable else option.default
     if option.kind in _TYPES:
         extra["type"] = _TYPES[option.kind]
     parser.add_argument(*option.flags, choices=option.choices or None, metavar=option.metavar,
@@ -258,7 +274,7 @@ def add_render_options(parser: argparse.ArgumentParser, sources_required: bool =
 def _read(option: Option, value: Any) -> Any:
     if option.kind == "off":
         return not value
-    if option.kind == "paths":
+    if option.kind in ("paths", "assignments", "names"):
         return tuple(value or ())
     if option.kind == "providers":
         return parse_providers(value)
@@ -328,8 +344,10 @@ def _written(option: Option, value: Any) -> list[str]:
     flag = option.flags[-1] if option.flags[-1] != "--source" else "-s"
     if option.kind in ("switch", "off"):
         return [flag]
-    if option.kind == "paths":
-        return [arg for path in value for arg in (flag, str(path))]
+    if option.kind in ("paths", "names"):
+        return [arg for item in value for arg in (flag, str(item))]
+    if option.kind == "assignments":
+        return [arg for person, image in value for arg in (flag, f"{person}={image}")]
     if option.kind in ("choices", "providers"):
         return [flag, ",".join(value)]
     if option.kind in ("range", "frames", "chunk"):

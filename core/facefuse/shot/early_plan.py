@@ -1,6 +1,6 @@
 """Pass 2 while pass 1 runs: the analysis as it grows, and the targets of frames it has made final.
 
-For a selector whose decisions are local (analysis.plan_horizon: `many`), frame k's targets are
+For a selector whose decisions are local (plan.plan_horizon: `many`), frame k's targets are
 final once the analysis covers every analysed frame up to k + horizon: planning on that prefix
 gives k exactly the targets a plan of the whole range gives. So a render need not wait for the
 whole analysis before it swaps its first frame.
@@ -19,16 +19,15 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
-from ..types import Face
 from .analysis import ShotAnalysis
+from .plan import PlannedFace, ShotPlan
 
 log = logging.getLogger(__name__)
 
-Targets = Mapping[int, tuple[Face, ...]]
-Planner = Callable[[ShotAnalysis], Targets]
-"""plan_targets with the render's selector and options bound (see render.RenderJob._plan)."""
+Planner = Callable[[ShotAnalysis], ShotPlan]
+"""plan.make_plan with the render's options bound (see render.RenderJob._plan)."""
 
 MIN_STEP = 16  # frames the final frontier moves at least before planning again
 GROWTH = 0.25  # ... and at least this share of the prefix already planned on
@@ -119,19 +118,19 @@ class AnalysisFeed:
 class EarlyPlan:
     """Each frame's targets, as soon as they are final (see the module docstring).
 
-    horizon: analysis.plan_horizon's frames (0 for a feed that is complete already).
+    horizon: plan.plan_horizon's frames (0 for a feed that is complete already).
     stop: polled while waiting; True ends the wait with AnalysisStopped.
     plan: planning of an analysis (its milliseconds are the caller's to time)."""
 
     def __init__(self, feed: AnalysisFeed, horizon: int, plan: Planner,
                  stop: Callable[[], bool]) -> None:
         self.feed, self.horizon, self._plan, self._stop = feed, horizon, plan, stop
-        self._targets: Targets = {}
+        self.plan: ShotPlan | None = None  # the latest plan made
         self._planned = 0  # frames of `wanted` the current plan was made on
         self.plans = 0  # how many times it planned
         self.plan_s = 0.0  # seconds spent planning, in all
 
-    def targets(self, number: int) -> tuple[Face, ...]:
+    def targets(self, number: int) -> tuple[PlannedFace, ...]:
         """The faces to swap in frame `number` (one of the analysed frames), waiting until
         they are final. AnalysisStopped when they will not be (see AnalysisFeed.wait)."""
         total = len(self.feed.wanted)
@@ -140,12 +139,13 @@ class EarlyPlan:
             step = max(MIN_STEP, math.ceil(GROWTH * self._planned))
             self.feed.wait(max(needed, min(total, self._planned + step)), self._stop)
             self._replan()
-        return self._targets.get(number, ())
+        assert self.plan is not None  # planned above
+        return self.plan.faces(number)
 
     def _replan(self) -> None:
         analysis, covered = self.feed.prefix()
         started = time.perf_counter()
-        self._targets = self._plan(analysis)
+        self.plan = self._plan(analysis)
         self.plan_s += time.perf_counter() - started
         self._planned, self.plans = covered, self.plans + 1
         log.debug("planned on %d of %d analysed frames (plan %d)", covered,

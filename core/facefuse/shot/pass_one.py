@@ -133,7 +133,8 @@ class PassOne:
     colour / colour_name: the shot's conversion to display space and its name (None: display
     referred). timings gets every analysed frame's stage times; phase the "analysis" progress
     (from the pass-1 thread when one runs). After start(): `cached` frames came from the cache;
-    `error` is what the pass-1 thread raised, for the render's thread to raise once join()ed.
+    `error` is what the pass-1 thread raised, for the render's thread to raise once join()ed;
+    `key` is the analysis's cache key (it names the shot: plan.shot_id_of).
     """
 
     def __init__(self, shot: ShotInput, frames: FramePlan, settings: Settings,
@@ -143,6 +144,7 @@ class PassOne:
         self.colour, self.colour_name = colour
         self.timings, self.phase = timings, phase
         self.cached = 0
+        self.key: AnalysisKey | None = None  # the analysis cache key, once started
         self.error: BaseException | None = None
         self._thread: threading.Thread | None = None
         # Stage times of rendered frames analysed in this run, until pass 2 takes them.
@@ -165,6 +167,7 @@ class PassOne:
         `horizon` is given) growing on the pass-1 thread, which stops when cancelled() or
         `halt` is set and releases the lock when it ends."""
         entry = self._cache_entry(pipeline, content_sha256, cancelled)
+        self.key = entry.key
         wanted = self.frames.analysed
         held = ExitStack()
         try:

@@ -6,7 +6,11 @@ are derived from it, so every chunk of a farm render makes the same decisions. P
 only the frames still to do, swaps them and writes them, reading, inference and writing running
 in three threads joined by small bounded queues, so memory does not grow with shot length.
 
-Where the selector's decisions are local (analysis.plan_horizon: `many`) and frames must be
+Every decision the render makes for the shot (cuts, tracks, people, who is swapped with which
+source, gap fills, smoothing) is its shot plan (shot.plan.ShotPlan), made from the analysis; a
+preview or a review of the same request makes the same plan.
+
+Where the plan's decisions are local (plan.plan_horizon: `many`) and frames must be
 analysed, pass 1 runs on a thread of its own while pass 2 runs: a frame is swapped once the
 analysis covers the frames its targets depend on (see early_plan), so the first output frame
 comes after a fixed stretch of analysis, not after all of it. Other selectors plan on the
@@ -29,8 +33,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import numpy as np
-
 from ..cache.hashes import HashMemo
 from ..color import input_conversion
 from ..io.video import DecodeFailure, Frame
@@ -39,21 +41,26 @@ from ..models.manifest import ROLES
 from ..pipeline import Pipeline
 from ..runtime.memory import returning_freed_memory
 from ..timing import RenderTimings, StageClock
-from ..types import Face, SourceIdentity
+from ..types import SourceIdentity
 from . import provenance
-from .analysis import (
-    ANALYSIS_VERSION,
-    PLAN_VERSION,
-    ShotAnalysis,
-    plan_horizon,
-    plan_targets,
-)
-from .early_plan import AnalysisStopped, EarlyPlan, Targets
+from .analysis import ANALYSIS_VERSION, ShotAnalysis
+from .early_plan import AnalysisStopped, EarlyPlan
 from .frames import plan_frames
 from .inputs import ShotInput, open_input
 from .outputs import open_writer
 from .pass_one import PassOne
+from .plan import (
+    DEFAULT_SOURCE,
+    PLAN_VERSION,
+    PlannedFace,
+    PlanOptions,
+    ShotPlan,
+    make_plan,
+    plan_horizon,
+    shot_id_of,
+)
 from .request import (
+    REFERENCE_PREFIX,
     CancelCheck,
     FrameReport,
     PhaseCallback,
@@ -69,8 +76,9 @@ from .writers import FrameWriter, Processed
 log = logging.getLogger(__name__)
 
 # What pass 2's reader hands to inference: number, frame (or failure), the read's stage
-# milliseconds and the frame's targets.
-_Read = tuple[int, Any, Mapping[str, float], tuple[Face, ...]]
+# milliseconds and the frame's planned faces.
+_Read = tuple[int, Any, Mapping[str, float], tuple[PlannedFace, ...]]
+Identities = Mapping[str, SourceIdentity]  # the identity of each source key of a plan
 
 
 def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
@@ -162,6 +170,7 @@ class RenderJob:
                                 (self.colour, self.colour_name), self.timings, phase)
         self.settled = 0
         self.todo_total = 0
+        self.plan: ShotPlan | None = None  # the shot plan, once made (see run)
 
     # -- the run ----------------------------------------------------------------------------
     def run(self, pipeline: Pipeline, cancelled: CancelCheck) -> bool:
@@ -169,7 +178,8 @@ class RenderJob:
         docstring); False when cancelled or stopped early by --fail-fast."""
         pipeline.models.require_models()
         pipeline.check_options()
-        identity = pipeline.source_identity(self.request.sources)
+        identities = source_identities(self.request, pipeline)
+        identity = identities[DEFAULT_SOURCE]
         memo = pipeline.hashes
         content = self.shot.content_sha256(memo)
         fingerprint = self._fingerprint(pipeline, identity, content, memo)
@@ -179,8 +189,8 @@ class RenderJob:
         todo = self._todo(fingerprint)
         if not todo:
             return True
-        reference = pipeline.reference_embedding()
-        horizon = self._horizon(todo[0])
+        options = plan_options(self.request, pipeline, self._rate())
+        horizon = self._horizon(todo[0], options)
         halt = threading.Event()  # pass 2 ended early: pass 1 stops too
 
         def stop() -> bool:
@@ -188,20 +198,23 @@ class RenderJob:
 
         feed = self.pass_one.start(pipeline, content, cancelled, horizon, halt)
         plan = EarlyPlan(feed, (horizon or 0) if self.pass_one.alongside else 0,
-                         lambda analysis: self._plan(analysis, reference), stop)
+                         lambda analysis: self._plan(analysis, options), stop)
+        if not self.pass_one.alongside:
+            plan.targets(todo[0])  # plans now: a person named wrongly stops the render here
         try:
-            return self._pass_two(pipeline, identity, _PassTwo(plan, todo, halt, self.pass_one),
-                                  metadata, cancelled)
+            return self._pass_two(pipeline, identities,
+                                  _PassTwo(plan, todo, halt, self.pass_one), metadata, cancelled)
         finally:
+            self.plan = plan.plan
             if plan.plans > 1:
                 log.info("planned %d times on the growing analysis (%.3f s in all)",
                          plan.plans, plan.plan_s)
 
-    def _horizon(self, first: int) -> int | None:
+    def _horizon(self, first: int, options: PlanOptions) -> int | None:
         """plan_horizon for this render, or None when even its first frame to do would wait
         for the whole analysis (a range no longer than the horizon): then pass 2 simply
         follows pass 1."""
-        horizon = plan_horizon(self.request.settings.selector, self._rate())
+        horizon = plan_horizon(options)
         analysed = self.frames.analysed
         if horizon is None or analysed.index(first) + horizon + 1 >= len(analysed):
             return None
@@ -210,22 +223,13 @@ class RenderJob:
     def _rate(self) -> float | None:
         return float(self.shot.rate) if self.shot.rate else None
 
-    def _plan(self, analysis: ShotAnalysis, reference: np.ndarray | None) -> Targets:
-        """The targets of every frame of `analysis` (the whole analysed range or, while pass 1
-        runs, a prefix of it): plan_targets with this render's options."""
-        settings = self.request.settings
+    def _plan(self, analysis: ShotAnalysis, options: PlanOptions) -> ShotPlan:
+        """The plan of `analysis` (the whole analysed range or, while pass 1 runs, a prefix of
+        it) with this render's options."""
+        key = self.pass_one.key
+        shot_id = shot_id_of(key.digest if key is not None else "", self.frames.analysed)
         with self.timings.measure("track"):
-            return plan_targets(analysis, settings.selector, reference, settings.similarity,
-                                self._rate(), self._smoothing())
-
-    def _smoothing(self) -> OneEuroParams | None:
-        if not self.request.smoothing:
-            return None
-        defaults = OneEuroParams()
-        return OneEuroParams(
-            min_cutoff=self.request.smoothing_min_cutoff or defaults.min_cutoff,
-            beta=defaults.beta if self.request.smoothing_beta is None else
-            self.request.smoothing_beta, d_cutoff=defaults.d_cutoff)
+            return make_plan(analysis, options, shot_id)
 
     def _fingerprint(self, pipeline: Pipeline, identity: SourceIdentity, content_sha256: str,
                      memo: HashMemo) -> str:
@@ -234,7 +238,10 @@ class RenderJob:
         references = [memo.sha256(Path(p)) for p in self.request.settings.reference_images]
         memo.flush()
         analysed = self.frames.analysed
-        extra = {"smoothing": repr(self._smoothing()), "frames": (analysed[0], analysed[-1]),
+        extra = {"smoothing": repr(smoothing_of(self.request)),
+                 "frames": (analysed[0], analysed[-1]),
+                 "assign": [(person, memo.sha256(image)) for person, image in
+                            self.request.assign], "skip": list(self.request.skip),
                  "analysis": ANALYSIS_VERSION, "plan": PLAN_VERSION, "reader": READER_VERSION,
                  "start_number": self.request.start_number, "input": content_sha256,
                  "reference": references, "enhancer": bool(self.request.settings.enhancer),
@@ -289,7 +296,7 @@ class RenderJob:
         return replace(item, ms=MappingProxyType({**ms, **item.ms}))
 
     # -- pass 2 -----------------------------------------------------------------------------
-    def _pass_two(self, pipeline: Pipeline, identity: SourceIdentity, work: _PassTwo,
+    def _pass_two(self, pipeline: Pipeline, identities: Identities, work: _PassTwo,
                   metadata: Mapping[str, str], cancelled: CancelCheck) -> bool:
         fail_fast, colour = self.request.fail_fast, self.colour
         wants_matte = bool(self.request.matte or self.request.patch)
@@ -299,14 +306,17 @@ class RenderJob:
         failed_here: list[int] = []
 
         def process(item: _Read) -> Processed:
-            number, frame, read_ms, targets = item
+            number, frame, read_ms, planned = item
             if isinstance(frame, DecodeFailure):
                 failed_here.append(number)
                 if fail_fast:
                     work.halt.set()  # a reader waiting on pass 1 gives up at once
                 return Processed(number, None, None, 0, read_ms, frame.reason)
             # the frame is this pass's own (see _timed): paste into it, matte only if written
-            result = pipeline.swap_frame(frame, identity, targets, colour, matte=wants_matte)
+            targets = [face.face for face in planned]
+            own = [identities[face.source] for face in planned]
+            result = pipeline.swap_frame(frame, identities[DEFAULT_SOURCE], targets, colour,
+                                         matte=wants_matte, identities=own)
             return Processed(number, frame, result.matte, len(result.swapped),
                              MappingProxyType({**read_ms, **result.timings_ms}),
                              pasted=result.pasted)
@@ -386,6 +396,46 @@ class _PassTwo:
     def raise_pass_one_error(self) -> None:
         if self.pass_one_error is not None:
             raise self.pass_one_error
+
+
+def smoothing_of(request: RenderRequest) -> OneEuroParams | None:
+    """The landmark smoothing a request asks for (None: off)."""
+    if not request.smoothing:
+        return None
+    defaults = OneEuroParams()
+    return OneEuroParams(
+        min_cutoff=request.smoothing_min_cutoff or defaults.min_cutoff,
+        beta=defaults.beta if request.smoothing_beta is None else request.smoothing_beta,
+        d_cutoff=defaults.d_cutoff)
+
+
+def plan_options(request: RenderRequest, pipeline: Pipeline, rate_hz: float | None
+                 ) -> PlanOptions:
+    """The options the shot plan of `request` is made with (render, preview and review alike):
+    its selector, reference and smoothing, and the people it names (their reference pictures'
+    identities found with `pipeline`)."""
+    settings = request.settings
+    named = {person: str(image) for person, image in request.assign
+             if not person.startswith(REFERENCE_PREFIX)}
+    by_picture = tuple(
+        (pipeline.source_identity([Path(person.removeprefix(REFERENCE_PREFIX))]).embedding,
+         str(image)) for person, image in request.assign if person.startswith(REFERENCE_PREFIX))
+    skipped = [p for p in request.skip if not p.startswith(REFERENCE_PREFIX)]
+    skipped_by_picture = tuple(
+        pipeline.source_identity([Path(p.removeprefix(REFERENCE_PREFIX))]).embedding
+        for p in request.skip if p.startswith(REFERENCE_PREFIX))
+    return PlanOptions(settings.selector, pipeline.reference_embedding(), settings.similarity,
+                       rate_hz, smoothing_of(request), named, by_picture, frozenset(skipped),
+                       skipped_by_picture)
+
+
+def source_identities(request: RenderRequest, pipeline: Pipeline) -> dict[str, SourceIdentity]:
+    """The identity of every source key a plan of `request` can use: DEFAULT_SOURCE (the
+    request's sources) and each assigned image (InputError / NoFaceError for a bad one)."""
+    identities = {DEFAULT_SOURCE: pipeline.source_identity(request.sources)}
+    for _, image in request.assign:
+        identities.setdefault(str(image), pipeline.source_identity([image]))
+    return identities
 
 
 def _timed(shot: ShotInput, numbers: Sequence[int]

@@ -42,6 +42,10 @@ class RenderRequest:
     provenance: what the outputs' metadata says about where things came from: "names" (file
     names and sha256 of the input, sources and models; the default) or "full" (their local
     paths too).
+    assign: (person, source image) pairs giving people of the shot plan their own identity;
+    a person is a plan's id (p1, p2, ...) or "ref:IMAGE", the person who looks like IMAGE.
+    skip: ids of people never swapped. Everyone else is swapped as settings.selector decides,
+    with `sources` (see shot.plan).
     only: the frames to render, inclusive (first, last) ranges of the analysed `frames` (None:
     all of them; normalised: sorted, overlaps joined); chunk and chunk_frames take their share
     of these. `--frames LIST` and `--frames flagged:REPORT` set it (see shot.frames).
@@ -74,6 +78,8 @@ class RenderRequest:
     crf: int | None = None
     preset: str | None = None
     compression: str | None = None
+    assign: tuple[tuple[str, Path], ...] = ()
+    skip: tuple[str, ...] = ()
     only: FrameRanges | None = None
     only_input: str | None = None
     overrides: Path | None = None
@@ -89,6 +95,28 @@ class RenderRequest:
         if self.chunk is not None and self.chunk_frames is not None:
             raise InputError("give --chunk N/M or --chunk-frames A-B, not both")
         check_smoothing(self.smoothing_min_cutoff, self.smoothing_beta)
+        for person, _ in self.assign:
+            check_person(person)
+        for person in self.skip:
+            check_person(person)
+        named = [person for person, _ in self.assign] + list(self.skip)
+        twice = sorted({person for person in named if named.count(person) > 1})
+        if twice:
+            raise InputError(f"person {twice[0]} is named twice in --assign/--skip; give each "
+                             "person one source or one skip")
+
+
+REFERENCE_PREFIX = "ref:"
+
+
+def check_person(person: str) -> None:
+    """InputError unless `person` names a person: a plan id (p1, p2, ...) or ref:IMAGE."""
+    if person.startswith(REFERENCE_PREFIX) and len(person) > len(REFERENCE_PREFIX):
+        return
+    if person.startswith("p") and person[1:].isdigit() and int(person[1:]) >= 1:
+        return
+    raise InputError(f"{person!r} does not name a person: use a person id of the shot plan "
+                     "(p1, p2, ...; `facefuse review` lists them) or ref:IMAGE")
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,10 +17,10 @@ from facefuse.shot.analysis import (
     analyse_frame,
     missing_frames,
     pack_detections,
-    plan_targets,
     unpack_detections,
 )
 from facefuse.shot.cuts import FrameSignature, frame_signature
+from facefuse.shot.plan import PlanOptions, plan_targets
 from facefuse.shot.smoothing import OneEuroParams
 from facefuse.shot.tracking import Track, fill_short_gaps
 from facefuse.types import Face
@@ -143,12 +143,12 @@ def test_plan_targets_follows_the_chosen_person_through_a_gap():
     detections = {n: (_face(10 + n, lead, width=90), _face(300, extra)) for n in (1, 2, 4, 5)}
     detections[3] = (_face(300, extra),)  # the lead (the larger face) is missed for one frame
     analysis = ShotAnalysis(detections)
-    many = plan_targets(analysis, "many", None, 0.4, 24.0, None)
+    many = plan_targets(analysis, PlanOptions("many", None, 0.4, 24.0, None))
     assert all(len(many[n]) == 2 for n in (1, 2, 4, 5)) and len(many[3]) == 2
-    one = plan_targets(analysis, "one", None, 0.4, 24.0, OneEuroParams())
+    one = plan_targets(analysis, PlanOptions("one", None, 0.4, 24.0, OneEuroParams()))
     assert sorted(one) == [1, 2, 3, 4, 5] and all(len(faces) == 1 for faces in one.values())
     assert all(faces[0].bbox_xyxy[0] < 200 for faces in one.values()), "the lead, not the extra"
-    reference = plan_targets(analysis, "reference", extra, 0.4, 24.0, None)
+    reference = plan_targets(analysis, PlanOptions("reference", extra, 0.4, 24.0, None))
     assert all(faces[0].bbox_xyxy[0] == 300 for faces in reference.values())
 
 
@@ -158,7 +158,7 @@ def test_every_planned_face_of_a_track_carries_the_tracks_one_identity():
     rng = np.random.default_rng(3)
     seen = {n: _unit(0) + rng.normal(0, 0.2, 8).astype(np.float32) for n in range(1, 7)}
     detections = {n: (_face(10 + n, v / np.linalg.norm(v)),) for n, v in seen.items()}
-    planned = plan_targets(ShotAnalysis(detections), "one", None, 0.4, 24.0, None)
+    planned = plan_targets(ShotAnalysis(detections), PlanOptions("one", None, 0.4, 24.0, None))
     embeddings = [faces[0].embedding for faces in planned.values()]
     assert len(embeddings) == 6 and all(e is not None for e in embeddings)
     assert all(np.array_equal(e, embeddings[0]) for e in embeddings)
@@ -177,11 +177,12 @@ def test_gap_filling_and_smoothing_never_bridge_a_cut():
     levels = {n: 40 if n <= 5 else 200 for n in detections}
     analysis = ShotAnalysis(detections, _signatures(levels))
     assert analysis.cuts == (6,)
-    one = plan_targets(analysis, "one", None, 0.4, 24.0, OneEuroParams())
+    one = plan_targets(analysis, PlanOptions("one", None, 0.4, 24.0, OneEuroParams()))
     assert sorted(one) == [1, 2, 3, 4, 6, 7], "frame 5 is not filled across the cut"
     np.testing.assert_allclose(one[4][0].kps5, detections[4][0].kps5, atol=1e-4)
     np.testing.assert_allclose(one[6][0].kps5, detections[6][0].kps5, atol=1e-4)
-    uncut = plan_targets(ShotAnalysis(detections), "one", None, 0.4, 24.0, OneEuroParams())
+    uncut = plan_targets(ShotAnalysis(detections),
+                         PlanOptions("one", None, 0.4, 24.0, OneEuroParams()))
     assert 5 in uncut and abs(float(uncut[4][0].kps5[0, 0] - detections[4][0].kps5[0, 0])) > 0.3
 
 
@@ -193,7 +194,8 @@ def test_a_long_tracks_identity_is_the_mean_of_its_opening_frames():
             for n in range(100)}
     seen = {n: v / np.linalg.norm(v) for n, v in seen.items()}
     detections = {n: (_face(10 + n / 4, v),) for n, v in seen.items()}
-    planned = plan_targets(ShotAnalysis(detections), "many", None, 0.4, 24.0, OneEuroParams())
+    planned = plan_targets(ShotAnalysis(detections),
+                           PlanOptions("many", None, 0.4, 24.0, OneEuroParams()))
     steady = {faces[0].embedding.tobytes() for faces in planned.values()
               if faces[0].embedding is not None}
     assert len(planned) == 100 and len(steady) == 1

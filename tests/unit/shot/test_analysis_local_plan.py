@@ -1,4 +1,4 @@
-"""The plan of selector many is local (shot.analysis.plan_horizon): planned from an analysis that
+"""The plan of selector many is local (shot.plan.plan_horizon): planned from an analysis that
 reaches only frame p, every frame up to p - horizon gets bitwise the targets the whole range
 gives it. Synthetic shots: people moving with noise and one holding still, faces lost for 2, 3
 (across a cut) and 10 frames, two cuts, faces entering late and leaving early, two faces that
@@ -12,10 +12,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pytest
 
-from facefuse.shot import analysis
-from facefuse.shot.analysis import ShotAnalysis, plan_horizon, plan_targets, smoothing_lookahead
+from facefuse.shot import plan as plan_module
+from facefuse.shot.analysis import ShotAnalysis
 from facefuse.shot.cuts import frame_signature
 from facefuse.shot.people import group_people, select_people
+from facefuse.shot.plan import PlanOptions, plan_horizon, plan_targets, smoothing_lookahead
 from facefuse.shot.smoothing import OneEuroParams, smooth_tracks
 from facefuse.shot.tracking import Track, build_shot_tracks
 from facefuse.types import Face
@@ -117,14 +118,14 @@ def _differences(a: dict[int, tuple[Face, ...]], b: dict[int, tuple[Face, ...]],
 
 
 def _plan(shot: ShotAnalysis, rate_hz: float) -> dict[int, tuple[Face, ...]]:
-    return plan_targets(shot, "many", None, 0.4, rate_hz, OneEuroParams())
+    return plan_targets(shot, PlanOptions("many", None, 0.4, rate_hz, OneEuroParams()))
 
 
 def _locality_breaks(rate_hz: float, ends: Sequence[int]) -> tuple[list[str], int]:
     """(what differs from the whole range's plan, over the prefix ends; how many prefix ends
     change frames within the horizon)."""
     shot = _shot_analysis(rate_hz)
-    horizon = plan_horizon("many", rate_hz)
+    horizon = plan_horizon(PlanOptions("many", rate_hz=rate_hz))
     assert horizon is not None
     whole = _plan(shot, rate_hz)
     breaks, lookahead_used = [], 0
@@ -145,7 +146,7 @@ def test_a_many_plan_is_final_a_horizon_behind_the_analysis(
     whole = _plan(shot, rate_hz)
     assert shot.cuts == (round(2.5 * rate_hz), round(4.5 * rate_hz))
     assert max(len(faces) for faces in whole.values()) == 4
-    assert plan_horizon("many", rate_hz) == np.ceil(2.0 * rate_hz)
+    assert plan_horizon(PlanOptions("many", rate_hz=rate_hz)) == np.ceil(2.0 * rate_hz)
     ends = _prefix_ends(rate_hz, len(shot.faces), around, every_s)
     breaks, lookahead_used = _locality_breaks(rate_hz, ends)
     assert breaks == []
@@ -184,12 +185,12 @@ def test_whole_range_decisions_break_locality(monkeypatch: pytest.MonkeyPatch) -
     large and late, has not yet overtaken persons 1 and 2)."""
     assert smoothing_lookahead(24.0) == 22
     with monkeypatch.context() as patched:
-        patched.setattr(analysis, "smooth_tracks", lambda tracks, rate_hz, params, lookahead:
+        patched.setattr(plan_module, "smooth_tracks", lambda tracks, rate_hz, params, lookahead:
                         smooth_tracks(tracks, rate_hz, params))
         assert len(_locality_breaks(24.0, SHARP_ENDS)[0]) > 30
     with monkeypatch.context() as patched:
         patched.setattr(Track, "opening_embedding", lambda track, span: track.mean_embedding)
         assert len(_locality_breaks(24.0, SHARP_ENDS)[0]) > 30
     with monkeypatch.context() as patched:
-        patched.setattr(analysis, "build_shot_tracks", _numbered_by_presence)
+        patched.setattr(plan_module, "build_shot_tracks", _numbered_by_presence)
         assert _locality_breaks(24.0, SHARP_ENDS)[0]

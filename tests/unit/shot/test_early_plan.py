@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from facefuse.shot.analysis import ShotAnalysis
-from facefuse.shot.early_plan import AnalysisFeed, AnalysisStopped, EarlyPlan, Targets
+from facefuse.shot.early_plan import AnalysisFeed, AnalysisStopped, EarlyPlan
+from facefuse.shot.plan import PlannedFace, ShotPlan
 from facefuse.types import Face
 
 
@@ -33,9 +34,11 @@ class _Planner:
     def __init__(self) -> None:
         self.lengths: list[int] = []
 
-    def __call__(self, analysis: ShotAnalysis) -> Targets:
+    def __call__(self, analysis: ShotAnalysis) -> ShotPlan:
         self.lengths.append(len(analysis.faces))
-        return {n: faces for n, faces in analysis.faces.items() if faces}
+        planned = {n: tuple(PlannedFace(face, "p1", 0, "default") for face in faces)
+                   for n, faces in analysis.faces.items() if faces}
+        return ShotPlan("", tuple(analysis.faces), (), (), planned, analysis)
 
 
 def _never() -> bool:
@@ -68,9 +71,9 @@ def test_a_frame_waits_for_its_horizon_and_planning_catches_up_in_steps() -> Non
     for number in range(10, 40):
         feed.add(_part(number))
     reader.join(5)
-    assert not reader.is_alive() and got[0][0].bbox_xyxy[0] == 0
+    assert not reader.is_alive() and got[0][0].face.bbox_xyxy[0] == 0
     # planned once, on max(horizon, MIN_STEP) frames at least: then frame 5 needs no new plan
-    assert planner.lengths[0] >= 16 and plan.targets(5)[0].bbox_xyxy[0] == 5
+    assert planner.lengths[0] >= 16 and plan.targets(5)[0].face.bbox_xyxy[0] == 5
     assert len(planner.lengths) == 1
 
 
@@ -89,7 +92,7 @@ def test_planning_cost_stays_a_small_multiple_of_one_whole_plan() -> None:
     worker = threading.Thread(target=analyse)
     worker.start()
     for number in range(total):
-        assert plan.targets(number)[0].bbox_xyxy[0] == number
+        assert plan.targets(number)[0].face.bbox_xyxy[0] == number
     worker.join()
     assert planner.lengths[-1] == total  # the last plan is of the whole range
     assert sum(planner.lengths) <= 6 * total, planner.lengths
@@ -126,4 +129,4 @@ def test_a_finished_analysis_releases_frames_near_the_end() -> None:
         feed.add(_part(number))
     feed.finish()
     plan = EarlyPlan(feed, 48, _Planner(), _never)  # the horizon reaches past the end
-    assert plan.targets(19)[0].bbox_xyxy[0] == 19
+    assert plan.targets(19)[0].face.bbox_xyxy[0] == 19
