@@ -25,7 +25,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -205,3 +205,78 @@ def _between(found: Mapping[int, Face], frame: int, before: int | None, after: i
                    bbox_xyxy=((1 - t) * a.bbox_xyxy + t * b.bbox_xyxy).astype(np.float32),
                    kps5=((1 - t) * a.kps5 + t * b.kps5).astype(np.float32),
                    score=min(a.score, b.score))
+
+
+# -- applied to a shot plan (plan.make_plan) -----------------------------------------------------
+
+class PlannedLike(Protocol):
+    """What apply_overrides reads of a plan.PlannedFace (it makes new ones with replace)."""
+
+    @property
+    def face(self) -> Face: ...
+
+    @property
+    def person_id(self) -> str: ...
+
+    @property
+    def track_id(self) -> int: ...
+
+    @property
+    def detected(self) -> bool: ...
+
+
+P = TypeVar("P", bound=PlannedLike)
+
+
+def apply_overrides(overrides: Overrides, planned: Mapping[int, tuple[P, ...]],
+                    people: Sequence[str], swapped: Iterable[str], frames: Sequence[int],
+                    cuts: Sequence[int], shot_id: str) -> dict[int, tuple[P, ...]]:
+    """A plan's faces per frame with the overrides applied.
+
+    planned: the faces of every person (those the plan does not swap too), in paste order;
+    people: the shot's person ids; swapped: those the plan swaps; frames: the analysed frames;
+    shot_id: the plan's ("" checks no shot id). InputError when the overrides do not fit the
+    shot (Overrides.check). A face stays where the last entry covering its frame and person
+    swaps or holds them, or no entry covers it and the plan swaps its person; hold adds the
+    faces held_faces fills in (detected False), each of the track and source of its nearer
+    neighbour, in paste order (by track)."""
+    if frames:
+        overrides.check((frames[0], frames[-1]), people, shot_id or (overrides.shot or ""))
+    table = overrides.actions(frames, people)
+    default = frozenset(swapped)
+
+    def kept(frame: int, face: P) -> bool:
+        action = table.get(face.person_id, {}).get(frame)
+        return face.person_id in default if action is None else action in SWAPPED
+
+    result = {n: [f for f in faces if kept(n, f)] for n, faces in planned.items()}
+    for person, actions in table.items():
+        holds = [n for n, action in actions.items() if action == "hold"]
+        for frame, face in _held(planned, person, holds, cuts).items():
+            if all(f.person_id != person for f in result.get(frame, ())):
+                result.setdefault(frame, []).append(face)
+    return {n: tuple(sorted(faces, key=lambda f: f.track_id))
+            for n, faces in sorted(result.items()) if faces}
+
+
+def _held(planned: Mapping[int, tuple[P, ...]], person: str, frames: Sequence[int],
+          cuts: Sequence[int]) -> dict[int, P]:
+    """The faces hold fills in for `person` in `frames`, from their detected faces."""
+    if not frames:
+        return {}
+    found = {n: f for n, faces in planned.items() for f in faces
+             if f.person_id == person and f.detected}
+    have = {n for n, faces in planned.items() for f in faces if f.person_id == person}
+    faces = held_faces({n: f.face for n, f in found.items()},
+                       [n for n in frames if n not in have], cuts)
+    known = sorted(found)
+    return {n: replace(found[_nearest(known, n, cuts)],  # type: ignore[type-var]
+                       face=face, detected=False) for n, face in faces.items()}
+
+
+def _nearest(known: Sequence[int], frame: int, cuts: Sequence[int]) -> int:
+    """The frame of `known` nearest `frame` in its shot (the earlier one on a tie)."""
+    bounds = sorted(cuts)
+    shot = bisect.bisect_right(bounds, frame)
+    same = [n for n in known if bisect.bisect_right(bounds, n) == shot]
+    return min(same, key=lambda n: (abs(n - frame), n))

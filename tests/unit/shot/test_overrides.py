@@ -1,6 +1,6 @@
 """The --overrides file (shot.overrides): reading and checking it, which entry holds where, and
-the faces `hold` fills in. Applying it to a shot plan: tests/unit/shot/test_plan_overrides.py
-and tests/integration/test_render_overrides.py."""
+the faces `hold` fills in, and make_plan applying it (a render with it:
+tests/integration/test_render_overrides.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 from facefuse.errors import InputError
+from facefuse.shot.analysis import ShotAnalysis
 from facefuse.shot.overrides import Override, Overrides, held_faces, load_overrides
+from facefuse.shot.plan import DEFAULT_SOURCE, PlanOptions, make_plan
 from facefuse.types import Face
 
 
@@ -122,3 +124,85 @@ def test_hold_interpolates_inside_a_shot_and_holds_at_its_ends():
     assert all(held[n].bbox_xyxy[0] == 100 for n in (35, 36, 45))  # after it: the next shot's
     assert held_faces({}, range(3), cuts=()) == {}
     assert 5 not in held_faces({40: _face(1)}, range(5, 6), cuts=(35,))  # nothing in its shot
+
+
+# -- applied by make_plan ------------------------------------------------------------------------
+
+def _pface(x: float, embedding: np.ndarray, width: float = 50) -> Face:
+    box = np.array([x, 10, x + width, 60], np.float32)
+    kps = np.array([[x + 15, 25], [x + 35, 25], [x + 25, 35], [x + 17, 48], [x + 33, 48]],
+                   np.float32)
+    return Face(box, kps, 0.9, embedding)
+
+
+def _unit(index: int, dim: int = 8) -> np.ndarray:
+    vector = np.zeros(dim, np.float32)
+    vector[index] = 1.0
+    return vector
+
+
+def _analysis(missing: tuple[int, ...] = ()) -> ShotAnalysis:
+    """p1 small on the left in frames 1-20, p2 large (the main person) in 3-20, except in
+    `missing` frames, where p2 was not found; the lead moves right one pixel a frame."""
+    faces = {}
+    for n in range(1, 21):
+        seen = [_pface(10, _unit(0))]
+        if n >= 3 and n not in missing:
+            seen.append(_pface(300 + n, _unit(1), 300))
+        faces[n] = tuple(seen)
+    return ShotAnalysis(faces)
+
+
+def _plan(overrides: Overrides | None, missing: tuple[int, ...] = (), shot_id: str = "s" * 16,
+          **options: object):
+    return make_plan(_analysis(missing), PlanOptions("one", rate_hz=24.0, overrides=overrides,
+                                                     **options), shot_id, tuple(range(1, 21)))
+
+
+def _who(plan, frame: int) -> list[str]:
+    return [face.person_id for face in plan.faces(frame)]
+
+
+def test_no_entries_plan_exactly_as_no_overrides():
+    plain, empty = _plan(None), _plan(Overrides(()))
+    assert all(plain.frame_digest(n) == empty.frame_digest(n) for n in range(1, 21))
+    assert not PlanOptions("many", overrides=Overrides(())).local  # planned on the whole range
+
+
+def test_skip_keep_and_swap_change_only_their_frames():
+    overrides = Overrides((Override(((5, 6),), "p2", "skip"),
+                           Override(((8, 8),), None, "keep"),
+                           Override(((10, 12),), "p1", "swap"),
+                           Override(((11, 11),), "p2", "skip")))
+    plain, fixed = _plan(None), _plan(overrides)
+    changed = [n for n in range(1, 21) if plain.frame_digest(n) != fixed.frame_digest(n)]
+    assert changed == [5, 6, 8, 10, 11, 12]
+    assert _who(fixed, 5) == [] and _who(fixed, 8) == [] and _who(fixed, 9) == ["p2"]
+    assert _who(fixed, 10) == ["p1", "p2"] and _who(fixed, 11) == ["p1"]  # in paste order
+    assert fixed.faces(10)[0].source == DEFAULT_SOURCE
+
+
+def test_a_later_entry_wins_in_the_plan():
+    overrides = Overrides((Override(((1, 20),), None, "keep"), Override(((4, 4),), "p2", "swap")))
+    plan = _plan(overrides)
+    assert [n for n in range(1, 21) if plan.faces(n)] == [4]
+
+
+def test_hold_fills_a_long_gap_from_the_track_on_either_side():
+    missing = tuple(range(8, 16))  # 8 frames: longer than gap filling bridges
+    assert all(_who(_plan(None, missing), n) == [] for n in missing)
+    held = _plan(Overrides((Override(((8, 15),), "p2", "hold"),)), missing, smoothing=None)
+    assert all(_who(held, n) == ["p2"] and not held.faces(n)[0].detected for n in missing)
+    x = [float(held.faces(n)[0].face.bbox_xyxy[0]) for n in range(7, 17)]
+    np.testing.assert_allclose(x, np.linspace(307, 316, 10), atol=1e-4)  # between 7 and 16
+
+
+def test_overrides_that_do_not_fit_the_shot_are_refused():
+    with pytest.raises(InputError, match=r"entry 1 names person p7, whom this shot does not "
+                                         r"have \(its people: p1, p2\)$"):
+        _plan(Overrides((Override(((1, 2),), "p7", "skip"),)))
+    with pytest.raises(InputError, match=r"entry 1: frames 15-25 are outside the analysed "
+                                         r"range 1-20$"):
+        _plan(Overrides((Override(((15, 25),), None, "keep"),)))
+    with pytest.raises(InputError, match=r"is for shot 0123456789abcdef, not this one"):
+        _plan(Overrides((), shot="0123456789abcdef"))
