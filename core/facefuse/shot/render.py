@@ -149,6 +149,8 @@ def _warnings(request: RenderRequest, counts: Counts) -> tuple[str, ...]:
     settings = request.settings
     why = (f"selector {settings.selector}, similarity {settings.similarity}"
            if settings.selector == "reference" else f"selector {settings.selector}")
+    if request.overrides is not None:
+        why += f", overrides {request.overrides.name}"
     return (f"faces were found in {counts.unselected} frames but none was swapped ({why}); "
             + "those frames were written unchanged",)
 
