@@ -210,10 +210,16 @@ def comma_list(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
+def _frames(text: str) -> tuple[int, int] | FrameChoice:
+    """A --frames value: its range (A-B), or the FrameChoice of a list or a report."""
+    choice = parse_frames(text)
+    return choice.frames if choice.only is None and choice.frames is not None else choice
+
+
 _TYPES: Mapping[str, Callable[[str], Any]] = MappingProxyType({
     "path": Path, "paths": Path, "int": int, "float": float, "choices": comma_list,
     "range": usage_type(parse_frame_range), "chunk": usage_type(parse_chunk),
-    "frames": usage_type(parse_frames), "ranges": usage_type(parse_frame_list),
+    "frames": usage_type(_frames), "ranges": usage_type(parse_frame_list),
     "assignments": usage_type(_assignment), "names": str,
     "rate": usage_type(_rate)})
 
