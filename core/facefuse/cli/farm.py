@@ -28,6 +28,7 @@ from ..farm.commandline import absolute_paths
 from ..farm.paths import check_inside
 from ..io.sequences import is_frame_pattern
 from ..shot.frames import within
+from ..shot.overrides import load_overrides
 from ..shot.request import RenderRequest
 from .render import render_options, request_from_args
 
@@ -100,6 +101,8 @@ def _shot_request(args: argparse.Namespace) -> tuple[RenderRequest, Path]:
     if not is_frame_pattern(request.output):
         raise InputError(f"farm jobs write image sequences, not {request.output}; give a "
                          "pattern such as out/shot.####.exr (encode a video afterwards)")
+    if request.overrides is not None:
+        load_overrides(request.overrides)  # a bad file is refused now, not by every task
     root = (args.output_dir or Path(request.output).parent).resolve()
     check_inside(root, (request.output, request.matte, request.patch))
     return absolute_paths(request), root
