@@ -4,6 +4,11 @@ times `render --progress json` reports (every stage, cold or warm said)."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +18,7 @@ from facefuse.cli.main import main
 from tests.render_media import cli_args
 
 FRAMES = 6
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _bench(capsys: pytest.CaptureFixture[str], args: list[str]) -> dict:
@@ -95,3 +101,23 @@ def test_progress_json_times_every_stage_and_says_when_analysis_was_cached(
     for line in warm:  # nothing was analysed this time, and the lines show it
         assert {"decode", "colour", "swap", "paste", "encode"} <= set(line["ms"])
         assert not {"detect", "embed", "analysis.decode"} & set(line["ms"])
+
+
+def test_sigterm_stops_the_bench_and_removes_its_folder(render_models: Path, testdata: Path,
+                                                       tmp_path: Path) -> None:
+    """A bench stopped by SIGTERM (a farm cancel, a terminal's kill) exits 143 and leaves no
+    temporary folder behind."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    args = _bench_args(render_models, testdata, tmp_path / "b.mp4")
+    env = {**os.environ, "TMPDIR": str(temp),
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "core"), str(ROOT)])}
+    bench = subprocess.Popen([sys.executable, "-m", "facefuse", *args], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not list(temp.glob("facefuse-bench-*")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    bench.send_signal(signal.SIGTERM)
+    _, err = bench.communicate(timeout=60)
+    assert bench.returncode == 143, err[-2000:]
+    assert "stopped by SIGTERM" in err and not list(temp.iterdir())

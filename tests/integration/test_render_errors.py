@@ -90,6 +90,33 @@ def test_damaged_frame_in_a_video_output(damaged_plates: Path, media: Media,
     assert sorted(p.name for p in out.iterdir()) == ["v.mov"]
 
 
+@pytest.mark.parametrize("odd", ["size", "channels"])
+def test_a_frame_of_another_size_or_layout_fails_by_name(media: Media, render_models: Path,
+                                                         render_cache: Path, tmp_path: Path,
+                                                         odd: str) -> None:
+    """A shot has one frame size: a sequence frame of another size or channel count fails like
+    a damaged one, named with its size, in a sequence output and in a video output alike."""
+    plates, out = tmp_path / "mixed", tmp_path / "out"
+    plates.mkdir(), out.mkdir()
+    for n in range(1, 5):
+        picture = face_frame(n, media.face)[..., ::-1].copy()
+        if n == 3 and odd == "size":
+            picture = np.ascontiguousarray(picture[:-2, :-4])
+        elif n == 3:
+            picture = np.dstack([picture, np.full(picture.shape[:2], 255, np.uint8)])
+        write_plate_oiio(plates / f"p.{n}.png", picture, "uint8")
+    sequence, _ = run_render(render_request(render_models, render_cache, media.source,
+                                            plates / "p.#.png", out / "o.#.png"))
+    assert [n for n, _ in sequence.failed] == [3]
+    reason = sequence.failed[0][1]
+    assert "p.3.png is " in reason and "like the sequence's first frame" in reason
+    assert sorted(p.name for p in out.iterdir()) == [f"o.{n}.png" for n in (1, 2, 4)]
+    video, _ = run_render(render_request(render_models, render_cache, media.source,
+                                         plates / "p.#.png", out / "v.mov"))
+    assert [n for n, _ in video.failed] == [3]
+    assert [read_marker(f) for f in decode_video(out / "v.mov")] == [1, 2, 2, 4]
+
+
 # --- bad inputs: one clear line, the right exit code, nothing written --------------------------
 
 @pytest.fixture()

@@ -18,11 +18,12 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -108,16 +109,26 @@ def request_from_args(args: argparse.Namespace, work: Path) -> RenderRequest:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    """Measure one render in a temporary folder, removed however the bench ends: SIGTERM (a
+    farm or a terminal stopping it) cancels the render between frames and exits 143."""
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     work = Path(tempfile.mkdtemp(prefix="facefuse-bench-"))
+    figures: dict[str, Any] | None = None
     try:
         request = request_from_args(args, work)
         if args.warm:
             from ..shot.render import render
 
-            render(request)
-        figures = measure(request, warm=args.warm)
+            render(request, cancel=stop.is_set)
+        if not stop.is_set():
+            figures = measure(request, warm=args.warm, cancel=stop.is_set)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        signal.signal(signal.SIGTERM, previous)
+    if stop.is_set() or figures is None:
+        print("facefuse: bench stopped by SIGTERM; nothing was measured", file=sys.stderr)
+        return ExitCode.TERMINATED
     if args.json:
         print(json.dumps({"bench": figures}), flush=True)
     else:
@@ -125,7 +136,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return ExitCode.FRAMES_FAILED if figures["failed"] else ExitCode.OK
 
 
-def measure(request: RenderRequest, warm: bool = False) -> dict[str, Any]:
+def measure(request: RenderRequest, warm: bool = False,
+            cancel: Callable[[], bool] | None = None) -> dict[str, Any]:
     """Render `request` once with timings on; the bench figures (see format_figures)."""
     from ..runtime.sessions import resolve_providers  # the engine loads when a bench runs
     from ..shot.render import render
@@ -134,7 +146,7 @@ def measure(request: RenderRequest, warm: bool = False) -> dict[str, Any]:
     timings = RenderTimings()
     cpu_start = _cpu_seconds()
     with _device_peak(providers) as device_mib:
-        summary = render(request, timings=timings)
+        summary = render(request, timings=timings, cancel=cancel)
     cpu_s = _cpu_seconds() - cpu_start
     return _figures(request, summary, timings.report(), providers, cpu_s, warm,
                     device_mib[0] if device_mib else None)

@@ -156,7 +156,8 @@ def cmd_dask(args: argparse.Namespace) -> int:
 
     for task in chunks:
         log.info("task: %s", shlex.join(["facefuse", "render", *task]))
-    with dask_jobs.connect(args.scheduler, args.local) as client:
+    with dask_jobs.connect(args.scheduler, args.local,
+                           worker_tracebacks=getattr(args, "debug", False)) as client:
         results = dask_jobs.run_job(client, chunks, report)
     return _dask_summary(results, args.json)
 

@@ -45,6 +45,7 @@ from .paths import check_inside
 log = logging.getLogger(__name__)
 
 PLUGIN_NAME = "facefuse-pipelines"
+CONNECT_TIMEOUT_S = 10  # a scheduler that does not answer within this is unreachable
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,21 +148,34 @@ def chunk_args(request: RenderRequest, chunk_size: int, output_root: Path) -> li
 
 
 @contextmanager
-def connect(scheduler: str | None, local: int | None) -> Iterator[Client]:
+def connect(scheduler: str | None, local: int | None,
+            worker_tracebacks: bool = False) -> Iterator[Client]:
     """A client of the scheduler at `scheduler`, or of a local cluster of `local` worker
-    processes (one thread each) that ends with the block."""
+    processes (one thread each) that ends with the block. worker_tracebacks: let the local
+    workers log a failed task's traceback (--debug); otherwise run_job's one sentence says it.
+    InputError when `scheduler` cannot be reached or is not a Dask scheduler."""
     if scheduler is not None:
         try:
-            client = Client(scheduler)
-        except (OSError, ValueError) as exc:  # refused, timed out, or not an address
-            raise InputError(f"cannot reach the Dask scheduler at {scheduler} ({exc}); start "
-                             "it with `dask scheduler` or use --local N") from exc
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
+        except (OSError, ValueError, MemoryError) as exc:
+            # refused or timed out; not an address; something else answering there, whose
+            # first bytes a Dask client reads as a frame length (a 3 EiB allocation)
+            raise InputError(_unreachable(scheduler, exc)) from exc
         with client:
             yield client
         return
+    quiet = logging.WARNING if worker_tracebacks else logging.CRITICAL
     with LocalCluster(n_workers=local or 1, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+                      dashboard_address=None, silence_logs=quiet) as cluster, \
+            Client(cluster) as client:
         yield client
+
+
+def _unreachable(scheduler: str, exc: BaseException) -> str:
+    why = ("something else answers there" if isinstance(exc, MemoryError)
+           else str(exc).rstrip("."))
+    return (f"cannot reach a Dask scheduler at {scheduler} ({why}); start one with "
+            "`dask scheduler` or use --local N")
 
 
 def run_job(client: Client, chunks: Sequence[Sequence[str]],

@@ -19,6 +19,10 @@ job is made, as (ChunkStart, ChunkEnd) task parameter pairs. A step environment 
 `facefuse models check` once per worker session and points FACEFUSE_MODELS and FACEFUSE_CACHE at
 the shared folders with downloads off (FACEFUSE_OFFLINE=1) unless the job allows them.
 
+Every task's action cancels NOTIFY_THEN_TERMINATE (SIGTERM, then SIGKILL after CANCEL_GRACE_S),
+so a farm cancel is facefuse's clean SIGTERM stop. Template strings are format strings: a value
+holding "{{" travels as a STRING parameter of its own (`_Params.quoted`).
+
 A .blend job (`blend_bundle`) runs the Blender extension's headless entry, one task per chunk
 index (`--chunk N/M` of every marked strip), with bpy as a Python module or a Blender binary.
 """
@@ -26,7 +30,8 @@ index (`--chunk N/M` of every marked strip), with bpy as a Python module or a Bl
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -50,6 +55,11 @@ EXTENSION_MODULE = "bl_ext.user_default.facefuse"
 MODEL_ROLES = ("detector", "recogniser", "swapper", "enhancer")
 HEADLESS_CODE = ("import sys, importlib, bpy; "
                  "sys.exit(importlib.import_module(sys.argv[1] + '.headless').main(sys.argv[2:]))")
+# A cancelled task gets SIGTERM first (facefuse keeps its complete frames and exits 143), and
+# SIGKILL only if it is still running this many seconds later.
+CANCEL_GRACE_S = 60
+CANCELATION = {"mode": "NOTIFY_THEN_TERMINATE", "notifyPeriodInSeconds": CANCEL_GRACE_S}
+_REFERENCE = re.compile(r"\{\{(?:Task\.)?Param\.[A-Za-z0-9_]+\}\}")
 
 
 def ref(name: str) -> str:
@@ -73,6 +83,31 @@ class _Params:
              flow: str) -> str:
         extra = {"objectType": object_type} if object_type else {}
         return self.add(name, "PATH", str(value), description, dataFlow=flow, **extra)
+
+    def literal(self, text: str) -> str:
+        """`text` as it must stand in the template: as it is, or, where it holds braces a format
+        string would read as an expression ("{{"), a STRING job parameter of its own, whose
+        value OpenJD never parses."""
+        if "{{" not in text and "}}" not in text:
+            return text
+        name = f"Literal{sum(d['name'].startswith('Literal') for d in self.definitions) + 1}"
+        return self.add(name, "STRING", text, "a value of the command line, as it is")
+
+    def quoted(self, args: Sequence[str]) -> list[str]:
+        """Command-line arguments for the template: those holding this bundle's own parameter
+        references kept, every other one through literal(). InputError for an argument that
+        mixes both with braces of its own."""
+        quoted = []
+        for arg in args:
+            rest = _REFERENCE.sub("", arg)
+            if rest == arg:
+                quoted.append(self.literal(arg))
+            elif "{{" in rest or "}}" in rest:
+                raise InputError(f"the argument {arg!r} holds '{{{{' or '}}}}' next to a job "
+                                 "parameter; rename the file or value without double braces")
+            else:
+                quoted.append(arg)
+        return quoted
 
     def values(self) -> dict[str, Any]:
         return {"parameterValues": [{"name": d["name"], "value": d["default"]}
@@ -108,15 +143,16 @@ def shot_bundle(request: RenderRequest, frames: tuple[int, int], chunk_size: int
         params, frames, chunk_size, request.only)
     root = (output_dir or Path(request.output).parent).resolve()
     templated = _templated_request(request, params, downloads, root)
-    args = [*commandline.render_args(templated), "--frames", frames_arg,
+    args = [*params.quoted(commandline.render_args(templated)), "--frames", frames_arg,
             "--chunk-frames", chunk_arg, commandline.OUTPUT_ROOT, ref("OutputDir"),
             "--progress", "openjd"]
     step = {"name": "Swap", "description": "swap faces through the shot, chunk by chunk",
             "parameterSpace": space,
-            "stepEnvironments": [_models_environment(templated, downloads)],
+            "stepEnvironments": [_models_environment(templated, params, downloads)],
             "script": {"actions": {"onRun": {"command": ref("Facefuse"),
-                                             "args": ["render", *args]}}}}
-    name = f"facefuse {Path(request.input).name} {frames[0]}-{frames[1]}"
+                                             "args": ["render", *args],
+                                             "cancelation": CANCELATION}}}}
+    name = _job_name(f"facefuse {Path(request.input).name} {frames[0]}-{frames[1]}")
     template = {"specificationVersion": SPEC, "name": name,
                 "parameterDefinitions": params.definitions, "steps": [step]}
     if task_chunking:
@@ -207,9 +243,16 @@ def _templated_settings(request: RenderRequest, params: _Params, downloads: bool
     return replace(settings, reference_images=references, **changes)
 
 
-def _models_environment(templated: RenderRequest, downloads: bool) -> dict[str, Any]:
+def _job_name(text: str) -> str:
+    """A job name (a format string) that shows `text` without reading braces in it."""
+    return text.replace("{", "(").replace("}", ")")
+
+
+def _models_environment(templated: RenderRequest, params: _Params, downloads: bool
+                        ) -> dict[str, Any]:
     settings = templated.settings
-    names = [getattr(settings, role) for role in MODEL_ROLES if getattr(settings, role)]
+    names = params.quoted([getattr(settings, role) for role in MODEL_ROLES
+                           if getattr(settings, role)])
     variables = {"FACEFUSE_MODELS": ref("ModelsDir"), "FACEFUSE_CACHE": ref("CacheDir")}
     if not downloads:
         variables["FACEFUSE_OFFLINE"] = "1"
@@ -251,8 +294,9 @@ def blend_bundle(blend: Path, chunks: int, blender: str | None = None,
     step = {"name": "SwapStrips", "description": "swap the strips marked Swap on Farm",
             "parameterSpace": {"taskParameterDefinitions": [{
                 "name": "Chunk", "type": "INT", "range": "1-" + ref("Chunks")}]},
-            "script": {"actions": {"onRun": {"command": command, "args": args}}}}
-    template = {"specificationVersion": SPEC, "name": f"facefuse {blend.name}",
+            "script": {"actions": {"onRun": {"command": command, "args": args,
+                                             "cancelation": CANCELATION}}}}
+    template = {"specificationVersion": SPEC, "name": _job_name(f"facefuse {blend.name}"),
                 "parameterDefinitions": params.definitions, "steps": [step]}
     return Bundle(template, params.values())
 

@@ -102,11 +102,29 @@ class SequenceInput:
         for number in numbers:
             try:
                 with clock.measure("decode"):
-                    frame, _ = plates.read_plate(self.frame_files[number])
+                    frame, stored = plates.read_plate(self.frame_files[number])
             except InputError as exc:
                 yield number, DecodeFailure(str(exc))
                 continue
+            other = self._other_shape(stored)
+            if other:
+                yield number, DecodeFailure(f"{self.frame_files[number].name} is {other}; "
+                                            "render frames of one size and layout together")
+                continue
             yield number, DecodedFrame.of_array(frame)
+
+    def _other_shape(self, stored: plates.PlateFormat) -> str:
+        """How a frame's size or channels differ from the sequence's first frame ("": not).
+        Such a frame fails as an undecodable one would: a shot has one frame size."""
+        first = self.plate_format
+        assert first is not None
+        if (stored.width, stored.height) != (first.width, first.height):
+            return (f"{stored.width}x{stored.height}, not {first.width}x{first.height} like "
+                    "the sequence's first frame")
+        if stored.channels != first.channels:
+            return (f"{stored.channels}-channel, not {first.channels}-channel like the "
+                    "sequence's first frame")
+        return ""
 
     def content_sha256(self, memo: HashMemo) -> str:
         return content_sha256([self.frame_files[n] for n in self.frame_numbers], memo)

@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -181,6 +182,7 @@ def test_a_missing_model_fails_the_job_in_seconds(shot: Farm, tmp_path: Path) ->
     elapsed = time.monotonic() - started
     assert run.returncode == 4, run.stderr[-3000:]
     assert "missing_swapper.onnx does not exist" in run.stderr
+    assert "Traceback" not in run.stderr, "a worker's traceback is for --debug"
     assert elapsed < 30, f"{elapsed:.1f} s"
     assert not frame_files(tmp_path / "out") if (tmp_path / "out").exists() else True
 
@@ -191,5 +193,36 @@ def test_an_unreachable_scheduler_is_one_sentence(shot: Farm, tmp_path: Path) ->
                          text=True, env=farm_env(DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s"),
                          timeout=60, check=False)
     assert run.returncode == 2, run.stderr[-2000:]
-    assert f"cannot reach the Dask scheduler at {address}" in run.stderr
+    assert f"cannot reach a Dask scheduler at {address}" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_an_address_where_something_else_answers_is_one_sentence(shot: Farm,
+                                                                 tmp_path: Path) -> None:
+    """A web server where the scheduler should be: its reply read as a Dask frame length asked
+    for a 3 EiB array (MemoryError, exit 1) before this was caught."""
+    server = socket.create_server(("127.0.0.1", 0))
+    address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+
+    def answer() -> None:
+        with server:
+            while True:
+                try:
+                    peer, _ = server.accept()
+                except OSError:
+                    return
+                with peer:
+                    peer.recv(64)
+                    peer.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        run = subprocess.run(farm_dask(shot, tmp_path, "--scheduler", address),
+                             capture_output=True, text=True, env=farm_env(), timeout=60,
+                             check=False)
+    finally:
+        server.close()
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert (f"cannot reach a Dask scheduler at {address} (something else answers there)"
+            in run.stderr)
+    assert "Traceback" not in run.stderr and "MemoryError" not in run.stderr

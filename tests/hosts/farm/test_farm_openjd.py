@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -181,3 +183,51 @@ def test_without_task_chunking_listed_chunks_give_the_same_files(
     files = assert_only_outputs(tmp_path / "out", "png", max_temps=0)
     assert list(files) == list(range(1, SHOT_FRAMES + 1))
     assert_identical_to(files, shot.reference)
+
+
+def test_a_cancelled_task_is_told_first_and_keeps_its_complete_frames(bundle: Path) -> None:
+    """Cancelling `openjd run` cancels the running action NOTIFY_THEN_TERMINATE: facefuse gets
+    SIGTERM, finishes no further frame, leaves only complete files and exits 143 (SIGKILL, the
+    default TERMINATE, would end it with -9 and leave its temporaries)."""
+    out = bundle.parent.parent / "out"
+    values = "file://" + str(bundle.with_name("job_parameters.json"))
+    run = subprocess.Popen([str(OPENJD), "run", str(bundle), "-p", values, one_task("1-36")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           env=farm_env())
+    assert run.stdout is not None
+    lines = []
+    for line in run.stdout:
+        lines.append(line)
+        if "openjd_status: analysis" in line:  # facefuse runs, its SIGTERM handler is set
+            run.send_signal(signal.SIGTERM)
+            break
+    lines += run.stdout.readlines()
+    run.wait(60)
+    log = "".join(lines)
+    assert "exited with code: 143" in log, log[-3000:]
+    files = assert_only_outputs(out, "png", max_temps=0) if out.exists() else {}
+    assert len(files) < SHOT_FRAMES, "stopped before the end, with complete frames only"
+
+
+def test_names_with_double_braces_reach_the_task_as_they_are(shot: Farm, facefuse_program: Path,
+                                                             tmp_path: Path) -> None:
+    """A format string reads "{{" as an expression: a shot called take{{1}}.mp4 and a value
+    with braces still make a valid bundle, and the task gets the text as it is."""
+    clip = tmp_path / "take{{1}}.mp4"
+    clip.write_bytes(shot.clip.read_bytes())
+    braced = replace(shot, clip=clip)
+    made = make_bundle(braced, facefuse_program, tmp_path, "--colorspace", "x{{y}}")
+    assert made.returncode == 0, made.stderr
+    template = yaml.safe_load((tmp_path / "job" / "template.yaml").read_text())
+    assert "{{" not in template["name"] and "take((1)).mp4" in template["name"]
+    values = json.loads((tmp_path / "job" / "job_parameters.json").read_text())
+    assert "x{{y}}" in values.values()
+    kinds = {p["name"]: p["type"] for p in template["parameterDefinitions"]}
+    create_job(job_template=decode_job_template(template=template,
+                                                supported_extensions=["TASK_CHUNKING"]),
+               job_parameter_values={name: ParameterValue(
+                   type=ParameterValueType(kinds[name]), value=str(value))
+                   for name, value in values.items()})
+    run = openjd_run(tmp_path / "job" / "template.yaml", one_task("1-2"), timeout=120)
+    log = run.stdout + run.stderr
+    assert "x{{y}}" in log, log[-3000:]  # the render names the colour space as given

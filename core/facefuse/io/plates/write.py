@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 DATED_FORMATS = frozenset({"tiff", "openexr"})
 # Formats whose library ends the process when a write fails: encoded into a pipe instead.
 STREAMED_FORMATS = frozenset({"jpeg"})
+DPX_NAME_OFFSET, DPX_NAME_BYTES = 36, 100  # the image file name of a DPX file's header
 FD_FOLDER = "/dev/fd"
 PROC_FD_FOLDER = "/proc/self/fd"  # Linux: where a memory file can be opened by name
 DRAIN_CHUNK = 1 << 16
@@ -86,6 +87,8 @@ def _write_atomically(path: Path, spec: Any, pixels: np.ndarray) -> None:
     os.close(handle)
     try:
         _write_file(tmp, spec, pixels)
+        if output_file_format(path) == "dpx":
+            _name_dpx_file(tmp, path)
         os.replace(tmp, path)
     except InputError as exc:  # the message names the output, not its temporary name
         _discard(tmp)
@@ -98,6 +101,17 @@ def _write_atomically(path: Path, spec: Any, pixels: np.ndarray) -> None:
     except BaseException:
         _discard(tmp)
         raise
+
+
+def _name_dpx_file(tmp: Path, path: Path) -> None:
+    """Put `path`'s name in the DPX header's file name field (SMPTE 268M: 100 bytes at offset
+    36), where OpenImageIO wrote the temporary's path it was given."""
+    field = path.name.encode("utf-8")[:DPX_NAME_BYTES - 1].ljust(DPX_NAME_BYTES, b"\0")
+    with open(tmp, "r+b") as header:
+        header.seek(DPX_NAME_OFFSET)
+        header.write(field)
+        header.flush()
+        os.fsync(header.fileno())
 
 
 def _discard(tmp: Path) -> None:

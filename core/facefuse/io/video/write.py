@@ -135,6 +135,8 @@ class VideoSink:
     def _open_output(self, metadata: Mapping[str, str]) -> Any:
         suffix = self._path.suffix.lower()
         options = {"movflags": "use_metadata_tags"} if suffix in (".mov", ".mp4") else {}
+        if suffix == ".mkv":  # no random segment id nor muxing date: the same render, same bytes
+            options["fflags"] = "+bitexact"
         try:
             container = av.open(str(self._tmp), "w", format=CONTAINER_FORMATS[suffix],
                                 options=options)

@@ -88,3 +88,16 @@ def test_compression_refused_where_the_format_has_no_such_choice(name: str, comp
     with pytest.raises(InputError, match=words) as caught:
         plates.check_compression(Path(name), compression)
     assert "\n" not in str(caught.value)
+
+
+def test_a_dpx_header_names_the_file_not_its_temporary(tmp_path: Path) -> None:
+    """DPX keeps an image file name in its header (SMPTE 268M, offset 36): the plate's own name,
+    not the temporary it was written under before the rename."""
+    fmt = plates.PlateFormat(8, 6, 3, ("R", "G", "B"), "uint16", 10, "dpx")
+    path = tmp_path / "plate.1001.dpx"
+    plates.write_plate(path, np.full((6, 8, 3), 512, np.uint16), fmt)
+    header = path.read_bytes()[36:136]
+    assert header.rstrip(b"\0") == b"plate.1001.dpx"
+    assert b".tmp" not in path.read_bytes()
+    frame, stored = plates.read_plate(path)
+    assert stored.bits_per_sample == 10 and frame.shape == (6, 8, 3)
