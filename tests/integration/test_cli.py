@@ -86,6 +86,23 @@ def test_bad_inputs_get_one_line_and_the_documented_code(case, code, needle, con
         assert not output.exists()
 
 
+def test_a_swap_output_over_a_model_file_is_refused(contract_dir, testdata, tmp_path, capsys):
+    """The model files a swap reads are inputs too: -o over the swapper model is refused and
+    the model is left as it was."""
+    media = testdata / "media"
+    swapper = tmp_path / "swapper.png.onnx"
+    swapper.write_bytes((contract_dir / "identity_swapper.onnx").read_bytes())
+    before = _digest(swapper)
+    output = tmp_path / "o.png"
+    output.symlink_to(swapper)
+    args = _model_args(contract_dir, testdata, tmp_path)
+    args[args.index("--swapper") + 1] = str(swapper)
+    code, _, err = _swap(["-s", str(media / "obama.jpg"), "-t", str(media / "astronaut.png"),
+                          "-o", str(output), *args], capsys)
+    assert code == 2 and "also an input" in err and str(swapper) in err, err
+    assert _digest(swapper) == before
+
+
 def test_offline_missing_model_says_how_to_fetch_it(testdata, tmp_path, capsys):
     media = testdata / "media"
     code, _, err = _swap(["-s", str(media / "obama.jpg"), "-t", str(media / "astronaut.png"),

@@ -33,6 +33,7 @@ LAYERS = (
     ("facefuse.runtime",),
     ("facefuse.pipeline",),
     ("facefuse.shot",),
+    ("facefuse.review",),
     ("facefuse.hosting",),
     (PUBLIC_API,),
     ("facefuse.farm",),
@@ -45,7 +46,7 @@ LAZY_MODULES = {"facefuse.farm.dask_jobs"}
 # them where their command runs, so the command line starts without them (test_cli_startup.py).
 LAZY_MODULES |= {"facefuse.shot.render", "facefuse.shot.inputs", "facefuse.pipeline",
                  "facefuse.color", "facefuse.io.images", "facefuse.runtime.sessions",
-                 "facefuse.runtime.doctor"}
+                 "facefuse.runtime.doctor", "facefuse.review.writing"}
 
 
 def _module_name(path: Path) -> str:

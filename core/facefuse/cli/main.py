@@ -12,7 +12,7 @@ from typing import NoReturn
 
 from ..errors import ExitCode, FacefuseError, InputError
 from ..version import __version__
-from . import bench, doctor, farm, models, panel, render, resolve, swap
+from . import bench, doctor, farm, models, panel, render, resolve, review, swap
 
 DESCRIPTION = "Local face replacement for film and video work."
 EPILOG = ("exit codes: 0 done, 2 bad input or usage, 3 no face in a source, 4 model missing or "
@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     swap.add_parser(commands)
     render.add_parser(commands)
+    review.add_parser(commands)
     models.add_parsers(commands)
     doctor.add_parser(commands)
     resolve.add_parser(commands)

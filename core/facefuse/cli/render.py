@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 from ..errors import ExitCode
 from ..farm.paths import check_inside
+from ..review.folder import check_report_folder
 from ..shot import commandline
 from ..shot.commandline import usage_type  # noqa: F401 - cli.bench takes it from here
 from ..shot.request import FrameReport, PhaseProgress, RenderRequest, RenderSummary
@@ -25,6 +26,8 @@ def add_parser(commands: Any) -> None:
                             description="Swap faces through a whole shot: a video file or an "
                             "image sequence in, a video or an image sequence out.")
     render_options(p)
+    p.add_argument("--report", metavar="DIR", help="after the render, write its review report "
+                   "(DIR/report.json, DIR/index.html: see `facefuse review`)")
     p.set_defaults(handler=cmd_render)
 
 
@@ -162,14 +165,27 @@ def cmd_render(args: argparse.Namespace) -> int:
         print("\n".join(list_colorspaces()))
         return ExitCode.OK
     request = request_from_args(args)
+    report = check_report_folder(Path(args.report)) if args.report is not None else None
     if args.output_root is not None:
-        check_inside(Path(args.output_root), (request.output, request.matte, request.patch))
+        check_inside(Path(args.output_root), (request.output, request.matte, request.patch,
+                                              *([str(report / "report.json")] if report else [])))
     progress = Progress(args.progress)
     summary, terminated = run_render(request, progress)
     _print_summary(summary, progress.mode, args.json)
     if terminated:
         return ExitCode.TERMINATED
+    if report is not None and not summary.cancelled:
+        _write_report(request, report, summary)
     return ExitCode.FRAMES_FAILED if summary.failed else ExitCode.OK
+
+
+def _write_report(request: RenderRequest, folder: Path, summary: RenderSummary) -> None:
+    """render --report: the review of the shot just rendered (the same plan; its cached
+    analysis)."""
+    from ..review.writing import write_review  # the engine loads here, when a report is asked
+
+    result = write_review(request, folder, render=summary_record(summary)["summary"])
+    print(f"report: {result.page} ({len(result.flags)} flags)", file=sys.stderr)
 
 
 def run_render(request: RenderRequest, progress: Progress) -> tuple[RenderSummary, bool]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ExitCode, InputError
+from ..shot.output_checks import settings_inputs
 from .options import DownloadProgress, engine_options, settings_from_args
 
 if TYPE_CHECKING:
@@ -31,15 +32,18 @@ def add_parser(commands: Any) -> None:
 
 
 def check_swap_paths(sources: Sequence[Path], target: Path, references: Sequence[Path],
-                     output: Path) -> None:
-    """InputError for unreadable inputs, a bad output path, or an output that is an input."""
+                     output: Path, read_too: Sequence[Path] = ()) -> None:
+    """InputError for unreadable images, a bad output path, or an output that is any file the
+    swap reads (the images, and `read_too`: model files and the manifest)."""
     from ..io.images import check_writable_path, read_image
 
     check_writable_path(output)
     for path in [*sources, target, *references]:
         read_image(path)
+    for path in [*sources, target, *references, *read_too]:
         if _same_file(path, output):
-            raise InputError(f"the output {output} is also an input; choose another file name")
+            raise InputError(f"the output {output} is also an input ({path}); choose another "
+                             "file name")
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -57,7 +61,8 @@ def cmd_swap(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     if settings.selector == "reference" and not settings.reference_images:
         raise InputError("--selector reference needs --reference IMAGE (the person to replace)")
-    check_swap_paths(args.source, args.target, args.reference, args.output)
+    check_swap_paths(args.source, args.target, args.reference, args.output,
+                     settings_inputs(settings))
     target = read_image(args.target)
     with Pipeline(settings, on_download=DownloadProgress()) as pipeline:
         pipeline.models.require_models()

@@ -34,6 +34,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from ..cache.layout import CacheLayout
@@ -58,7 +59,8 @@ HEADLESS_CODE = ("import sys, importlib, bpy; "
 # A cancelled task gets SIGTERM first (facefuse keeps its complete frames and exits 143), and
 # SIGKILL only if it is still running this many seconds later.
 CANCEL_GRACE_S = 60
-CANCELATION = {"mode": "NOTIFY_THEN_TERMINATE", "notifyPeriodInSeconds": CANCEL_GRACE_S}
+CANCELATION = MappingProxyType({"mode": "NOTIFY_THEN_TERMINATE",
+                                "notifyPeriodInSeconds": CANCEL_GRACE_S})
 _REFERENCE = re.compile(r"\{\{(?:Task\.)?Param\.[A-Za-z0-9_]+\}\}")
 
 
@@ -151,7 +153,7 @@ def shot_bundle(request: RenderRequest, frames: tuple[int, int], chunk_size: int
             "stepEnvironments": [_models_environment(templated, params, downloads)],
             "script": {"actions": {"onRun": {"command": ref("Facefuse"),
                                              "args": ["render", *args],
-                                             "cancelation": CANCELATION}}}}
+                                             "cancelation": dict(CANCELATION)}}}}
     name = _job_name(f"facefuse {Path(request.input).name} {frames[0]}-{frames[1]}")
     template = {"specificationVersion": SPEC, "name": name,
                 "parameterDefinitions": params.definitions, "steps": [step]}
@@ -295,7 +297,7 @@ def blend_bundle(blend: Path, chunks: int, blender: str | None = None,
             "parameterSpace": {"taskParameterDefinitions": [{
                 "name": "Chunk", "type": "INT", "range": "1-" + ref("Chunks")}]},
             "script": {"actions": {"onRun": {"command": command, "args": args,
-                                             "cancelation": CANCELATION}}}}
+                                             "cancelation": dict(CANCELATION)}}}}
     template = {"specificationVersion": SPEC, "name": _job_name(f"facefuse {blend.name}"),
                 "parameterDefinitions": params.definitions, "steps": [step]}
     return Bundle(template, params.values())

@@ -18,12 +18,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from ..config import tunable_options
+from ..config import Settings, tunable_options
 from ..errors import InputError
 from ..io import files, sequences
 from ..io.sequences import FramePattern
 from ..models.manifest import default_manifest_path
-from .request import RenderRequest
+from .request import REFERENCE_PREFIX, RenderRequest
 
 if TYPE_CHECKING:
     from .inputs import ShotInput
@@ -92,15 +92,23 @@ class _Resolver:
 
 
 def request_inputs(request: RenderRequest) -> tuple[Path, ...]:
-    """The files a render of `request` reads besides its shot: source and reference images,
-    model options that name a file, and the model manifest."""
-    settings = request.settings
+    """The files a render of `request` reads besides its shot: source images, the images and
+    pictures its --assign and --skip name, and settings_inputs."""
+    named = [Path(person.removeprefix(REFERENCE_PREFIX)) for person in
+             (*(p for p, _ in request.assign), *request.skip)
+             if person.startswith(REFERENCE_PREFIX)]
+    return (*map(Path, request.sources), *(image for _, image in request.assign), *named,
+            *settings_inputs(request.settings))
+
+
+def settings_inputs(settings: Settings) -> tuple[Path, ...]:
+    """The files any command with `settings` reads: reference images, model options that name
+    a file, and the model manifest."""
     models = [Path(value).expanduser() for option in tunable_options()
               if option.kind in ("model", "optional-model")
               and isinstance(value := getattr(settings, option.name), str)
               and os.path.isfile(Path(value).expanduser())]
-    return (*map(Path, request.sources), *map(Path, settings.reference_images), *models,
-            default_manifest_path())
+    return (*map(Path, settings.reference_images), *models, default_manifest_path())
 
 
 def check_outputs(named: Sequence[tuple[str, NamedOutput]], video_path: Path | None,

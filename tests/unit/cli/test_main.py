@@ -23,7 +23,7 @@ def test_every_command_and_option_has_a_help_line() -> None:
     parser = cli.build_parser()
     commands = _subcommands(parser)
     assert set(commands) == {"swap", "render", "models", "cache", "doctor", "resolve", "panel",
-                             "bench", "farm"}
+                             "bench", "farm", "review"}
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             helped = {choice.dest for choice in action._choices_actions if choice.help}
@@ -63,7 +63,7 @@ def test_shared_switches_mean_the_same_everywhere() -> None:
     assert render["--json"].help.startswith("print one JSON summary line")
     models_dirs = {c: _options(commands[c])["--models-dir"].help for c in commands
                    if "--models-dir" in _options(commands[c])}
-    assert len(models_dirs) == 5 and len(set(models_dirs.values())) == 1, models_dirs
+    assert len(models_dirs) == 6 and len(set(models_dirs.values())) == 1, models_dirs
 
 
 BASE = ["render", "-i", "in.mp4", "-o", "out.####.png", "-s", "face.jpg"]

@@ -1,0 +1,81 @@
+"""The report folder, written whole or not at all: checked before anything runs, every file
+written into a hidden staging folder beside it, then moved into place (report.json last, so a
+report.json that exists always has its pictures and page beside it)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from ..errors import InputError, OutputError
+from ..io.files import check_folder_writable, check_path_length, make_folder, write_error
+
+LAST = ("index.html", "report.json")  # moved into place after every other file, in this order
+
+
+def check_report_folder(folder: Path | str) -> Path:
+    """The report folder as a Path; InputError (one sentence, nothing written) when it is a
+    file or cannot be written (nor created)."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"the report folder {folder} is a file; give a folder for the report")
+    check_path_length(folder / "report.json", "the report folder")
+    try:
+        check_folder_writable(folder)
+    except OutputError as exc:
+        raise InputError(f"the report folder {folder} cannot be written ({exc})") from exc
+    return folder
+
+
+class ReportFolder:
+    """Stage a report's files, then move them into `folder` (see the module docstring); a
+    failure (or leaving the with-block by an exception) leaves the folder as it was."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = check_report_folder(folder)
+        make_folder(self.folder.parent)
+        try:
+            self.staging = Path(tempfile.mkdtemp(prefix=f".{self.folder.name}.",
+                                                 suffix=".tmp", dir=self.folder.parent))
+        except OSError as exc:
+            raise write_error(self.folder, exc) from exc
+
+    def write(self, name: str, data: bytes) -> str:
+        """Stage one file (name relative to the folder, "/" separated); returns the name."""
+        path = self.staging / name
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        except OSError as exc:
+            raise write_error(self.folder / name, exc) from exc
+        return name
+
+    def commit(self) -> None:
+        """Move every staged file into the folder (subfolders created), the LAST ones last."""
+        staged = sorted(p for p in self.staging.rglob("*") if p.is_file())
+        staged.sort(key=lambda p: LAST.index(p.name) + 1 if p.parent == self.staging
+                    and p.name in LAST else 0)
+        try:
+            for path in staged:
+                target = self.folder / path.relative_to(self.staging)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(path, target)
+        except OSError as exc:
+            raise write_error(self.folder, exc) from exc
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if kind is not None:
+            self.discard()

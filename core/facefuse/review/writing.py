@@ -1,0 +1,133 @@
+"""`write_review`: a shot's review report folder (report.json, index.html and their pictures)
+from the plan the render makes; what `facefuse review` and `render --report` call.
+
+Nothing of the shot is rendered but the contact sheet's frames: every Nth analysed frame (about
+SAMPLED_FRAMES of them) and, for each flagged range, its middle frame (at most
+FLAGGED_SAMPLES ranges, the first ones), each rendered alone exactly as the render renders it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..pipeline import Pipeline
+from ..shot.plan import ShotPlan
+from ..shot.planning import plan_shot
+from ..shot.request import CancelCheck, PhaseCallback, PhaseProgress, RenderRequest
+from .flags import Thresholds, find_flags, person_series
+from .folder import ReportFolder, check_report_folder
+from .page import page_html, plot_files
+from .records import Flag, flag_sample
+from .report import PAGE_NAME, REPORT_NAME, Sample, Timings, build_report, report_json
+from .stills import Pictures, best_faces, sheet_picture, thumbnails
+
+log = logging.getLogger(__name__)
+
+SAMPLED_FRAMES = 12
+FLAGGED_SAMPLES = 48
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewResult:
+    """What write_review wrote: the folder, the report's JSON, and how long it took."""
+
+    folder: Path
+    report: Mapping[str, Any]
+    flags: tuple[Flag, ...]
+
+    @property
+    def page(self) -> Path:
+        return self.folder / PAGE_NAME
+
+    @property
+    def json(self) -> Path:
+        return self.folder / REPORT_NAME
+
+
+def write_review(request: RenderRequest, folder: Path | str, pipeline: Pipeline | None = None,
+                 render: Mapping[str, Any] | None = None, on_phase: PhaseCallback | None = None,
+                 cancel: CancelCheck | None = None) -> ReviewResult:
+    """Analyse (or load from the cache) and plan the shot as the render does, flag it, render
+    the contact sheet's frames and write the report folder (see review.folder: nothing is
+    written unless all of it is). render: the summary of a render just made (render --report)."""
+    check_report_folder(folder)
+    if pipeline is not None:
+        return _review(request, Path(folder), pipeline, render, on_phase, cancel)
+    with Pipeline(request.settings) as own:
+        return _review(request, Path(folder), own, render, on_phase, cancel)
+
+
+def _review(request: RenderRequest, folder: Path, pipeline: Pipeline,
+            render: Mapping[str, Any] | None, on_phase: PhaseCallback | None,
+            cancel: CancelCheck | None) -> ReviewResult:
+    started = time.perf_counter()
+    first: list[PhaseProgress] = []  # the analysis's first step: how much was cached
+
+    def phase(step: PhaseProgress) -> None:
+        if step.phase == "analysis" and not first:
+            first.append(step)
+        if on_phase is not None:
+            on_phase(step)
+
+    plan = plan_shot(request, pipeline, on_phase=phase, cancel=cancel)
+    analysed = time.perf_counter()
+    swapper = pipeline.models.swapper()
+    limits = Thresholds(swapper_size_px=swapper.size_px, swapper_template=swapper.template)
+    flags = find_flags(plan, limits)
+    with ReportFolder(folder) as out:
+        samples, pictures = _pictures(request, plan, flags, pipeline, out)
+        timings = Timings(analysed - started, time.perf_counter() - analysed,
+                          analysis_cached=bool(first) and first[0].done == first[0].total)
+        report = build_report(plan, request, flags,
+                              [person_series(plan, p.person_id) for p in plan.people
+                               if p.swapped], samples, pictures, timings, limits, render)
+        plots = plot_files(report)
+        report["timings"]["report_s"] = round(time.perf_counter() - analysed, 3)
+        for name, data in {**plots, PAGE_NAME: page_html(report, plots)}.items():
+            out.write(name, data)
+        out.write(REPORT_NAME, report_json(report))
+        out.commit()
+    log.info("review of %d frames: %d flags in %.1f s (analysis %.1f s) in %s",
+             len(plan.frames), len(flags), time.perf_counter() - analysed, analysed - started,
+             folder)
+    return ReviewResult(folder, report, flags)
+
+
+def sample_frames(plan: ShotPlan, flags: Sequence[Flag]) -> dict[int, str]:
+    """frame -> why it is on the contact sheet ("sampled" or "flagged")."""
+    frames = plan.frames
+    step = max(1, math.ceil(len(frames) / SAMPLED_FRAMES))
+    picked = {frame: "sampled" for frame in frames[::step]}
+    for flag in flags[:FLAGGED_SAMPLES]:
+        picked[flag_sample(flag, frames)] = "flagged"
+    return dict(sorted(picked.items()))
+
+
+def _pictures(request: RenderRequest, plan: ShotPlan, flags: Sequence[Flag],
+              pipeline: Pipeline, out: ReportFolder) -> tuple[list[Sample], dict[str, str]]:
+    """Stage the contact sheet's pictures and the thumbnails; (samples, person -> file)."""
+    picked = sample_frames(plan, flags)
+    faces = {frame for frame, _ in best_faces(plan).values()}
+    pictures = Pictures(request)
+    try:
+        before = pictures.before([*picked, *faces])
+        after = pictures.after(list(picked), pipeline)
+    finally:
+        pictures.close()
+    samples = []
+    for frame, why in picked.items():
+        if frame in before and frame in after:
+            samples.append(Sample(frame, why,
+                                  out.write(f"samples/{frame:06d}-before.jpg",
+                                            sheet_picture(before[frame])),
+                                  out.write(f"samples/{frame:06d}-after.jpg",
+                                            sheet_picture(after[frame]))))
+    people = {pid: out.write(f"people/{pid}.jpg", data)
+              for pid, data in thumbnails(plan, before).items()}
+    return samples, people
