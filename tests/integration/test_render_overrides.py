@@ -131,7 +131,7 @@ def test_a_video_is_rendered_whole_again(media: Media, render_models: Path, rend
     ("shot", "is for shot 00000000deadbeef, not this one"),
     ("json", "is not JSON"),
     ("action", "action 'blur' is not one of skip, keep, swap, hold"),
-    ("report", "were chosen for another input (sha256:abababababababab), not for"),
+    ("report", "were chosen for another shot (shot:abababababababab), not for"),
     ("list", "frames 20 of the list are outside the analysed range"),
     ("video", "a list of frames (--frames LIST or flagged:) needs an image-sequence output"),
 ])
@@ -149,8 +149,9 @@ def test_bad_overrides_and_reports_are_one_sentence_and_write_nothing(
     report = tmp_path / "review"
     report.mkdir()
     (report / "report.json").write_text(json.dumps({
-        "schema": "facefuse.review/1", "frames": {"first": 1, "last": 16},
-        "flagged_frames": [[6, 7]], "input": {"sha256": "ab" * 32}}))
+        "schema": "facefuse.review/1", "shot_id": "abababababababab", "input": "other.mov",
+        "frames": {"first": 1, "last": 16}, "cuts": [], "people": [], "strip": [],
+        "flags": [], "samples": [], "series": [], "timings": {}, "flagged_frames": [[6, 7]]}))
     frames = {"report": f"flagged:{report}", "list": "3,20", "video": "3,5"}.get(case)
     out = tmp_path / "out"
     output = tmp_path / "out.mp4" if case == "video" else out / "o.####.png"

@@ -112,9 +112,9 @@ SHOT_OPTIONS = (
     Option(("--only-frames",), "request.only", "ranges", "render only these frames (a list as "
            "for --frames) of the --frames range, which is still analysed whole (what --frames "
            "LIST and flagged: come to in farm tasks)", metavar="LIST"),
-    Option(("--only-input",), "request.only_input", "text", "sha256:HEX or shot:ID of the input "
-           "--only-frames were chosen for (a review report's): another input is refused",
-           metavar="ID"),
+    Option(("--only-input",), "request.only_input", "text", "shot:ID (a review report's shot "
+           "id) or sha256:HEX (the input's content) that --only-frames were chosen for: another "
+           "shot is refused (flagged: sets it)", metavar="ID"),
     Option(("--overrides",), "request.overrides", "path", "JSON file of per-frame, per-person "
            "corrections (skip, keep, swap, hold; see docs/overrides.md); a re-render rewrites "
            "only the frames they change", metavar="FILE"),
@@ -213,7 +213,7 @@ def comma_list(text: str) -> tuple[str, ...]:
 def _frames(text: str) -> tuple[int, int] | FrameChoice:
     """A --frames value: its range (A-B), or the FrameChoice of a list or a report."""
     choice = parse_frames(text)
-    return choice.frames if choice.only is None and choice.frames is not None else choice
+    return choice.frames if choice.frames is not None and choice.only is None else choice
 
 
 _TYPES: Mapping[str, Callable[[str], Any]] = MappingProxyType({
@@ -299,13 +299,25 @@ def settings_from_namespace(args: argparse.Namespace) -> Settings:
     return Settings(**_values(args, "settings"))
 
 
-def request_from_namespace(args: argparse.Namespace) -> RenderRequest:
-    """The RenderRequest a parse of the render options asks for."""
+ReportReader = Callable[[Path], FrameChoice]
+"""Reads a `--frames flagged:REPORT` report into the frames it flags (cli.render.flagged_choice)."""
+
+
+def request_from_namespace(args: argparse.Namespace,
+                           read_report: ReportReader | None = None) -> RenderRequest:
+    """The RenderRequest a parse of the render options asks for; `read_report` reads the
+    report of `--frames flagged:REPORT` (InputError for one when it is None)."""
     if not args.input or not args.output:
         raise InputError("render needs -i INPUT and -o OUTPUT")
     values = _values(args, "request")
-    if isinstance(values.get("frames"), FrameChoice):
-        values.update(_frame_choice(values["frames"], values))
+    choice = values.get("frames")
+    if isinstance(choice, FrameChoice):
+        if choice.report is not None:
+            if read_report is None:
+                raise InputError("--frames flagged:REPORT is read by `facefuse render` and "
+                                 "`facefuse farm`; give the frames as a list here")
+            choice = read_report(choice.report)
+        values.update(_frame_choice(choice, values))
     return RenderRequest(**values, settings=settings_from_namespace(args))
 
 

@@ -12,19 +12,15 @@ range for a report. So those frames come out exactly as a render of the whole sh
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..errors import InputError
 from ..io import sequences
 
 FrameRanges = tuple[tuple[int, int], ...]
 FLAGGED = "flagged:"
-REPORT_SCHEMA = "facefuse.review/1"
-REPORT_NAME = "report.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +35,14 @@ class FramePlan:
 class FrameChoice:
     """What one `--frames` value asks for: `frames`, the range analysed (None: the input's
     whole range), and `only`, the frames rendered (None: all of `frames`). made_from: for a
-    report, the input it was made from ("sha256:HEX" or "shot:ID"; None when it does not say)."""
+    report, the input it was made from ("sha256:HEX" or "shot:ID"; None when it does not say).
+    report: a `flagged:` value's report, still to be read (by the command line, which reads
+    review reports: cli.render.flagged_choice); then frames and only are None."""
 
     frames: tuple[int, int] | None
     only: FrameRanges | None = None
     made_from: str | None = None
+    report: Path | None = None
 
 
 def normalise_ranges(ranges: Iterable[tuple[int, int]]) -> FrameRanges:
@@ -85,60 +84,13 @@ def within(numbers: Iterable[int], ranges: FrameRanges | None) -> tuple[int, ...
 
 def parse_frames(text: str) -> FrameChoice:
     """A `--frames` value: "A-B" (or "A": the range analysed and rendered), a comma list
-    (renders only those frames; the input's whole range is analysed) or "flagged:REPORT" (see
-    read_flagged). InputError, one sentence, for a bad value or report."""
+    (renders only those frames; the input's whole range is analysed) or "flagged:REPORT" (its
+    report named, not read). InputError, one sentence, for a bad value."""
     if text.startswith(FLAGGED):
-        return read_flagged(Path(text[len(FLAGGED):]))
+        return FrameChoice(None, report=Path(text[len(FLAGGED):]))
     if "," not in text:
         return FrameChoice(sequences.parse_frame_range(text))
     return FrameChoice(None, parse_frame_list(text))
-
-
-def read_flagged(path: Path) -> FrameChoice:
-    """The flagged frames of a review report (REPORT, or REPORT/report.json for a folder), to
-    render over the range the report analysed. InputError when it is missing, not JSON, not a
-    facefuse.review/1 report, or flags no frame."""
-    file = path / REPORT_NAME if path.is_dir() else path
-    if not file.is_file():
-        raise InputError(f"review report {file} does not exist (flagged: takes a report.json "
-                         "that `facefuse review` wrote, or its folder)")
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-        analysed, flagged = _flagged(data)
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, InputError) as exc:
-        raise InputError(f"review report {file} cannot be read as a {REPORT_SCHEMA} report "
-                         f"({_reason(exc)})") from exc
-    if not flagged:
-        raise InputError(f"review report {file} flags no frames: there is nothing to render")
-    return FrameChoice(analysed, flagged, _made_from(data))
-
-
-def _flagged(data: Any) -> tuple[tuple[int, int], FrameRanges]:
-    """A report's analysed range and flagged frames; ValueError, KeyError or TypeError when it
-    is not a report of REPORT_SCHEMA."""
-    schema = data.get("schema") if isinstance(data, dict) else None
-    if schema != REPORT_SCHEMA:
-        raise ValueError(f"its schema is {schema!r}")
-    analysed = (int(data["frames"]["first"]), int(data["frames"]["last"]))
-    return analysed, normalise_ranges((int(a), int(b)) for a, b in data["flagged_frames"])
-
-
-def _made_from(data: Mapping[str, Any]) -> str | None:
-    """Which input a report was made from: its input sha256, else its shot id, else None."""
-    source = data.get("input")
-    digest = source.get("sha256") if isinstance(source, dict) else None
-    if isinstance(digest, str) and digest:
-        return f"sha256:{digest}"
-    shot = data.get("shot_id")
-    return f"shot:{shot}" if isinstance(shot, str) and shot else None
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, json.JSONDecodeError):
-        return f"not JSON: {exc.msg} at line {exc.lineno}"
-    if isinstance(exc, KeyError):
-        return f"it lacks {exc.args[0]!r}"
-    return str(exc) or type(exc).__name__
 
 
 def plan_frames(available: Sequence[int], frames: tuple[int, int] | None,

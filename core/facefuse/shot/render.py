@@ -257,8 +257,9 @@ class RenderJob:
             return
         if wanted != found:
             raise InputError(f"the frames to render (--frames flagged: or --only-input) were "
-                             f"chosen for another input ({wanted[:23]}), not for "
-                             f"{self.shot.label} ({found[:23]})")
+                             f"chosen for another shot ({wanted[:23]}), not for "
+                             f"{self.shot.label} as these options analyse it ({found[:23]}); "
+                             "review it again with these options")
 
     def _say_video_is_whole(self) -> None:
         if self.request.overrides is not None and not sequences.is_frame_pattern(

@@ -49,8 +49,8 @@ class RenderRequest:
     only: the frames to render, inclusive (first, last) ranges of the analysed `frames` (None:
     all of them; normalised: sorted, overlaps joined); chunk and chunk_frames take their share
     of these. `--frames LIST` and `--frames flagged:REPORT` set it (see shot.frames).
-    only_input: the input `only` was chosen for ("sha256:HEX" of its content, or "shot:ID" of
-    its shot plan, as a review report names it): a render of another input is refused.
+    only_input: the shot `only` was chosen for ("shot:ID", a review report's shot id, or
+    "sha256:HEX", the input's content): a render of another shot is refused.
     overrides: a JSON file of per-frame, per-person corrections to the shot plan (see
     shot.overrides and docs/overrides.md); its content, not its path, decides the frames.
     """

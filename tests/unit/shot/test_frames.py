@@ -3,10 +3,12 @@ reports' flagged frames, refusals."""
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
 
+from facefuse.cli import render as cli_render
 from facefuse.errors import InputError
 from facefuse.io.sequences import chunk_of
 from facefuse.shot import commandline
@@ -71,11 +73,21 @@ def test_a_chunk_that_does_not_exist_is_refused():
 # -- lists of frames and review reports (--frames LIST, --frames flagged:REPORT) --------------
 
 def _report(folder, flagged=((1003, 1004), (1008, 1008)), frames=(1001, 1010), **extra):
+    """A minimal review report (the fields review.report.load_report requires)."""
     folder.mkdir(exist_ok=True)
-    data = {"schema": "facefuse.review/1", "frames": {"first": frames[0], "last": frames[1]},
+    data = {"schema": "facefuse.review/1", "shot_id": "0123456789abcdef", "input": "shot.mov",
+            "frames": {"first": frames[0], "last": frames[1]}, "cuts": [], "people": [],
+            "strip": [], "flags": [], "samples": [], "series": [], "timings": {},
             "flagged_frames": [list(r) for r in flagged], **extra}
     (folder / "report.json").write_text(json.dumps(data))
     return folder / "report.json"
+
+
+def _read_cli(args):
+    """What `facefuse render ARGS` asks for (cli.render reads flagged: reports)."""
+    parser = argparse.ArgumentParser()
+    commandline.add_render_options(parser)
+    return cli_render.request_from_args(parser.parse_args(args))
 
 
 def test_a_single_range_is_the_shot_range_and_a_list_renders_only_its_frames():
@@ -119,50 +131,47 @@ def test_a_list_reaching_outside_the_shot_is_refused(only):
 
 
 def test_a_report_gives_its_flagged_frames_over_its_analysed_range(tmp_path):
-    path = _report(tmp_path / "review", input={"sha256": "ab" * 32}, shot_id="0" * 16)
-    expected = FrameChoice((1001, 1010), ((1003, 1004), (1008, 1008)), "sha256:" + "ab" * 32)
-    assert parse_frames(f"flagged:{path}") == expected
-    assert parse_frames(f"flagged:{path.parent}") == expected  # the folder will do
-    _report(tmp_path / "other", shot_id="0123456789abcdef")
-    assert parse_frames(f"flagged:{tmp_path / 'other'}").made_from == "shot:0123456789abcdef"
+    path = _report(tmp_path / "review")
+    assert parse_frames(f"flagged:{path}") == FrameChoice(None, report=path)  # named, not read
+    expected = FrameChoice((1001, 1010), ((1003, 1004), (1008, 1008)), "shot:0123456789abcdef")
+    assert cli_render.flagged_choice(path) == expected
+    assert cli_render.flagged_choice(path.parent) == expected  # the folder will do
 
 
 @pytest.mark.parametrize("content, reason", [
-    ("{not json", r"not JSON: .* at line 1"),
-    (json.dumps({"schema": "facefuse.review/0"}), r"its schema is 'facefuse\.review/0'"),
-    (json.dumps([1, 2]), r"its schema is None"),
-    (json.dumps({"schema": "facefuse.review/1", "frames": {"first": 1}}), r"it lacks 'last'"),
-    (json.dumps({"schema": "facefuse.review/1", "frames": {"first": 1, "last": 9},
-                 "flagged_frames": [[5, 2]]}), r"frame range 5-2"),
+    ("{not json", r"is not valid JSON \(.* at line 1, column 2\)$"),
+    (json.dumps({"schema": "facefuse.review/0"}), r"has schema 'facefuse\.review/0'"),
+    (json.dumps([1, 2]), r"is not a JSON object$"),
 ])
 def test_a_bad_report_is_one_sentence(tmp_path, content, reason):
     (tmp_path / "report.json").write_text(content)
-    with pytest.raises(InputError, match=rf"^review report .*report\.json cannot be read as a "
-                                         rf"facefuse\.review/1 report \({reason}.*\)$"):
-        parse_frames(f"flagged:{tmp_path}")
+    with pytest.raises(InputError, match=rf"^the review report .*report\.json {reason}"):
+        cli_render.flagged_choice(tmp_path)
 
 
 def test_a_missing_or_empty_report_is_refused(tmp_path):
-    with pytest.raises(InputError, match=r"^review report .*nothing\.json does not exist"):
-        parse_frames(f"flagged:{tmp_path / 'nothing.json'}")
+    with pytest.raises(InputError, match=r"^the review report .*nothing\.json does not exist"):
+        cli_render.flagged_choice(tmp_path / "nothing.json")
     with pytest.raises(InputError, match=r"flags no frames: there is nothing to render$"):
-        parse_frames(f"flagged:{_report(tmp_path / 'r', flagged=())}")
+        cli_render.flagged_choice(_report(tmp_path / "r", flagged=()))
 
 
 def test_the_command_line_reads_lists_and_reports_and_writes_them_back(tmp_path):
     base = ["-s", "a.jpg", "-i", "shot.mov", "-o", "o/x.####.png"]
     listed = commandline.request_from_args([*base, "--frames", "1035,1001-1010"])
     assert (listed.frames, listed.only) == (None, ((1001, 1010), (1035, 1035)))
-    report = _report(tmp_path / "review", input={"sha256": "cd" * 32})
-    flagged = commandline.request_from_args([*base, "--frames", f"flagged:{report}"])
+    report = _report(tmp_path / "review")
+    flagged = _read_cli([*base, "--frames", f"flagged:{report}"])
     assert (flagged.frames, flagged.only, flagged.only_input) == (
-        (1001, 1010), ((1003, 1004), (1008, 1008)), "sha256:" + "cd" * 32)
+        (1001, 1010), ((1003, 1004), (1008, 1008)), "shot:0123456789abcdef")
     for request in (listed, flagged):
         args = commandline.render_args(request)
         assert "flagged:" not in " ".join(args)  # a farm task carries the frames themselves
         assert commandline.request_from_args(args) == request
     with pytest.raises(InputError, match="not both"):
         commandline.request_from_args([*base, "--frames", "1,3", "--only-frames", "1"])
+    with pytest.raises(InputError, match="flagged:REPORT is read by `facefuse render`"):
+        commandline.request_from_args([*base, "--frames", f"flagged:{report}"])
 
 
 def test_a_request_keeps_its_list_normalised():
