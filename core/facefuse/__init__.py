@@ -27,8 +27,9 @@ to it); every other module is the engine's own and may change shape.
   ``output_target``, ``safe_name``, ``OUTPUT_FOLDER``.
 - Errors: ``FacefuseError`` and its subclasses carry their ``ExitCode``.
 
-The shot plan and the review report (what a render decided, for a host to show and edit) will
-join this list when they exist.
+- The shot plan (what a render decides, for a host to show and edit): ``plan_shot``,
+  ``ShotPlan``, ``PlannedPerson``, ``PlannedFace``; the review report: ``write_review``,
+  ``load_report``.
 
 ``import facefuse`` is cheap: every name loads its module on first use (PEP 562), so the command
 line and hosts start without ONNX Runtime, OpenCV, PyAV or OpenImageIO; ``render``,
@@ -79,8 +80,12 @@ if TYPE_CHECKING:
     from .io.images import read_image, write_image
     from .io.sequences import FramePattern, is_frame_pattern, parse_chunk, parse_frame_range
     from .pipeline import Pipeline
+    from .review.report import load_report
+    from .review.writing import write_review
     from .shot.commandline import render_args, request_from_args
     from .shot.frames import FramePlan, plan_frames
+    from .shot.plan import PlannedFace, PlannedPerson, ShotPlan
+    from .shot.planning import plan_shot
     from .shot.previews import (
         face_pictures,
         faces_overlay,
@@ -104,6 +109,10 @@ _WHERE = MappingProxyType({
     **dict.fromkeys(("RenderRequest", "FrameReport", "PhaseProgress", "RenderSummary"),
                     ".shot.request"),
     "render": ".shot.render",
+    "plan_shot": ".shot.planning",
+    **dict.fromkeys(("ShotPlan", "PlannedPerson", "PlannedFace"), ".shot.plan"),
+    "write_review": ".review.writing",
+    "load_report": ".review.report",
     **dict.fromkeys(("plan_frames", "FramePlan"), ".shot.frames"),
     **dict.fromkeys(("FramePattern", "is_frame_pattern", "parse_frame_range", "parse_chunk"),
                     ".io.sequences"),
@@ -132,6 +141,8 @@ __all__ = [  # noqa: RUF022 - grouped as the docstring lists them
     "RenderRequest", "FrameReport", "PhaseProgress", "RenderSummary", "render", "plan_frames",
     "FramePlan", "FramePattern", "is_frame_pattern", "parse_frame_range", "parse_chunk",
     "render_args", "request_from_args",
+    # the shot plan and its review
+    "plan_shot", "ShotPlan", "PlannedPerson", "PlannedFace", "write_review", "load_report",
     # quick looks
     "preview_frame", "frame_picture", "faces_overlay", "face_pictures", "reference_face",
     "source_preview",

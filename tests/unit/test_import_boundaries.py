@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "core" / "facefuse"
-HOSTS = {"bpy", "PySide6", "DaVinciResolveScript", "fusionscript"}
+HOSTS = {"bpy", "PySide6", "DaVinciResolveScript", "fusionscript", "opentimelineio"}
 ENGINE_ONLY = {"cv2", "onnxruntime", "onnx"}
 
 # Bottom to top: a module may import its own layer or those below, never one above.

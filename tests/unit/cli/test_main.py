@@ -23,7 +23,7 @@ def test_every_command_and_option_has_a_help_line() -> None:
     parser = cli.build_parser()
     commands = _subcommands(parser)
     assert set(commands) == {"swap", "render", "models", "cache", "doctor", "resolve", "panel",
-                             "bench", "farm", "review"}
+                             "timeline", "bench", "farm", "review"}
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             helped = {choice.dest for choice in action._choices_actions if choice.help}
