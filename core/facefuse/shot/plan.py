@@ -227,7 +227,17 @@ def make_plan(analysis: ShotAnalysis, options: PlanOptions, shot_id: str = "",
     if options.overrides is not None:
         faces = apply_overrides(options.overrides, faces, [p.person_id for p in people],
                                 [p.person_id for p in swapped], analysed, cuts, shot_id)
+        people = _forced_people(people, faces)
     return ShotPlan(shot_id, analysed, cuts, people, faces, analysis)
+
+
+def _forced_people(people: Sequence[PlannedPerson],
+                   faces: Mapping[int, tuple[PlannedFace, ...]]) -> tuple[PlannedPerson, ...]:
+    """`people` with those the selector left out but overrides swap (swap, hold) said so."""
+    forced = {face.person_id: face.source for planned in faces.values() for face in planned}
+    return tuple(replace(p, source=forced[p.person_id], why=f"{p.why}; swapped where the "
+                         "overrides say so") if not p.swapped and p.person_id in forced else p
+                 for p in people)
 
 
 def decide_people(people: Sequence[Person], options: PlanOptions) -> tuple[PlannedPerson, ...]:

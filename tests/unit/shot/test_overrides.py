@@ -180,6 +180,8 @@ def test_skip_keep_and_swap_change_only_their_frames():
     assert _who(fixed, 5) == [] and _who(fixed, 8) == [] and _who(fixed, 9) == ["p2"]
     assert _who(fixed, 10) == ["p1", "p2"] and _who(fixed, 11) == ["p1"]  # in paste order
     assert fixed.faces(10)[0].source == DEFAULT_SOURCE
+    assert not plain.person("p1").swapped and fixed.person("p1").swapped  # said in the plan
+    assert fixed.person("p1").why.endswith("swapped where the overrides say so")
 
 
 def test_a_later_entry_wins_in_the_plan():
