@@ -13,6 +13,7 @@ from typing import Any, Protocol
 import onnxruntime as ort
 
 from ..errors import ModelError
+from .binding import BoundSession
 from .providers import parse_providers
 
 log = logging.getLogger(__name__)
@@ -148,12 +149,15 @@ class SessionPool:
     session's intra-op threads (0: ONNX Runtime's default). With a budget (threads > 0) the
     sessions that run on the CPU take their runs one at a time, whichever thread calls them:
     pass 1 and pass 2 of a `--selector many` render then never keep twice the budget's
-    inference threads busy (runtime.threads)."""
+    inference threads busy (runtime.threads). bind: run each session through IOBinding with
+    output buffers reused (runtime.binding.BoundSession); False runs session.run as is."""
 
     def __init__(self, providers: Sequence[str], cache_dir: Path | None = None,
-                 timer: SessionTimer | None = None, threads: int = 0) -> None:
+                 timer: SessionTimer | None = None, threads: int = 0,
+                 bind: bool = True) -> None:
         self.providers = tuple(providers)
         self.threads = threads
+        self.bind = bind
         self._cache_dir = cache_dir
         self._timer = timer
         self._sessions: dict[tuple[str, tuple[str, ...]], Any] = {}
@@ -161,7 +165,8 @@ class SessionPool:
         self._cpu_gate = threading.Lock() if threads > 0 else None
 
     def get(self, model_path: Path) -> Any:
-        """The session for model_path (an InferenceSession, or a TimedSession over one)."""
+        """The session for model_path: a BoundSession (or, with bind=False, the
+        InferenceSession), in a TimedSession when timed or gated."""
         key = (str(Path(model_path).resolve()), self.providers)
         with self._lock:
             if key not in self._sessions:
@@ -174,9 +179,10 @@ class SessionPool:
         if self._timer is not None:
             self._timer.session_created((time.perf_counter() - start) * 1000.0)
         gate = self._cpu_gate if session.get_providers()[0] == CPU else None
+        runner = BoundSession(session) if self.bind else session
         if self._timer is None and gate is None:
-            return session
-        return TimedSession(session, self._timer, gate)
+            return runner
+        return TimedSession(runner, self._timer, gate)
 
     def __len__(self) -> int:
         return len(self._sessions)
