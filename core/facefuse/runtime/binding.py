@@ -25,21 +25,17 @@ import logging
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 import onnxruntime as ort
 
+from .dtypes import ORT_TYPES
+
 log = logging.getLogger(__name__)
 
 ORT_LOG_FATAL = 4
 GPU_PROVIDERS = ("CUDAExecutionProvider", "TensorrtExecutionProvider")
-ORT_TYPES: Mapping[str, type[np.generic]] = MappingProxyType({
-    "tensor(float)": np.float32, "tensor(float16)": np.float16, "tensor(double)": np.float64,
-    "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(uint8)": np.uint8,
-    "tensor(int8)": np.int8, "tensor(bool)": np.bool_,
-})
 
 
 def device_of(providers: Sequence[str]) -> str:

@@ -14,7 +14,8 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from facefuse.runtime.binding import ORT_TYPES, BoundSession, device_of
+from facefuse.runtime.binding import BoundSession, device_of
+from facefuse.runtime.dtypes import ORT_TYPES
 from facefuse.runtime.sessions import SessionPool
 from tests import contract_models as cm
 
