@@ -52,8 +52,23 @@ def resolve_providers(requested: str | Sequence[str]) -> tuple[str, ...]:
                             "skipping it", name, ", ".join(available))
     if CPU not in chosen:
         chosen.append(CPU)
+    if set(chosen) & {"CUDAExecutionProvider", TENSORRT}:
+        _load_cuda_libraries()
     log.info("execution providers: %s", ", ".join(chosen))
     return tuple(chosen)
+
+
+def _load_cuda_libraries() -> None:
+    """Load the CUDA and cuDNN libraries of the nvidia-* pip packages where they are installed
+    (onnxruntime.preload_dlls), so onnxruntime-gpu finds them without LD_LIBRARY_PATH; with
+    system-wide CUDA libraries this changes nothing."""
+    preload = getattr(ort, "preload_dlls", None)
+    if preload is None:
+        return
+    try:
+        preload()
+    except Exception as exc:  # noqa: BLE001 - the session then says what it cannot load
+        log.debug("onnxruntime.preload_dlls failed: %s", _first_line(exc))
 
 
 def provider_options(provider: str) -> dict[str, str]:

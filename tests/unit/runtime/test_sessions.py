@@ -34,11 +34,17 @@ def test_parse_providers_accepts_short_and_full_names():
 def test_auto_prefers_gpu_providers_in_order(monkeypatch, caplog):
     offered = ["CPUExecutionProvider", "CUDAExecutionProvider", "TensorrtExecutionProvider",
                "AzureExecutionProvider"]
+    preloads = []
     monkeypatch.setattr(ort, "get_available_providers", lambda: offered)
+    monkeypatch.setattr(ort, "preload_dlls", lambda: preloads.append(1), raising=False)
     with caplog.at_level(logging.INFO, logger="facefuse"):
         chosen = sessions.resolve_providers("auto")
     assert chosen == ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
     assert "TensorrtExecutionProvider" in caplog.text  # the choice is logged
+    assert preloads == [1]  # the nvidia-* pip packages' CUDA libraries, loaded once
+    monkeypatch.setattr(ort, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    sessions.resolve_providers("auto")
+    assert preloads == [1]  # not for the CPU
 
 
 def test_auto_on_a_cpu_build_is_cpu_only():
