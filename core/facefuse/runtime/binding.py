@@ -61,9 +61,13 @@ class BoundSession:
     (get_inputs, get_providers, ...) is the session's own."""
 
     def __init__(self, session: ort.InferenceSession, device: str | None = None,
-                 device_id: int = 0) -> None:
+                 device_id: int = 0, numpy_io: bool | None = None) -> None:
+        """device: "cpu" or "cuda" (default: the session's first provider's). numpy_io: bind
+        numpy arrays and keep numpy outputs (default: on the CPU); False keeps OrtValues on
+        `device` as a GPU does (on the CPU too: the tests run the GPU code path there)."""
         self._session = session
         self.device = device if device is not None else device_of(session.get_providers())
+        self._numpy_io = self.device == "cpu" if numpy_io is None else numpy_io
         self._device_id = device_id
         self._outputs = tuple(node.name for node in session.get_outputs())
         self._types = {node.name: ORT_TYPES.get(node.type) for node in session.get_outputs()}
@@ -126,7 +130,7 @@ class BoundSession:
         if clear:
             binding.clear_binding_inputs()
         for name, array in feeds.items():
-            if self.device == "cpu":
+            if self._numpy_io:
                 binding.bind_cpu_input(name, np.ascontiguousarray(array))
                 continue
             value = _kept(state.inputs, name, array.shape, lambda a=array: (
@@ -143,11 +147,11 @@ class BoundSession:
         for name, shape in zip(names, shapes):
             dtype = self._types[name]
             buffer = _kept(state.outputs, name, shape, lambda s=shape, d=dtype: self._new(s, d))
-            binding.bind_ortvalue_output(name, buffer[1] if self.device == "cpu" else buffer)
+            binding.bind_ortvalue_output(name, buffer[1] if self._numpy_io else buffer)
 
     def _new(self, shape: tuple[int, ...], dtype: Any) -> Any:
         """A kept output buffer: on the CPU (numpy array, OrtValue over it), else an OrtValue."""
-        if self.device == "cpu":
+        if self._numpy_io:
             array = np.empty(shape, dtype)
             return array, ort.OrtValue.ortvalue_from_numpy(array)
         return ort.OrtValue.ortvalue_from_shape_and_type(shape, dtype, self.device,
@@ -155,7 +159,7 @@ class BoundSession:
 
     def _kept_results(self, state: _ThreadState, names: Sequence[str]) -> list[np.ndarray]:
         """The kept numpy buffers on the CPU; host copies of the device buffers elsewhere."""
-        if self.device == "cpu":
+        if self._numpy_io:
             return [state.outputs[name][1][0] for name in names]
         return [state.outputs[name][1].numpy() for name in names]
 

@@ -73,6 +73,17 @@ def test_every_contract_model_gives_the_bits_of_session_run(models: Path, name: 
         assert_same(bound, session, feeds_for(session, seed))
 
 
+@pytest.mark.parametrize("name", ["identity_swapper_batch", "identity_swapper_fp16",
+                                  "codeformer_contract", "bisenet_threshold"])
+def test_the_device_buffer_path_gives_the_bits_of_session_run(models: Path, name: str) -> None:
+    """The GPU code path (OrtValue inputs updated in place, OrtValue outputs copied to the
+    host), run on the CPU device."""
+    session = cm.cpu_session(BUILDERS[name](models / f"{name}_device.onnx"))
+    bound = BoundSession(session, numpy_io=False)
+    for seed, batch in ((0, 2), (1, 2), (2, 2), (3, 1)):
+        assert_same(bound, session, feeds_for(session, seed, batch))
+
+
 @pytest.mark.parametrize("file", REAL)
 def test_the_real_test_models_give_the_bits_of_session_run(testdata: Path, file: str) -> None:
     session = cm.cpu_session(testdata / "models" / file)
