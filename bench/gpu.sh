@@ -7,7 +7,8 @@
 # 1. Prints the execution providers this onnxruntime offers and stops (exit 3) with one clear
 #    line when REQUIRE (default CUDAExecutionProvider; the tests set another) is not among them.
 # 2. Stage 1, models only (onnxruntime-gpu, numpy, onnx): bench/gpu_models.py on PROVIDERS
-#    (default cuda,tensorrt) -> OUT_DIR/models.json and models.log, at most MODELS_TIMEOUT s.
+#    (default cuda, plus tensorrt where its libraries are installed) -> OUT_DIR/models.json
+#    (written after every model) and models.log, at most MODELS_TIMEOUT s.
 #    MODELS_ARGS adds options (e.g. "--light --runs 3" for a quick look).
 # 3. Stage 2, end to end, only where PyAV, OpenImageIO and OpenColorIO import and
 #    FACEFUSE_TESTDATA is set: the SCENARIOS of bench/scenarios.toml (default the 1080p
@@ -50,10 +51,16 @@ if command -v nvidia-smi >/dev/null; then
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out/gpu.txt"
 fi
 
+# TensorRT only where its libraries are there (onnxruntime-gpu lists the provider either way);
+# its engines are built last, inside the same time limit.
+trt=""
+if "$python" -c 'import tensorrt' 2>/dev/null || { command -v ldconfig >/dev/null && ldconfig -p | grep -q 'libnvinfer\.so'; }; then
+  trt=",tensorrt"
+fi
 echo "stage 1: models only"
 # shellcheck disable=SC2086  # MODELS_ARGS is a list of options
 status=0
-timeout "${MODELS_TIMEOUT:-240}" "$python" "$here/gpu_models.py" --providers "${PROVIDERS:-cuda,tensorrt}" \
+timeout "${MODELS_TIMEOUT:-240}" "$python" "$here/gpu_models.py" --providers "${PROVIDERS:-cuda$trt}" \
   --out "$out/models.json" --work "${WORK:-/tmp/facefuse-bench-work}/models" ${MODELS_ARGS:-} \
   2>&1 | tee "$out/models.log" || status=$?
 if [ "$status" -ne 0 ]; then

@@ -211,6 +211,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     skipped: list[str] = []
     args.work.mkdir(parents=True, exist_ok=True)
+    def save() -> None:  # after every model: a run stopped by its time limit keeps its rows
+        result = {"machine": {"gpu": gpu, "onnxruntime": ort.__version__, "offered": offered,
+                              "python": platform.python_version(), "light": args.light},
+                  "rows": rows, "skipped": skipped}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=1))
+
     for name in args.providers.split(","):
         provider = SHORT.get(name.strip(), name.strip())
         if provider not in offered:
@@ -227,11 +234,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 except Exception as exc:  # noqa: BLE001 - a provider refusing a model is a row
                     skipped.append(f"{provider} {role} {dtype}: {str(exc).splitlines()[0]}")
                     print(f"{role} {dtype} on {provider}: skipped ({skipped[-1]})", flush=True)
-    result = {"machine": {"gpu": gpu, "onnxruntime": ort.__version__, "offered": offered,
-                          "python": platform.python_version(), "light": args.light},
-              "rows": rows, "skipped": skipped}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1))
+                save()
+    save()
     print(f"{len(rows)} measurements -> {args.out}" + (f"; skipped: {skipped}" if skipped else ""))
     return 0 if rows else 3
 
