@@ -64,6 +64,7 @@ class Graph:
     """Nodes and initializers of a model under construction, and the FLOPs counted so far."""
 
     rng: np.random.Generator
+    dtype: str = "float32"  # the type of the weights and float constants (float16: a twin)
     nodes: list[onnx.NodeProto] = field(default_factory=list)
     weights: list[onnx.TensorProto] = field(default_factory=list)
     flops: float = 0.0
@@ -75,7 +76,10 @@ class Graph:
 
     def const(self, stem: str, value: np.ndarray) -> str:
         name = self.name(stem)
-        self.weights.append(numpy_helper.from_array(np.asarray(value), name))
+        array = np.asarray(value)
+        if np.issubdtype(array.dtype, np.floating):
+            array = array.astype(self.dtype)
+        self.weights.append(numpy_helper.from_array(array, name))
         return name
 
     def op(self, kind: str, inputs: Sequence[str], **attrs: object) -> str:
@@ -107,8 +111,18 @@ class Graph:
                                self.const("eps", np.array(EPSILON, np.float32))])
 
 
-def _tensor(name: str, shape: Sequence[int | str]) -> onnx.ValueInfoProto:
-    return helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape))
+ELEMENT = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16}
+
+
+def _tensor(name: str, shape: Sequence[int | str], dtype: str = "float32"
+            ) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, ELEMENT[dtype], list(shape))
+
+
+def _batch_axes(batch: int | str) -> tuple[int, ...]:
+    """The axes the tiny term averages: all with batch 1; per image with a free batch (so a
+    batched run gives each image what a run of its own gives it)."""
+    return (0, 1, 2, 3) if batch == 1 else (1, 2, 3)
 
 
 def _save(graph: Graph, name: str, inputs: list[onnx.ValueInfoProto],
@@ -125,40 +139,43 @@ def _save(graph: Graph, name: str, inputs: list[onnx.ValueInfoProto],
     return path
 
 
-def build_swapper(path: Path, light: bool = False, seed: int = 1) -> float:
-    """inswapper_128 I/O: target (1,3,128,128) + source (1,512) -> output = target."""
-    g = Graph(np.random.default_rng(seed))
+def build_swapper(path: Path, light: bool = False, seed: int = 1, batch: int | str = 1,
+                  dtype: str = "float32") -> float:
+    """inswapper_128 I/O: target (B,3,128,128) + source (B,512) -> output = target.
+    batch: 1 (as inswapper) or a name (a free batch); dtype "float16": the fp16 twin."""
+    g = Graph(np.random.default_rng(seed), dtype)
     out = "target"
     if not light:
         first, _ = g.conv_stack("target", 128, STACKS["swapper"][:1])
         style = g.op("Gemm", ["source", g.const("style", g.rng.standard_normal(
             (512, 256)).astype(np.float32) * np.float32(0.01))])
         mixed = g.op("Add", [first, g.op("Reshape", [style, g.const(
-            "shape", np.array([1, 256, 1, 1], np.int64))])])
+            "shape", np.array([0 if batch != 1 else 1, 256, 1, 1], np.int64))])])
         features, _ = g.conv_stack(mixed, 128, STACKS["swapper"][1:])
         g.flops += 2.0 * 512 * 256
-        out = g.op("Add", ["target", g.tiny_term(features, (0, 1, 2, 3))])
+        out = g.op("Add", ["target", g.tiny_term(features, _batch_axes(batch))])
     else:
         out = g.op("Add", ["target", g.op("Mul", [g.op("ReduceMean", ["source"], keepdims=1),
                                                   g.const("zero", np.array(0, np.float32))])])
     q, r = np.linalg.qr(g.rng.standard_normal((512, 512)))
-    g.weights.append(numpy_helper.from_array((q * np.sign(np.diag(r))).astype(np.float32),
+    g.weights.append(numpy_helper.from_array((q * np.sign(np.diag(r))).astype(dtype),
                                              "emap"))  # the LAST initializer, as inswapper's
-    _save(g, "inswapper_128_standin", [_tensor("target", [1, 3, 128, 128]),
-                                       _tensor("source", [1, 512])],
-          [_tensor("output", [1, 3, 128, 128])], [out], path)
+    _save(g, "inswapper_128_standin", [_tensor("target", [batch, 3, 128, 128], dtype),
+                                       _tensor("source", [batch, 512], dtype)],
+          [_tensor("output", [batch, 3, 128, 128], dtype)], [out], path)
     return g.flops
 
 
-def build_enhancer(path: Path, light: bool = False, seed: int = 2) -> float:
-    """GFPGAN 1.4 I/O: input (1,3,512,512) in [-1,1] -> output = input."""
-    g = Graph(np.random.default_rng(seed))
+def build_enhancer(path: Path, light: bool = False, seed: int = 2, batch: int | str = 1,
+                   dtype: str = "float32") -> float:
+    """GFPGAN 1.4 I/O: input (B,3,512,512) in [-1,1] -> output = input."""
+    g = Graph(np.random.default_rng(seed), dtype)
     out = g.op("Identity", ["input"])
     if not light:
         features, _ = g.conv_stack("input", 512, STACKS["enhancer"])
-        out = g.op("Add", ["input", g.tiny_term(features, (0, 1, 2, 3))])
-    _save(g, "gfpgan_1.4_standin", [_tensor("input", [1, 3, 512, 512])],
-          [_tensor("output", [1, 3, 512, 512])], [out], path)
+        out = g.op("Add", ["input", g.tiny_term(features, _batch_axes(batch))])
+    _save(g, "gfpgan_1.4_standin", [_tensor("input", [batch, 3, 512, 512], dtype)],
+          [_tensor("output", [batch, 3, 512, 512], dtype)], [out], path)
     return g.flops
 
 
@@ -186,9 +203,9 @@ def scrfd_outputs(faces: Sequence[tuple[float, float, float]]) -> list[np.ndarra
 
 
 def build_detector(path: Path, faces: Sequence[tuple[float, float, float]] = ONE_FACE,
-                   light: bool = False, seed: int = 3) -> float:
+                   light: bool = False, seed: int = 3, dtype: str = "float32") -> float:
     """det_10g I/O: input.1 (1,3,640,640) -> 9 SCRFD outputs with constant faces."""
-    g = Graph(np.random.default_rng(seed))
+    g = Graph(np.random.default_rng(seed), dtype)
     term = None
     if not light:
         features, _ = g.conv_stack("input.1", CANVAS_PX, STACKS["detector"])
@@ -201,14 +218,15 @@ def build_detector(path: Path, faces: Sequence[tuple[float, float, float]] = ONE
     values = scrfd_outputs(faces)
     names = [f"{kind}_{stride}" for kind in ("score", "bbox", "kps") for stride in STRIDES]
     outs = [g.op("Add", [g.const(name, value), term]) for name, value in zip(names, values)]
-    _save(g, "det_10g_standin", [_tensor("input.1", [1, 3, CANVAS_PX, CANVAS_PX])],
-          [_tensor(n, list(v.shape)) for n, v in zip(names, values)], outs, path)
+    _save(g, "det_10g_standin", [_tensor("input.1", [1, 3, CANVAS_PX, CANVAS_PX], dtype)],
+          [_tensor(n, list(v.shape), dtype) for n, v in zip(names, values)], outs, path)
     return g.flops
 
 
-def build_recogniser(path: Path, light: bool = False, seed: int = 4) -> float:
+def build_recogniser(path: Path, light: bool = False, seed: int = 4,
+                     dtype: str = "float32") -> float:
     """ArcFace R50 I/O: (batch,3,112,112) -> (batch,512), block means projected (+ term)."""
-    g = Graph(np.random.default_rng(seed))
+    g = Graph(np.random.default_rng(seed), dtype)
     pooled = g.op("Flatten", [g.op("AveragePool", ["input.1"], kernel_shape=[28, 28],
                                    strides=[28, 28])], axis=1)
     out = g.op("Gemm", [pooled, g.const("proj", g.rng.standard_normal((48, 512)).astype(
@@ -216,8 +234,8 @@ def build_recogniser(path: Path, light: bool = False, seed: int = 4) -> float:
     if not light:
         features, _ = g.conv_stack("input.1", 112, STACKS["recogniser"])
         out = g.op("Add", [out, g.op("Flatten", [g.tiny_term(features, (1, 2, 3))], axis=1)])
-    _save(g, "arcface_r50_standin", [_tensor("input.1", ["batch", 3, 112, 112])],
-          [_tensor("embedding", ["batch", 512])], [out], path)
+    _save(g, "arcface_r50_standin", [_tensor("input.1", ["batch", 3, 112, 112], dtype)],
+          [_tensor("embedding", ["batch", 512], dtype)], [out], path)
     return g.flops
 
 

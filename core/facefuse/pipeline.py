@@ -199,15 +199,23 @@ class Pipeline:
             raise ValueError(f"{len(own)} identities for {len(targets)} targets")
         cut = [self._cut_face(frame, face, who, clock, colour, origin)
                for face, who in zip(targets, own)]
+        with clock.measure("swap"):  # every face's crops in one swapper run where it can
+            swaps = self.models.swapper().swap_all([c for c, _ in cut], [lat for _, lat in cut])
         out = frame if in_place else frame.copy()
         union = np.zeros(frame.shape[:2], np.float32) if targets and matte else None
         pasted: list[tuple[Roi, np.ndarray]] = []
-        for face, (crop, latent) in zip(targets, cut):
-            swapped = self._swap_face(out, face, (crop, latent), union, clock, colour, part)
+        batch_restore = self._restores_together(targets, frame.shape, part)
+        for face, (crop, _), swapped_crop in zip(targets, cut, swaps):
+            swapped = self._swap_face(out, face, (crop, swapped_crop), union, clock, colour,
+                                      part)
             pasted.append(swapped)
-            if self.settings.enhancer:
+            if self.settings.enhancer and not batch_restore:
                 with clock.measure("enhance"):
                     pasted.append(self._enhance_face(out, face, colour, swapped, part))
+        if batch_restore:
+            with clock.measure("enhance"):
+                restored = self._enhance_faces(out, targets, colour, pasted, part)
+            pasted = [p for pair in zip(pasted, restored) for p in pair]
         seen = tuple(faces) if faces is not None else tuple(targets)
         return FrameResult(out, seen, tuple(targets), union, clock.snapshot(),
                            tuple(Pasted(roi, mask) for roi, mask in pasted if not roi.empty))
@@ -270,13 +278,11 @@ class Pipeline:
                    matte: np.ndarray | None, clock: StageClock,
                    colour: DisplayConversion | None,
                    part: FramePart | None) -> tuple[Roi, np.ndarray]:
-        """Swap one face into `out`; returns where it was pasted and the mask used there."""
-        crop, latent = cut
+        """Paste one swapped face into `out`; cut: the target crop and its swapped pixels.
+        Returns where it was pasted and the mask used there."""
+        crop, swapped = cut
         with clock.measure("mask"):
             masks = self._target_masks(crop)
-        with clock.measure("swap"):
-            swapped = self.models.swapper().swap(crop, latent)
-        with clock.measure("mask"):
             masks += self._swapped_masks(replace(crop, image=swapped))
         with clock.measure("paste"):
             kps5_crop = geometry.transform_points(face.kps5, crop.frame_to_crop)
@@ -360,6 +366,40 @@ class Pipeline:
         spec = self.models.load("enhancer").family.crop_spec()
         crop = geometry.warp_crop(out, face.kps5, *spec, colour, _origin(part))
         restored = self.models.restorer().enhance(crop)
+        return self._paste_restored(out, crop, restored, colour, swapped, part)
+
+    def _restores_together(self, targets: Sequence[Face], shape: tuple[int, ...],
+                           part: FramePart | None) -> bool:
+        """Whether the restorer takes every face of the frame in one run: it has a free batch
+        dimension, and no face's crops reach another's, so cutting each restorer crop after
+        all the swaps are pasted reads the pixels the face-by-face order reads."""
+        if not self.settings.enhancer or len(targets) < 2:
+            return False
+        if not self.models.restorer().batch_is_dynamic:
+            return False
+        whole = (part.height, part.width) if part is not None else shape[:2]
+        swapper = self.models.swapper()
+        specs = [(swapper.template, self._swap_size_px(swapper)),
+                 self.models.load("enhancer").family.crop_spec()]
+        boxes = [enclosing(crop_footprint(whole, face.kps5, template, size_px)
+                           for template, size_px in specs) for face in targets]
+        return all(not _overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+    def _enhance_faces(self, out: np.ndarray, targets: Sequence[Face],
+                       colour: DisplayConversion | None,
+                       swapped: Sequence[tuple[Roi, np.ndarray]],
+                       part: FramePart | None) -> list[tuple[Roi, np.ndarray]]:
+        """_enhance_face for every face with one restorer run (see _restores_together)."""
+        spec = self.models.load("enhancer").family.crop_spec()
+        crops = [geometry.warp_crop(out, face.kps5, *spec, colour, _origin(part))
+                 for face in targets]
+        restored = self.models.restorer().enhance_all(crops)
+        return [self._paste_restored(out, crop, image, colour, pasted, part)
+                for crop, image, pasted in zip(crops, restored, swapped)]
+
+    def _paste_restored(self, out: np.ndarray, crop: AlignedCrop, restored: np.ndarray,
+                        colour: DisplayConversion | None, swapped: tuple[Roi, np.ndarray],
+                        part: FramePart | None) -> tuple[Roi, np.ndarray]:
         mask = self._box_mask(crop.size_px)
         if self._uses_model_masks():
             roi, roi_mask = swapped
@@ -394,6 +434,12 @@ class Pipeline:
 def _origin(part: FramePart | None) -> tuple[int, int]:
     """The frame pixel an array holding `part` starts at ((0, 0): the whole frame)."""
     return part.origin_xy if part is not None else (0, 0)
+
+
+def _overlap(a: Roi | None, b: Roi | None) -> bool:
+    if a is None or b is None:
+        return False
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
 
 
 def _with_embedding(face: Face, vector: np.ndarray) -> Face:

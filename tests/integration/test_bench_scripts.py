@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -149,3 +150,138 @@ def test_the_scenario_clip_builder_stores_a_rotated_clip_sideways(testdata: Path
             assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
             assert a.shape == b.shape == (64, 96, 3)
             assert np.abs(a.astype(int) - b).mean() < 3  # x264's own loss apart
+
+
+def test_the_stand_ins_build_with_a_free_batch_and_as_fp16_twins(tmp_path: Path) -> None:
+    standins = _standins()
+    standins.build_swapper(tmp_path / "s.onnx", light=True, batch="n", dtype="float16")
+    standins.build_enhancer(tmp_path / "e.onnx", light=True, batch="n")
+    swapper = ort.InferenceSession(str(tmp_path / "s.onnx"), providers=["CPUExecutionProvider"])
+    assert swapper.get_inputs()[0].shape == ["n", 3, 128, 128]
+    assert swapper.get_inputs()[0].type == "tensor(float16)"
+    target = np.random.default_rng(0).uniform(-1, 1, (3, 3, 128, 128)).astype(np.float16)
+    (out,) = swapper.run(None, {"target": target, "source": np.zeros((3, 512), np.float16)})
+    assert np.array_equal(out, target)
+
+
+def _gpu_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "FACEFUSE_TESTDATA"}
+    return {**env, "PYTHON": sys.executable, "OUT": str(tmp_path / "out"),
+            "WORK": str(tmp_path / "work"), "SITE": str(tmp_path / "no-site"), **extra}
+
+
+def test_gpu_script_stage_one_measures_the_models_and_stage_two_says_why_it_is_skipped(
+        tmp_path: Path) -> None:
+    """Stage 1 on the CPU provider with the light stand-ins (REQUIRE / PROVIDERS stand in for
+    CUDA here): every model in fp32 and fp16, IOBinding on and off; stage 2 names what is
+    missing (here FACEFUSE_TESTDATA)."""
+    env = _gpu_env(tmp_path, REQUIRE="CPUExecutionProvider", PROVIDERS="cpu",
+                   MODELS_ARGS="--light --runs 2 --batches 1,2")
+    done = subprocess.run(["bash", str(ROOT / "bench" / "gpu.sh")], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads((tmp_path / "out" / "models.json").read_text())
+    rows = result["rows"]
+    assert {(r["role"], r["precision"]) for r in rows} == {
+        (role, p) for role in ("swapper", "enhancer", "detector", "recogniser")
+        for p in ("fp32", "fp16")}
+    assert {r["batch"] for r in rows if r["role"] == "swapper"} == {1, 2}
+    assert all(r["run_ms"] > 0 and r["iobinding_ms"] > 0 for r in rows)
+    assert all(r["fp16_ok"] for r in rows if r["precision"] == "fp16")
+    assert done.stdout.strip().splitlines()[-1] == \
+        "stage 2 skipped: FACEFUSE_TESTDATA is not set"
+
+
+def _transfer() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_transfer", ROOT / "bench" / "transfer.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _tiny_wheel(folder: Path) -> Path:
+    """A minimal pure wheel: package `tinyfacefuse` plus a .data/purelib module."""
+    import base64
+    import hashlib
+    import zipfile
+
+    files = {"tinyfacefuse/__init__.py": b"VALUE = 42\n" * 2000,
+             "tinyfacefuse-1.0.data/purelib/tinyextra.py": b"EXTRA = 7\n" * 2000,
+             "tinyfacefuse-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: tinyfacefuse\n"
+                                                    b"Version: 1.0\n",
+             "tinyfacefuse-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\n"
+                                                 b"Root-Is-Purelib: true\nTag: py3-none-any\n"}
+    def record(name: str, data: bytes) -> str:
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        return f"{name},sha256={digest},{len(data)}"
+
+    rows = [record(name, data) for name, data in files.items()]
+    files["tinyfacefuse-1.0.dist-info/RECORD"] = ("\n".join(
+        [*rows, "tinyfacefuse-1.0.dist-info/RECORD,,"]) + "\n").encode()
+    path = folder / "tinyfacefuse-1.0-py3-none-any.whl"
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return path
+
+
+def test_transfer_pieces_are_checked_one_by_one_and_joined_into_the_wheels(
+        tmp_path: Path) -> None:
+    transfer = _transfer()
+    wheel = _tiny_wheel(tmp_path / "wheels")
+    manifest = transfer.pack(tmp_path / "wheels", tmp_path / "out", "tiny", piece_mib=1,
+                             xz_preset=0)
+    assert manifest["compression"] == "xz" and len(manifest["pieces"]) >= 1
+    first = tmp_path / "out" / manifest["pieces"][0]["file"]
+    good = first.read_bytes()
+    first.write_bytes(b"x" + good[1:])
+    with pytest.raises(SystemExit, match="arrived damaged"):
+        transfer.receive(tmp_path / "out", tmp_path / "store")
+    first.write_bytes(good)
+    assert transfer.receive(tmp_path / "out", tmp_path / "store") == [
+        p["file"] for p in manifest["pieces"]]
+    wheels = transfer.unpack(tmp_path / "store", "tiny", tmp_path / "unpacked")
+    assert [w.name for w in wheels] == [wheel.name]
+    how = transfer.install(wheels, tmp_path / "site", python=str(tmp_path / "no-python"))
+    assert how == "unzip"
+    assert (tmp_path / "site" / "tinyextra.py").read_bytes().startswith(b"EXTRA = 7")
+    lines = transfer.plan(tmp_path / "out")
+    assert len(lines) == len(manifest["pieces"]) and "gpu.sh" in lines[-1]
+    assert "install" in lines[-1] and f"{tmp_path / 'out'}/tiny.manifest.json" in lines[0]
+
+
+def test_transfer_takes_the_cpu_onnxruntime_wheel_across_and_installs_it(
+        tmp_path: Path) -> None:
+    """The whole path on the real CPU onnxruntime wheel for this Python: download (skipped
+    without network), split into pieces under the limit, receive, join, check, and install
+    with pip --no-index --target; the installed copy is the one imported."""
+    transfer = _transfer()
+    wheels = tmp_path / "wheels"
+    python = f"{sys.version_info.major}.{sys.version_info.minor}"
+    done = subprocess.run(transfer.download_command([f"onnxruntime=={ort.__version__}"], wheels,
+                                                    python), capture_output=True, text=True,
+                          timeout=300, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot download the onnxruntime wheel here: {done.stderr.strip()[-200:]}")
+    (wheel,) = wheels.glob("*.whl")
+    manifest = transfer.pack(wheels, tmp_path / "out", "models", piece_mib=8)
+    assert len(manifest["pieces"]) == -(-wheel.stat().st_size // (8 << 20))
+    assert all(p["bytes"] <= 8 << 20 for p in manifest["pieces"])
+    arrived = tmp_path / "arrived"  # what one transfer brings: the manifest and one piece
+    arrived.mkdir()
+    for piece in manifest["pieces"]:
+        shutil.copy2(tmp_path / "out" / "models.manifest.json", arrived)
+        shutil.copy2(tmp_path / "out" / piece["file"], arrived)
+        assert transfer.receive(arrived, tmp_path / "store") == [piece["file"]]
+        assert not (arrived / piece["file"]).exists()
+    code = transfer.main(["install", str(tmp_path / "store"), "--name", "models",
+                          "--target", str(tmp_path / "site")])
+    assert code == 0
+    code_line = "import onnxruntime as o; print(o.__file__, o.__version__)"
+    probe = subprocess.run([sys.executable, "-c", code_line],
+                           env={**os.environ, "PYTHONPATH": str(tmp_path / "site")},
+                           capture_output=True, text=True, timeout=60, check=True)
+    where, version = probe.stdout.split()
+    assert where.startswith(str(tmp_path / "site")) and version == ort.__version__

@@ -1,13 +1,15 @@
-"""`facefuse models` (list, fetch, verify, path) and `facefuse cache` (info, clear)."""
+"""`facefuse models` (list, fetch, verify, check, path, prepare) and `facefuse cache`."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ..cache.hashes import HashMemo
 from ..cache.layout import CacheLayout
 from ..errors import ChecksumError, ExitCode, InputError
 from ..models.locations import (
@@ -19,6 +21,10 @@ from ..models.locations import (
 from ..models.manifest import load_manifest
 from ..models.store import ModelStatus, ModelStore
 from ..models.verification import VerifyResult
+from ..runtime.precision import UNVERIFIED
+from ..runtime.prepare import prepare_model
+from ..runtime.providers import parse_providers
+from ..runtime.tensorrt import GpuFacts
 from .options import DEFAULTS, DownloadProgress, model_options
 
 DEFAULT_MODELS = (DEFAULTS.detector, DEFAULTS.recogniser, DEFAULTS.swapper)
@@ -26,16 +32,25 @@ DEFAULT_MODELS = (DEFAULTS.detector, DEFAULTS.recogniser, DEFAULTS.swapper)
 
 def add_parsers(commands: Any) -> None:
     models = commands.add_parser("models", help="list, fetch or verify model files")
-    models.add_argument("action", choices=("list", "fetch", "verify", "check", "path"),
+    models.add_argument("action", choices=("list", "fetch", "verify", "check", "path",
+                                           "prepare"),
                         help="list the models, fetch them, verify them (hashes every file: "
                         "exit 4 naming any bad one), check that the ones a job needs are here "
                         "(quick: a file hashed before is trusted by its size and mtime; never "
-                        "downloads: exit 4 naming any missing), or print their folder")
+                        "downloads: exit 4 naming any missing), print their folder, or prepare "
+                        "them for a GPU (--providers tensorrt: build the TensorRT engines and "
+                        "decide fp16 or fp32 per model, with progress; renders never build "
+                        "engines themselves)")
     models.add_argument("names", nargs="*", help="model names (default: the default set); "
                         "check also takes .onnx paths")
     models.add_argument("--all", action="store_true", help="fetch every model in the manifest")
     models.add_argument("--force", action="store_true", help="fetch again, replacing a file that "
                         "fails verification")
+    models.add_argument("--providers", default="tensorrt",
+                        help="prepare: the providers to prepare for (default: tensorrt)")
+    models.add_argument("--detector-size", type=int, default=DEFAULTS.detector_size_px,
+                        help="prepare: the detector size renders will use (default: "
+                        f"{DEFAULTS.detector_size_px}); an engine is built for one size")
     model_options(models)
     models.set_defaults(handler=cmd_models)
     cache = commands.add_parser("cache", help="show or clear what facefuse caches (embeddings, "
@@ -63,6 +78,8 @@ def cmd_models(args: argparse.Namespace) -> int:
     names = list(args.names) or (list(store.manifest.models) if args.all else list(DEFAULT_MODELS))
     if args.action == "check":
         return _check(store, names)
+    if args.action == "prepare":
+        return _prepare(store, names, args.providers, args.detector_size)
     if args.action == "fetch":
         for name in names:
             print(f"{name}: {store.fetch(name, force=args.force)}")
@@ -113,6 +130,56 @@ def _check(store: ModelStore, names: Sequence[str]) -> int:
             located = offline.locate(name, "detector")
             print(f"{located.label:22} ok       {'file':7} {located.path}")
     return ExitCode.OK
+
+
+def _prepare(store: ModelStore, names: Sequence[str], providers: str, detector_px: int) -> int:
+    """Build every named model's TensorRT engines and decide its precision (runtime.prepare);
+    for providers without TensorRT say that fp16 stays unverified and models run in fp32."""
+    wanted = parse_providers(providers)
+    if wanted == "auto" or "TensorrtExecutionProvider" not in wanted:
+        for name in names:
+            print(f"{name:22} {UNVERIFIED.reason} (fp16 is checked on TensorRT only)")
+        return ExitCode.OK
+    from ..runtime.sessions import create_session  # the engine loads here
+
+    offered = _offered_providers()
+    if "TensorrtExecutionProvider" not in offered:
+        raise InputError("TensorRT is not offered by this onnxruntime build (it offers "
+                         f"{', '.join(offered)}); install onnxruntime-gpu and TensorRT, then "
+                         "run `facefuse models prepare --providers tensorrt` again")
+    facts = GpuFacts.of_machine()
+    print(f"preparing {len(names)} model(s) for {facts.gpu}, TensorRT {facts.tensorrt}")
+    hashes = HashMemo(CacheLayout.at(None).hashes)
+    for index, name in enumerate(names, 1):
+        located = store.locate(name, _role_of(store, name))
+        digest = located.entry.sha256 if located.entry is not None else hashes.sha256(
+            located.path)
+        hashes.flush()
+        step = f"[{index}/{len(names)}]"
+        done = prepare_model(
+            located.label, located.path, digest, store.models_dir, facts,
+            lambda path, entries: create_session(path, [n for n, _ in entries],
+                                                 entries=entries),
+            partial(_say, step), detector_px)
+        print(f"[{index}/{len(names)}] {located.label}: done in {done.seconds:.0f} s, engine in "
+              f"{done.plan.folder}")
+    return ExitCode.OK
+
+
+def _say(step: str, line: str) -> None:
+    print(f"{step} {line}", flush=True)
+
+
+def _offered_providers() -> list[str]:
+    import onnxruntime as ort
+
+    return list(ort.get_available_providers())
+
+
+def _role_of(store: ModelStore, name: str) -> str:
+    """The role of a manifest model (a user's .onnx file: any role takes it)."""
+    entry = store.manifest.models.get(name)
+    return store.manifest.families[entry.family].role if entry is not None else "detector"
 
 
 def _print_model_table(rows: Sequence[ModelStatus]) -> None:

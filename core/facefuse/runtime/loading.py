@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import cast
 
 from ..cache.hashes import HashMemo
@@ -29,8 +30,10 @@ from ..stages import (
     Stage,
     Swapper,
 )
+from .precision import PrecisionStore
 from .sessions import SessionPool, SessionTimer, resolve_providers
 from .signature import Signature, pick_family, require
+from .tensorrt import ENGINES_FOLDER, EnginePlan, GpuFacts, plan_engine
 from .threads import thread_budget
 
 log = logging.getLogger(__name__)
@@ -67,8 +70,10 @@ class ModelLoader:
                                 on_progress=on_download)
         self.providers = resolve_providers(settings.providers)
         self.sessions = SessionPool(self.providers, cache_dir=self.models_dir, timer=timer,
-                                    threads=thread_budget(settings.threads).inference)
+                                    threads=thread_budget(settings.threads).inference,
+                                    engines=self.engine_plan)
         self._hashes = hashes
+        self._gpu: GpuFacts | None = None
         self._located: dict[str, LocatedModel] = {}
         self._loaded: dict[str, LoadedModel] = {}
 
@@ -151,6 +156,21 @@ class ModelLoader:
         return {role: {"model": located.label, "path": str(located.path),
                        "sha256": self.sha256(role)}
                 for role, located in self._located.items()}
+
+    def engine_plan(self, path: Path) -> EnginePlan | None:
+        """The TensorRT plan of the model file at `path` when `facefuse models prepare` has
+        prepared it for this GPU and TensorRT (its precision as decided then), else None."""
+        if self._gpu is None:
+            self._gpu = GpuFacts.of_machine()
+        digest = self._hashes.sha256(path)
+        self._hashes.flush()
+        store = PrecisionStore(self.models_dir / ENGINES_FOLDER)
+        declared = store.declared(digest, self._gpu.gpu, self._gpu.tensorrt)
+        if declared is None:
+            return None
+        fp16 = store.get(digest, self._gpu.gpu, self._gpu.tensorrt).fp16 is True
+        return plan_engine(self.models_dir, digest, declared, self._gpu, fp16,
+                           self.settings.detector_size_px)
 
     def close(self) -> None:
         """Free every session; models are loaded again on next use."""

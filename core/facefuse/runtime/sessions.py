@@ -6,16 +6,20 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import onnxruntime as ort
 
 from ..errors import ModelError
+from .binding import BoundSession
 from .providers import parse_providers
+from .tensorrt import TENSORRT, EnginePlan, ProviderEntry, render_providers
 
 log = logging.getLogger(__name__)
+
+EngineSource = Callable[[Path], EnginePlan | None]
 
 # Order in which "auto" prefers the providers onnxruntime offers.
 AUTO_PREFERENCE = (
@@ -48,25 +52,45 @@ def resolve_providers(requested: str | Sequence[str]) -> tuple[str, ...]:
                             "skipping it", name, ", ".join(available))
     if CPU not in chosen:
         chosen.append(CPU)
+    if set(chosen) & {"CUDAExecutionProvider", TENSORRT}:
+        _load_cuda_libraries()
     log.info("execution providers: %s", ", ".join(chosen))
     return tuple(chosen)
 
 
-def provider_options(provider: str, cache_dir: Path | None) -> dict[str, str]:
-    """Per-provider options: a TensorRT engine cache so engines are built once per machine."""
-    if provider == "TensorrtExecutionProvider" and cache_dir is not None:
-        return {"trt_engine_cache_enable": "True", "trt_engine_cache_path": str(cache_dir / "trt"),
-                "trt_fp16_enable": "True"}
+def _load_cuda_libraries() -> None:
+    """Load the CUDA and cuDNN libraries of the nvidia-* pip packages where they are installed
+    (onnxruntime.preload_dlls), so onnxruntime-gpu finds them without LD_LIBRARY_PATH; with
+    system-wide CUDA libraries this changes nothing."""
+    preload = getattr(ort, "preload_dlls", None)
+    if preload is None:
+        return
+    try:
+        preload()
+    except Exception as exc:  # noqa: BLE001 - the session then says what it cannot load
+        log.debug("onnxruntime.preload_dlls failed: %s", _first_line(exc))
+
+
+def provider_options(provider: str) -> dict[str, str]:
+    """Per-provider options. TensorRT's come from the model's EnginePlan (runtime.tensorrt):
+    a render passes them only where the engine is built."""
     if provider == "CUDAExecutionProvider":
         return {"cudnn_conv_algo_search": "EXHAUSTIVE"}
     return {}
 
 
+def provider_entries(providers: Sequence[str]) -> list[ProviderEntry]:
+    """(provider, options) for each provider, as InferenceSession takes them."""
+    return [(p, provider_options(p)) for p in providers]
+
+
 def create_session(model_path: Path, providers: Sequence[str],
-                   cache_dir: Path | None = None, threads: int = 0) -> ort.InferenceSession:
+                   cache_dir: Path | None = None, threads: int = 0,
+                   entries: Sequence[ProviderEntry] | None = None) -> ort.InferenceSession:
     """One InferenceSession for model_path. A provider that fails to load is a warning, then CPU.
 
-    threads: intra-op worker threads (0: ONNX Runtime's default, one per physical core)."""
+    threads: intra-op worker threads (0: ONNX Runtime's default, one per physical core).
+    entries: the (provider, options) list to use (default: provider_entries(providers))."""
     options = ort.SessionOptions()
     if threads > 0:
         options.intra_op_num_threads = threads
@@ -78,7 +102,8 @@ def create_session(model_path: Path, providers: Sequence[str],
     # threads need those cores between runs (spinning showed as CPU time, not speed).
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
-    provider_list = [(p, provider_options(p, cache_dir)) for p in providers]
+    provider_list = list(entries) if entries is not None else provider_entries(providers)
+    providers = [name for name, _ in provider_list]
     try:
         session = ort.InferenceSession(str(model_path), sess_options=options,
                                        providers=provider_list)
@@ -148,12 +173,18 @@ class SessionPool:
     session's intra-op threads (0: ONNX Runtime's default). With a budget (threads > 0) the
     sessions that run on the CPU take their runs one at a time, whichever thread calls them:
     pass 1 and pass 2 of a `--selector many` render then never keep twice the budget's
-    inference threads busy (runtime.threads)."""
+    inference threads busy (runtime.threads). bind: run each session through IOBinding with
+    output buffers reused (runtime.binding.BoundSession); False runs session.run as is.
+    engines: a model's EnginePlan (or None) when TensorRT is among the providers; TensorRT
+    then runs only the models whose engine is built (runtime.tensorrt.render_providers)."""
 
     def __init__(self, providers: Sequence[str], cache_dir: Path | None = None,
-                 timer: SessionTimer | None = None, threads: int = 0) -> None:
+                 timer: SessionTimer | None = None, threads: int = 0,
+                 bind: bool = True, engines: EngineSource | None = None) -> None:
         self.providers = tuple(providers)
         self.threads = threads
+        self.bind = bind
+        self._engines = engines
         self._cache_dir = cache_dir
         self._timer = timer
         self._sessions: dict[tuple[str, tuple[str, ...]], Any] = {}
@@ -161,7 +192,8 @@ class SessionPool:
         self._cpu_gate = threading.Lock() if threads > 0 else None
 
     def get(self, model_path: Path) -> Any:
-        """The session for model_path (an InferenceSession, or a TimedSession over one)."""
+        """The session for model_path: a BoundSession (or, with bind=False, the
+        InferenceSession), in a TimedSession when timed or gated."""
         key = (str(Path(model_path).resolve()), self.providers)
         with self._lock:
             if key not in self._sessions:
@@ -170,13 +202,19 @@ class SessionPool:
 
     def _create(self, model_path: Path) -> Any:
         start = time.perf_counter()
-        session = create_session(model_path, self.providers, self._cache_dir, self.threads)
+        entries = provider_entries(self.providers)
+        if TENSORRT in self.providers:
+            plan = self._engines(model_path) if self._engines is not None else None
+            entries = render_providers(model_path.name, entries, plan)
+        session = create_session(model_path, self.providers, self._cache_dir, self.threads,
+                                 entries)
         if self._timer is not None:
             self._timer.session_created((time.perf_counter() - start) * 1000.0)
         gate = self._cpu_gate if session.get_providers()[0] == CPU else None
+        runner = BoundSession(session) if self.bind else session
         if self._timer is None and gate is None:
-            return session
-        return TimedSession(session, self._timer, gate)
+            return runner
+        return TimedSession(runner, self._timer, gate)
 
     def __len__(self) -> int:
         return len(self._sessions)

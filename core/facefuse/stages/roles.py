@@ -79,10 +79,24 @@ class Swapper(Protocol):
         """The crop with the source identity: float32 BGR 0..255 (S, S, 3)."""
         ...
 
+    def swap_all(self, crops: Sequence[AlignedCrop], latents: Sequence[np.ndarray]
+                 ) -> list[np.ndarray]:
+        """swap() of each crop with its latent, batched where the model allows."""
+        ...
+
 
 class Restorer(Protocol):
     def enhance(self, crop: AlignedCrop) -> np.ndarray:
         """The restored crop: float32 BGR 0..255 (S, S, 3)."""
+        ...
+
+    @property
+    def batch_is_dynamic(self) -> bool:
+        """True when enhance_all runs its crops through the model together."""
+        ...
+
+    def enhance_all(self, crops: Sequence[AlignedCrop]) -> list[np.ndarray]:
+        """enhance() of each crop, in one run where the model's batch dimension is free."""
         ...
 
 

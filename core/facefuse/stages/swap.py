@@ -7,14 +7,17 @@ normalisation:
 - inswapper: latent = the source's L2-normalised ArcFace embedding @ the model's "emap" matrix,
   which inswapper stores as its LAST graph initializer; crop x / 255, output [0, 1].
 - hyperswap: latent = the L2-normalised embedding itself; crop and output in [-1, 1].
-A crop of k times the model's size is swapped by pixel boost (stages.boost): k*k runs, batched
-into one when the model's batch dimension is free.
+A crop of k times the model's size is swapped by pixel boost (stages.boost): k*k sub-images.
+The sub-images of every face of a frame go through the model together (swap_all) when its
+batch dimension is free, else one run each (the published inswapper and HyperSwap files fix
+it at 1).
 """
 
 from __future__ import annotations
 
 import io
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Self
 
@@ -40,6 +43,7 @@ TARGET_INPUT = "target"
 SOURCE_INPUT = "source"
 NEUTRAL_WEIGHT = 0.5  # the swapper weight that leaves the source identity as it is
 WEIGHT_SPAN = 0.35  # weight 0 mixes in this much of the target, weight 1 pushes as far away
+MAX_BATCH = 32  # crops in one swapper run (a face at pixel boost 1024 on inswapper: 64)
 
 
 def blend_identity(source: np.ndarray, target: np.ndarray, weight: float) -> np.ndarray:
@@ -201,27 +205,47 @@ class CropSwapper:
         phase-shifted sub-images swapped with the same latent and re-interleaved).
         latent: (1, W) from latent().
         """
+        return self.swap_all([crop], [latent])[0]
+
+    def swap_all(self, crops: Sequence[AlignedCrop], latents: Sequence[np.ndarray]
+                 ) -> list[np.ndarray]:
+        """swap() of every crop with its own latent, in order: the sub-images of all of them
+        (k*k each with pixel boost) go through the model together, in runs of up to
+        MAX_BATCH when its batch dimension is free, else one run each. On the CPU provider a
+        batched run gives the same bits as runs one by one (tests/stages/test_batching.py)."""
+        if len(crops) != len(latents):
+            raise ValueError(f"{len(latents)} latents for {len(crops)} crops")
+        if not crops:
+            return []
+        factors = [self._boost_factor(crop) for crop in crops]
+        tiles = [crop.image[None] if k == 1 else split_phases(crop.image, k)
+                 for crop, k in zip(crops, factors)]
+        sources = [np.repeat(np.asarray(latent, np.float32).reshape(1, -1), len(t), 0)
+                   for latent, t in zip(latents, tiles)]
+        out = self.swap_tiles(np.concatenate(tiles), np.concatenate(sources))
+        ends = np.cumsum([len(t) for t in tiles])
+        return [part[0] if k == 1 else merge_phases(part, k)
+                for part, k in zip(np.split(out, ends[:-1]), factors)]
+
+    def _boost_factor(self, crop: AlignedCrop) -> int:
         if crop.image.shape[0] % self.size_px or crop.image.shape[:2] != (crop.size_px,) * 2:
             raise ValueError(f"crop is {crop.image.shape[1]}x{crop.image.shape[0]} px; this "
                              f"{self.family.name} model takes {self.size_px} px crops or "
                              "multiples of that (pixel boost)")
-        k = crop.image.shape[0] // self.size_px
-        if k == 1:
-            return self.swap_many(crop.image[None], latent)[0]
-        return merge_phases(self.swap_many(split_phases(crop.image, k), latent), k)
+        return int(crop.image.shape[0] // self.size_px)
 
-    def swap_many(self, images: np.ndarray, latent: np.ndarray) -> np.ndarray:
-        """Swap (N, S, S, 3) crops of the model's size with one latent: (N, S, S, 3), one run
-        when the model's batch dimension is free, else one run per crop."""
-        if self.batch_is_dynamic or len(images) == 1:
-            return self._run(images, latent)
-        return np.concatenate([self._run(image[None], latent) for image in images])
+    def swap_tiles(self, images: np.ndarray, sources: np.ndarray) -> np.ndarray:
+        """Swap (N, S, S, 3) crops of the model's size, crop i with source row i of (N, W):
+        (N, S, S, 3), in runs of up to MAX_BATCH when the model's batch dimension is free,
+        else one run per crop."""
+        step = MAX_BATCH if self.batch_is_dynamic else 1
+        return np.concatenate([self._run(images[i:i + step], sources[i:i + step])
+                               for i in range(0, len(images), step)])
 
-    def _run(self, images: np.ndarray, latent: np.ndarray) -> np.ndarray:
+    def _run(self, images: np.ndarray, sources: np.ndarray) -> np.ndarray:
         dtypes = {node.name: input_dtype(node) for node in self.session.get_inputs()}
-        source = np.repeat(np.asarray(latent, dtype=np.float32).reshape(1, -1), len(images), 0)
         feeds = {TARGET_INPUT: crops_to_nchw(images, self.family).astype(dtypes[TARGET_INPUT]),
-                 SOURCE_INPUT: source.astype(dtypes[SOURCE_INPUT])}
+                 SOURCE_INPUT: np.asarray(sources, np.float32).astype(dtypes[SOURCE_INPUT])}
         output_name = self.session.get_outputs()[0].name
         (output,) = self.session.run([output_name], feeds)
         return nchw_to_crops(output, self.family)

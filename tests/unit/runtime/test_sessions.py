@@ -7,6 +7,7 @@ from onnx import TensorProto, helper
 
 from facefuse.errors import InputError
 from facefuse.runtime import sessions
+from facefuse.runtime.binding import BoundSession
 
 
 @pytest.fixture()
@@ -33,11 +34,17 @@ def test_parse_providers_accepts_short_and_full_names():
 def test_auto_prefers_gpu_providers_in_order(monkeypatch, caplog):
     offered = ["CPUExecutionProvider", "CUDAExecutionProvider", "TensorrtExecutionProvider",
                "AzureExecutionProvider"]
+    preloads = []
     monkeypatch.setattr(ort, "get_available_providers", lambda: offered)
+    monkeypatch.setattr(ort, "preload_dlls", lambda: preloads.append(1), raising=False)
     with caplog.at_level(logging.INFO, logger="facefuse"):
         chosen = sessions.resolve_providers("auto")
     assert chosen == ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider")
     assert "TensorrtExecutionProvider" in caplog.text  # the choice is logged
+    assert preloads == [1]  # the nvidia-* pip packages' CUDA libraries, loaded once
+    monkeypatch.setattr(ort, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    sessions.resolve_providers("auto")
+    assert preloads == [1]  # not for the CPU
 
 
 def test_auto_on_a_cpu_build_is_cpu_only():
@@ -93,7 +100,9 @@ def test_a_timed_pool_times_creation_and_every_run_and_answers_like_the_session(
     totals = timings.report().totals_ms
     assert totals[SESSIONS] > 0 and totals[INFERENCE] > 0
     untimed = sessions.SessionPool(["CPUExecutionProvider"]).get(tiny_model)
-    assert isinstance(untimed, ort.InferenceSession)
+    assert isinstance(untimed, BoundSession)
+    plain = sessions.SessionPool(["CPUExecutionProvider"], bind=False).get(tiny_model)
+    assert isinstance(plain, ort.InferenceSession)
 
 
 def _slow_model(path):
@@ -156,6 +165,6 @@ def test_a_thread_budget_takes_cpu_runs_one_at_a_time_across_threads(tmp_path):
 
 def test_without_a_budget_sessions_are_not_gated(tiny_model):
     pool = sessions.SessionPool(["CPUExecutionProvider"], threads=0)
-    assert isinstance(pool.get(tiny_model), ort.InferenceSession)
+    assert isinstance(pool.get(tiny_model), BoundSession)
     gated = sessions.SessionPool(["CPUExecutionProvider"], threads=2).get(tiny_model)
     assert isinstance(gated, sessions.TimedSession)
