@@ -1,8 +1,8 @@
 """The panel's widgets: they show what they are given and emit signals; they run no engine work.
 
 SourceList: source photos (add, remove, drop files) with the engine's outlined thumbnails.
-FaceGrid: Largest / All and one button per face tile; `picked(mode, index)`.
-SplitView: before | after, split at a divider the user drags; pictures drawn at most 1:1.
+SplitView: before | after, split at a divider the user drags; pictures drawn at most 1:1; the
+before alone (the clip's frame) until there is an after (a preview or the rendered result).
 LogPane: plain-words messages, errors marked.
 """
 
@@ -90,57 +90,6 @@ class SourceList(QWidget):
                   if url.isLocalFile()])
 
 
-class FaceGrid(QWidget):
-    """Which face to replace: `picked("one" | "many" | "face", index)`; Find asks for tiles."""
-
-    picked = Signal(str, int)
-    find_requested = Signal()
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.buttons: list[QPushButton] = []
-        self.row = QHBoxLayout()
-        top = QHBoxLayout()
-        for text, mode in (("Largest", "one"), ("All", "many")):
-            button = QPushButton(text, self)
-            button.setCheckable(True)
-            button.clicked.connect(lambda _=False, m=mode: self._pick(m, -1))
-            button.setObjectName(f"pick-{mode}")
-            top.addWidget(button)
-            self.buttons.append(button)
-        find = QPushButton("Find faces", self)
-        find.clicked.connect(self.find_requested)
-        top.addWidget(find)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(top)
-        layout.addLayout(self.row)
-        self.tiles: list[QPushButton] = []
-        self.buttons[0].setChecked(True)
-
-    def show_faces(self, tiles: tuple[Path, ...]) -> None:
-        for tile in self.tiles:
-            self.row.removeWidget(tile)
-            tile.deleteLater()
-        self.tiles = []
-        for index, path in enumerate(tiles):
-            button = QPushButton(f"{index}", self)
-            button.setIcon(QIcon(str(path)))
-            button.setIconSize(QSize(THUMB_PX // 2 + 16, THUMB_PX // 2 + 16))
-            button.setCheckable(True)
-            button.setObjectName(f"face-{index}")
-            button.clicked.connect(lambda _=False, i=index: self._pick("face", i))
-            self.row.addWidget(button)
-            self.tiles.append(button)
-
-    def _pick(self, mode: str, index: int) -> None:
-        for button in [*self.buttons, *self.tiles]:
-            button.setChecked(False)
-        chosen = self.tiles[index] if mode == "face" else self.buttons[mode == "many"]
-        chosen.setChecked(True)
-        self.picked.emit(mode, index)
-
-
 class SplitView(QWidget):
     """Before (left of the divider) and after (right), drawn centred at most 1:1; drag to move
     the divider (`divider` is its x in widget pixels)."""
@@ -150,10 +99,20 @@ class SplitView(QWidget):
         self.before: QPixmap | None = None
         self.after: QPixmap | None = None
         self.share = 0.5
+        self.labels = ("Original", "Swapped")
+        self.empty_text = "Open a clip"
         self.setMinimumSize(240, 160)
 
-    def show_pair(self, before: Path, after: Path) -> None:
-        self.before, self.after = QPixmap(str(before)), QPixmap(str(after))
+    def show_pair(self, before: Path, after: Path | None, labels: tuple[str, str] = (
+            "Original", "Swapped")) -> None:
+        """`before` left of the divider and `after` right of it (None: `before` alone)."""
+        self.before = QPixmap(str(before))
+        self.after = QPixmap(str(after)) if after is not None else None
+        self.labels = labels
+        self.update()
+
+    def clear(self) -> None:
+        self.before = self.after = None
         self.update()
 
     def picture_rect(self) -> QRect:
@@ -180,9 +139,12 @@ class SplitView(QWidget):
     def paintEvent(self, event: QPaintEvent) -> None:
         painter = QPainter(self)
         painter.fillRect(self.rect(), QColor(30, 30, 30))
-        if self.before is None or self.after is None:
+        if self.before is None:
             painter.setPen(QColor(180, 180, 180))
-            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "Press Preview")
+            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.empty_text)
+            return
+        if self.after is None:
+            painter.drawPixmap(self.picture_rect(), self.before)
             return
         area, split = self.picture_rect(), self.divider
         painter.drawPixmap(area, self.before)
@@ -192,6 +154,11 @@ class SplitView(QWidget):
         painter.drawPixmap(right, self.after, source)
         painter.setPen(QPen(DIVIDER_COLOUR, DIVIDER_PX))
         painter.drawLine(split, area.top(), split, area.bottom())
+        painter.setPen(DIVIDER_COLOUR)
+        painter.drawText(QRect(area.left() + 4, area.bottom() - 18, area.width() - 8, 16),
+                         Qt.AlignmentFlag.AlignLeft, self.labels[0])
+        painter.drawText(QRect(area.left() + 4, area.bottom() - 18, area.width() - 8, 16),
+                         Qt.AlignmentFlag.AlignRight, self.labels[1])
 
     def mousePressEvent(self, event: QMouseEvent) -> None:
         self.set_divider(round(event.position().x()))

@@ -23,12 +23,12 @@ to it); every other module is the engine's own and may change shape.
 - Hosts as plugins: ``host_module(host, module)`` imports a module of a host registered in the
   entry-point group ``HOST_GROUP`` (``facefuse.hosts``), ``installed_hosts()`` lists them, and
   a host package calls ``prefer_source_tree`` so an editable install runs the checkout's files.
+- What a host shows: ``clip_frames`` (a clip's frame numbers, before any analysis), the shot
+  plan as a render makes it (``plan_shot``), the review report (``write_review`` writes the
+  folder, ``load_report`` reads its report.json back).
 - Where a host puts results: ``OUTPUT_KINDS`` (``SEQUENCE_FORMATS``, ``MOVIE_CODECS``),
   ``output_target``, ``safe_name``, ``OUTPUT_FOLDER``.
 - Errors: ``FacefuseError`` and its subclasses carry their ``ExitCode``.
-
-The shot plan and the review report (what a render decided, for a host to show and edit) will
-join this list when they exist.
 
 ``import facefuse`` is cheap: every name loads its module on first use (PEP 562), so the command
 line and hosts start without ONNX Runtime, OpenCV, PyAV or OpenImageIO; ``render``,
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         NoFaceError,
         OutputError,
     )
+    from .hosting.clips import clip_frames
     from .hosting.jobs import HostError, Job, JobRunner, Message, Report
     from .hosting.models import (
         LOOK_ROLES,
@@ -79,8 +80,11 @@ if TYPE_CHECKING:
     from .io.images import read_image, write_image
     from .io.sequences import FramePattern, is_frame_pattern, parse_chunk, parse_frame_range
     from .pipeline import Pipeline
+    from .review.report import load_report
+    from .review.writing import write_review
     from .shot.commandline import render_args, request_from_args
     from .shot.frames import FramePlan, plan_frames
+    from .shot.planning import plan_shot
     from .shot.previews import (
         face_pictures,
         faces_overlay,
@@ -118,6 +122,10 @@ _WHERE = MappingProxyType({
     **dict.fromkeys(("OUTPUT_FOLDER", "OUTPUT_KINDS", "SEQUENCE_FORMATS", "MOVIE_CODECS",
                      "output_target", "safe_name"), ".hosting.outputs"),
     "PhaseRate": ".timing",
+    "clip_frames": ".hosting.clips",
+    "plan_shot": ".shot.planning",
+    "write_review": ".review.writing",
+    "load_report": ".review.report",
     "CacheLayout": ".cache.layout",
     **dict.fromkeys(("atomic_write_bytes", "check_folder_writable"), ".io.files"),
 })
@@ -141,6 +149,8 @@ __all__ = [  # noqa: RUF022 - grouped as the docstring lists them
     "missing_models", "absent_models", "fetch_models", "MODEL_ROLES", "LOOK_ROLES",
     # hosts as plugins
     "host_module", "installed_hosts", "prefer_source_tree", "HOST_GROUP",
+    # what a host shows
+    "clip_frames", "plan_shot", "write_review", "load_report",
     # where a host puts results
     "OUTPUT_FOLDER", "OUTPUT_KINDS", "SEQUENCE_FORMATS", "MOVIE_CODECS", "output_target",
     "safe_name",
