@@ -41,7 +41,14 @@ from facefuse import (
 
 from .host import OPEN_HINT, Clip
 from .rendering import RENDER, Result, render_finished, start_render
-from .review import ShotReview, ranges_text, review_from_report, review_with_plan
+from .review import (
+    ShotReview,
+    ranges_text,
+    review_from_plan,
+    review_from_report,
+    review_with_plan,
+    with_boxes,
+)
 from .worker import Look, look_job
 
 if TYPE_CHECKING:
@@ -127,8 +134,11 @@ class Actions:
         def shown(result: tuple[tuple[int, ...], int, Path]) -> Message:
             numbers, frame, picture = result
             if numbers:
+                self.ui.timeline.blockSignals(True)  # the frame is here: no job for it
                 self.w.set_review(ShotReview.empty(numbers[0], numbers[-1]))
                 self.ui.timeline.set_frame(frame)
+                self.ui.timeline.blockSignals(False)
+                self.w.frame_moved(frame, show=False)
             self.ui.view.show_pair(picture, None)
             self._activity(None)
             count = len(numbers) or self.w.review.last - self.w.review.first + 1
@@ -212,20 +222,34 @@ class Actions:
                   self.settings(), LOOK_ROLES)
 
     def find_people(self) -> None:
-        """The review of the clip: people, flags and cuts (analysing it the first time)."""
+        """The shot's people at once from its plan (analysing it the first time, with
+        progress), then its review: flags and thumbnails (rendering the contact sheet)."""
         request = self.checked_request()
         if request is None:
             return
+        span = (self.w.review.first, self.w.review.last)
+
+        def planned(plan: Any) -> Message:
+            self.w.set_review(review_from_plan(plan, *span), keep_range=True)
+            self._review(request)
+            return Message("INFO", f"{len(plan.people)} people in frames {span[0]}-{span[1]}: "
+                                   "now the review (flags, thumbnails)")
+        self.look("plan", "Finding people (analysing the shot the first time)",
+                  lambda p, report, cancelled: plan_shot(request, p, report, cancelled),
+                  planned, request.settings, progress=True)
+
+    def _review(self, request: RenderRequest) -> None:
         folder = _review_folder(request)
 
         def shown(result: Any) -> Message:
-            review = review_from_report(result.report, result.folder)
+            review = with_boxes(review_from_report(result.report, result.folder), self.w.review)
             self.w.set_review(review, keep_range=True)
             flagged = (f"flagged {ranges_text(review.flagged)}" if review.flagged
                        else "nothing flagged")
-            return Message("INFO", f"{len(review.people)} people in frames {review.first}-"
-                                   f"{review.last}, {len(review.cuts)} cuts, {flagged}")
-        self.look("review", "Finding people (analysing the shot the first time)",
+            cuts = len(review.cuts)
+            return Message("INFO", f"Review of {review.first}-{review.last}: {len(review.people)}"
+                                   f" people, {cuts} cut{'s' if cuts != 1 else ''}, {flagged}")
+        self.look("review", "Reviewing the shot (flags, thumbnails)",
                   lambda p, report, cancelled: write_review(request, folder, p, on_phase=report,
                                                             cancel=cancelled),
                   shown, request.settings, progress=True)
@@ -233,7 +257,7 @@ class Actions:
     def replan(self) -> None:
         """After a person got a source or was skipped: who is swapped now, on the timeline."""
         self.preview_at = None
-        if not self.w.review.reviewed:
+        if not self.w.review.planned:
             return
         request = self.checked_request()
         if request is None:
@@ -307,7 +331,6 @@ class Actions:
             _, left = rate.fps_eta(done, total)
             text += "" if left is None else f" · {_clock(left)} left"
         bar.setFormat(text)
-        self.ui.activity_label.setText("Downloading")
 
     def _look_progress(self, job: Job, item: Any) -> None:
         if not isinstance(item, PhaseProgress):
@@ -349,11 +372,11 @@ class Actions:
     def _activity(self, text: str | None) -> None:
         """Say what a job that may take seconds is doing (None: nothing is)."""
         bar = self.ui.activity
-        bar.setVisible(text is not None)
-        self.ui.activity_label.setText(text or "")
-        if text is not None:
-            bar.setMaximum(0)  # busy until the job reports how far it is
-            bar.setFormat(text)
+        self.ui.activity_label.setText("Working:" if text is not None else "")
+        bar.setEnabled(text is not None)
+        bar.setMaximum(0 if text is not None else 1)  # busy until the job says how far it is
+        bar.setValue(0)
+        bar.setFormat(text or "")
 
     def job_finished(self, kind: str, message: Message) -> None:
         if message.level != "DEBUG":

@@ -9,6 +9,7 @@ the other jobs (opening, analysing, downloading) and the log.
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -20,6 +21,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -35,6 +37,7 @@ from .widgets import LogPane, SourceList, SplitView
 OUTPUT_LABELS = {"png": "PNG sequence", "exr": "EXR sequence", "tif": "TIFF sequence",
                  "prores_4444": "ProRes 4444 movie", "dnxhr_444": "DNxHR 444 movie"}
 LEFT_PX = 440
+LINE_PX = 20  # the status lines keep their height, so the view never jumps
 
 
 class PanelLayout:
@@ -49,6 +52,7 @@ class PanelLayout:
         self.form_scroll = QScrollArea(window)
         self.form_scroll.setWidget(self.form)
         self.form_scroll.setWidgetResizable(True)
+        self.form_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.view = SplitView(window)
         self.timeline = Timeline(window)
         self._transport(window)
@@ -57,8 +61,13 @@ class PanelLayout:
         self.status = QLabel("", window)
         self.activity = QProgressBar(window)
         self.activity.setTextVisible(True)
-        self.activity.setVisible(False)
+        self.activity.setFormat("")
         self.activity_label = QLabel("", window)
+        for label in (self.status, self.activity_label):
+            label.setFixedHeight(LINE_PX)
+        for label in (self.status, self.flag_label, self.range_label):
+            # a long sentence is cut, it never widens the window
+            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.log = LogPane(window)
         self.log.setMaximumHeight(120)
         window.setCentralWidget(self._arrange(window))
@@ -68,6 +77,8 @@ class PanelLayout:
         self.prev_flag = QPushButton("◀ flag", window)
         self.prev_frame = QPushButton("◀", window)
         self.frame = QSpinBox(window)
+        self.frame.setMinimumWidth(90)
+        self.frame.setKeyboardTracking(False)
         self.next_frame = QPushButton("▶", window)
         self.next_flag = QPushButton("flag ▶", window)
         self.set_in = QPushButton("Set in", window)
@@ -75,7 +86,7 @@ class PanelLayout:
         self.clear_range = QPushButton("Whole clip", window)
         self.range_label = QLabel("", window)
         self.flag_label = QLabel("", window)
-        self.flag_label.setWordWrap(True)
+        self.flag_label.setFixedHeight(LINE_PX)
         for button in (self.prev_flag, self.next_flag):
             button.setToolTip("The previous / next flagged range (Shift+Left / Shift+Right)")
         self.set_in.setToolTip("Render from this frame on (I)")

@@ -29,10 +29,10 @@ from PySide6.QtWidgets import (
 
 from .review import PersonRow, ShotReview, person_rgb, ranges_text
 
-THUMB_PX = 64
+THUMB_PX = 52
 CARD_COLUMNS = 2
 VISIBLE_ROWS = 2
-CARD_HEIGHT_PX = THUMB_PX + 34
+CARD_HEIGHT_PX = THUMB_PX + 40
 
 
 class PersonCard(QFrame):
@@ -42,12 +42,13 @@ class PersonCard(QFrame):
                  source: Path | None, skipped: bool) -> None:
         super().__init__(grid)
         self.person_id = person.person_id
-        self.setObjectName(f"person-{person.person_id}")
+        self.setObjectName(f"person_{person.person_id}")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setFixedHeight(CARD_HEIGHT_PX)
         colour = "#{:02x}{:02x}{:02x}".format(*rgb)
-        self.setStyleSheet(f"PersonCard {{ border-left: 6px solid {colour}; }}")
-        picture = QLabel(self)
+        self.setStyleSheet(f"QFrame#person_{person.person_id} {{ border: 1px solid #999; "
+                           f"border-left: 6px solid {colour}; }}")
+        self.picture = picture = QLabel(self)
         picture.setFixedSize(THUMB_PX, THUMB_PX)
         picture.setAlignment(Qt.AlignmentFlag.AlignCenter)
         if person.thumbnail is not None and person.thumbnail.is_file():
@@ -60,6 +61,8 @@ class PersonCard(QFrame):
                         f"{person.presence:.0f}")
         self.status = QLabel(status_text(person, source, skipped), self)
         self.status.setObjectName("status")
+        self.status.setWordWrap(True)
+        self.status.setToolTip(self.status.text())
         self.source_button = QPushButton("Source…", self)
         self.source_button.clicked.connect(lambda: grid.source_requested.emit(self.person_id))
         self.clear_button = QPushButton("×", self)
@@ -70,18 +73,18 @@ class PersonCard(QFrame):
         self.skip = QCheckBox("Skip", self)
         self.skip.setChecked(skipped)
         self.skip.toggled.connect(lambda on: grid.skip_toggled.emit(self.person_id, on))
-        text = QVBoxLayout()
-        text.addWidget(name)
-        text.addWidget(self.status)
+        layout = QGridLayout(self)
+        layout.setContentsMargins(10, 2, 4, 2)
+        layout.setVerticalSpacing(1)
+        layout.addWidget(picture, 0, 0, 2, 1)
+        layout.addWidget(name, 0, 1)
+        layout.addWidget(self.status, 1, 1)
         buttons = QHBoxLayout()
         for widget in (self.source_button, self.clear_button, self.skip):
             buttons.addWidget(widget)
         buttons.addStretch(1)
-        text.addLayout(buttons)
-        row = QHBoxLayout(self)
-        row.setContentsMargins(8, 2, 4, 2)
-        row.addWidget(picture)
-        row.addLayout(text, 1)
+        layout.addLayout(buttons, 2, 0, 1, 2)
+        layout.setColumnStretch(1, 1)
         self.grid = grid
 
     def mousePressEvent(self, event: object) -> None:
@@ -95,8 +98,8 @@ def status_text(person: PersonRow, source: Path | None, skipped: bool) -> str:
     if source is not None:
         return f"own source: {source.name}"
     if person.swapped:
-        return f"swapped ({person.why})"
-    return f"not swapped ({person.why})"
+        return f"swapped: {person.why}"
+    return f"not swapped: {person.why}"
 
 
 class PeopleGrid(QWidget):
@@ -137,14 +140,16 @@ class PeopleGrid(QWidget):
         """One card per person of `review`; sources and skipped: the user's choices."""
         for card in self.cards:
             self.layout_grid.removeWidget(card)
+            card.hide()  # at once: deleteLater() waits for the event loop
             card.deleteLater()
         self.cards = []
         for index, person in enumerate(review.people):
             card = PersonCard(self, person, person_rgb(review, person.person_id),
                               sources.get(person.person_id), person.person_id in skipped)
             self.layout_grid.addWidget(card, index // CARD_COLUMNS, index % CARD_COLUMNS)
+            card.show()  # at once, not when the event loop gets to it
             self.cards.append(card)
-        if not review.reviewed:
+        if not review.planned:
             self.hint.setText("Find people to see who is in the shot")
         elif not review.people:
             self.hint.setText("Nobody found in the analysed frames")

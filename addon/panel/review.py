@@ -7,7 +7,7 @@ Plain data, no Qt: a clip that has not been looked at yet is `ShotReview.empty(f
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -32,13 +32,18 @@ class PersonRow:
         return any(first <= frame <= last for first, last in self.frames)
 
 
+Box = tuple[str, float, float, float, float]  # person id, x1, y1, x2, y2 in frame pixels
+
+
 @dataclass(frozen=True, slots=True)
 class FrameMarks:
-    """One analysed frame: faces found, the people swapped in it, the kinds of its flags."""
+    """One analysed frame: faces found, the people swapped in it, the kinds of its flags, and
+    where each person's face is (from the plan; () when only a report was read)."""
 
     found: int = 0
     swapped: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
+    boxes: tuple[Box, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +58,7 @@ class FlagRow:
 @dataclass(frozen=True, slots=True)
 class ShotReview:
     """A shot as the review saw it. first/last: the frame range shown; folder: the report
-    folder (None before a review)."""
+    folder (None before a review); planned: the people are known (from a plan or a report)."""
 
     first: int
     last: int
@@ -63,6 +68,7 @@ class ShotReview:
     flags: tuple[FlagRow, ...] = ()
     flagged: Ranges = ()
     folder: Path | None = None
+    planned: bool = False
 
     @classmethod
     def empty(cls, first: int, last: int) -> ShotReview:
@@ -97,7 +103,7 @@ def review_from_report(data: Mapping[str, Any], folder: Path) -> ShotReview:
                   for f in data["flags"])
     return ShotReview(data["frames"]["first"], data["frames"]["last"], tuple(data["cuts"]),
                       people, MappingProxyType(marks), flags,
-                      tuple((a, b) for a, b in data["flagged_frames"]), folder)
+                      tuple((a, b) for a, b in data["flagged_frames"]), folder, True)
 
 
 def _person(row: Mapping[str, Any], folder: Path) -> PersonRow:
@@ -128,10 +134,12 @@ def review_with_plan(review: ShotReview, plan: Any) -> ShotReview:
     the same shot (facefuse.plan_shot after the user gave someone a source or skipped them)."""
     decided = {p.person_id: p for p in plan.people}
     people = tuple(_replan(row, decided.get(row.person_id)) for row in review.people)
-    marks = {frame: FrameMarks(m.found, tuple(f.person_id for f in plan.faces(frame)), m.flags)
+    boxes = plan_boxes(plan)
+    marks = {frame: FrameMarks(m.found, tuple(f.person_id for f in plan.faces(frame)), m.flags,
+                               boxes.get(frame, m.boxes))
              for frame, m in review.marks.items()}
     return ShotReview(review.first, review.last, review.cuts, people, MappingProxyType(marks),
-                      review.flags, review.flagged, review.folder)
+                      review.flags, review.flagged, review.folder, True)
 
 
 def _replan(row: PersonRow, planned: Any) -> PersonRow:
@@ -139,3 +147,47 @@ def _replan(row: PersonRow, planned: Any) -> PersonRow:
         return row
     return PersonRow(row.person_id, row.frames, row.frame_count, row.presence,
                      bool(planned.swapped), planned.source, planned.why, row.thumbnail)
+
+
+def review_from_plan(plan: Any, first: int, last: int) -> ShotReview:
+    """What a shot plan (facefuse.plan_shot) says before its review report is written: the
+    people, who is swapped, the faces found and the cuts; no flags nor thumbnails yet (the
+    report brings them). first/last: the clip's range (the plan's analysed frames lie in it)."""
+    people = tuple(PersonRow(p.person_id, _runs(p.frames), len(p.frames),
+                             float(p.person.presence), bool(p.swapped), p.source, p.why)
+                   for p in plan.people)
+    boxes = plan_boxes(plan)
+    marks = {frame: FrameMarks(len(plan.analysis.faces.get(frame, ())),
+                               tuple(f.person_id for f in plan.faces(frame)), (),
+                               boxes.get(frame, ()))
+             for frame in plan.frames}
+    return ShotReview(first, last, tuple(plan.cuts), people, MappingProxyType(marks),
+                      planned=True)
+
+
+def _runs(frames: tuple[int, ...]) -> Ranges:
+    runs: list[tuple[int, int]] = []
+    for frame in frames:
+        if runs and frame == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], frame)
+        else:
+            runs.append((frame, frame))
+    return tuple(runs)
+
+
+def plan_boxes(plan: Any) -> dict[int, tuple[Box, ...]]:
+    """frame -> each person's detected face box in it, from a shot plan's tracks."""
+    boxes: dict[int, list[Box]] = {}
+    for person in plan.people:
+        for track in person.person.tracks:
+            for frame, face in zip(track.frames, track.faces, strict=True):
+                x1, y1, x2, y2 = (float(v) for v in face.bbox_xyxy)
+                boxes.setdefault(frame, []).append((person.person_id, x1, y1, x2, y2))
+    return {frame: tuple(found) for frame, found in boxes.items()}
+
+
+def with_boxes(review: ShotReview, boxes_from: ShotReview) -> ShotReview:
+    """`review` (read from a report) with the face boxes of an earlier plan-made review."""
+    marks = {frame: replace(m, boxes=boxes_from.marks[frame].boxes)
+             if frame in boxes_from.marks else m for frame, m in review.marks.items()}
+    return replace(review, marks=MappingProxyType(marks))

@@ -2,10 +2,11 @@
 the in/out points that set the render range.
 
 Rows, top to bottom: frame numbers; "faces" (grey where the analysis found a face); one row per
-person in their colour (bright where swapped, dim where only seen); "flags" (red where a flag
-covers the frame). Cuts are white lines across every row; frames outside in..out are shaded.
-Click or drag to move the playhead; the keys: Left/Right a frame, Shift+Left/Right the
-previous/next flag, Home/End, I and O set in and out at the playhead.
+person (the first MAX_PERSON_ROWS) in their colour (bright where swapped, dim where only seen);
+"flags" (red where a flag covers the frame). Cuts are white lines across every row; frames
+outside in..out are shaded and the in and out points drawn in blue. Click or drag to move
+the playhead (yellow); the keys: Left/Right a frame, Shift+Left/Right the previous/next flag,
+Home/End, I and O set in and out at the playhead.
 
 `frame_changed(frame)` when the playhead moves, `range_changed(first, last)` when in or out do.
 """
@@ -29,6 +30,7 @@ FACES = QColor(150, 150, 150)
 CUT = QColor(255, 255, 255)
 BACKGROUND = QColor(36, 36, 36)
 OUTSIDE = QColor(0, 0, 0, 150)
+RANGE = QColor(110, 190, 255)
 
 
 class Timeline(QWidget):
@@ -100,8 +102,8 @@ class Timeline(QWidget):
             self.range_changed.emit(first, last)
 
     def _fit(self) -> None:
-        rows = min(len(self.review.people), MAX_PERSON_ROWS)
-        self.setFixedHeight(RULER_PX + 2 * ROW_PX + rows * PERSON_PX + 3 * MARGIN_PX)
+        """One height whatever the people: the view above never jumps when they are found."""
+        self.setFixedHeight(RULER_PX + 2 * ROW_PX + MAX_PERSON_ROWS * PERSON_PX + 3 * MARGIN_PX)
 
     # -- geometry ---------------------------------------------------------------------------------
     @property
@@ -149,7 +151,7 @@ class Timeline(QWidget):
     def _rows(self, painter: QPainter, top: float) -> None:
         review = self.review
         people = review.people[:MAX_PERSON_ROWS]
-        flags_top = top + ROW_PX + len(people) * PERSON_PX + MARGIN_PX
+        flags_top = top + ROW_PX + MAX_PERSON_ROWS * PERSON_PX + MARGIN_PX
         for frame, marks in review.marks.items():
             if marks.found:
                 painter.fillRect(self.column(frame, top, ROW_PX - 2), FACES)
@@ -176,7 +178,7 @@ class Timeline(QWidget):
         right = QRectF(right_x, RULER_PX, self.x_of(self.review.last + 1) - right_x, height)
         painter.fillRect(left, OUTSIDE)
         painter.fillRect(right, OUTSIDE)
-        painter.setPen(QPen(PLAYHEAD, 1))
+        painter.setPen(QPen(RANGE, 2))
         painter.drawLine(round(left.right()), RULER_PX, round(left.right()), self.height())
         painter.drawLine(round(right_x), RULER_PX, round(right_x), self.height())
 

@@ -39,7 +39,7 @@ class SourceList(QWidget):
         self.list = QListWidget(self)
         self.list.setViewMode(QListWidget.ViewMode.IconMode)
         self.list.setIconSize(QSize(THUMB_PX, THUMB_PX))
-        self.list.setMinimumHeight(THUMB_PX + 36)
+        self.list.setFixedHeight(THUMB_PX + 44)
         self.setAcceptDrops(True)
         add, remove = QPushButton("Add…", self), QPushButton("Remove", self)
         add.clicked.connect(self.add_requested)
@@ -101,6 +101,7 @@ class SplitView(QWidget):
         self.share = 0.5
         self.labels = ("Original", "Swapped")
         self.empty_text = "Open a clip"
+        self.boxes: list[tuple[str, QColor, float, float, float, float]] = []
         self.setMinimumSize(240, 160)
 
     def show_pair(self, before: Path, after: Path | None, labels: tuple[str, str] = (
@@ -145,6 +146,7 @@ class SplitView(QWidget):
             return
         if self.after is None:
             painter.drawPixmap(self.picture_rect(), self.before)
+            self._boxes(painter)
             return
         area, split = self.picture_rect(), self.divider
         painter.drawPixmap(area, self.before)
@@ -159,6 +161,27 @@ class SplitView(QWidget):
                          Qt.AlignmentFlag.AlignLeft, self.labels[0])
         painter.drawText(QRect(area.left() + 4, area.bottom() - 18, area.width() - 8, 16),
                          Qt.AlignmentFlag.AlignRight, self.labels[1])
+        self._boxes(painter)
+
+    def set_boxes(self, boxes: list[tuple[str, QColor, float, float, float, float]]) -> None:
+        """Name the people: (label, colour, x1, y1, x2, y2 in picture pixels) each."""
+        self.boxes = boxes
+        self.update()
+
+    def _boxes(self, painter: QPainter) -> None:
+        if self.before is None or not self.boxes:
+            return
+        area = self.picture_rect()
+        scale = area.width() / max(1, self.before.width())
+        for label, colour, x1, y1, x2, y2 in self.boxes:
+            box = QRect(area.left() + round(x1 * scale), area.top() + round(y1 * scale),
+                        round((x2 - x1) * scale), round((y2 - y1) * scale))
+            painter.setPen(QPen(colour, 2))
+            painter.drawRect(box)
+            tag = QRect(box.left(), box.top() - 16, 8 + 8 * len(label), 16)
+            painter.fillRect(tag, colour)
+            painter.setPen(QColor(0, 0, 0))
+            painter.drawText(tag, Qt.AlignmentFlag.AlignCenter, label)
 
     def mousePressEvent(self, event: QMouseEvent) -> None:
         self.set_divider(round(event.position().x()))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QTimer, QUrl
-from PySide6.QtGui import QCloseEvent, QDesktopServices
+from PySide6.QtGui import QCloseEvent, QColor, QDesktopServices
 from PySide6.QtWidgets import QFileDialog, QMainWindow
 
 from facefuse import FacefuseError, HostError, RenderRequest, Settings, tunable_options
@@ -22,7 +22,7 @@ from facefuse import FacefuseError, HostError, RenderRequest, Settings, tunable_
 from .actions import Actions
 from .host import Clip, Host
 from .layout import PanelLayout
-from .review import ShotReview
+from .review import ShotReview, person_rgb
 from .store import PanelStore
 from .worker import Jobs
 
@@ -99,7 +99,7 @@ class PanelWindow(QMainWindow):
         ui.people.source_cleared.connect(lambda pid: self.assign_source(pid, None))
         ui.people.skip_toggled.connect(self.skip_person)
         ui.people.person_clicked.connect(self._go_to_person)
-        ui.timeline.frame_changed.connect(self._frame_changed)
+        ui.timeline.frame_changed.connect(self.frame_moved)
         ui.timeline.range_changed.connect(self._range_changed)
         ui.frame.valueChanged.connect(ui.timeline.set_frame)
         ui.prev_frame.clicked.connect(lambda: ui.timeline.step(-1))
@@ -139,9 +139,11 @@ class PanelWindow(QMainWindow):
             return
         ui.folder.setText(self.store.folder() or str(clip.folder))
         first, last = clip.frames or (clip.start_number, clip.start_number)
+        ui.timeline.blockSignals(True)  # the "open" job shows the first frame
         self.set_review(ShotReview.empty(first, last))
-        start = clip.preview_frame if clip.preview_frame is not None else first
-        ui.timeline.set_frame(start, force=True)
+        ui.timeline.set_frame(clip.preview_frame if clip.preview_frame is not None else first)
+        ui.timeline.blockSignals(False)
+        self.frame_moved(ui.timeline.frame, show=False)
         self.act.open_clip(clip, counted=clip.frames is not None)
 
     def set_review(self, review: ShotReview, keep_range: bool = False) -> None:
@@ -156,14 +158,25 @@ class PanelWindow(QMainWindow):
         ui.rerender_button.setEnabled(bool(review.flagged) and self.act.result is not None)
         self._range_changed(ui.timeline.in_point, ui.timeline.out_point)
         self._frame_flags(ui.timeline.frame)
+        self.frame_boxes(ui.timeline.frame)
 
     # -- frames and ranges ------------------------------------------------------------------------
-    def _frame_changed(self, frame: int) -> None:
+    def frame_moved(self, frame: int, show: bool = True) -> None:
         self.ui.frame.blockSignals(True)
         self.ui.frame.setValue(frame)
         self.ui.frame.blockSignals(False)
         self._frame_flags(frame)
-        self.act.show_frame()
+        self.frame_boxes(frame)
+        if show:
+            self.act.show_frame()
+
+    def frame_boxes(self, frame: int) -> None:
+        """Name the people on the view: each one's face box in `frame`, in their colour."""
+        marks = self.review.marks.get(frame)
+        boxes = [] if marks is None else [
+            (pid, QColor(*person_rgb(self.review, pid)), x1, y1, x2, y2)
+            for pid, x1, y1, x2, y2 in marks.boxes]
+        self.ui.view.set_boxes(boxes)
 
     def _frame_flags(self, frame: int) -> None:
         flags = self.review.flags_at(frame)

@@ -245,7 +245,8 @@ def test_in_resolve_the_render_is_placed_at_the_items_record_frame(qtbot, clip: 
     result = tmp_path / "result.json"
     host = JobHost(_job_file(tmp_path, job(clip)), result)
     window = _window(qtbot, host, base)
-    assert window.ui.frame.value() == 6 and (window.ui.frame.minimum(), window.ui.frame.maximum()) == (4, 13)
+    frame = window.ui.frame
+    assert frame.value() == 6 and (frame.minimum(), frame.maximum()) == (4, 13)
     assert "plate.mp4 (V1, Timeline 1)" in window.ui.clip_label.text()
     window.ui.sources.add([source])
     window.act.start_render()
@@ -398,6 +399,7 @@ def test_the_bar_follows_the_swap_while_the_analysis_runs_beside_it(qtbot, base,
     swapping = values[[s for s, _ in values].index("swap"):]
     assert all(status == "swap" for status, _ in swapping)
     assert [v for _, v in swapping] == sorted(v for _, v in swapping)
-    assert window.ui.status.text().startswith("swap: 40/40") and "analysis" not in window.ui.status.text()
+    status = window.ui.status.text()
+    assert status.startswith("swap: 40/40") and "analysis" not in status
     _progress(window.act, job, PhaseProgress("analysis", 39, 40))
     assert window.ui.status.text().endswith("· analysis 39/40")
