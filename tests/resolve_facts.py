@@ -32,7 +32,7 @@ def job(media: Path | str | None, *, start: int = 86400 + 48, duration: int = 10
         item["media"] = {"File Path": str(media), "Type": kind, "FPS": clip_fps or rate,
                          "Frames": str(frames), "Clip Name": name}
     return {
-        "schema": "facefuse-resolve-job", "version": 1, "product": product,
+        "schema": "facefuse-resolve-job", "version": 2, "product": product,
         "resolve_version": version, "platform": "Linux", "sandboxed": False,
         "project": "Project 1",
         "timeline": {"name": "Timeline 1", "start_frame": start_frame,
@@ -54,3 +54,15 @@ def read_only_folder(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
         return real(path, keep_suffix)
 
     monkeypatch.setattr(files, "create_temporary", refuse)
+
+
+def review_report(flags: list[tuple[str, int, int, str, str]], first: int = 1,
+                  last: int = 200) -> dict[str, Any]:
+    """A minimal report.json of the review schema (what facefuse.load_report accepts) holding
+    `flags`: (kind, first, last, person, reason) each."""
+    return {"schema": "facefuse.review/1", "shot_id": "0" * 16, "input": "clip.mov",
+            "frames": {"first": first, "last": last, "count": last - first + 1}, "cuts": [],
+            "people": [], "strip": [], "samples": [], "series": [], "timings": {},
+            "flags": [{"kind": kind, "first": a, "last": b, "person": person, "reason": reason}
+                      for kind, a, b, person, reason in flags],
+            "flagged_frames": [[a, b] for _, a, b, _, _ in flags]}

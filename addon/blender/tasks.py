@@ -92,20 +92,26 @@ def swap_outcome(plan: SwapPlan, summary: Any) -> Message:
 # -- looks ---------------------------------------------------------------------------------------
 
 def preview_job(plan: SwapPlan, frame: int) -> Job:
-    """Swap the frame under the playhead and show it as the image 'facefuse preview'."""
+    """Render the frame under the playhead as Swap Strip will and show it as the image
+    'facefuse preview' (the strip's first preview analyses its range first)."""
     number = plan.number_at(frame)
 
-    def work(_report: Report, _cancelled: Any) -> Path:
+    def work(report: Report, _cancelled: Any) -> Path:
         from facefuse import preview_frame
 
         pipeline = runner().pipeline(plan.request.settings)
-        return preview_frame(plan.request, number, pipeline=pipeline)
+        return preview_frame(plan.request, number, pipeline=pipeline, on_phase=report)
+
+    def on_progress(job: Job, progress: Any) -> None:
+        if isinstance(progress, PhaseProgress) and progress.phase == "analysis":
+            job.status = phase_line(progress) or "swapping one frame"
 
     def on_done(_job: Job, path: Path) -> Message:
         image = show_image(path, PREVIEW_IMAGE)
         return Message('INFO', f"Preview of frame {frame} in image '{image.name}'")
 
-    return Job(LOOK, f"Preview of frame {frame}", work, on_done, status="swapping one frame")
+    return Job(LOOK, f"Preview of frame {frame}", work, on_done, on_progress,
+               status="swapping one frame")
 
 
 def faces_job(plan: SwapPlan, frame: int) -> Job:

@@ -280,8 +280,9 @@ class Actions:
         if request is None:
             return
 
-        def both(p: Any, _report: Any, _cancelled: Any) -> tuple[Path, Path]:
-            return frame_picture(request, frame), preview_frame(request, frame, pipeline=p)
+        def both(p: Any, report: Any, _cancelled: Any) -> tuple[Path, Path]:
+            return (frame_picture(request, frame),
+                    preview_frame(request, frame, pipeline=p, on_phase=report))
 
         def shown(pair: tuple[Path, Path]) -> Message:
             self.preview_at = (frame, *pair)
@@ -289,7 +290,8 @@ class Actions:
             if frame == self.ui.timeline.frame:
                 self.ui.view.show_pair(*pair)
             return Message("INFO", f"Preview of frame {frame}: drag the divider to compare")
-        self.look("preview", "Preview", both, shown, request.settings)
+        self.look("preview", f"Preview of frame {frame} (the render's own pixels)", both, shown,
+                  request.settings, progress=True)
 
     # -- models -----------------------------------------------------------------------------------
     def with_models(self, settings: Settings, roles: tuple[str, ...],

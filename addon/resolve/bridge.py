@@ -7,13 +7,17 @@ launcher does. Every decision (frame mapping, track choice, output) is made in j
 plan.py, not here.
 
 Resolve's API reports failure by returning None or False rather than raising; every call whose
-result matters is checked and turned into a BridgeError sentence.
+result matters is checked and turned into a BridgeError sentence, and what AppendToTimeline
+placed is read back from the track rather than taken from its return value (over a taken range
+it returns an empty item). Methods a Resolve may lack (unique ids, source frames, track locks)
+are called only where present.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,7 +29,7 @@ from .job_file import JOB_SCHEMA, JOB_VERSION
 from .plan import Placement
 
 MODULE = "DaVinciResolveScript"
-CLIP_PROPERTIES = ("File Path", "Type", "FPS", "Frames", "Clip Name")
+CLIP_PROPERTIES = ("File Path", "Type", "FPS", "Frames", "Start", "End", "Clip Name")
 _API_FOLDERS = {
     "linux": ("/opt/resolve/Developer/Scripting", "/home/resolve/Developer/Scripting"),
     "darwin": (("/Library/Application Support/Blackmagic Design/DaVinci Resolve/Developer"
@@ -115,35 +119,54 @@ def collect_job(resolve: Any) -> dict[str, Any]:
 
 def _timeline_facts(timeline: Any) -> dict[str, Any]:
     count = int(timeline.GetTrackCount("video") or 0)
+    tracks = range(1, count + 1)
     busy = {str(track): [[it.GetStart(), it.GetEnd()]
                          for it in timeline.GetItemListInTrack("video", track) or []]
-            for track in range(1, count + 1)}
-    return {"name": timeline.GetName(), "start_frame": timeline.GetStartFrame(),
+            for track in tracks}
+    return {"name": timeline.GetName(), "id": _call(timeline, "GetUniqueId") or "",
+            "start_frame": timeline.GetStartFrame(),
             "start_timecode": timeline.GetStartTimecode(),
-            "current_timecode": timeline.GetCurrentTimecode(),
+            "current_timecode": timeline.GetCurrentTimecode() or "",
             "frame_rate": timeline.GetSetting("timelineFrameRate"),
             "drop_frame": timeline.GetSetting("timelineDropFrameTimecode"),
-            "video_tracks": count, "busy": busy}
+            "video_tracks": count, "busy": busy,
+            "locked": [t for t in tracks if _track_locked(timeline, t)],
+            "disabled": [t for t in tracks if not _track_enabled(timeline, t)]}
 
 
 def _item_facts(timeline: Any, item: Any) -> dict[str, Any]:
     media = item.GetMediaPoolItem()
     facts: dict[str, Any] = {
-        "name": item.GetName(), "start": item.GetStart(), "end": item.GetEnd(),
-        "duration": item.GetDuration(), "left_offset": item.GetLeftOffset(),
-        "track": _track_of(timeline, item), "media": None}
+        "name": item.GetName(), "id": _call(item, "GetUniqueId") or "",
+        "start": item.GetStart(), "end": item.GetEnd(), "duration": item.GetDuration(),
+        "left_offset": item.GetLeftOffset(), "source_start": _call(item, "GetSourceStartFrame"),
+        "source_end": _call(item, "GetSourceEndFrame"), "track": _track_of(timeline, item),
+        "media": None}
     if media:
         facts["media"] = {name: media.GetClipProperty(name) for name in CLIP_PROPERTIES}
     return facts
 
 
+def _call(thing: Any, method: str, *args: Any) -> Any:
+    """thing.method(*args), or None where this Resolve has no such method."""
+    found = getattr(thing, method, None)
+    return found(*args) if callable(found) else None
+
+
+def _track_locked(timeline: Any, track: int) -> bool:
+    return bool(_call(timeline, "GetIsTrackLocked", "video", track))
+
+
+def _track_enabled(timeline: Any, track: int) -> bool:
+    enabled = _call(timeline, "GetIsTrackEnabled", "video", track)
+    return enabled is None or bool(enabled)
+
+
 def _track_of(timeline: Any, item: Any) -> int | None:
     """The item's 1-based video track: GetTrackTypeAndIndex (Resolve 19+), else a search."""
-    found = getattr(item, "GetTrackTypeAndIndex", None)
-    if found is not None:
-        kind_index = found()
-        if kind_index:
-            return int(kind_index[1])
+    kind_index = _call(item, "GetTrackTypeAndIndex")
+    if kind_index:
+        return int(kind_index[1])
     wanted = item.GetUniqueId()
     for track in range(1, int(timeline.GetTrackCount("video") or 0) + 1):
         if any(it.GetUniqueId() == wanted
@@ -159,29 +182,138 @@ def _platform() -> str:
 # -- placement ----------------------------------------------------------------------------------
 
 def place(resolve: Any, placement: Placement) -> str:
-    """Import the swapped media into its bin and append it at the placement's record frame on
-    its track (adding video tracks up to it); the sentence to show. BridgeError on failure."""
+    """Carry out a placement (plan.py says what it is): on the job's timeline, made current;
+    import into its bin; on the track directly above the plate, inserted when that one is busy,
+    locked or disabled now; read back; the plate's grade, Inspector transform and the review
+    markers onto it. The sentence to show; BridgeError on failure."""
     project = resolve.GetProjectManager().GetCurrentProject()
-    timeline = project.GetCurrentTimeline() if project else None
-    if not timeline:
-        raise BridgeError("The timeline was closed before the swap could be placed")
+    if not project:
+        raise BridgeError("The project was closed before the swap could be placed")
+    timeline = _job_timeline(project, placement)
+    plate, plate_track = _plate(timeline, placement)
     pool = project.GetMediaPool()
-    folder = _bin(pool, placement.bin)
-    if not pool.SetCurrentFolder(folder):
+    if not pool.SetCurrentFolder(_bin(pool, placement.bin)):
         raise BridgeError(f"Resolve could not open the Media Pool bin '{placement.bin}'")
     clip = _import(pool, placement)
-    while int(timeline.GetTrackCount("video") or 0) < placement.track:
-        if not timeline.AddTrack("video"):
-            raise BridgeError(f"Resolve could not add video track {placement.track}")
-    placed = pool.AppendToTimeline([{
-        "mediaPoolItem": clip, "startFrame": placement.start_frame,
-        "endFrame": placement.end_frame, "trackIndex": placement.track,
-        "recordFrame": placement.record_frame}])
-    if not placed:
-        raise BridgeError(f"Resolve could not place {placement.name} on video track "
-                          f"{placement.track} at frame {placement.record_frame}")
-    return (f"Placed {placement.name} on video track {placement.track} at frame "
-            f"{placement.record_frame} (Media Pool bin '{placement.bin}')")
+    track = _target_track(timeline, placement, plate_track + 1)
+    item = _append(pool, timeline, clip, placement, track)
+    notes = _finish(plate, item, placement)
+    return (f"Placed {placement.name} on video track {track} at frame "
+            f"{placement.record_frame} (Media Pool bin '{placement.bin}')"
+            + "".join(f"; {note}" for note in notes))
+
+
+def _job_timeline(project: Any, placement: Placement) -> Any:
+    """The timeline the job was collected on, made current (AppendToTimeline appends to the
+    current timeline, and the user may have opened another while facefuse rendered)."""
+    def is_job(timeline: Any) -> bool:
+        if placement.timeline_id and _call(timeline, "GetUniqueId"):
+            return bool(timeline.GetUniqueId() == placement.timeline_id)
+        return bool(timeline.GetName() == placement.timeline)
+
+    current = project.GetCurrentTimeline()
+    if current and is_job(current):
+        return current
+    for index in range(1, int(project.GetTimelineCount() or 0) + 1):
+        timeline = project.GetTimelineByIndex(index)
+        if timeline and is_job(timeline):
+            if not project.SetCurrentTimeline(timeline):
+                raise BridgeError(f"Resolve could not open the timeline '{placement.timeline}'")
+            return timeline
+    raise BridgeError(f"The timeline '{placement.timeline}' is no longer in the project: "
+                      "nothing placed")
+
+
+def _plate(timeline: Any, placement: Placement) -> tuple[Any, int]:
+    """The clip the swap covers and its track now; BridgeError when it moved meanwhile."""
+    for track in range(1, int(timeline.GetTrackCount("video") or 0) + 1):
+        for item in timeline.GetItemListInTrack("video", track) or []:
+            same = (item.GetUniqueId() == placement.plate_id if placement.plate_id
+                    else track == placement.plate_track
+                    and item.GetStart() == placement.record_frame)
+            if not same:
+                continue
+            if (item.GetStart(), item.GetDuration()) != (placement.record_frame,
+                                                         placement.duration):
+                raise BridgeError(f"The clip under {placement.name} was moved or trimmed while "
+                                  "facefuse rendered: nothing placed (render it again)")
+            return item, track
+    raise BridgeError(f"The clip that {placement.name} replaces is no longer on the timeline: "
+                      "nothing placed")
+
+
+def _usable(timeline: Any, track: int, start: int, end: int) -> bool:
+    """Whether an append on `track` over [start, end) is taken and shown."""
+    if track > int(timeline.GetTrackCount("video") or 0) or _track_locked(timeline, track) \
+            or not _track_enabled(timeline, track):
+        return False
+    return all(it.GetEnd() <= start or it.GetStart() >= end
+               for it in timeline.GetItemListInTrack("video", track) or [])
+
+
+def _target_track(timeline: Any, placement: Placement, track: int) -> int:
+    """`track` (directly above the plate) when it is usable, else a track inserted there (or on
+    top, where this Resolve cannot insert at an index)."""
+    start, end = placement.record_frame, placement.record_frame + placement.duration
+    if not placement.insert and _usable(timeline, track, start, end):
+        return track
+    count = int(timeline.GetTrackCount("video") or 0)
+    if not timeline.AddTrack("video", {"index": track}) and not timeline.AddTrack("video"):
+        raise BridgeError(f"Resolve could not add a video track for {placement.name}")
+    for candidate in (track, count + 1):
+        if _usable(timeline, candidate, start, end):
+            return candidate
+    raise BridgeError(f"Resolve added no free video track for {placement.name}")
+
+
+def _append(pool: Any, timeline: Any, clip: Any, placement: Placement, track: int) -> Any:
+    """Append the clip and read back what Resolve placed; BridgeError unless it is exactly the
+    planned start, duration and track (a wrong item is removed again)."""
+    base = _number(clip.GetClipProperty("Start"))
+    pool.AppendToTimeline([{
+        "mediaPoolItem": clip, "startFrame": base + placement.start_frame,
+        "endFrame": base + placement.end_frame, "trackIndex": track,
+        "recordFrame": placement.record_frame, "mediaType": 1}])
+    wanted = clip.GetUniqueId()
+    for item in timeline.GetItemListInTrack("video", track) or []:
+        media = item.GetMediaPoolItem()
+        if item.GetStart() != placement.record_frame or not media or \
+                media.GetUniqueId() != wanted:
+            continue
+        if item.GetDuration() != placement.duration:
+            timeline.DeleteClips([item], False)
+            raise BridgeError(f"Resolve placed {item.GetDuration()} frames of {placement.name} "
+                              f"instead of {placement.duration} (read back on video track "
+                              f"{track}): removed again, nothing placed")
+        return item
+    raise BridgeError(f"Resolve could not place {placement.name} on video track {track} at "
+                      f"frame {placement.record_frame} (nothing there on reading back)")
+
+
+def _finish(plate: Any, item: Any, placement: Placement) -> list[str]:
+    """The plate's grade and Inspector settings, and the review markers, onto the swap; what
+    could not be done, in words."""
+    notes = []
+    if not _call(plate, "CopyGrades", [item]):
+        notes.append("the plate's grade could not be copied")
+    failed = [name for name in placement.properties
+              if (value := plate.GetProperty(name)) is not None
+              and not item.SetProperty(name, value)]
+    if failed:
+        notes.append(f"{len(failed)} Inspector settings could not be copied "
+                     f"({', '.join(failed[:4])})")
+    added = sum(bool(item.AddMarker(m.frame, m.color, m.name, m.note, m.duration, m.custom))
+                for m in placement.markers)
+    if placement.markers:
+        notes.append(f"{added} of {len(placement.markers)} review markers added")
+    return notes
+
+
+def _number(value: Any) -> int:
+    try:
+        return int(float(str(value).strip()))
+    except ValueError:
+        return 0
 
 
 def _bin(pool: Any, name: str) -> Any:
@@ -196,14 +328,36 @@ def _bin(pool: Any, name: str) -> Any:
 
 
 def _import(pool: Any, placement: Placement) -> Any:
+    """The rendered media as one Media Pool item (the one already in the bin when Resolve
+    imports nothing for a path it knows)."""
     if placement.sequence:
         items = pool.ImportMedia([{"FilePath": placement.media, "StartIndex":
                                    placement.start_index, "EndIndex": placement.end_index}])
     else:
         items = pool.ImportMedia([placement.media])
+    items = list(items or []) or _known(pool, placement)
     if not items:
         raise BridgeError(f"Resolve could not import {placement.media} into the Media Pool")
+    if len(items) > 1:
+        pool.DeleteClips(items)
+        raise BridgeError(f"Resolve imported {placement.name} as {len(items)} single frames: "
+                          "turn off Show Individual Frames in the Media Pool's options menu and "
+                          "run facefuse again")
     return items[0]
+
+
+def _known(pool: Any, placement: Placement) -> list[Any]:
+    shown = sequence_path(placement)
+    return [clip for clip in pool.GetCurrentFolder().GetClipList() or []
+            if clip.GetClipProperty("File Path") == shown][:1]
+
+
+def sequence_path(placement: Placement) -> str:
+    """The media's "File Path" as Resolve shows it (`name.[0004-0013].png` for a sequence)."""
+    if not placement.sequence:
+        return placement.media
+    return re.sub(r"%0(\d)d", lambda m: f"[{placement.start_index:0{m[1]}d}-"
+                  f"{placement.end_index:0{m[1]}d}]", placement.media)
 
 
 def _expand(text: str, env: Mapping[str, str]) -> str:

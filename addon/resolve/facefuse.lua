@@ -3,15 +3,18 @@
 -- A thin marshaller: it collects the raw facts of the timeline item under the playhead into a
 -- job file, runs facefuse and waits for it (a menu script's threads die when it returns, so it
 -- must block while the panel is open), then reads the result file and carries out the
--- placement it describes (import into a bin, add tracks, append at a record frame). Every
--- decision, frame mapping included, is made by facefuse in Python. Installed, with the command
--- line below filled in, by `facefuse resolve install`; $FACEFUSE_RESOLVE_COMMAND overrides it.
--- Lua 5.1 (Resolve's LuaJIT) to 5.4.
+-- placement it describes, step for step as addon/resolve/bridge.py does: the job's timeline made
+-- current, the media imported into a bin, the track directly above the plate (inserted there
+-- when it is busy, locked or disabled now), the append, a read-back of what was placed, then the
+-- plate's grade, Inspector settings and the review markers onto the swap. Every decision, frame
+-- mapping included, is made by facefuse in Python (addon/resolve/plan.py). Installed, with the
+-- command line below filled in, by `facefuse resolve install`; $FACEFUSE_RESOLVE_COMMAND
+-- overrides it. Lua 5.1 (Resolve's LuaJIT) to 5.4.
 
 local INSTALLED_COMMAND = ""
-local JOB_SCHEMA, JOB_VERSION = "facefuse-resolve-job", 1
-local RESULT_SCHEMA = "facefuse-resolve-result"
-local CLIP_PROPERTIES = {"File Path", "Type", "FPS", "Frames", "Clip Name"}
+local JOB_SCHEMA, JOB_VERSION = "facefuse-resolve-job", 2
+local RESULT_SCHEMA, RESULT_VERSION = "facefuse-resolve-result", 2
+local CLIP_PROPERTIES = {"File Path", "Type", "FPS", "Frames", "Start", "End", "Clip Name"}
 local WINDOWS = package.config:sub(1, 1) == "\\"
 
 local function say(text)
@@ -210,11 +213,24 @@ local function items_on(timeline, track)
   return timeline:GetItemListInTrack("video", track) or {}
 end
 
+-- obj:method(...), or nil where this Resolve has no such method
+local function call(obj, method, ...)
+  if obj[method] then return obj[method](obj, ...) end
+  return nil
+end
+
+local function track_locked(timeline, track)
+  return call(timeline, "GetIsTrackLocked", "video", track) == true
+end
+
+local function track_enabled(timeline, track)
+  local enabled = call(timeline, "GetIsTrackEnabled", "video", track)
+  return enabled == nil or enabled == true
+end
+
 local function track_of(timeline, item)
-  if item.GetTrackTypeAndIndex then
-    local found = item:GetTrackTypeAndIndex()
-    if found and found[2] then return found[2] end
-  end
+  local found = call(item, "GetTrackTypeAndIndex")
+  if found and found[2] then return found[2] end
   local wanted = item:GetUniqueId()
   for track = 1, timeline:GetTrackCount("video") or 0 do
     for _, other in ipairs(items_on(timeline, track)) do
@@ -226,26 +242,30 @@ end
 
 local function timeline_facts(timeline)
   local count = timeline:GetTrackCount("video") or 0
-  local busy = {}
+  local busy, locked, disabled = {}, {}, {}
   for track = 1, count do
     local ranges = {}
     for _, other in ipairs(items_on(timeline, track)) do
       ranges[#ranges + 1] = {other:GetStart(), other:GetEnd()}
     end
     busy[tostring(track)] = ranges
+    if track_locked(timeline, track) then locked[#locked + 1] = track end
+    if not track_enabled(timeline, track) then disabled[#disabled + 1] = track end
   end
-  return {name = timeline:GetName(), start_frame = timeline:GetStartFrame(),
-          start_timecode = timeline:GetStartTimecode(),
-          current_timecode = timeline:GetCurrentTimecode(),
+  return {name = timeline:GetName(), id = call(timeline, "GetUniqueId") or "",
+          start_frame = timeline:GetStartFrame(), start_timecode = timeline:GetStartTimecode(),
+          current_timecode = timeline:GetCurrentTimecode() or "",
           frame_rate = timeline:GetSetting("timelineFrameRate"),
           drop_frame = timeline:GetSetting("timelineDropFrameTimecode"),
-          video_tracks = count, busy = busy}
+          video_tracks = count, busy = busy, locked = locked, disabled = disabled}
 end
 
 local function item_facts(timeline, item)
-  local facts = {name = item:GetName(), start = item:GetStart(), ["end"] = item:GetEnd(),
+  local facts = {name = item:GetName(), id = call(item, "GetUniqueId") or "",
+                 start = item:GetStart(), ["end"] = item:GetEnd(),
                  duration = item:GetDuration(), left_offset = item:GetLeftOffset(),
-                 track = track_of(timeline, item)}
+                 source_start = call(item, "GetSourceStartFrame"),
+                 source_end = call(item, "GetSourceEndFrame"), track = track_of(timeline, item)}
   local media = item:GetMediaPoolItem()
   if media then
     facts.media = {}
@@ -267,10 +287,49 @@ local function collect(app)
     local item = timeline:GetCurrentVideoItem()
     if item then job.item = item_facts(timeline, item) end
   end
-  return job, project, timeline
+  return job, project
 end
 
--- placement ---------------------------------------------------------------------------------------
+-- placement (addon/resolve/bridge.py's place, step for step) ------------------------------------
+
+local function job_timeline(project, p)
+  local function is_job(timeline)
+    local id = call(timeline, "GetUniqueId")
+    if (p.timeline_id or "") ~= "" and id then return id == p.timeline_id end
+    return timeline:GetName() == p.timeline
+  end
+  local current = project:GetCurrentTimeline()
+  if current and is_job(current) then return current end
+  for index = 1, project:GetTimelineCount() or 0 do
+    local timeline = project:GetTimelineByIndex(index)
+    if timeline and is_job(timeline) then
+      if not project:SetCurrentTimeline(timeline) then
+        return nil, "Resolve could not open the timeline '" .. p.timeline .. "'"
+      end
+      return timeline
+    end
+  end
+  return nil, "The timeline '" .. p.timeline .. "' is no longer in the project: nothing placed"
+end
+
+local function find_plate(timeline, p)
+  for track = 1, timeline:GetTrackCount("video") or 0 do
+    for _, item in ipairs(items_on(timeline, track)) do
+      local same
+      if (p.plate_id or "") ~= "" then same = item:GetUniqueId() == p.plate_id
+      else same = track == p.plate_track and item:GetStart() == p.record_frame end
+      if same then
+        if item:GetStart() ~= p.record_frame or item:GetDuration() ~= p.duration then
+          return nil, nil, "The clip under " .. p.name .. " was moved or trimmed while " ..
+                           "facefuse rendered: nothing placed (render it again)"
+        end
+        return item, track
+      end
+    end
+  end
+  return nil, nil, "The clip that " .. p.name .. " replaces is no longer on the timeline: " ..
+                   "nothing placed"
+end
 
 local function find_bin(pool, name)
   local root = pool:GetRootFolder()
@@ -280,36 +339,135 @@ local function find_bin(pool, name)
   return pool:AddSubFolder(root, name)
 end
 
-local function place(project, timeline, p)
+local function sequence_path(p)
+  if not p.sequence then return p.media end
+  return (p.media:gsub("%%0(%d)d", function(d)
+    local f = "%0" .. d .. "d"
+    return "[" .. string.format(f, p.start_index) .. "-" .. string.format(f, p.end_index) .. "]"
+  end))
+end
+
+local function import(pool, p)
+  local items
+  if p.sequence then
+    items = pool:ImportMedia({{FilePath = p.media, StartIndex = p.start_index,
+                               EndIndex = p.end_index}})
+  else
+    items = pool:ImportMedia({p.media})
+  end
+  if not items or not items[1] then
+    -- a path Resolve knows imports nothing: the item already in the bin
+    items = {}
+    local shown = sequence_path(p)
+    for _, clip in ipairs(pool:GetCurrentFolder():GetClipList() or {}) do
+      if clip:GetClipProperty("File Path") == shown then items = {clip}; break end
+    end
+  end
+  if not items[1] then
+    return nil, "Resolve could not import " .. p.media .. " into the Media Pool"
+  end
+  if #items > 1 then
+    pool:DeleteClips(items)
+    return nil, string.format("Resolve imported %s as %d single frames: turn off Show " ..
+                              "Individual Frames in the Media Pool's options menu and run " ..
+                              "facefuse again", p.name, #items)
+  end
+  return items[1]
+end
+
+local function usable(timeline, track, first, last)
+  if track > (timeline:GetTrackCount("video") or 0) or track_locked(timeline, track)
+     or not track_enabled(timeline, track) then
+    return false
+  end
+  for _, item in ipairs(items_on(timeline, track)) do
+    if item:GetStart() < last and first < item:GetEnd() then return false end
+  end
+  return true
+end
+
+local function target_track(timeline, p, track)
+  local first, last = p.record_frame, p.record_frame + p.duration
+  if not p.insert and usable(timeline, track, first, last) then return track end
+  local count = timeline:GetTrackCount("video") or 0
+  if not timeline:AddTrack("video", {index = track}) and not timeline:AddTrack("video") then
+    return nil, "Resolve could not add a video track for " .. p.name
+  end
+  for _, candidate in ipairs({track, count + 1}) do
+    if usable(timeline, candidate, first, last) then return candidate end
+  end
+  return nil, "Resolve added no free video track for " .. p.name
+end
+
+local function append(pool, timeline, clip, p, track)
+  local base = math.floor(tonumber(clip:GetClipProperty("Start")) or 0)
+  pool:AppendToTimeline({{mediaPoolItem = clip, startFrame = base + p.start_frame,
+                          endFrame = base + p.end_frame, trackIndex = track,
+                          recordFrame = p.record_frame, mediaType = 1}})
+  local wanted = clip:GetUniqueId()
+  for _, item in ipairs(items_on(timeline, track)) do
+    local media = item:GetMediaPoolItem()
+    if item:GetStart() == p.record_frame and media and media:GetUniqueId() == wanted then
+      if item:GetDuration() ~= p.duration then
+        local got = item:GetDuration()
+        timeline:DeleteClips({item}, false)
+        return nil, string.format("Resolve placed %d frames of %s instead of %d (read back on " ..
+                                  "video track %d): removed again, nothing placed", got, p.name,
+                                  p.duration, track)
+      end
+      return item
+    end
+  end
+  return nil, string.format("Resolve could not place %s on video track %d at frame %d " ..
+                            "(nothing there on reading back)", p.name, track, p.record_frame)
+end
+
+local function finish(plate, item, p)
+  local notes = {}
+  if not call(plate, "CopyGrades", {item}) then
+    notes[#notes + 1] = "the plate's grade could not be copied"
+  end
+  local failed = {}
+  for _, name in ipairs(p.properties or {}) do
+    local value = plate:GetProperty(name)
+    if value ~= nil and not item:SetProperty(name, value) then failed[#failed + 1] = name end
+  end
+  if #failed > 0 then
+    notes[#notes + 1] = string.format("%d Inspector settings could not be copied (%s)", #failed,
+                                      table.concat(failed, ", ", 1, math.min(#failed, 4)))
+  end
+  local markers, added = p.markers or {}, 0
+  for _, m in ipairs(markers) do
+    if item:AddMarker(m.frame, m.color, m.name, m.note, m.duration, m.custom) then
+      added = added + 1
+    end
+  end
+  if #markers > 0 then
+    notes[#notes + 1] = string.format("%d of %d review markers added", added, #markers)
+  end
+  return notes
+end
+
+local function place(project, p)
+  local timeline, problem = job_timeline(project, p)
+  if not timeline then return false, problem end
+  local plate, plate_track, lost = find_plate(timeline, p)
+  if not plate then return false, lost end
   local pool = project:GetMediaPool()
   local bin = find_bin(pool, p.bin)
   if not bin or not pool:SetCurrentFolder(bin) then
     return false, "Resolve could not open the Media Pool bin '" .. p.bin .. "'"
   end
-  local imported
-  if p.sequence then
-    imported = pool:ImportMedia({{FilePath = p.media, StartIndex = p.start_index,
-                                  EndIndex = p.end_index}})
-  else
-    imported = pool:ImportMedia({p.media})
-  end
-  if not imported or not imported[1] then
-    return false, "Resolve could not import " .. p.media .. " into the Media Pool"
-  end
-  while (timeline:GetTrackCount("video") or 0) < p.track do
-    if not timeline:AddTrack("video") then
-      return false, "Resolve could not add video track " .. p.track
-    end
-  end
-  local placed = pool:AppendToTimeline({{mediaPoolItem = imported[1], startFrame = p.start_frame,
-                                         endFrame = p.end_frame, trackIndex = p.track,
-                                         recordFrame = p.record_frame}})
-  if not placed or not placed[1] then
-    return false, string.format("Resolve could not place %s on video track %d at frame %d",
-                                p.name, p.track, p.record_frame)
-  end
-  return true, string.format("placed %s on video track %d at frame %d (Media Pool bin '%s')",
-                             p.name, p.track, p.record_frame, p.bin)
+  local clip, why = import(pool, p)
+  if not clip then return false, why end
+  local track, none = target_track(timeline, p, plate_track + 1)
+  if not track then return false, none end
+  local item, wrong = append(pool, timeline, clip, p, track)
+  if not item then return false, wrong end
+  local message = string.format("placed %s on video track %d at frame %d (Media Pool bin '%s')",
+                                p.name, track, p.record_frame, p.bin)
+  for _, note in ipairs(finish(plate, item, p)) do message = message .. "; " .. note end
+  return true, message
 end
 
 local function read_result(path)
@@ -319,6 +477,9 @@ local function read_result(path)
   if not ok then return nil, tostring(result) end
   if type(result) ~= "table" or result.schema ~= RESULT_SCHEMA then
     return nil, "the result file is not facefuse's"
+  end
+  if result.version ~= RESULT_VERSION then
+    return nil, "this launcher is older than facefuse: run `facefuse resolve install` again"
   end
   return result
 end
@@ -340,7 +501,7 @@ local function main(app)
     say("this launcher was not installed: run `facefuse resolve install`")
     return false
   end
-  local job, project, timeline = collect(app)
+  local job, project = collect(app)
   local base = temp_base()
   local job_path, result_path, log_path = base .. "-job.json", base .. "-result.json",
                                            base .. ".log"
@@ -366,11 +527,11 @@ local function main(app)
     say(result.message or "nothing to place")
     return ok and result.status == "nothing"
   end
-  if not project or not timeline then
-    say("the timeline was closed before the swap could be placed")
+  if not project then
+    say("the project was closed before the swap could be placed")
     return false
   end
-  local placed, message = place(project, timeline, result.placement)
+  local placed, message = place(project, result.placement)
   say(message)
   return placed
 end

@@ -3,27 +3,33 @@
 The Lua menu script (addon/resolve/facefuse.lua) and the Studio bridge (addon/resolve/bridge.py)
 only collect raw facts of the timeline item under the playhead and write them as JSON:
 
-    {"schema": "facefuse-resolve-job", "version": 1,
+    {"schema": "facefuse-resolve-job", "version": 2,
      "product": "DaVinci Resolve" | "DaVinci Resolve Studio", "resolve_version": "19.1.3.7",
      "platform": "Linux" | "Windows" | "Mac", "sandboxed": false, "project": "name",
-     "timeline": {"name", "start_frame": 86400, "start_timecode": "01:00:00:00",
-                  "current_timecode": "01:00:02:10", "frame_rate": "23.976",
-                  "drop_frame": "0", "video_tracks": 2,
-                  "busy": {"2": [[86400, 86450], ...], ...}},     # item [start, end) per track
-     "item": null | {"name", "start", "end", "duration", "left_offset", "track",
-                     "source_start", "source_end",                 # optional (Resolve 19+)
-                     "media": null | {"File Path", "Type", "FPS", "Frames", "Clip Name"}}}
+     "timeline": {"name", "id", "start_frame": 86400, "start_timecode": "01:00:00:00",
+                  "current_timecode": "01:00:02:10" | "",          # "" off the edit pages
+                  "frame_rate": "23.976" | "29.97 DF", "drop_frame": "0", "video_tracks": 2,
+                  "busy": {"2": [[86400, 86450], ...], ...},     # item [start, end) per track
+                  "locked": [3], "disabled": [2]},               # video tracks, optional
+     "item": null | {"name", "id", "start", "end", "duration", "left_offset", "track",
+                     "source_start", "source_end",   # optional (Resolve 19+), end inclusive
+                     "media": null | {"File Path", "Type", "FPS", "Frames", "Start", "End",
+                                      "Clip Name"}},
+     "review_report": "/path/report.json"}                        # optional: markers
 
-Numbers may arrive as numbers or strings (Resolve gives clip properties as strings, Lua writes
-what it gets), "drop_frame" as "0"/"1" or a bool. Everything a user can get wrong (no timeline,
-no clip under the playhead, a title or generator, an offline clip, a clip whose rate differs from
-the timeline's, a speed change) is a ClipError: one sentence, nothing placed. The plan built from
-these facts is in plan.py.
+Numbers may arrive as numbers or strings (Resolve gives clip properties as strings but FPS as a
+number, Lua writes what it gets), "drop_frame" as "0"/"1" or a bool. Everything a user can get
+wrong (no timeline, no clip under the playhead, a title or generator, an offline clip, a clip
+whose rate differs from the timeline's, a speed change) is a ClipError: one sentence, nothing
+placed; a field that is not a finite whole number in range is an InputError. Under a retime
+Resolve warps the offsets and the record span alike, so only the source frames (source_start,
+source_end) show it. The plan built from these facts is in plan.py.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -39,10 +45,14 @@ from .timeline import (
     format_rate,
     parse_rate,
     same_rate,
+    says_drop_frame,
 )
 
 JOB_SCHEMA = "facefuse-resolve-job"
-JOB_VERSION = 1
+JOB_VERSION = 2
+# frame numbers and counts beyond this are not a real timeline's (Resolve counts in 32 bits)
+FRAME_LIMIT = 2 ** 31
+TRACK_LIMIT = 10_000
 STUDIO = "studio"
 FREE = "free"
 VIDEO_TYPES = ("video", "video + audio")
@@ -78,7 +88,11 @@ class ClipFacts:
 
     input: the media as the engine reads it (a movie path, or a name.####.ext pattern for an
     image sequence). span: record frames <-> source frames. track: its 1-based video track.
-    busy: the [start, end) record ranges already used on each video track above it.
+    busy: the [start, end) record ranges already used on each video track above it; locked,
+    disabled: video tracks Resolve will not take an append on, or does not show.
+    current_timecode: "" when Resolve gave none (a page without a playhead). timeline_id,
+    item_id: Resolve's unique ids ("" when it gave none). review_report: a review report whose
+    flags become markers on the placed swap.
     """
 
     edition: Edition
@@ -95,6 +109,11 @@ class ClipFacts:
     media: Path
     span: ItemSpan
     track: int
+    locked: frozenset[int] = frozenset()
+    disabled: frozenset[int] = frozenset()
+    timeline_id: str = ""
+    item_id: str = ""
+    review_report: Path | None = None
 
     @property
     def is_sequence(self) -> bool:
@@ -124,8 +143,9 @@ def parse_job(data: Any) -> ClipFacts:
     timeline = data.get("timeline")
     if not isinstance(timeline, dict):
         raise ClipError("No timeline is open in Resolve: open the timeline with the clip to swap")
-    rate = TimelineRate(parse_rate(_text(timeline.get("frame_rate"), "timeline frame rate")),
-                        _flag(timeline.get("drop_frame")))
+    rate_text = _text(timeline.get("frame_rate"), "timeline frame rate")
+    rate = TimelineRate(parse_rate(rate_text),
+                        _flag(timeline.get("drop_frame")) or says_drop_frame(rate_text))
     item = data.get("item")
     if not isinstance(item, dict):
         raise ClipError("No clip under the playhead: move the playhead over a video clip on an "
@@ -134,15 +154,21 @@ def parse_job(data: Any) -> ClipFacts:
     media_path, input_spec, first_number = _media(item.get("media"), name, rate)
     span = _span(item, name, first_number)
     _check_frames(item.get("media") or {}, span, name)
+    _check_source_frames(item, span, name)
+    tracks = _integer(timeline.get("video_tracks"), "video track count", 1, TRACK_LIMIT)
+    report = data.get("review_report")
     return ClipFacts(
         edition=edition, project=str(data.get("project") or ""),
         timeline=str(timeline.get("name") or ""), rate=rate,
         start_frame=_integer(timeline.get("start_frame"), "timeline start frame"),
         start_timecode=_text(timeline.get("start_timecode"), "timeline start timecode"),
-        current_timecode=_text(timeline.get("current_timecode"), "playhead timecode"),
-        video_tracks=_integer(timeline.get("video_tracks"), "video track count"),
-        busy=_busy(timeline.get("busy")), name=name, input=input_spec, media=media_path,
-        span=span, track=_integer(item.get("track"), "track"))
+        current_timecode=str(timeline.get("current_timecode") or "").strip(),
+        video_tracks=tracks, busy=_busy(timeline.get("busy")), name=name, input=input_spec,
+        media=media_path, span=span, track=_integer(item.get("track"), "track", 1, tracks),
+        locked=_tracks(timeline.get("locked"), "locked tracks"),
+        disabled=_tracks(timeline.get("disabled"), "disabled tracks"),
+        timeline_id=str(timeline.get("id") or ""), item_id=str(item.get("id") or ""),
+        review_report=Path(str(report)) if report else None)
 
 
 def _edition(data: dict[str, Any]) -> Edition:
@@ -209,10 +235,27 @@ def _span(item: dict[str, Any], name: str, first_number: int) -> ItemSpan:
                     first_number=first_number)
 
 
+def _check_source_frames(item: dict[str, Any], span: ItemSpan, name: str) -> None:
+    """Resolve 19+ gives the source frames an item shows (last one included); under a retime
+    they are not the item's duration, though its offsets and record span agree."""
+    if item.get("source_start") in (None, "") or item.get("source_end") in (None, ""):
+        return
+    first = _integer(item["source_start"], "item source start")
+    last = _integer(item["source_end"], "item source end")
+    if last - first + 1 != span.duration:
+        raise ClipError(f"Clip '{name}' is retimed (it shows {last - first + 1} source frames "
+                        f"over {span.duration} timeline frames): facefuse does not swap retimed "
+                        "clips yet; swap the clip at 100% speed, then retime the result")
+
+
 def _check_frames(media: dict[str, Any], span: ItemSpan, name: str) -> None:
-    """A speed change shows as a used range longer than the media or a source span that is not
-    the item's duration; refuse it rather than map frames wrongly."""
+    """An item that uses more frames than its media has (its "Frames", or the file numbers of an
+    image sequence's "File Path") is refused before anything is rendered: only rendered frames
+    may be placed."""
     frames_text = str(media.get("Frames") or "").strip()
+    sequence = _SEQUENCE.match(str(media.get("File Path") or "").strip())
+    if not frames_text.isdigit() and sequence is not None:
+        frames_text = str(int(sequence["last"]) - int(sequence["first"]) + 1)
     if frames_text.isdigit() and span.left_offset + span.duration > int(frames_text):
         raise ClipError(f"Clip '{name}' uses frames {span.left_offset}-"
                         f"{span.left_offset + span.duration - 1} of a {frames_text}-frame media:"
@@ -220,21 +263,43 @@ def _check_frames(media: dict[str, Any], span: ItemSpan, name: str) -> None:
 
 
 def _busy(data: Any) -> dict[int, tuple[tuple[int, int], ...]]:
-    if not isinstance(data, dict):
+    """{track: ((start, end), ...)}; Lua writes an empty list as {} and a list as a list."""
+    if data is None or data == []:
         return {}
+    if not isinstance(data, dict):
+        raise InputError("the Resolve job's busy ranges are not a table of tracks")
     busy = {}
     for track, ranges in data.items():
         pairs = ranges.values() if isinstance(ranges, dict) else ranges or ()
-        busy[_integer(track, "track")] = tuple(
+        if not isinstance(pairs, (list, tuple, type({}.values()))) or not all(
+                isinstance(pair, (list, tuple)) and len(pair) == 2 for pair in pairs):
+            raise InputError(f"the Resolve job's busy ranges of track {track} are not "
+                             "[start, end] pairs")
+        busy[_integer(track, "track", 1, TRACK_LIMIT)] = tuple(
             (_integer(pair[0], "item start"), _integer(pair[1], "item end")) for pair in pairs)
     return busy
 
 
-def _integer(value: Any, what: str) -> int:
+def _tracks(data: Any, what: str) -> frozenset[int]:
+    if data is None or data == {}:
+        return frozenset()
+    values = data.values() if isinstance(data, dict) else data
+    if not isinstance(values, (list, tuple, type({}.values()))):
+        raise InputError(f"the Resolve job's {what} are not a list of tracks")
+    return frozenset(_integer(v, what, 1, TRACK_LIMIT) for v in values)
+
+
+def _integer(value: Any, what: str, low: int = -FRAME_LIMIT, high: int = FRAME_LIMIT) -> int:
+    """A whole number in [low, high]; InputError for text, NaN, infinity or out of range."""
+    if isinstance(value, bool):
+        raise InputError(f"the Resolve job's {what} is not a number: {value!r}")
     try:
         number = float(str(value).strip())
     except ValueError:
         raise InputError(f"the Resolve job's {what} is not a number: {value!r}") from None
+    if not math.isfinite(number) or not low <= number <= high:
+        raise InputError(f"the Resolve job's {what} ({value!r}) is not a number from {low} to "
+                         f"{high}")
     if number != int(number):
         raise ClipError(f"the {what} ({number}) is not a whole frame: facefuse works on whole "
                         "frames")

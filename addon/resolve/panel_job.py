@@ -17,6 +17,7 @@ from .plan import (
     default_output_folder,
     outcome,
     plan,
+    prepare,
     preview_frame_number,
     write_result,
 )
@@ -69,6 +70,7 @@ class JobHost:
         """The Resolve item's plan (request and placement), or a plain clip's request."""
         if isinstance(clip.item, ClipFacts):
             swap = plan(clip.item, sources, settings, output, folder)
+            prepare(swap)
             return swap.request, swap
         return _panel("host").file_request(clip, sources, settings, output, folder), None
 

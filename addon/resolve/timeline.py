@@ -30,6 +30,7 @@ _NTSC = MappingProxyType({"23.976": Fraction(24000, 1001), "23.98": Fraction(240
          "59.94": Fraction(60000, 1001), "119.88": Fraction(120000, 1001)})
 _TIMECODE = re.compile(r"^(\d{1,2})[:;.](\d{2})[:;.](\d{2})([:;.])(\d{2,3})$")
 _RATE_TOLERANCE = Fraction(1, 1000)
+_DROP_SUFFIX = re.compile(r"\s*n?df$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +62,11 @@ class TimelineRate:
 
 def parse_rate(text: str | float) -> Fraction:
     """A frame rate as an exact Fraction: "23.976" and "23.98" -> 24000/1001, "29.97" ->
-    30000/1001, "25" -> 25, "24000/1001" -> 24000/1001. InputError for anything else."""
+    30000/1001, "25" -> 25, "24000/1001" -> 24000/1001, a number (Resolve's clip FPS: 23.976),
+    with or without a " DF" / " NDF" suffix (Resolve's timelineFrameRate: "29.97 DF").
+    InputError for anything else."""
     raw = str(text).strip().lower().removesuffix("fps").strip()
+    raw = _DROP_SUFFIX.sub("", raw)
     if raw.endswith(".0") or re.fullmatch(r"\d+\.0+", raw):
         raw = raw.split(".")[0]
     for name, value in _NTSC.items():
@@ -76,6 +80,12 @@ def parse_rate(text: str | float) -> Fraction:
     if rate <= 0:
         raise InputError(f"a frame rate must be above 0, not {text!r}")
     return rate
+
+
+def says_drop_frame(text: str | float) -> bool:
+    """Whether a rate as Resolve writes it names drop-frame timecode ("29.97 DF")."""
+    raw = str(text).strip().lower()
+    return raw.endswith("df") and not raw.endswith("ndf")
 
 
 def format_rate(fps: Fraction) -> str:

@@ -23,12 +23,14 @@ to it); every other module is the engine's own and may change shape.
 - Hosts as plugins: ``host_module(host, module)`` imports a module of a host registered in the
   entry-point group ``HOST_GROUP`` (``facefuse.hosts``), ``installed_hosts()`` lists them, and
   a host package calls ``prefer_source_tree`` so an editable install runs the checkout's files.
-- What a host shows: ``clip_frames`` (a clip's frame numbers, before any analysis), the shot
-  plan as a render makes it (``plan_shot``), the review report (``write_review`` writes the
-  folder, ``load_report`` reads its report.json back).
+- What a host shows before anything is analysed: ``clip_frames`` (a clip's frame numbers).
 - Where a host puts results: ``OUTPUT_KINDS`` (``SEQUENCE_FORMATS``, ``MOVIE_CODECS``),
   ``output_target``, ``safe_name``, ``OUTPUT_FOLDER``.
 - Errors: ``FacefuseError`` and its subclasses carry their ``ExitCode``.
+
+- The shot plan (what a render decides, for a host to show and edit): ``plan_shot``,
+  ``ShotPlan``, ``PlannedPerson``, ``PlannedFace``; the review report: ``write_review``,
+  ``load_report``.
 
 ``import facefuse`` is cheap: every name loads its module on first use (PEP 562), so the command
 line and hosts start without ONNX Runtime, OpenCV, PyAV or OpenImageIO; ``render``,
@@ -84,6 +86,7 @@ if TYPE_CHECKING:
     from .review.writing import write_review
     from .shot.commandline import render_args, request_from_args
     from .shot.frames import FramePlan, plan_frames
+    from .shot.plan import PlannedFace, PlannedPerson, ShotPlan
     from .shot.planning import plan_shot
     from .shot.previews import (
         face_pictures,
@@ -108,6 +111,10 @@ _WHERE = MappingProxyType({
     **dict.fromkeys(("RenderRequest", "FrameReport", "PhaseProgress", "RenderSummary"),
                     ".shot.request"),
     "render": ".shot.render",
+    "plan_shot": ".shot.planning",
+    **dict.fromkeys(("ShotPlan", "PlannedPerson", "PlannedFace"), ".shot.plan"),
+    "write_review": ".review.writing",
+    "load_report": ".review.report",
     **dict.fromkeys(("plan_frames", "FramePlan"), ".shot.frames"),
     **dict.fromkeys(("FramePattern", "is_frame_pattern", "parse_frame_range", "parse_chunk"),
                     ".io.sequences"),
@@ -123,9 +130,6 @@ _WHERE = MappingProxyType({
                      "output_target", "safe_name"), ".hosting.outputs"),
     "PhaseRate": ".timing",
     "clip_frames": ".hosting.clips",
-    "plan_shot": ".shot.planning",
-    "write_review": ".review.writing",
-    "load_report": ".review.report",
     "CacheLayout": ".cache.layout",
     **dict.fromkeys(("atomic_write_bytes", "check_folder_writable"), ".io.files"),
 })
@@ -140,6 +144,8 @@ __all__ = [  # noqa: RUF022 - grouped as the docstring lists them
     "RenderRequest", "FrameReport", "PhaseProgress", "RenderSummary", "render", "plan_frames",
     "FramePlan", "FramePattern", "is_frame_pattern", "parse_frame_range", "parse_chunk",
     "render_args", "request_from_args",
+    # the shot plan and its review
+    "plan_shot", "ShotPlan", "PlannedPerson", "PlannedFace", "write_review", "load_report",
     # quick looks
     "preview_frame", "frame_picture", "faces_overlay", "face_pictures", "reference_face",
     "source_preview",
@@ -150,7 +156,7 @@ __all__ = [  # noqa: RUF022 - grouped as the docstring lists them
     # hosts as plugins
     "host_module", "installed_hosts", "prefer_source_tree", "HOST_GROUP",
     # what a host shows
-    "clip_frames", "plan_shot", "write_review", "load_report",
+    "clip_frames",
     # where a host puts results
     "OUTPUT_FOLDER", "OUTPUT_KINDS", "SEQUENCE_FORMATS", "MOVIE_CODECS", "output_target",
     "safe_name",

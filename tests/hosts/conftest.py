@@ -105,6 +105,7 @@ HOST_LIBRARIES: dict[str, tuple[tuple[str, str], ...]] = {
     "farm/test_*.py": (("distributed", "dask[distributed]"), ("openjd.model", "openjd-model"),
                        ("yaml", "PyYAML")),
     "addon/test_blender_farm.py": (("openjd.cli", "openjd-cli"),),
+    "test_otio_*.py": (("opentimelineio", "opentimelineio"),),
 }
 INSTALL_HINT = "pip install -e '.[test]'"
 

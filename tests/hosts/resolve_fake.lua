@@ -1,12 +1,22 @@
--- A fake `resolve` global for running addon/resolve/facefuse.lua under lupa, behaving as Resolve's
--- documented Lua API does: methods called with ':', lists as 1-based tables, clip properties as
--- strings, 1-based track indices, AppendToTimeline with clip-info tables (startFrame, endFrame
--- inclusive, trackIndex, recordFrame), and failures returned as nil / false / an empty table,
--- never raised. `new(config)` returns the resolve object and its state (what tests inspect).
+-- A fake `resolve` global for running addon/resolve/facefuse.lua under lupa, behaving as a live
+-- Resolve 19.1-21 was measured to behave (shared/REFERENCE.md section 6), as resolve_fake.py does:
+-- methods called with ':', lists as 1-based tables, clip properties as strings except FPS (a
+-- number), 1-based track indices; AppendToTimeline appends to the current timeline with an
+-- exclusive endFrame in the clip's own frame space (Start..End: 0..N-1 for a movie, the file
+-- numbers for an image sequence), and over an occupied range or on a locked track it is dropped
+-- and returns an empty shell; under a retime (item speed) GetLeftOffset follows the warped timing
+-- and only GetSourceStartFrame/GetSourceEndFrame (inclusive) show the source; GetCurrentTimecode
+-- is "" off the edit pages; a path already in the pool imports nothing; "Show Individual Frames"
+-- imports a sequence as stills; AddTrack("video", {index = n}) inserts at n. Failures return
+-- nil / false / an empty table, never raise. `new(config)` returns the resolve object and its
+-- state (what tests inspect).
 --
 -- config: product, version, no_project, no_timeline, tracks (count), start_frame,
--- start_timecode, current_timecode, playhead, rate, drop, no_track_index (Resolve before 19),
--- refuse_add_track, items = {{name, start, duration, left_offset, track, media = {props}}}
+-- start_timecode, current_timecode, page, playhead, rate, drop, no_track_index (Resolve before
+-- 19), refuse_add_track, no_insert_index (AddTrack ignores the index), locked = {track, ...},
+-- disabled = {track, ...}, individual_frames, short_by (a build that places fewer frames than
+-- asked),
+-- items = {{name, start, duration, left_offset, track, speed, properties, media = {props}}}
 
 local fake = {}
 
@@ -22,9 +32,19 @@ local function exists(path)
   return false
 end
 
+local EDIT_PAGES = {cut = true, edit = true, color = true, fairlight = true, deliver = true}
+local INSPECTOR = {Pan = 0, Tilt = 0, ZoomX = 1, ZoomY = 1, ZoomGang = true, RotationAngle = 0,
+                   AnchorPointX = 0, AnchorPointY = 0, Pitch = 0, Yaw = 0, FlipX = false,
+                   FlipY = false, CropLeft = 0, CropRight = 0, CropTop = 0, CropBottom = 0,
+                   CropSoftness = 0, CropRetain = false, DynamicZoomEase = 0, CompositeMode = 0,
+                   Opacity = 100, Distortion = 0, RetimeProcess = 0, MotionEstimation = 0,
+                   Scaling = 0, ResizeFilter = 0}
+
 local function media_item(props)
   local item = {props = {}, id = uid()}
-  for k, v in pairs(props) do item.props[k] = tostring(v) end
+  for k, v in pairs(props) do
+    if k == "FPS" then item.props[k] = tonumber(v) or v else item.props[k] = tostring(v) end
+  end
   function item:GetName() return self.props["Clip Name"] or "" end
   function item:GetClipProperty(name)
     if name == nil then return self.props end
@@ -34,18 +54,55 @@ local function media_item(props)
   return item
 end
 
+local function span_of(clip)
+  local start = tonumber(clip:GetClipProperty("Start")) or 0
+  local last = tonumber(clip:GetClipProperty("End"))
+  if not last then last = start + (tonumber(clip:GetClipProperty("Frames")) or 0) - 1 end
+  return start, last + 1
+end
+
 local function timeline_item(config, no_track_index)
   local item = {name = config.name, start = config.start, duration = config.duration,
-                left_offset = config.left_offset or 0, track = config.track, id = uid()}
+                left_offset = config.left_offset or 0, track = config.track, id = uid(),
+                speed = config.speed or 1, properties = {}, markers = {}, graded_onto = {}}
+  for k, v in pairs(INSPECTOR) do item.properties[k] = v end
+  for k, v in pairs(config.properties or {}) do item.properties[k] = v end
   if config.media then item.media = config.media.GetClipProperty and config.media
                                     or media_item(config.media) end
   function item:GetName() return self.name end
   function item:GetStart() return self.start end
   function item:GetEnd() return self.start + self.duration end
   function item:GetDuration() return self.duration end
-  function item:GetLeftOffset() return self.left_offset end
+  function item:GetLeftOffset() return math.floor(self.left_offset / self.speed + 0.5) end
+  function item:GetSourceStartFrame() return self.left_offset end
+  function item:GetSourceEndFrame()
+    return self.left_offset + math.floor(self.duration * self.speed + 0.5) - 1
+  end
   function item:GetMediaPoolItem() return self.media end
   function item:GetUniqueId() return self.id end
+  function item:GetProperty(key)
+    if key == nil then return self.properties end
+    return self.properties[key]
+  end
+  function item:SetProperty(key, value)
+    if INSPECTOR[key] == nil then return false end
+    self.properties[key] = value
+    return true
+  end
+  function item:CopyGrades(targets)
+    if type(targets) ~= "table" or not targets[1] then return false end
+    for _, target in ipairs(targets) do self.graded_onto[#self.graded_onto + 1] = target end
+    return true
+  end
+  function item:AddMarker(frame, color, name, note, duration, custom)
+    if self.markers[frame] or frame < 0 or frame >= self.duration or duration < 1 then
+      return false
+    end
+    self.markers[frame] = {color = color, name = name, note = note, duration = duration,
+                           customData = custom or ""}
+    return true
+  end
+  function item:GetMarkers() return self.markers end
   if not no_track_index then
     function item:GetTrackTypeAndIndex() return {"video", self.track} end
   end
@@ -68,62 +125,154 @@ local function folder(name)
   return f
 end
 
-local function import_one(entry)
+local function import_one(entry, individual)
   if type(entry) == "table" then
-    local count = 0
+    local paths = {}
     for n = entry.StartIndex, entry.EndIndex do
-      if not exists(string.format(entry.FilePath, n)) then return nil end
-      count = count + 1
+      local path = string.format(entry.FilePath, n)
+      if not exists(path) then return nil end
+      paths[#paths + 1] = path
     end
-    if count == 0 then return nil end
-    return media_item({["File Path"] = entry.FilePath, ["Clip Name"] = entry.FilePath,
-                       Type = "Video", Frames = count})
+    if #paths == 0 then return nil end
+    if individual then
+      local stills = {}
+      for i, path in ipairs(paths) do
+        stills[i] = media_item({["File Path"] = path, ["Clip Name"] = path, Type = "Still",
+                                Frames = 1, Start = 0, End = 0})
+      end
+      return stills
+    end
+    local shown = entry.FilePath:gsub("%%0(%d)d", function(d)
+      local f = "%0" .. d .. "d"
+      return "[" .. string.format(f, entry.StartIndex) .. "-" ..
+             string.format(f, entry.EndIndex) .. "]"
+    end)
+    return {media_item({["File Path"] = shown, ["Clip Name"] = shown, Type = "Video",
+                        Frames = #paths, FPS = 24.0, Start = entry.StartIndex,
+                        End = entry.EndIndex})}
   end
   if not exists(entry) then return nil end
-  return media_item({["File Path"] = entry, ["Clip Name"] = entry, Type = "Video",
-                     Frames = fake.movie_frames or 0})
+  local frames = fake.movie_frames or 0
+  return {media_item({["File Path"] = entry, ["Clip Name"] = entry, Type = "Video",
+                      Frames = frames, FPS = 24.0, Start = 0, End = frames - 1})}
 end
 
-function fake.new(config)
-  local state = {tracks = {}, calls = {}, root = folder("Master")}
-  for t = 1, config.tracks or 1 do state.tracks[t] = {} end
-  local function log(name) state.calls[#state.calls + 1] = name end
-
-  local timeline = {}
-  function timeline:GetName() log("GetName"); return "Timeline 1" end
+local function make_timeline(config, state, name)
+  local timeline = {name = name, id = uid(), tracks = {}, locked = {}, disabled = {}}
+  for t = 1, config.tracks or 1 do timeline.tracks[t] = {} end
+  for _, t in ipairs(config.locked or {}) do timeline.locked[t] = true end
+  for _, t in ipairs(config.disabled or {}) do timeline.disabled[t] = true end
+  local function log(call) state.calls[#state.calls + 1] = call end
+  function timeline:GetName() log("GetName"); return self.name end
+  function timeline:GetUniqueId() return self.id end
   function timeline:GetStartFrame() return config.start_frame or 86400 end
   function timeline:GetStartTimecode() return config.start_timecode or "01:00:00:00" end
-  function timeline:GetCurrentTimecode() return config.current_timecode or "01:00:00:00" end
-  function timeline:GetSetting(name)
-    if name == "timelineFrameRate" then return config.rate or "24" end
-    if name == "timelineDropFrameTimecode" then return config.drop or "0" end
+  function timeline:GetCurrentTimecode()
+    if not EDIT_PAGES[state.page] then return "" end
+    return config.current_timecode or "01:00:00:00"
+  end
+  function timeline:GetSetting(setting)
+    if setting == "timelineFrameRate" then return config.rate or "24" end
+    if setting == "timelineDropFrameTimecode" then return config.drop or "0" end
     return ""
   end
   function timeline:GetTrackCount(kind)
     if kind ~= "video" then return 0 end
-    return #state.tracks
+    return #self.tracks
   end
-  function timeline:AddTrack(kind)
+  function timeline:AddTrack(kind, options)
     log("AddTrack")
     if kind ~= "video" or config.refuse_add_track then return false end
-    state.tracks[#state.tracks + 1] = {}
+    local index = #self.tracks + 1
+    if type(options) == "table" and options.index and not config.no_insert_index then
+      index = options.index
+      if index < 1 or index > #self.tracks + 1 then return false end
+    end
+    table.insert(self.tracks, index, {})
+    local locked, disabled = {}, {}
+    for t = 1, #self.tracks do
+      local old = t < index and t or t - 1
+      if t ~= index then locked[t], disabled[t] = self.locked[old], self.disabled[old] end
+    end
+    self.locked, self.disabled = locked, disabled
+    for t, items in ipairs(self.tracks) do
+      for _, item in ipairs(items) do item.track = t end
+    end
     return true
   end
+  function timeline:GetIsTrackLocked(kind, index) return self.locked[index] == true end
+  function timeline:GetIsTrackEnabled(kind, index)
+    return self.tracks[index] ~= nil and not self.disabled[index]
+  end
   function timeline:GetItemListInTrack(kind, index)
-    if kind ~= "video" or not state.tracks[index] then return nil end
+    if kind ~= "video" or not self.tracks[index] then return nil end
     local list = {}
-    for i, item in ipairs(state.tracks[index]) do list[i] = item end
+    for i, item in ipairs(self.tracks[index]) do list[i] = item end
     table.sort(list, function(a, b) return a.start < b.start end)
     return list
   end
+  function timeline:DeleteClips(items)
+    local found = false
+    for _, list in ipairs(self.tracks) do
+      for i = #list, 1, -1 do
+        for _, gone in ipairs(items) do
+          if list[i] == gone then table.remove(list, i); found = true; break end
+        end
+      end
+    end
+    return found
+  end
   function timeline:GetCurrentVideoItem()
     local here = config.playhead or 0
-    for t = #state.tracks, 1, -1 do
-      for _, item in ipairs(state.tracks[t]) do
+    for t = #self.tracks, 1, -1 do
+      for _, item in ipairs(self.tracks[t]) do
         if item.start <= here and here < item.start + item.duration then return item end
       end
     end
     return nil
+  end
+  function timeline:busy(track, first, last)
+    for _, item in ipairs(self.tracks[track]) do
+      if item.start < last and first < item.start + item.duration then return true end
+    end
+    return false
+  end
+  return timeline
+end
+
+function fake.new(config)
+  local state = {calls = {}, root = folder("Master"), page = config.page or "edit",
+                 timelines = {}}
+  local function log(name) state.calls[#state.calls + 1] = name end
+  local timeline = make_timeline(config, state, "Timeline 1")
+  state.timelines[1] = timeline
+  state.current = timeline
+  state.timeline = timeline
+  state.tracks = timeline.tracks
+
+  -- the user opens another timeline while facefuse renders
+  function state.switch_timeline()
+    local other = make_timeline({tracks = 3}, state, "Timeline 2")
+    state.timelines[#state.timelines + 1] = other
+    state.current = other
+    return other
+  end
+
+  -- the user puts an item on a timeline
+  function state.add_item(target, spec)
+    local item = timeline_item(spec)
+    target.tracks[spec.track][#target.tracks[spec.track] + 1] = item
+    return item
+  end
+
+  local function known_paths()
+    local paths, folders = {}, {state.root}
+    while #folders > 0 do
+      local f = table.remove(folders)
+      for _, sub in ipairs(f.subfolders) do folders[#folders + 1] = sub end
+      for _, clip in ipairs(f.clips) do paths[clip:GetClipProperty("File Path")] = true end
+    end
+    return paths
   end
 
   local pool = {current = state.root}
@@ -143,30 +292,51 @@ function fake.new(config)
   function pool:GetCurrentFolder() return self.current end
   function pool:ImportMedia(entries)
     log("ImportMedia")
-    local imported = {}
-    for i, entry in ipairs(entries) do
-      local clip = import_one(entry)
-      if not clip then return {} end
-      imported[i] = clip
+    local imported, known = {}, known_paths()
+    for _, entry in ipairs(entries) do
+      local clips = import_one(entry, config.individual_frames)
+      if not clips then return {} end
+      for _, clip in ipairs(clips) do
+        if not known[clip:GetClipProperty("File Path")] then imported[#imported + 1] = clip end
+      end
     end
     for _, clip in ipairs(imported) do self.current.clips[#self.current.clips + 1] = clip end
     return imported
   end
+  function pool:DeleteClips(clips)
+    local folders, found = {state.root}, false
+    while #folders > 0 do
+      local f = table.remove(folders)
+      for _, sub in ipairs(f.subfolders) do folders[#folders + 1] = sub end
+      for i = #f.clips, 1, -1 do
+        for _, gone in ipairs(clips) do
+          if f.clips[i] == gone then table.remove(f.clips, i); found = true; break end
+        end
+      end
+    end
+    return found
+  end
   function pool:AppendToTimeline(infos)
     log("AppendToTimeline")
+    local target = state.current
     local placed = {}
     for i, info in ipairs(infos) do
       local clip, track = info.mediaPoolItem, info.trackIndex or 1
-      local frames = tonumber(clip and clip:GetClipProperty("Frames")) or 0
-      if not state.tracks[track] or info.startFrame < 0 or info.endFrame < info.startFrame
-         or info.endFrame >= frames then
-        return {}
-      end
+      if not clip or not target.tracks[track] then return {} end
+      local first, last = info.startFrame, info.endFrame
+      local lo, hi = span_of(clip)
+      if first < lo or last <= first or last > hi then return {} end
+      last = last - (config.short_by or 0)
       local item = timeline_item({name = clip:GetName(), start = info.recordFrame,
-                                  duration = info.endFrame - info.startFrame + 1,
-                                  left_offset = info.startFrame, track = track, media = clip})
-      state.tracks[track][#state.tracks[track] + 1] = item
-      placed[i] = item
+                                  duration = last - first, left_offset = first - lo,
+                                  track = track, media = clip})
+      if target.locked[track] or target:busy(track, info.recordFrame,
+                                             info.recordFrame + last - first) then
+        placed[i] = timeline_item({name = "", start = 0, duration = 0, track = 0})
+      else
+        target.tracks[track][#target.tracks[track] + 1] = item
+        placed[i] = item
+      end
     end
     return placed
   end
@@ -176,7 +346,15 @@ function fake.new(config)
   function project:GetMediaPool() return pool end
   function project:GetCurrentTimeline()
     if config.no_timeline then return nil end
-    return timeline
+    return state.current
+  end
+  function project:GetTimelineCount() return #state.timelines end
+  function project:GetTimelineByIndex(index) return state.timelines[index] end
+  function project:SetCurrentTimeline(t)
+    for _, known in ipairs(state.timelines) do
+      if known == t then state.current = t; return true end
+    end
+    return false
   end
 
   local manager = {}
@@ -190,10 +368,12 @@ function fake.new(config)
   function resolve:GetVersionString() return config.version or "19.1.3.7" end
   function resolve:GetVersion() return {19, 1, 3, 7, ""} end
   function resolve:GetProjectManager() return manager end
+  function resolve:GetCurrentPage() return state.page end
+  function resolve:OpenPage(name) state.page = name; return true end
 
   for _, spec in ipairs(config.items or {}) do
     local item = timeline_item(spec, config.no_track_index)
-    state.tracks[spec.track][#state.tracks[spec.track] + 1] = item
+    timeline.tracks[spec.track][#timeline.tracks[spec.track] + 1] = item
   end
   return resolve, state
 end

@@ -258,7 +258,7 @@ def test_in_resolve_the_render_is_placed_at_the_items_record_frame(qtbot, clip: 
     placement, message = read_result(result)
     assert placement is not None and placement.record_frame == 86448 and placement.track == 2
     assert sorted(p.name for p in (clip.parent / "facefuse").glob("*.png")) == \
-        [f"plate.{n:04d}.png" for n in range(4, 14)]
+        [f"plate_v001.{n:04d}.png" for n in range(4, 14)]
     assert "Swapped 10 of 10 frames" in message
 
 

@@ -12,12 +12,13 @@ from pathlib import Path
 import cv2
 import pytest
 
-from addon.resolve import bridge, install
+from addon.resolve import bridge, install, versions
 from addon.resolve import plan as resolve_plan
 from addon.resolve.job_file import ClipError, parse_job
 from facefuse.cli.main import main
 from facefuse.config import Settings
 from facefuse.errors import ExitCode
+from facefuse.io.files import atomic_write_bytes
 from tests.hosts import resolve_fake as fake
 from tests.media_factory import read_marker
 from tests.render_media import YUNET_NAME, decode_video, face_photo, make_face_clip
@@ -171,15 +172,15 @@ def test_resolve_swap_renders_the_used_range_and_places_it(
     source = testdata / "media" / "astronaut.png"
     assert main(_swap_args(render_models, render_cache, source)) == ExitCode.OK
     out = clip.parent / "facefuse"
-    assert sorted(p.name for p in out.glob("*.png")) == [f"plate.{n:04d}.png"
+    assert sorted(p.name for p in out.glob("*.png")) == [f"plate_v001.{n:04d}.png"
                                                           for n in range(4, 14)]
     # frame for frame: the file placed at record frame 86448 + k holds source frame 3 + k
     for k in range(10):
-        assert read_marker(cv2.imread(str(out / f"plate.{4 + k:04d}.png"))) == 3 + k
+        assert read_marker(cv2.imread(str(out / f"plate_v001.{4 + k:04d}.png"))) == 3 + k
     timeline = resolve.GetProjectManager().GetCurrentProject().GetCurrentTimeline()
     (placed,) = timeline.GetItemListInTrack("video", 2)
     assert (placed.GetStart(), placed.GetDuration()) == (86448, 10)
-    assert "Placed plate facefuse on video track 2" in capsys.readouterr().out
+    assert "Placed plate_v001 facefuse on video track 2" in capsys.readouterr().out
 
 
 def test_a_movie_output_holds_just_the_used_range_and_is_placed(
@@ -191,7 +192,7 @@ def test_a_movie_output_holds_just_the_used_range_and_is_placed(
     source = testdata / "media" / "astronaut.png"
     args = _swap_args(render_models, render_cache, source, "--output", "prores_4444")
     assert main(args) == ExitCode.OK
-    movie = clip.parent / "facefuse" / "plate_facefuse.mov"
+    movie = clip.parent / "facefuse" / "plate_v001_facefuse.mov"
     frames = decode_video(movie)
     assert [read_marker(f) for f in frames] == list(range(5, 13))
     timeline = resolve.GetProjectManager().GetCurrentProject().GetCurrentTimeline()
@@ -239,3 +240,38 @@ def test_scripts_folders_per_os(tmp_path: Path):
     assert not install.sandboxed_resolve(home, "darwin")
     (home / install.SANDBOX_CONTAINER).mkdir(parents=True)
     assert install.sandboxed_resolve(home, "darwin")
+
+
+def test_a_finished_swap_run_again_renders_nothing_and_places_a_new_version(
+        clip: Path, testdata: Path, render_models: Path, render_cache: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    resolve = fake.world(clip, tracks=1)
+    monkeypatch.setitem(sys.modules, "DaVinciResolveScript", fake.Module(resolve))
+    source = testdata / "media" / "astronaut.png"
+    assert main(_swap_args(render_models, render_cache, source)) == ExitCode.OK
+    timeline = fake.timeline_of(resolve)
+    timeline.DeleteClips(timeline.tracks[1], False)  # the user removes the first swap
+    capsys.readouterr()
+    assert main(_swap_args(render_models, render_cache, source)) == ExitCode.OK
+    out = clip.parent / "facefuse"
+    for n in range(4, 14):  # the second version is the first one's files, linked
+        assert (out / f"plate_v002.{n:04d}.png").stat().st_ino == \
+            (out / f"plate_v001.{n:04d}.png").stat().st_ino
+    assert "10 done by an earlier render" in capsys.readouterr().out
+    (placed,) = timeline.tracks[1]
+    assert "plate_v002" in placed.media.GetClipProperty("File Path")
+
+
+def test_a_new_version_never_changes_the_files_of_the_last(tmp_path: Path):
+    folder = tmp_path / "facefuse"
+    folder.mkdir()
+    for n in (4, 5):
+        (folder / f"plate_v001.{n:04d}.png").write_bytes(b"old")
+    (folder / "plate_v001_facefuse.mov").write_bytes(b"movie")
+    assert versions.latest_version(folder, "plate") == 1
+    assert versions.latest_version(folder, "plat") == 0
+    assert versions.seed(str(folder / "plate_v001.%04d.png"),
+                         str(folder / "plate_v002.%04d.png"), range(4, 7)) == 2
+    atomic_write_bytes(folder / "plate_v002.0004.png", b"new")  # as the writers replace a frame
+    assert (folder / "plate_v001.0004.png").read_bytes() == b"old"
+    assert (folder / "plate_v002.0005.png").read_bytes() == b"old"

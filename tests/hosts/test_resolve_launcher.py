@@ -10,6 +10,7 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from addon.resolve import install
 from addon.resolve import plan as resolve_plan
 from addon.resolve.job_file import parse_job
 from tests.render_media import YUNET_NAME, face_photo, make_face_clip
+from tests.resolve_facts import review_report
 
 HERE = Path(__file__).resolve().parent
 LAUNCHER = HERE.parents[1] / "addon" / "resolve" / "facefuse.lua"
@@ -115,8 +117,9 @@ def _known_result(tmp_path: Path, media: Path, **changes: Any) -> Path:
         (folder / f"plate.{number:04d}.png").write_bytes(b"png")
     placement = resolve_plan.Placement(
         media=str(folder / "plate.%04d.png"), sequence=True, start_index=LEFT + 1,
-        end_index=LEFT + DURATION, bin="facefuse", track=2, record_frame=START, start_frame=0,
-        end_frame=DURATION - 1, name="plate facefuse")
+        end_index=LEFT + DURATION, bin="facefuse", name="plate facefuse", timeline="Timeline 1",
+        timeline_id="", plate_id="", plate_track=1, track=2, insert=True, record_frame=START,
+        duration=DURATION, start_frame=0, end_frame=DURATION)
     placement = resolve_plan.Placement(**{**{n: getattr(placement, n)
                                              for n in placement.__slots__}, **changes})
     path = tmp_path / "known-result.json"
@@ -158,7 +161,7 @@ def test_paths_with_spaces_quotes_and_accents_survive_both_ways(tmp_path: Path, 
     assert seen["item"]["media"]["File Path"] == str(media)
     (placed,) = launcher.track(2)
     assert placed.media.GetClipProperty(placed.media, "File Path") == \
-        str(odd / "facefuse" / "plate.%04d.png")
+        str(odd / "facefuse" / f"plate.[{LEFT + 1:04d}-{LEFT + DURATION:04d}].png")
     assert not list(odd.glob("facefuse-resolve-*"))
 
 
@@ -207,7 +210,7 @@ def test_failed_resolve_calls_are_reported_and_stop_the_placement(media: Path, t
     stub(_known_result(tmp_path, media))
     refusing = Launcher(RUNTIMES[0], _config(media, refuse_add_track=True))
     assert refusing.run() is False
-    assert "could not add video track 2" in refusing.output
+    assert "could not add a video track" in refusing.output
     stub(_known_result(tmp_path, media, end_frame=DURATION + 40))
     too_long = Launcher(RUNTIMES[0], _config(media, tracks=2))
     assert too_long.run() is False and "could not place" in too_long.output
@@ -270,10 +273,10 @@ def test_the_launcher_with_the_real_program_swaps_and_places(
     launcher = Launcher(RUNTIMES[0], _config(clip))
     assert launcher.run() is True, launcher.output
     written = sorted(p.name for p in (clip.parent / "facefuse").glob("*.png"))
-    assert written == [f"plate.{n:04d}.png" for n in range(LEFT + 1, LEFT + DURATION + 1)]
+    assert written == [f"plate_v001.{n:04d}.png" for n in range(LEFT + 1, LEFT + DURATION + 1)]
     (placed,) = launcher.track(2)
     assert (placed.start, placed.duration) == (START, DURATION)
-    assert "placed plate facefuse on video track 2" in launcher.output
+    assert "placed plate_v001 facefuse on video track 2" in launcher.output
     shutil.rmtree(clip.parent / "facefuse")
 
 
@@ -284,3 +287,166 @@ def test_the_written_command_reads_back_in_lua_whatever_brackets_it_holds(runtim
                                                                           command: str) -> None:
     lua = importlib.import_module(runtime).LuaRuntime()
     assert lua.execute("return " + install._lua_long_string(command)) == command
+
+
+# -- against what a live Resolve was measured to do (resolve_fake.lua) ---------------------------
+
+PLANNER = """
+import json, os, sys
+from pathlib import Path
+from addon.resolve import plan as resolve_plan
+from addon.resolve.job_file import parse_job
+from facefuse import FacefuseError, Settings
+args = sys.argv[1:]
+job = Path(args[args.index("--job") + 1])
+result = Path(args[args.index("--result") + 1])
+data = json.loads(job.read_text(encoding="utf-8"))
+Path(os.environ["PLANNER_SEEN"]).write_text(json.dumps(data))
+if os.environ.get("PLANNER_REPORT"):
+    data["review_report"] = os.environ["PLANNER_REPORT"]
+try:
+    swap = resolve_plan.plan(parse_job(data), (), Settings())
+except FacefuseError as exc:
+    resolve_plan.write_result(result, None, str(exc))
+    sys.exit(2)
+resolve_plan.prepare(swap)
+p = swap.placement
+Path(p.media).parent.mkdir(parents=True, exist_ok=True)
+for number in range(p.start_index, p.end_index + 1):
+    Path(p.media % number).write_bytes(b"png")
+resolve_plan.write_result(result, p, "planned")
+"""
+
+
+@pytest.fixture()
+def planner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The launcher runs Python's real job reading and plan (no render: the frames are written
+    as files); returns where the job the launcher wrote is copied."""
+    script = tmp_path / "planner.py"
+    script.write_text(PLANNER)
+    seen = tmp_path / "job-seen.json"
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setenv("PLANNER_SEEN", str(seen))
+    monkeypatch.delenv("APP_SANDBOX_CONTAINER_ID", raising=False)
+    monkeypatch.setenv("FACEFUSE_RESOLVE_COMMAND", " ".join(
+        shlex.quote(p) for p in (sys.executable, str(script))))
+    return seen
+
+
+def _placed(launcher: Launcher, timeline: Any = None) -> list[tuple[int, int, int, int]]:
+    """(track, start, duration, left offset) of every facefuse item on the job's timeline."""
+    timeline = timeline if timeline is not None else launcher.state.timeline
+    found = []
+    for track, items in timeline.tracks.items():
+        for item in items.values():
+            media = item.media
+            if media is not None and "facefuse" in str(media.props["File Path"]):
+                found.append((track, item.start, item.duration, item.left_offset))
+    return sorted(found)
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("duration", [DURATION, 1])
+def test_measured_every_frame_is_placed_in_the_clips_frame_space(
+        runtime: str, media: Path, planner: Path, duration: int):
+    item = {**_config(media)["items"][0], "duration": duration}
+    launcher = Launcher(runtime, _config(media, items=[item], playhead=START))
+    assert launcher.run() is True, launcher.output
+    assert _placed(launcher) == [(2, START, duration, 0)]
+
+
+@pytest.mark.parametrize("change", [{"locked": [2]}, {"disabled": [2]}])
+def test_measured_a_locked_or_disabled_track_above_gets_a_track_inserted(
+        media: Path, planner: Path, change: dict):
+    launcher = Launcher(RUNTIMES[0], _config(media, tracks=2, **change))
+    assert launcher.run() is True, launcher.output
+    assert _placed(launcher) == [(2, START, DURATION, 0)]
+    timeline = launcher.state.timeline
+    assert len(timeline.tracks) == 3 and timeline.GetIsTrackEnabled(timeline, "video", 2)
+    assert not timeline.GetIsTrackLocked(timeline, "video", 2)
+
+
+def _switching(launcher: Launcher, during: Any) -> None:
+    """Run facefuse as os.execute would, and do `during` while it runs (the user at work)."""
+    def execute(command: str) -> int:
+        code = subprocess.call(command, shell=True)
+        during()
+        return code
+    launcher.lua.globals().os.execute = execute
+
+
+def test_measured_the_swap_goes_to_the_jobs_timeline_and_a_range_taken_meanwhile_is_left(
+        media: Path, planner: Path):
+    launcher = Launcher(RUNTIMES[0], _config(media, tracks=2))
+    state = launcher.state
+
+    def meanwhile() -> None:
+        state.switch_timeline()
+        state.add_item(state.timeline, launcher.lua.table_from(
+            {"name": "Title", "start": START + 4, "duration": 3, "track": 2}))
+    _switching(launcher, meanwhile)
+    assert launcher.run() is True, launcher.output
+    assert _placed(launcher) == [(2, START, DURATION, 0)]
+    assert len(state.timeline.tracks) == 3 and len(state.timeline.tracks[3]) == 1
+    assert _placed(launcher, state.timelines[2]) == []
+
+
+def test_measured_a_short_readback_is_a_failure_and_is_removed(media: Path, planner: Path):
+    launcher = Launcher(RUNTIMES[0], _config(media, tracks=2, short_by=1))
+    assert launcher.run() is False
+    assert f"{DURATION - 1}" in launcher.output and _placed(launcher) == []
+
+
+def test_measured_show_individual_frames_is_named(media: Path, planner: Path):
+    launcher = Launcher(RUNTIMES[0], _config(media, tracks=2, individual_frames=True))
+    assert launcher.run() is False
+    assert "Show Individual Frames" in launcher.output and _placed(launcher) == []
+
+
+@pytest.mark.parametrize("change", [{"page": "media"},
+                                    {"rate": "29.97 DF", "drop": "1"}])
+def test_measured_no_timecode_off_the_edit_pages_and_df_rates_still_place(
+        media: Path, planner: Path, change: dict):
+    item = _config(media)["items"][0]
+    item["media"]["FPS"] = 29.97 if "rate" in change else 24.0
+    launcher = Launcher(RUNTIMES[0], _config(media, items=[item], **change))
+    assert launcher.run() is True, launcher.output
+    assert _placed(launcher) == [(2, START, DURATION, 0)]
+
+
+def test_measured_a_retimed_clip_is_refused(media: Path, planner: Path):
+    item = {**_config(media)["items"][0], "speed": 2}
+    launcher = Launcher(RUNTIMES[0], _config(media, items=[item]))
+    launcher.run()
+    seen = json.loads(planner.read_text())
+    assert seen["item"]["source_end"] - seen["item"]["source_start"] + 1 == 2 * DURATION
+    assert "retime" in launcher.output and _placed(launcher) == []
+
+
+def test_measured_a_second_render_is_a_new_version_placed(media: Path, planner: Path):
+    launcher = Launcher(RUNTIMES[0], _config(media, tracks=2))
+    assert launcher.run() is True, launcher.output
+    timeline = launcher.state.timeline
+    first = timeline.tracks[2][1]
+    timeline.DeleteClips(timeline, launcher.lua.table_from([first]))
+    assert launcher.run() is True, launcher.output
+    (second,) = launcher.track(2)
+    assert second.media.props["File Path"] != first.media.props["File Path"]
+
+
+def test_measured_the_swap_looks_like_the_plate_and_carries_the_review_markers(
+        media: Path, planner: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps(review_report([("missed", 6, 8, "p1", "face lost")])))
+    monkeypatch.setenv("PLANNER_REPORT", str(report))
+    look = {"ZoomX": 1.25, "Pan": 12.5, "RotationAngle": 3.5, "CropLeft": 8,
+            "CompositeMode": 5, "Opacity": 80, "FlipX": True}
+    item = {**_config(media)["items"][0], "properties": look}
+    launcher = Launcher(RUNTIMES[0], _config(media, tracks=2, items=[item]))
+    assert launcher.run() is True, launcher.output
+    (plate,), (placed,) = launcher.track(1), launcher.track(2)
+    assert {key: placed.properties[key] for key in look} == look
+    assert [item.id for item in plate.graded_onto.values()] == [placed.id]
+    (marker,) = placed.markers.values()
+    assert (marker.name, marker.note, marker.duration) == ("missed", "face lost", 3)
+    assert list(placed.markers.keys()) == [2]

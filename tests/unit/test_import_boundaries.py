@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "core" / "facefuse"
-HOSTS = {"bpy", "PySide6", "DaVinciResolveScript", "fusionscript"}
+HOSTS = {"bpy", "PySide6", "DaVinciResolveScript", "fusionscript", "opentimelineio"}
 ENGINE_ONLY = {"cv2", "onnxruntime", "onnx"}
 
 # Bottom to top: a module may import its own layer or those below, never one above.
@@ -44,9 +44,10 @@ LAYERS = (
 LAZY_MODULES = {"facefuse.farm.dask_jobs"}
 # Engine modules that load ONNX Runtime, FFmpeg, OpenCV or OpenColorIO: the cli modules import
 # them where their command runs, so the command line starts without them (test_cli_startup.py).
-LAZY_MODULES |= {"facefuse.shot.render", "facefuse.shot.inputs", "facefuse.pipeline",
-                 "facefuse.color", "facefuse.io.images", "facefuse.runtime.sessions",
-                 "facefuse.runtime.doctor", "facefuse.review.writing"}
+LAZY_MODULES |= {"facefuse.shot.render", "facefuse.shot.stills", "facefuse.shot.inputs",
+                 "facefuse.pipeline", "facefuse.color", "facefuse.io.images",
+                 "facefuse.runtime.sessions", "facefuse.runtime.doctor",
+                 "facefuse.review.writing"}
 
 
 def _module_name(path: Path) -> str:

@@ -12,7 +12,7 @@ from typing import NoReturn
 
 from ..errors import ExitCode, FacefuseError, InputError
 from ..version import __version__
-from . import bench, doctor, farm, models, panel, render, resolve, review, swap
+from . import bench, doctor, farm, models, panel, preview, render, resolve, review, swap, timeline
 
 DESCRIPTION = "Local face replacement for film and video work."
 EPILOG = ("exit codes: 0 done, 2 bad input or usage, 3 no face in a source, 4 model missing or "
@@ -37,10 +37,12 @@ def build_parser() -> argparse.ArgumentParser:
     swap.add_parser(commands)
     render.add_parser(commands)
     review.add_parser(commands)
+    preview.add_parser(commands)
     models.add_parsers(commands)
     doctor.add_parser(commands)
     resolve.add_parser(commands)
     panel.add_parser(commands)
+    timeline.add_parser(commands)
     bench.add_parser(commands)
     farm.add_parser(commands)
     return parser

@@ -14,7 +14,10 @@ options, the progress and signals of a render, and what is printed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,7 @@ from ..errors import ExitCode, FacefuseError, InputError
 from ..hosting.jobs import HostError
 from ..hosting.outputs import OUTPUT_KINDS
 from ..hosting.plugins import host_module
+from ..io import files
 from ..shot.request import RenderRequest, RenderSummary
 from .options import engine_options, settings_from_args
 from .render import Progress, run_render
@@ -62,6 +66,9 @@ def _output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output-dir", type=Path, help="where the result goes (default: a facefuse "
                    "folder beside the clip's media)")
     p.add_argument("--overwrite", action="store_true", help="render frames that are done too")
+    p.add_argument("--review-report", type=Path, metavar="REPORT_JSON",
+                   help="a review report (report.json) whose flags become markers on the "
+                   "placed swap")
 
 
 def _job_options(p: argparse.ArgumentParser) -> None:
@@ -97,14 +104,19 @@ def cmd_swap(args: argparse.Namespace) -> int:
 
 
 def cmd_open(args: argparse.Namespace) -> int:
+    check_result(args.result, (args.job, *_job_media(args.job)))
     return int(_host("panel_job").open_job(args.job, args.result))
 
 
 def cmd_render_job(args: argparse.Namespace) -> int:
     plan = _host("plan")
+    settings = settings_from_args(args)
+    check_result(args.result, (args.job, *_job_media(args.job), *args.source,
+                               *settings.reference_images,
+                               *([args.review_report] if args.review_report else [])))
     try:
         facts = _host("job_file").read_job(args.job)
-        placement, message, code = _render_clip(facts, args)
+        placement, message, code = _render_clip(facts, args, settings)
     except FacefuseError as exc:
         plan.write_result(args.result, None, str(exc))
         raise
@@ -113,10 +125,39 @@ def cmd_render_job(args: argparse.Namespace) -> int:
     return code
 
 
-def _render_clip(facts: Any, args: argparse.Namespace) -> tuple[Any, str, int]:
+def check_result(result: Path, inputs: Sequence[Path | str]) -> None:
+    """Before anything runs: --result names a file that can be written (InputError, or
+    OutputError for a read-only folder) and none of the files the command reads."""
+    result = Path(result)
+    if result.is_dir():
+        raise InputError(f"--result {result} is a folder: name the result file")
+    if not result.parent.is_dir():
+        raise InputError(f"--result {result}: the folder {result.parent} does not exist")
+    files.check_path_length(result, "--result")
+    for path in map(Path, inputs):
+        if result.resolve() == path.resolve() or (
+                result.exists() and path.exists() and os.path.samefile(result, path)):
+            raise InputError(f"--result {result} is {path}, which this command reads: "
+                             "name another result file")
+    files.check_folder_writable(result.parent)
+
+
+def _job_media(job: Path) -> tuple[Path, ...]:
+    """The clip's media a job names (none when the job cannot be read: that is said later)."""
+    try:
+        return (_host("job_file").read_job(job).media,)
+    except FacefuseError:
+        return ()
+
+
+def _render_clip(facts: Any, args: argparse.Namespace,
+                 settings: Any = None) -> tuple[Any, str, int]:
     """The Resolve host renders the item's used range with this command line's render."""
-    return _host("commands").render_clip(facts, tuple(args.source), settings_from_args(args),
-                                         args.output, args.output_dir, args.overwrite,
+    if args.review_report is not None:
+        facts = dataclasses.replace(facts, review_report=args.review_report)
+    settings = settings if settings is not None else settings_from_args(args)
+    return _host("commands").render_clip(facts, tuple(args.source), settings, args.output,
+                                         args.output_dir, args.overwrite,
                                          _render_with_progress)
 
 

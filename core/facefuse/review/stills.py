@@ -4,10 +4,8 @@ io.images."""
 
 from __future__ import annotations
 
-import logging
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 import cv2
@@ -16,45 +14,18 @@ import numpy as np
 from ..color import input_conversion
 from ..geometry import DisplayConversion, shrink_to_fit, to_display_uint8
 from ..io.images import encode_image, read_image
-from ..io.sequences import FramePattern
 from ..io.video import DecodeFailure
 from ..pipeline import Pipeline
 from ..shot.inputs import open_input
 from ..shot.people import face_presence
 from ..shot.plan import ShotPlan
-from ..shot.render import render
 from ..shot.request import RenderRequest
+from ..shot.stills import render_stills
 from ..types import Face
 
 SHEET_SIDE_PX = 480  # the long side of a contact sheet's picture (never enlarged)
 THUMBNAIL_PX = 112  # a thumbnail's height
 THUMBNAIL_MARGIN = 0.35  # share of the face box added on every side of a thumbnail
-STILL_PATTERN = "still.####.png"
-
-
-def render_stills(request: RenderRequest, frames: Sequence[int], out_dir: Path,
-                  pipeline: Pipeline | None = None) -> dict[int, Path]:
-    """Each frame rendered alone, exactly as the whole render renders it (its chunk of one
-    frame), as a PNG in out_dir; frame -> file."""
-    pattern = str(Path(out_dir) / STILL_PATTERN)
-    quiet = _NoWarnings()  # "faces found but none swapped" would be said of every such still
-    logging.getLogger(render.__module__).addFilter(quiet)
-    try:
-        for frame in frames:
-            single = replace(request, output=pattern, chunk=None, chunk_frames=(frame, frame),
-                             matte=None, patch=None, overwrite=True, fail_fast=True)
-            render(single, pipeline=pipeline)
-    finally:
-        logging.getLogger(render.__module__).removeFilter(quiet)
-    files = FramePattern.parse(pattern)
-    return {frame: files.path(frame) for frame in frames if files.path(frame).is_file()}
-
-
-class _NoWarnings(logging.Filter):
-    """Drops warnings (errors pass)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno != logging.WARNING
 
 
 class Pictures:
@@ -83,7 +54,8 @@ class Pictures:
     def after(self, frames: Sequence[int], pipeline: Pipeline | None) -> dict[int, np.ndarray]:
         """The frames as the render writes them."""
         with tempfile.TemporaryDirectory(prefix="facefuse-review-") as scratch:
-            files = render_stills(self.request, sorted(set(frames)), Path(scratch), pipeline)
+            files = render_stills(self.request, sorted(set(frames)), Path(scratch), pipeline,
+                                  suffix=".png")
             return {n: to_display_uint8(read_image(path), self.colour)
                     for n, path in files.items()}
 

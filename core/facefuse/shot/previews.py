@@ -2,8 +2,10 @@
 
 - source_preview: a source image's thumbnail with every detected face outlined (the face that is
   used, the largest, in green; others in amber; no face at all: a red border), and the count.
-- preview_frame: one frame of a shot swapped as the render would swap it (without the shot-level
-  tracking and landmark smoothing, which need the whole range): seconds, not a render.
+- preview_frame: one frame of a shot exactly as the render writes it (shot.stills: the render
+  itself, through the shot plan of the request's whole analysed range), shown in display space.
+  The first preview of a shot analyses it (as its render would, then cached); later ones take
+  the analysis from the cache and cost about one frame's swap plus the plan.
 - faces_overlay: one frame with its faces outlined and numbered, to pick a reference face.
 - reference_face: a crop of one of those faces, written as a reference image for the
   "reference" selector (Settings.reference_images).
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,12 +43,14 @@ from ..errors import InputError, NoFaceError
 from ..geometry import DisplayConversion
 from ..io.files import atomic_write_bytes
 from ..io.images import decode_image, encode_image, read_image_bytes
+from ..io.plates import read_plate
 from ..io.video import DecodeFailure
 from ..pipeline import Pipeline
 from ..selection import largest_face
 from ..types import Face
 from .inputs import open_input
-from .request import RenderRequest
+from .request import PhaseCallback, RenderRequest
+from .stills import render_stills
 
 THUMBNAIL_PX = 256  # long side of a source thumbnail
 OVERLAY_PX = 1280  # long side of a faces overlay
@@ -93,21 +98,28 @@ def source_preview(path: Path, settings: Settings, out_dir: Path | None = None,
 
 
 def preview_frame(request: RenderRequest, frame_number: int, pipeline: Pipeline | None = None,
-                  out_dir: Path | None = None) -> Path:
-    """Frame `frame_number` (the input's numbering) of the request's input, swapped, as a PNG.
+                  out_dir: Path | None = None, on_phase: PhaseCallback | None = None) -> Path:
+    """Frame `frame_number` (the input's numbering) as the render of `request` writes it, as
+    an 8-bit PNG in display space.
 
-    Detection, selection, swap and enhancer run on this frame alone with request.settings and
-    request.sources; the render's tracking and landmark smoothing are skipped, so a render's
-    frame may differ by a pixel or two at the face edges. One file per input (rewritten).
-    Raises InputError (frame not in the input, unreadable) and the Pipeline's errors.
+    The frame is rendered by shot.stills.render_stills, so the people swapped, their sources,
+    tracks, gap fills and smoothing are the render's, decided on the request's whole analysed
+    range (request.frames): an 8-bit plate's preview holds exactly the render's pixels, a deeper
+    or scene-linear one the render's frame converted for display as frame_picture converts
+    the input. A shot not analysed yet is analysed first (on_phase gets its "analysis"
+    progress) and cached. One file per input (rewritten). Raises InputError (a frame outside
+    the input or the analysed range, an unreadable frame, an unknown person) and the
+    Pipeline's errors, as the render does.
     """
-    with _frame(request, frame_number) as (frame, colour), \
-            _pipeline(request.settings, pipeline) as p:
-        identity = p.source_identity(request.sources)
-        result = p.process_frame(frame, identity, colour)
-        picture = geometry.to_display_uint8(result.frame, colour)
+    folder = _folder(out_dir, request.settings)
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".stills-") as scratch:
+        still = render_stills(request, (frame_number,), Path(scratch), pipeline,
+                              on_phase)[frame_number]
+        frame, _ = read_plate(still)
+    picture = geometry.to_display_uint8(frame, _colour(request))
     name = f"preview-{_digest(request.input)}.png"
-    return _write_png(_folder(out_dir, request.settings) / name, picture)
+    return _write_png(folder / name, picture)
 
 
 def faces_overlay(request: RenderRequest, frame_number: int, pipeline: Pipeline | None = None,
@@ -190,6 +202,17 @@ def _frame(request: RenderRequest, number: int
         yield frame.to_ndarray(), colour
     finally:
         shot.close()
+
+
+def _colour(request: RenderRequest) -> DisplayConversion | None:
+    """The request's input's conversion to display space."""
+    shot = open_input(request.input, request.start_number, request.conform_vfr,
+                      request.settings.threads)
+    try:
+        colour, _ = input_conversion(request.colorspace, shot.suffix, shot.pixel_type)
+    finally:
+        shot.close()
+    return colour
 
 
 def _crop(picture: np.ndarray, face: Face) -> np.ndarray:

@@ -22,8 +22,8 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
 def test_every_command_and_option_has_a_help_line() -> None:
     parser = cli.build_parser()
     commands = _subcommands(parser)
-    assert set(commands) == {"swap", "render", "models", "cache", "doctor", "resolve", "panel",
-                             "bench", "farm", "review"}
+    assert set(commands) == {"swap", "render", "preview", "models", "cache", "doctor",
+                             "resolve", "panel", "timeline", "bench", "farm", "review"}
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             helped = {choice.dest for choice in action._choices_actions if choice.help}
@@ -63,7 +63,19 @@ def test_shared_switches_mean_the_same_everywhere() -> None:
     assert render["--json"].help.startswith("print one JSON summary line")
     models_dirs = {c: _options(commands[c])["--models-dir"].help for c in commands
                    if "--models-dir" in _options(commands[c])}
-    assert len(models_dirs) == 6 and len(set(models_dirs.values())) == 1, models_dirs
+    assert len(models_dirs) == 7 and len(set(models_dirs.values())) == 1, models_dirs
+
+
+def test_preview_takes_every_render_option() -> None:
+    commands = _subcommands(cli.build_parser())
+    preview, render = _options(commands["preview"]), _options(commands["render"])
+    assert set(render) - set(preview) == {"--list-colorspaces", "--report"}
+    assert set(preview) - set(render) == {"--frame"}
+    for option in set(render) - {"-o", "--output", "-h", "--help", "--json", "--progress",
+                                 "--list-colorspaces", "--report"}:
+        a, b = preview[option], render[option]
+        assert (type(a), a.dest, a.default, a.choices, a.help) == (
+            type(b), b.dest, b.default, b.choices, b.help), option
 
 
 BASE = ["render", "-i", "in.mp4", "-o", "out.####.png", "-s", "face.jpg"]

@@ -67,7 +67,7 @@ def test_facefuse_panel_starts_whatever_host_registered_as_panel(
 
 def test_facefuse_registers_its_own_hosts() -> None:
     hosts = plugins.installed_hosts()
-    assert {"panel", "resolve"} <= set(hosts), "reinstall: pip install -e '.[test]'"
+    assert {"panel", "resolve", "otio"} <= set(hosts), "reinstall: pip install -e '.[test]'"
     # an editable install's copy hands over to the source tree: the modules tests import
     assert plugins.host_module("resolve", "install").__name__ == "addon.resolve.install"
 

@@ -119,13 +119,13 @@ def test_a_job_at_one_hour_becomes_facts_and_a_request_for_the_used_range(media:
     swap = resolve_plan.plan(facts, (tmp_path / "me.jpg",), Settings())
     assert swap.request.input == str(media)
     assert swap.request.frames == (4, 13) and swap.request.start_number == 1
-    assert swap.request.output == str(media.parent / "facefuse" / "plate.####.png")
+    assert swap.request.output == str(media.parent / "facefuse" / "plate_v001.####.png")
     placed = swap.placement
     assert (placed.record_frame, placed.track, placed.bin) == (86448, 2, "facefuse")
     assert (placed.start_index, placed.end_index) == (4, 13)  # the files the render writes
-    assert placed.media.endswith("plate.%04d.png") and placed.sequence
+    assert placed.media.endswith("plate_v001.%04d.png") and placed.sequence
     # the placed clip covers exactly the item's record range: 10 frames from 86448
-    assert placed.end_frame - placed.start_frame + 1 == facts.span.duration
+    assert placed.end_frame - placed.start_frame == facts.span.duration  # end exclusive
     assert resolve_plan.preview_frame_number(facts) == 4 + 2  # playhead at 01:00:02:02
 
 
@@ -150,19 +150,21 @@ def test_ntsc_timelines_map_the_playhead_to_the_source(media: Path, rate: str, d
 def test_a_movie_output_holds_just_the_used_range(media: Path):
     swap = resolve_plan.plan(parse_job(job(media)), (), Settings(), output="prores_4444")
     assert swap.request.codec == "prores_4444"
-    assert swap.request.output.endswith("plate_facefuse.mov")
+    assert swap.request.output.endswith("plate_v001_facefuse.mov")
     placed = swap.placement
-    assert not placed.sequence and (placed.start_frame, placed.end_frame) == (0, 9)
+    assert not placed.sequence and (placed.start_frame, placed.end_frame) == (0, 10)
 
 
-def test_the_track_above_is_used_when_free_else_the_next_free_or_a_new_one(media: Path):
+def test_the_track_directly_above_is_used_when_free_else_one_is_inserted_there(media: Path):
     start, end = 86448, 86458
     free_above = job(media, video_tracks=3, busy={"1": [[start, end]], "2": [[end, end + 5]]})
-    assert resolve_plan.placement_track(parse_job(free_above)) == 2
+    assert resolve_plan.placement_track(parse_job(free_above)) == (2, False)
     busy_above = job(media, video_tracks=3, busy={"2": [[start - 5, start + 1]], "3": []})
-    assert resolve_plan.placement_track(parse_job(busy_above)) == 3
-    all_busy = job(media, video_tracks=2, busy={"2": [[start, end]]})
-    assert resolve_plan.placement_track(parse_job(all_busy)) == 3
+    assert resolve_plan.placement_track(parse_job(busy_above)) == (2, True)
+    locked = {**job(media, video_tracks=3, busy={})}
+    locked["timeline"]["locked"] = [2]
+    assert resolve_plan.placement_track(parse_job(locked)) == (2, True)
+    assert resolve_plan.placement_track(parse_job(job(media, video_tracks=1))) == (2, True)
 
 
 @pytest.mark.parametrize("change, message", [
@@ -225,7 +227,7 @@ def test_a_read_only_media_folder_is_refused_before_rendering(
     assert not (media.parent / "facefuse").exists()
     elsewhere = media.parent.parent / "elsewhere"
     swap = resolve_plan.plan(parse_job(job(media)), (), Settings(), folder=elsewhere)
-    assert swap.request.output == str(elsewhere / "plate.####.png")
+    assert swap.request.output == str(elsewhere / "plate_v001.####.png")
 
 
 def test_results_round_trip_and_outcomes_say_why_nothing_is_placed(media: Path,

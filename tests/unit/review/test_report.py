@@ -98,7 +98,8 @@ class _Page(HTMLParser):
 
 
 def test_the_page_is_escaped_and_says_when_plots_need_matplotlib(report, monkeypatch):
-    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
+    for name in ("matplotlib", "matplotlib.backends.backend_agg", "matplotlib.figure"):
+        monkeypatch.setitem(sys.modules, name, None)  # import matplotlib fails (loaded or not)
     assert plot_files(report) == {}
     page = page_html(report, ()).decode("utf-8")
     assert "shot &lt;1&gt;.mp4" in page and "<1>" not in page

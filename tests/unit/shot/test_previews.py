@@ -1,6 +1,7 @@
 """facefuse.shot.previews with a stand-in Pipeline (no ONNX Runtime): what is drawn, where it is
 written, which frame is read, and how a given pipeline is used. Real detection in previews is
-covered by tests/hosts/addon/test_blender_swap.py."""
+covered by tests/hosts/addon/test_blender_swap.py; preview_frame, which renders, by
+tests/integration/test_preview.py."""
 
 from __future__ import annotations
 
@@ -9,14 +10,13 @@ from typing import Self
 
 import cv2
 import numpy as np
-import OpenImageIO as oiio
 import pytest
 
 from facefuse.config import Settings
 from facefuse.errors import InputError, NoFaceError
 from facefuse.shot import previews
 from facefuse.shot.request import RenderRequest
-from facefuse.types import Face, FrameResult, SourceIdentity
+from facefuse.types import Face, SourceIdentity
 
 SIZE = (160, 120)  # width, height of the test frames
 
@@ -29,9 +29,7 @@ def face(x1: float, y1: float, x2: float, y2: float) -> Face:
 
 
 class FakePipeline:
-    """Pipeline's duck type: detect returns fixed faces, process_frame paints the first face."""
-
-    PAINT = (255, 0, 255)
+    """Pipeline's duck type: detect returns fixed faces."""
 
     def __init__(self, settings: Settings, faces: tuple[Face, ...] = (),
                  crop_faces: tuple[Face, ...] | None = None) -> None:
@@ -49,14 +47,6 @@ class FakePipeline:
 
     def source_identity(self, paths: object) -> SourceIdentity:
         return SourceIdentity(np.full(4, 0.5, np.float32), ("digest",))
-
-    def process_frame(self, frame: np.ndarray, identity: SourceIdentity,
-                      colour: object = None) -> FrameResult:
-        out = frame.copy()
-        for f in self.faces[:1]:
-            x1, y1, x2, y2 = (int(v) for v in f.bbox_xyxy)
-            out[y1:y2, x1:x2, :3] = self.PAINT
-        return FrameResult(out, self.faces, self.faces[:1], None)
 
     def close(self) -> None:
         self.closed = True
@@ -157,56 +147,11 @@ def test_a_pipeline_built_from_other_settings_is_refused(tmp_path: Path,
         previews.source_preview(source, settings, pipeline=other)
 
 
-def test_preview_frame_swaps_the_requested_frame(tmp_path: Path, settings: Settings) -> None:
-    spec = write_sequence(tmp_path / "plate", count=3)
-    pipeline = FakePipeline(settings, (face(40, 30, 100, 90),))
-    request = request_for(spec, settings, tmp_path)
-
-    path = previews.preview_frame(request, 2, pipeline=pipeline, out_dir=tmp_path / "pv")
-
-    picture = cv2.imread(str(path))
-    assert picture.shape == (SIZE[1], SIZE[0], 3)
-    assert picture[5, 5].tolist() == [40, 40, 40]  # frame 2 is grey 40
-    assert picture[60, 70].tolist() == list(FakePipeline.PAINT)  # the face was "swapped"
-    assert not pipeline.closed  # a given pipeline stays open
-    again = previews.preview_frame(request, 3, pipeline=pipeline, out_dir=tmp_path / "pv")
-    assert again == path and files_in(tmp_path / "pv") == [path.name]  # one file per input
-
-
 def test_preview_frame_outside_the_input_is_an_input_error(tmp_path: Path,
                                                            settings: Settings) -> None:
     request = request_for(write_sequence(tmp_path / "plate", count=2), settings, tmp_path)
     with pytest.raises(InputError, match="frame 7 is not in"):
         previews.preview_frame(request, 7, pipeline=FakePipeline(settings))
-
-
-def test_preview_frame_builds_and_closes_its_own_pipeline(
-        tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
-    built: list[FakePipeline] = []
-
-    def make(s: Settings) -> FakePipeline:
-        built.append(FakePipeline(s))
-        return built[-1]
-
-    monkeypatch.setattr(previews, "Pipeline", make)
-    request = request_for(write_sequence(tmp_path / "plate", count=1), settings, tmp_path)
-    path = previews.preview_frame(request, 1)
-    assert path.parent == tmp_path / "cache" / "previews"
-    assert len(built) == 1 and built[0].closed
-
-
-def test_preview_of_a_linear_exr_is_display_referred(tmp_path: Path, settings: Settings) -> None:
-    folder = tmp_path / "exr"
-    folder.mkdir()
-    spec = oiio.ImageSpec(SIZE[0], SIZE[1], 3, "half")
-    out = oiio.ImageOutput.create(str(folder / "p.0001.exr"))
-    assert out.open(str(folder / "p.0001.exr"), spec)
-    assert out.write_image(np.full((SIZE[1], SIZE[0], 3), 0.18, np.float32))
-    assert out.close()
-    request = request_for(str(folder / "p.####.exr"), settings, tmp_path)
-    path = previews.preview_frame(request, 1, pipeline=FakePipeline(settings))
-    grey = int(cv2.imread(str(path))[10, 10, 1])
-    assert 110 <= grey <= 125  # sRGB-encoded 18% grey (~118), not the linear 46
 
 
 def test_faces_overlay_numbers_the_faces(tmp_path: Path, settings: Settings) -> None:

@@ -1,0 +1,100 @@
+"""The render request of each clip to swap, and where its render goes.
+
+Each clip renders its media over its used range and handles (selection.ClipSwap.frames, in the
+engine's numbers: see media) into the output folder, as `<clip>.v001.####.exr` (or .png, .tif,
+.dpx), or with `same` as the kind of its media: a sequence with its extension, a movie with its
+container (the request's codec). Versions are never overwritten: each clip takes the version
+after the highest one of its name already in the folder (v001, v002, ...), so an editor that
+imported an earlier swap keeps its frames. Clips of the same name get `_2`, `_3`, ... in
+timeline order. The requests are exactly what `facefuse render` runs (a farm runs their
+`render_args`), made from one template request the command line gives. With reports, each
+clip's review report goes to `<render>.review/` (`facefuse render --report`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from facefuse import InputError, RenderRequest, check_folder_writable, safe_name
+
+from .selection import ClipSwap
+
+SEQUENCE_KINDS = ("exr", "png", "tif", "dpx")
+SAME = "same"
+OUTPUT_CHOICES = (*SEQUENCE_KINDS, SAME)
+DEFAULT_KIND = "exr"
+PADDING = 4
+REVIEW_SUFFIX = ".review"  # a clip's review report folder: <render>.review/report.json
+REPORT_NAME = "report.json"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ClipRender:
+    """One clip's render: the clip, the request, the render's name (`A001.v002`) and whether it
+    writes an image sequence. report: where its review report (report.json) goes, whose flags
+    become markers on the swapped clip; None without one."""
+
+    swap: ClipSwap
+    request: RenderRequest
+    name: str
+    sequence: bool
+    report: Path | None = None
+
+    @property
+    def output(self) -> Path:
+        """The render's output: the movie, or the sequence's pattern (name.####.exr)."""
+        return Path(self.request.output)
+
+
+def plan_renders(swaps: Sequence[ClipSwap], template: RenderRequest, folder: Path,
+                 kind: str = DEFAULT_KIND, report: bool = False) -> tuple[ClipRender, ...]:
+    """A render per clip into `folder` (see the module docstring). template: the render
+    options (its input, output, frames and start number are each clip's own). report: each
+    clip's review report goes to `<render>.review/` beside it. InputError for an unknown kind,
+    OutputError when the folder cannot be written."""
+    if kind not in OUTPUT_CHOICES:
+        raise InputError(f"the output kind must be one of {', '.join(OUTPUT_CHOICES)}, "
+                         f"not {kind!r}")
+    check_folder_writable(folder)
+    return tuple(_render(swap, stem, template, folder, kind, report)
+                 for swap, stem in zip(swaps, unique_stems(swaps)))
+
+
+def unique_stems(swaps: Sequence[ClipSwap]) -> list[str]:
+    """A file stem per clip from its name; a repeated name gets _2, _3, ... in order."""
+    stems: list[str] = []
+    for swap in swaps:
+        stem = candidate = safe_name(swap.clip.name)
+        count = 1
+        while candidate in stems:
+            count += 1
+            candidate = f"{stem}_{count}"
+        stems.append(candidate)
+    return stems
+
+
+def next_version(folder: Path, stem: str) -> int:
+    """One above the highest version of `stem` in `folder` (1 when there is none)."""
+    found = re.compile(rf"^{re.escape(stem)}\.v(\d+)(\.|$)")
+    versions = [int(m.group(1)) for p in (folder.iterdir() if folder.is_dir() else ())
+                if (m := found.match(p.name))]
+    return max(versions, default=0) + 1
+
+
+def _render(swap: ClipSwap, stem: str, template: RenderRequest, folder: Path,
+            kind: str, report: bool) -> ClipRender:
+    name = f"{stem}.v{next_version(folder, stem):03d}"
+    media = swap.media
+    suffix = Path(media.input).suffix
+    sequence = media.sequence or kind != SAME
+    extension = kind if kind != SAME else suffix.lstrip(".")
+    output = folder / (f"{name}.{'#' * PADDING}.{extension}" if sequence else f"{name}{suffix}")
+    request = replace(template, input=media.input, output=str(output), frames=swap.frames,
+                      chunk=None, chunk_frames=None,
+                      start_number=template.start_number if media.sequence
+                      else media.first_number)
+    review = folder / f"{name}{REVIEW_SUFFIX}" / REPORT_NAME if report else None
+    return ClipRender(swap, request, name, sequence, review)

@@ -1,0 +1,51 @@
+"""Exact frame rates and whole frame counts over OpenTimelineIO's times.
+
+OpenTimelineIO keeps a time as a value and a rate, both doubles: 23.976 fps is stored as
+24000/1001 to double precision, or as the rounded 23.976 some editors write. Every frame count
+here is worked out in Fractions from those values: a rate is snapped to its exact NTSC form
+(`exact_rate`), and a time becomes frames by exact arithmetic, rounded once to the nearest
+frame (`frames_of`). New times are written at the rate the timeline itself used, so a value
+read back compares equal to the editor's own.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from opentimelineio.opentime import RationalTime, TimeRange
+
+NTSC_RATES = tuple(Fraction(n * 1000, 1001) for n in (24, 30, 48, 60, 120))
+# "23.976" or "23.98" is 24000/1001, while 24 is 24: the NTSC rates sit 0.024 and more from them
+_NTSC_TOLERANCE = Fraction(1, 200)
+
+
+def exact_rate(rate: float) -> Fraction:
+    """A rate as OTIO stores it (23.976, 23.976023976..., 29.97, 25.0) as an exact Fraction
+    (24000/1001, 30000/1001, 25)."""
+    value = Fraction(rate)
+    for ntsc in NTSC_RATES:
+        if abs(value - ntsc) < _NTSC_TOLERANCE:
+            return ntsc
+    return value.limit_denominator(1001)
+
+
+def rate_text(rate: Fraction) -> str:
+    """24000/1001 -> "23.976", 25 -> "25" (for sentences)."""
+    return f"{float(rate):.3f}".rstrip("0").rstrip(".")
+
+
+def frames_of(time: RationalTime, rate: Fraction) -> int:
+    """`time` as a whole number of frames at `rate`, the nearest one."""
+    return round(Fraction(time.value) * rate / exact_rate(time.rate))
+
+
+def time_at(frames: int, rate: float) -> RationalTime:
+    """`frames` frames at `rate` (a rate as the timeline stores it)."""
+    return RationalTime(float(frames), rate)
+
+
+def frame_span(span: TimeRange, rate: Fraction) -> tuple[int, int]:
+    """The (first, last) frame of `span` at `rate`, inclusive: a range's start and its
+    exclusive end, each counted in frames."""
+    first = frames_of(span.start_time, rate)
+    return first, first + frames_of(span.duration, rate) - 1
