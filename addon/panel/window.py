@@ -160,7 +160,6 @@ class PanelWindow(QMainWindow):
         self._frame_flags(ui.timeline.frame)
         self.frame_boxes(ui.timeline.frame)
 
-<<<<<<< HEAD
     # -- frames and ranges ------------------------------------------------------------------------
     def frame_moved(self, frame: int, show: bool = True) -> None:
         self.ui.frame.blockSignals(True)
@@ -170,16 +169,6 @@ class PanelWindow(QMainWindow):
         self.frame_boxes(frame)
         if show:
             self.act.show_frame()
-=======
-    def look_request(self, settings: Settings | None = None) -> RenderRequest:
-        clip = self.host.clip
-        if clip is None:
-            raise HostError("Open a clip to swap (Clip > Open)")
-        return RenderRequest(sources=tuple(self.sources.paths()), input=clip.input,
-                             output=str(clip.folder / "look.####.png"),
-                             settings=settings or self.settings(), frames=clip.frames,
-                             start_number=clip.start_number)
->>>>>>> main
 
     def frame_boxes(self, frame: int) -> None:
         """Name the people on the view: each one's face box in `frame`, in their colour."""

@@ -175,7 +175,14 @@ def test_the_artists_path_through_the_panel(qtbot, crowd: Path, base, testdata: 
     assert ui.people.card("p3").status.text() == "own source: biden.jpg"
     assert "p2" not in window.review.marks[1002].swapped
     assert "p3" in window.review.marks[1002].swapped
-    # 6. in/out, render: only that range is written, each person as chosen
+    # 6. Preview a frame: the render's pixels for it, people as chosen
+    ui.timeline.set_frame(1003)
+    qtbot.mouseClick(ui.preview_button, Qt.MouseButton.LeftButton)
+    _idle(qtbot, window)
+    assert ui.view.after is not None and ui.view.labels == ("Original", "Swapped")
+    previewed = ui.view.after.toImage()
+    shots.grab(qtbot, window, "preview")
+    # 7. in/out, render: only that range is written, each person as chosen
     ui.timeline.set_frame(1002)
     qtbot.mouseClick(ui.set_in, Qt.MouseButton.LeftButton)
     ui.timeline.set_frame(1006)
@@ -198,7 +205,8 @@ def test_the_artists_path_through_the_panel(qtbot, crowd: Path, base, testdata: 
     default = {colours[p] for p in colours if p not in ("p2", "p3")}
     assert len(default) == 1 and colours["p3"] not in default  # own source, own colour
     assert all(colours[p] != plate[p] for p in colours if p != "p2")
-    # 7. the result beside the original, stepping through it
+    assert all(_rgb(previewed, *_centre(k)) == colours[person[k]] for k in range(8))
+    # 8. the result beside the original, stepping through it
     assert ui.show_result.isChecked() and "1002-1006" not in ui.status.text()
     ui.timeline.set_frame(1003)
     qtbot.waitUntil(lambda: ui.view.after is not None and window.ui.view.labels[1] == "Result"
@@ -207,7 +215,7 @@ def test_the_artists_path_through_the_panel(qtbot, crowd: Path, base, testdata: 
     x, y = _centre(0)
     assert _rgb(after, x, y) == _file_rgb(out / "crowd.1003.png", x, y)
     shots.grab(qtbot, window, "result")
-    # 8. re-render the flagged frames: those files, and only those, are written again
+    # 9. re-render the flagged frames: those files, and only those, are written again
     stamps = {p.name: p.stat().st_mtime_ns for p in out.glob("crowd.*.png")}
     qtbot.mouseClick(ui.rerender_button, Qt.MouseButton.LeftButton)
     _idle(qtbot, window)
