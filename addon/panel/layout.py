@@ -65,7 +65,8 @@ class PanelLayout:
         self.activity_label = QLabel("", window)
         for label in (self.status, self.activity_label):
             label.setFixedHeight(LINE_PX)
-        for label in (self.status, self.flag_label, self.range_label):
+        self.range_label.setMinimumWidth(180)
+        for label in (self.status, self.flag_label):
             # a long sentence is cut, it never widens the window
             label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.log = LogPane(window)

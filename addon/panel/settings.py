@@ -18,7 +18,9 @@ from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtWidgets import (
+    QAbstractScrollArea,
     QAbstractSpinBox,
+    QApplication,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
@@ -43,14 +45,20 @@ CHOICE_LABELS = MappingProxyType({("selector", "one"): "Main Person",
 
 
 class WheelGuard(QObject):
-    """Passes wheel turns over an unfocused spin box or combo box on to the scroll area."""
+    """Hands wheel turns over an unfocused spin box or combo box to the scroll area the form
+    sits in (the nearest QAbstractScrollArea above the control), which scrolls."""
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.Wheel and isinstance(watched, QWidget) \
-                and not watched.hasFocus():
-            event.ignore()  # Qt hands an ignored wheel event to the parents
-            return True
-        return False
+        if event.type() != QEvent.Type.Wheel or not isinstance(watched, QWidget) \
+                or watched.hasFocus():
+            return False
+        area = watched.parentWidget()
+        while area is not None and not isinstance(area, QAbstractScrollArea):
+            area = area.parentWidget()
+        if area is not None:
+            QApplication.sendEvent(area.viewport(), event)
+        event.accept()
+        return True
 
 
 class SettingsForm(QWidget):

@@ -160,7 +160,7 @@ class Timeline(QWidget):
         for row, person in enumerate(people):
             colour = QColor(*person_rgb(review, person.person_id))
             dim = QColor(colour)
-            dim.setAlpha(70)
+            dim.setAlpha(110)
             y = top + ROW_PX + row * PERSON_PX
             for frame, marks in review.marks.items():
                 if person.person_id in marks.swapped:
