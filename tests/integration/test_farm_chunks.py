@@ -101,28 +101,28 @@ def test_overlapping_ranges_in_concurrent_processes_never_corrupt_a_frame(
         assert result.returncode == 0, result.stderr
     assert not corrupt, corrupt[:3]
 
-    refs: dict[str, dict[int, Path]] = {}
+    refs: dict[tuple[str, int], tuple[str, Path]] = {}  # (fingerprint, frame) -> range, file
     folders = {r: tmp_path / f"ref{r}" for r in ranges[:2]}
     ref_procs = []
     for r, folder in folders.items():
         folder.mkdir()
         ref_procs.append(start(farm, farm.command(folder / "out.####.png", "--frames", r),
                                folder))
-    for proc, folder in zip(ref_procs, folders.values()):
+    for (r, folder), proc in zip(folders.items(), ref_procs):
         assert finish(proc, folder).returncode == 0
-        files = frame_files(folder)
-        refs[fingerprint_of(next(iter(files.values())))] = files
-    assert len(refs) == 2, "the two ranges carry different fingerprints"
+        refs.update({(fingerprint_of(path), n): (r, path)
+                     for n, path in frame_files(folder).items()})
+    assert len(refs) == 41 + 40, "each frame of the two ranges carries a fingerprint of its own"
 
     files = assert_only_outputs(out, "png", max_temps=0)
     assert list(files) == list(range(1, 61))
     owners = {}
     for number, path in files.items():
-        fingerprint = fingerprint_of(path)
-        assert fingerprint in refs, f"frame {number} carries an unknown fingerprint"
-        assert path.read_bytes() == refs[fingerprint][number].read_bytes(), number
-        owners[number] = ranges[list(refs).index(fingerprint)]
-    by_range = list(refs.values())
+        key = (fingerprint_of(path), number)
+        assert key in refs, f"frame {number} carries an unknown fingerprint"
+        owners[number], expected = refs[key]
+        assert path.read_bytes() == expected.read_bytes(), number
+    by_range = [frame_files(folder) for folder in folders.values()]
     differ = [n for n in range(20, 41)
               if not np.array_equal(read_pixels(by_range[0][n]), read_pixels(by_range[1][n]))]
     print(f"\n{reads} reads of contested frames while they were replaced, none damaged; "

@@ -27,6 +27,8 @@ from ..farm.chunks import chunk_ranges, shot_frames
 from ..farm.commandline import absolute_paths
 from ..farm.paths import check_inside
 from ..io.sequences import is_frame_pattern
+from ..shot.frames import within
+from ..shot.overrides import load_overrides
 from ..shot.request import RenderRequest
 from .render import render_options, request_from_args
 
@@ -99,6 +101,8 @@ def _shot_request(args: argparse.Namespace) -> tuple[RenderRequest, Path]:
     if not is_frame_pattern(request.output):
         raise InputError(f"farm jobs write image sequences, not {request.output}; give a "
                          "pattern such as out/shot.####.exr (encode a video afterwards)")
+    if request.overrides is not None:
+        load_overrides(request.overrides)  # a bad file is refused now, not by every task
     root = (args.output_dir or Path(request.output).parent).resolve()
     check_inside(root, (request.output, request.matte, request.patch))
     return absolute_paths(request), root
@@ -119,7 +123,7 @@ def cmd_openjd(args: argparse.Namespace) -> int:
         bundle = openjd.shot_bundle(request, (frames[0], frames[-1]), args.chunk_size,
                                     args.facefuse, args.allow_downloads, root,
                                     task_chunking=not args.no_task_chunking)
-        tasks = len(chunk_ranges(frames, args.chunk_size))
+        tasks = len(chunk_ranges(within(frames, request.only), args.chunk_size))
     written = openjd.write_bundle(bundle, args.bundle)
     print(f"wrote {', '.join(str(p) for p in written)}: {tasks} tasks; run it here with "
           f"`openjd run {written[0]} -p file://{written[2]}` or submit it with "

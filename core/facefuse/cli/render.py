@@ -10,11 +10,13 @@ import threading
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import ExitCode
+from ..errors import ExitCode, InputError
 from ..farm.paths import check_inside
 from ..review.folder import check_report_folder
+from ..review.report import load_report
 from ..shot import commandline
 from ..shot.commandline import usage_type  # noqa: F401 - cli.bench takes it from here
+from ..shot.frames import FrameChoice
 from ..shot.request import FrameReport, PhaseProgress, RenderRequest, RenderSummary
 from ..timing import PhaseRate
 
@@ -52,7 +54,18 @@ def _report_options(p: argparse.ArgumentParser) -> None:
 
 
 def request_from_args(args: argparse.Namespace) -> RenderRequest:
-    return commandline.request_from_namespace(args)
+    """The request of a render's options, `--frames flagged:REPORT` read (flagged_choice)."""
+    return commandline.request_from_namespace(args, flagged_choice)
+
+
+def flagged_choice(path: Path) -> FrameChoice:
+    """The frames a review report flags, over the range it analysed, for the shot it names
+    (review.report.load_report); InputError when it cannot be read or flags nothing."""
+    report = load_report(path)
+    if not report.flagged_frames:
+        raise InputError(f"the review report {path} flags no frames: there is nothing to "
+                         "render")
+    return FrameChoice(report.frames, report.flagged_frames, f"shot:{report.shot_id}")
 
 
 class Progress:

@@ -45,4 +45,5 @@ def absolute_paths(request: RenderRequest) -> RenderRequest:
                    sources=tuple(Path(absolute(p)) for p in request.sources),
                    input=absolute(request.input), output=absolute(request.output),
                    matte=absolute(request.matte) if request.matte else None,
-                   patch=absolute(request.patch) if request.patch else None)
+                   patch=absolute(request.patch) if request.patch else None,
+                   overrides=Path(absolute(request.overrides)) if request.overrides else None)

@@ -36,6 +36,7 @@ from ..config import Settings
 from ..errors import FacefuseError, InputError
 from ..pipeline import Pipeline
 from ..shot.commandline import OUTPUT_ROOT, output_root_of, render_args, request_from_args
+from ..shot.frames import within
 from ..shot.render import render
 from ..shot.request import FrameReport, RenderRequest
 from .chunks import chunk_ranges, shot_frames
@@ -143,7 +144,7 @@ def chunk_args(request: RenderRequest, chunk_size: int, output_root: Path) -> li
     frames = shot_frames(request)
     whole = replace(request, frames=(frames[0], frames[-1]), chunk=None, chunk_frames=None)
     return [[*render_args(replace(whole, chunk_frames=c)), OUTPUT_ROOT, str(output_root)]
-            for c in chunk_ranges(frames, chunk_size)]
+            for c in chunk_ranges(within(frames, request.only), chunk_size)]
 
 
 @contextmanager

@@ -12,7 +12,9 @@ tasks with the TASK_CHUNKING extension (contiguous chunks of at most ChunkSize f
 task runs the `facefuse render` command a user would type (shot.commandline), with
 `--frames` the whole range (analysed once through the shared analysis cache, so every chunk
 makes the same decisions), `--chunk-frames` its chunk, `--output-root` the output folder and
-`--progress openjd`. Without the extension (`task_chunking=False`) the chunks are fixed when the
+`--progress openjd`. A list render (`--frames LIST` or `flagged:`) chunks the listed frames
+and carries them and an `--overrides` file (a PATH job parameter) in every task, so every
+task plans the same. Without the extension (`task_chunking=False`) the chunks are fixed when the
 job is made, as (ChunkStart, ChunkEnd) task parameter pairs. A step environment runs
 `facefuse models check` once per worker session and points FACEFUSE_MODELS and FACEFUSE_CACHE at
 the shared folders with downloads off (FACEFUSE_OFFLINE=1) unless the job allows them.
@@ -40,6 +42,7 @@ from ..errors import InputError
 from ..io.files import atomic_write_bytes
 from ..models.locations import default_models_dir, looks_like_model_path
 from ..shot import commandline
+from ..shot.frames import FrameRanges, format_frame_list, within
 from ..shot.output_checks import check_request_outputs
 from ..shot.request import RenderRequest
 from .chunks import chunk_ranges
@@ -139,7 +142,7 @@ def shot_bundle(request: RenderRequest, frames: tuple[int, int], chunk_size: int
     params = _Params()
     params.add("Facefuse", "STRING", executable, "the facefuse program on the workers")
     space, frames_arg, chunk_arg = (_chunked_space if task_chunking else _listed_space)(
-        params, frames, chunk_size)
+        params, frames, chunk_size, request.only)
     root = (output_dir or Path(request.output).parent).resolve()
     templated = _templated_request(request, params, downloads, root)
     args = [*params.quoted(commandline.render_args(templated)), "--frames", frames_arg,
@@ -159,22 +162,31 @@ def shot_bundle(request: RenderRequest, frames: tuple[int, int], chunk_size: int
     return Bundle(template, params.values())
 
 
-def _chunked_space(params: _Params, frames: tuple[int, int], chunk_size: int
-                   ) -> tuple[dict[str, Any], str, str]:
-    """The frame range as one CHUNK[INT] task parameter, chunked by the scheduler."""
-    params.add("Frames", "STRING", f"{frames[0]}-{frames[1]}",
-               "the frame range, START-END (analysed as a whole)")
+def _chunked_space(params: _Params, frames: tuple[int, int], chunk_size: int,
+                   only: FrameRanges | None = None) -> tuple[dict[str, Any], str, str]:
+    """The frame range as one CHUNK[INT] task parameter, chunked by the scheduler; with
+    `only` (a list render), the listed frames are the parameter and `frames` stays the range
+    every task analyses."""
+    whole = f"{frames[0]}-{frames[1]}"
+    if only is not None:
+        params.add("Frames", "STRING", format_frame_list(only),
+                   f"the frames rendered, a list such as 1001-1010,1035 (inside {whole}, "
+                   "which is analysed as a whole)")
+    else:
+        params.add("Frames", "STRING", whole, "the frame range, START-END (analysed as a whole)")
     params.add("ChunkSize", "INT", chunk_size, "frames per task", minValue=1)
     space = {"taskParameterDefinitions": [{
         "name": "Frame", "type": "CHUNK[INT]", "range": ref("Frames"),
         "chunks": {"defaultTaskCount": ref("ChunkSize"), "rangeConstraint": "CONTIGUOUS"}}]}
-    return space, ref("Frames"), "{{Task.Param.Frame}}"
+    return space, whole if only is not None else ref("Frames"), "{{Task.Param.Frame}}"
 
 
-def _listed_space(_params: _Params, frames: tuple[int, int], chunk_size: int
-                  ) -> tuple[dict[str, Any], str, str]:
-    """The chunks of the range as (ChunkStart, ChunkEnd) pairs (no extension needed)."""
-    chunks = chunk_ranges(range(frames[0], frames[1] + 1), chunk_size)
+def _listed_space(_params: _Params, frames: tuple[int, int], chunk_size: int,
+                  only: FrameRanges | None = None) -> tuple[dict[str, Any], str, str]:
+    """The chunks of the range (of its listed frames, with `only`) as (ChunkStart, ChunkEnd)
+    pairs (no extension needed)."""
+    numbers = range(frames[0], frames[1] + 1)
+    chunks = chunk_ranges(within(numbers, only), chunk_size)
     space = {"taskParameterDefinitions": [
         {"name": "ChunkStart", "type": "INT", "range": [first for first, _ in chunks]},
         {"name": "ChunkEnd", "type": "INT", "range": [last for _, last in chunks]}],
@@ -205,9 +217,12 @@ def _templated_request(request: RenderRequest, params: _Params, downloads: bool,
     shot = params.path("Input", source_input.resolve(), "the shot: a video or a sequence pattern",
                        "FILE" if source_input.is_file() else None, "IN")
     settings = _templated_settings(request, params, downloads)
+    overrides = (Path(params.path("Overrides", request.overrides.resolve(), "per-frame "
+                                  "corrections of the shot plan (JSON)", "FILE", "IN"))
+                 if request.overrides is not None else None)
     return replace(request, sources=sources, input=shot, output=out["Output"],
                    matte=out.get("Matte"), patch=out.get("Patch"), settings=settings,
-                   frames=None, chunk=None, chunk_frames=None)
+                   frames=None, chunk=None, chunk_frames=None, overrides=overrides)
 
 
 def _templated_settings(request: RenderRequest, params: _Params, downloads: bool) -> Any:

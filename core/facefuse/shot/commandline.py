@@ -13,9 +13,11 @@ are left out; `request_from_args(render_args(r)) == r` for every field an option
 
 Kinds: "text", "path" (a Path), "paths" (repeatable, a tuple of Paths), "assignments"
 (repeatable PERSON=IMAGE, a tuple of (str, Path)), "names" (repeatable, a tuple of str), "int",
-"float", "switch" (given: True), "off" (given: False), "range" (A-B), "chunk" (N/M), "rate" (a
-positive Fraction, 24000/1001), "providers" (auto or a comma list), "choices" (a comma list of
-some of `choices`) and "optional-model" (a model, or none).
+"float", "switch" (given: True), "off" (given: False), "range" (A-B), "frames" (A-B, a list or
+flagged:REPORT: shot.frames.parse_frames; it sets `only` too), "ranges" (a list of frames and
+ranges, 1001-1010,1035), "chunk" (N/M), "rate" (a positive Fraction, 24000/1001), "providers"
+(auto or a comma list), "choices" (a comma list of some of `choices`) and "optional-model" (a
+model, or none).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from ..errors import InputError
 from ..io.sequences import parse_chunk, parse_frame_range
 from ..io.video.common import CRF_RANGE, DEFAULT_CRF, DEFAULT_PRESET, VIDEO_CODECS
 from ..runtime.providers import parse_providers
+from .frames import FrameChoice, format_frame_list, parse_frame_list, parse_frames
 from .request import PROVENANCE_MODES, RenderRequest
 
 OUTPUT_ROOT = "--output-root"
@@ -100,8 +103,21 @@ SETTINGS_OPTIONS = (
 )
 _CRF_DEFAULTS = ", ".join(f"{codec} {crf}" for codec, crf in DEFAULT_CRF.items())
 SHOT_OPTIONS = (
-    Option(("--frames",), "request.frames", "range", "inclusive range in the input's own frame "
-           "numbers (clipped to the frames the input has)", metavar="A-B"),
+    Option(("--frames",), "request.frames", "frames", "A-B: the inclusive range rendered, in "
+           "the input's own frame numbers (clipped to the frames the input has); a list "
+           "(1001-1010,1035,1040-1042) or flagged:DIR/report.json (a review report's flagged "
+           "frames) renders only those frames, exactly as a render of the whole shot makes "
+           "them (the input's whole range, or the report's, is analysed)",
+           metavar="A-B|LIST|flagged:REPORT"),
+    Option(("--only-frames",), "request.only", "ranges", "render only these frames (a list as "
+           "for --frames) of the --frames range, which is still analysed whole (what --frames "
+           "LIST and flagged: come to in farm tasks)", metavar="LIST"),
+    Option(("--only-input",), "request.only_input", "text", "shot:ID (a review report's shot "
+           "id) or sha256:HEX (the input's content) that --only-frames were chosen for: another "
+           "shot is refused (flagged: sets it)", metavar="ID"),
+    Option(("--overrides",), "request.overrides", "path", "JSON file of per-frame, per-person "
+           "corrections (skip, keep, swap, hold; see docs/overrides.md); a re-render rewrites "
+           "only the frames they change", metavar="FILE"),
     Option(("--chunk",), "request.chunk", "chunk", "render the Nth of M equal slices of the "
            "range (farm work)", metavar="N/M"),
     Option(("--chunk-frames",), "request.chunk_frames", "range", "render only frames A-B of the "
@@ -194,9 +210,16 @@ def comma_list(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
+def _frames(text: str) -> tuple[int, int] | FrameChoice:
+    """A --frames value: its range (A-B), or the FrameChoice of a list or a report."""
+    choice = parse_frames(text)
+    return choice.frames if choice.frames is not None and choice.only is None else choice
+
+
 _TYPES: Mapping[str, Callable[[str], Any]] = MappingProxyType({
     "path": Path, "paths": Path, "int": int, "float": float, "choices": comma_list,
     "range": usage_type(parse_frame_range), "chunk": usage_type(parse_chunk),
+    "frames": usage_type(_frames), "ranges": usage_type(parse_frame_list),
     "assignments": usage_type(_assignment), "names": str,
     "rate": usage_type(_rate)})
 
@@ -276,11 +299,36 @@ def settings_from_namespace(args: argparse.Namespace) -> Settings:
     return Settings(**_values(args, "settings"))
 
 
-def request_from_namespace(args: argparse.Namespace) -> RenderRequest:
-    """The RenderRequest a parse of the render options asks for."""
+ReportReader = Callable[[Path], FrameChoice]
+"""Reads a `--frames flagged:REPORT` report into the frames it flags (cli.render.flagged_choice)."""
+
+
+def request_from_namespace(args: argparse.Namespace,
+                           read_report: ReportReader | None = None) -> RenderRequest:
+    """The RenderRequest a parse of the render options asks for; `read_report` reads the
+    report of `--frames flagged:REPORT` (InputError for one when it is None)."""
     if not args.input or not args.output:
         raise InputError("render needs -i INPUT and -o OUTPUT")
-    return RenderRequest(**_values(args, "request"), settings=settings_from_namespace(args))
+    values = _values(args, "request")
+    choice = values.get("frames")
+    if isinstance(choice, FrameChoice):
+        if choice.report is not None:
+            if read_report is None:
+                raise InputError("--frames flagged:REPORT is read by `facefuse render` and "
+                                 "`facefuse farm`; give the frames as a list here")
+            choice = read_report(choice.report)
+        values.update(_frame_choice(choice, values))
+    return RenderRequest(**values, settings=settings_from_namespace(args))
+
+
+def _frame_choice(choice: FrameChoice, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The request fields a --frames value sets: frames, and only / only_input for a list or
+    a report (InputError when --only-frames or --only-input is given too)."""
+    if choice.only is None:
+        return {"frames": choice.frames}
+    if values.get("only") is not None or values.get("only_input") is not None:
+        raise InputError("give --frames a list or flagged:REPORT, or --only-frames, not both")
+    return {"frames": choice.frames, "only": choice.only, "only_input": choice.made_from}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -320,8 +368,10 @@ def _written(option: Option, value: Any) -> list[str]:
         return [arg for person, image in value for arg in (flag, f"{person}={image}")]
     if option.kind in ("choices", "providers"):
         return [flag, ",".join(value)]
-    if option.kind in ("range", "chunk"):
-        return [flag, ("{}-{}" if option.kind == "range" else "{}/{}").format(*value)]
+    if option.kind in ("range", "frames", "chunk"):
+        return [flag, ("{}/{}" if option.kind == "chunk" else "{}-{}").format(*value)]
+    if option.kind == "ranges":
+        return [flag, format_frame_list(value)]
     return [flag, str(value)]
 
 

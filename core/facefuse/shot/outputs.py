@@ -81,6 +81,10 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
             raise InputError("--chunk and --chunk-frames need an image-sequence output: a video "
                              "is written in one pass (render a sequence on the farm, then "
                              "encode it)")
+        if request.only is not None:
+            raise InputError("a list of frames (--frames LIST or flagged:) needs an "
+                             "image-sequence output: a video is written whole, in one pass "
+                             "(render the whole video again, or a sequence)")
         if request.compression is not None:
             raise InputError("--compression applies to EXR and TIFF sequence outputs only; for "
                              "a video choose the codec (--codec rawvideo or ffv1 is lossless)")

@@ -38,6 +38,7 @@ from ..errors import InputError
 from ..selection import most_similar
 from ..types import Face
 from .analysis import DEFAULT_RATE_HZ, ShotAnalysis
+from .overrides import Overrides, apply_overrides
 from .people import Person, group_people, select_people
 from .smoothing import OneEuroParams, smooth_tracks
 from .tracking import MAX_FILLED_FRAMES, Track, build_shot_tracks, fill_short_gaps
@@ -155,6 +156,7 @@ class PlanOptions:
     smoothing: landmark and pose smoothing, None for none. assign: person id -> source key;
     assign_references: (picture embedding, source key) pairs naming people by a picture;
     skip: person ids never swapped; skip_references: pictures of people never swapped.
+    overrides: per-frame, per-person corrections (shot.overrides), applied last.
     """
 
     selector: str = "one"
@@ -166,12 +168,14 @@ class PlanOptions:
     assign_references: tuple[tuple[np.ndarray, str], ...] = ()
     skip: frozenset[str] = frozenset()
     skip_references: tuple[np.ndarray, ...] = ()
+    overrides: Overrides | None = None
 
     @property
     def local(self) -> bool:
-        """Whether every decision is local (plan_horizon): selector many, nobody named."""
+        """Whether every decision is local (plan_horizon): selector many, nobody named, no
+        overrides."""
         return (self.selector == "many" and not self.assign and not self.assign_references
-                and not self.skip and not self.skip_references)
+                and not self.skip and not self.skip_references and self.overrides is None)
 
 
 def person_name(person: Person) -> str:
@@ -193,13 +197,16 @@ def shot_id_of(analysis_digest: str, frames: Sequence[int]) -> str:
 def make_plan(analysis: ShotAnalysis, options: PlanOptions, shot_id: str = "",
               frames: Sequence[int] | None = None) -> ShotPlan:
     """The plan of a shot (see the module docstring). frames: the analysed frames (default:
-    those of `analysis`). InputError for an assignment or skip that names nobody in the shot."""
+    those of `analysis`). InputError for an assignment or skip that names nobody in the shot,
+    or overrides that do not fit it (shot.overrides.apply_overrides: with overrides, every
+    person's tracks are planned, and theirs kept where an entry swaps them)."""
     cuts = analysis.cuts
     tracks = build_shot_tracks(analysis.faces, cuts)
     people = decide_people(group_people(tracks), options)
-    by_track = {track.track_id: person for person in people if person.swapped
+    planned_people = [p for p in people if p.swapped or options.overrides is not None]
+    by_track = {track.track_id: person for person in planned_people
                 for track in person.person.tracks}
-    chosen = sorted((t for person in people if person.swapped for t in person.person.tracks),
+    chosen = sorted((t for person in planned_people for t in person.person.tracks),
                     key=lambda t: t.track_id)
     planned: dict[int, list[PlannedFace]] = {}
     for track, planned_track in zip(chosen, _planned_tracks(chosen, options)):
@@ -213,9 +220,14 @@ def make_plan(analysis: ShotAnalysis, options: PlanOptions, shot_id: str = "",
                 frame in detected))
     swapped = [p for p in people if p.swapped]
     log.info("%d cuts, %d tracks, %d people; %d people (%d tracks) chosen for swapping",
-             len(cuts), len(tracks), len(people), len(swapped), len(chosen))
-    return ShotPlan(shot_id, tuple(frames if frames is not None else sorted(analysis.faces)),
-                    cuts, people, {n: tuple(f) for n, f in sorted(planned.items())}, analysis)
+             len(cuts), len(tracks), len(people), len(swapped),
+             sum(len(p.person.tracks) for p in swapped))
+    analysed = tuple(frames if frames is not None else sorted(analysis.faces))
+    faces = {n: tuple(f) for n, f in sorted(planned.items())}
+    if options.overrides is not None:
+        faces = apply_overrides(options.overrides, faces, [p.person_id for p in people],
+                                [p.person_id for p in swapped], analysed, cuts, shot_id)
+    return ShotPlan(shot_id, analysed, cuts, people, faces, analysis)
 
 
 def decide_people(people: Sequence[Person], options: PlanOptions) -> tuple[PlannedPerson, ...]:

@@ -2,6 +2,10 @@
 
 The fingerprint covers everything that changes the pixels (settings, model identities, source
 identity, colour space); a re-run skips a finished frame only when its stored fingerprint matches.
+A frame of an image sequence carries its own (`frame_fingerprint`): the render's, less what the
+shot plan decides (assignments, skips, overrides), with what the plan decides for that frame
+(plan.ShotPlan.frame_digest) and the identities it swaps to. So a render whose plan changes in
+a few frames (an override, an assignment) re-renders only those.
 """
 
 from __future__ import annotations
@@ -9,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,7 @@ from ..types import SourceIdentity
 from ..version import __version__
 
 PREFIX = "facefuse:"
+FINGERPRINT = f"{PREFIX}fingerprint"
 # Settings fields that do not change pixels and stay out of the fingerprint.
 NOT_PIXEL_SETTINGS = frozenset({"providers", "models_dir", "cache_dir", "offline",
                                 "use_embedding_cache", "threads"})
@@ -100,5 +105,13 @@ def provenance(settings: Settings, models_used: Mapping[str, Mapping[str, str]],
         f"{PREFIX}sources_sha256": ",".join(identity.source_sha256),
         f"{PREFIX}settings": json.dumps(settings_record(settings, paths=full), sort_keys=True),
         f"{PREFIX}input": input_label if full else file_name(input_label),
-        f"{PREFIX}fingerprint": render_fingerprint,
+        FINGERPRINT: render_fingerprint,
     }
+
+
+def frame_fingerprint(render_fingerprint: str, frame_digest: str,
+                      identity_digests: Sequence[str]) -> str:
+    """The fingerprint of one frame: the render's, the frame's plan digest and the digests of
+    the identities its faces are swapped to, in paste order."""
+    text = "|".join((render_fingerprint, frame_digest, *identity_digests))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -17,13 +17,22 @@ comes after a fixed stretch of analysis, not after all of it. Other selectors pl
 whole analysis first, as does a render whose analysis is cached.
 
 Image-sequence outputs are written frame by frame (temporary name, then rename) and resumable:
-a frame whose output exists, reads completely and carries the same render fingerprint is skipped.
+a frame whose output exists, reads completely and carries the same fingerprint is skipped. Each
+frame's fingerprint is the render's with what the plan decides for that frame
+(provenance.frame_fingerprint), so a render whose plan changes in some frames only (overrides,
+assignments) rewrites only those files and leaves the others as they are. To know those
+fingerprints before pass 2, a render whose output has any file of its frames already plans on
+the whole analysis first (no early plan alongside), as does one with overrides.
+
 Video outputs are written in one pass over the requested range to a temporary file that is
-renamed when complete; they cannot be chunked or resumed (render a sequence for farm work).
+renamed when complete; they cannot be chunked, resumed or rewritten in part (overrides render
+the whole video again; render a sequence for farm work).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import threading
 import time
@@ -35,6 +44,8 @@ from typing import Any
 
 from ..cache.hashes import HashMemo
 from ..color import input_conversion
+from ..errors import InputError
+from ..io import sequences
 from ..io.video import DecodeFailure, Frame
 from ..io.video.yuv import READER_VERSION
 from ..models.manifest import ROLES
@@ -48,6 +59,7 @@ from .early_plan import AnalysisStopped, EarlyPlan
 from .frames import plan_frames
 from .inputs import ShotInput, open_input
 from .outputs import open_writer
+from .overrides import Overrides, load_overrides
 from .pass_one import PassOne
 from .plan import (
     DEFAULT_SOURCE,
@@ -76,8 +88,8 @@ from .writers import FrameWriter, Processed
 log = logging.getLogger(__name__)
 
 # What pass 2's reader hands to inference: number, frame (or failure), the read's stage
-# milliseconds and the frame's planned faces.
-_Read = tuple[int, Any, Mapping[str, float], tuple[PlannedFace, ...]]
+# milliseconds, the frame's planned faces and its fingerprint.
+_Read = tuple[int, Any, Mapping[str, float], tuple[PlannedFace, ...], str]
 Identities = Mapping[str, SourceIdentity]  # the identity of each source key of a plan
 
 
@@ -137,6 +149,8 @@ def _warnings(request: RenderRequest, counts: Counts) -> tuple[str, ...]:
     settings = request.settings
     why = (f"selector {settings.selector}, similarity {settings.similarity}"
            if settings.selector == "reference" else f"selector {settings.selector}")
+    if request.overrides is not None:
+        why += f", overrides {request.overrides.name}"
     return (f"faces were found in {counts.unselected} frames but none was swapped ({why}); "
             + "those frames were written unchanged",)
 
@@ -160,7 +174,9 @@ class RenderJob:
         self.timings = timings if timings is not None else RenderTimings()
         self.frames = plan_frames(shot.frame_numbers, request.frames, request.chunk, shot.label,
                                   contiguous=shot.is_sequence,
-                                  chunk_frames=request.chunk_frames)
+                                  chunk_frames=request.chunk_frames, only=request.only)
+        self.overrides: Overrides | None = (load_overrides(request.overrides)
+                                            if request.overrides is not None else None)
         self.colour, self.colour_name = input_conversion(request.colorspace, shot.suffix,
                                                          shot.pixel_type)
         self.writer: FrameWriter = open_writer(request, shot, self.frames.rendered, self.colour)
@@ -182,15 +198,22 @@ class RenderJob:
         identity = identities[DEFAULT_SOURCE]
         memo = pipeline.hashes
         content = self.shot.content_sha256(memo)
-        fingerprint = self._fingerprint(pipeline, identity, content, memo)
+        self._check_only_input(f"sha256:{content}")
+        base = self._fingerprint(pipeline, identity, content, memo)
+        self.prints = FramePrints(base, identities)
         metadata = provenance.provenance(self.request.settings, pipeline.models.used(),
-                                         identity, fingerprint, self.shot.label,
+                                         identity, self._whole_fingerprint(base, memo),
+                                         self.shot.label,
                                          full=self.request.provenance == "full")
-        todo = self._todo(fingerprint)
-        if not todo:
+        if self.overrides is not None:
+            metadata[f"{provenance.PREFIX}overrides_sha256"] = self.overrides.sha256
+        rendered = self.frames.rendered
+        if not rendered:
             return True
-        options = plan_options(self.request, pipeline, self._rate())
-        horizon = self._horizon(todo[0], options)
+        options = plan_options(self.request, pipeline, self._rate(), self.overrides)
+        resuming = not self.request.overwrite and self.writer.started(rendered)
+        whole_first = resuming or (self.request.only_input or "").startswith("shot:")
+        horizon = None if whole_first else self._horizon(rendered[0], options)
         halt = threading.Event()  # pass 2 ended early: pass 1 stops too
 
         def stop() -> bool:
@@ -200,8 +223,14 @@ class RenderJob:
         plan = EarlyPlan(feed, (horizon or 0) if self.pass_one.alongside else 0,
                          lambda analysis: self._plan(analysis, options), stop)
         if not self.pass_one.alongside:
-            plan.targets(todo[0])  # plans now: a person named wrongly stops the render here
+            plan.targets(rendered[0])  # plans now: a person named wrongly stops the render here
+            assert plan.plan is not None
+            self._check_only_input(f"shot:{plan.plan.shot_id}")
+        todo = self._todo(plan) if resuming else rendered
+        self._say_video_is_whole()
         try:
+            if not todo:
+                return True
             return self._pass_two(pipeline, identities,
                                   _PassTwo(plan, todo, halt, self.pass_one), metadata, cancelled)
         finally:
@@ -219,6 +248,25 @@ class RenderJob:
         if horizon is None or analysed.index(first) + horizon + 1 >= len(analysed):
             return None
         return horizon
+
+    def _check_only_input(self, found: str) -> None:
+        """InputError when the frames to render were chosen for another input: request.only_input
+        names it as `found` does ("sha256:HEX" of its content or "shot:ID"), and differently."""
+        wanted = self.request.only_input
+        if wanted is None or wanted.partition(":")[0] != found.partition(":")[0]:
+            return
+        if wanted != found:
+            raise InputError(f"the frames to render (--frames flagged: or --only-input) were "
+                             f"chosen for another shot ({wanted[:23]}), not for "
+                             f"{self.shot.label} as these options analyse it ({found[:23]}); "
+                             "review it again with these options")
+
+    def _say_video_is_whole(self) -> None:
+        if self.request.overrides is not None and not sequences.is_frame_pattern(
+                self.request.output):
+            log.info("%s is a video, written whole: all %d frames are rendered again (a video "
+                     "cannot be rewritten in part; render a sequence to rewrite only the frames "
+                     "the overrides change)", self.request.output, len(self.frames.rendered))
 
     def _rate(self) -> float | None:
         return float(self.shot.rate) if self.shot.rate else None
@@ -240,8 +288,6 @@ class RenderJob:
         analysed = self.frames.analysed
         extra = {"smoothing": repr(smoothing_of(self.request)),
                  "frames": (analysed[0], analysed[-1]),
-                 "assign": [(person, memo.sha256(image)) for person, image in
-                            self.request.assign], "skip": list(self.request.skip),
                  "analysis": ANALYSIS_VERSION, "plan": PLAN_VERSION, "reader": READER_VERSION,
                  "start_number": self.request.start_number, "input": content_sha256,
                  "reference": references, "enhancer": bool(self.request.settings.enhancer),
@@ -249,17 +295,29 @@ class RenderJob:
         return provenance.fingerprint(self.request.settings, models, identity, self.colour_name,
                                       extra)
 
-    def _todo(self, fingerprint: str) -> tuple[int, ...]:
+    def _whole_fingerprint(self, base: str, memo: HashMemo) -> str:
+        """The fingerprint of the whole render (a video's): the render's with what the plan
+        is told (assignments, skips, the overrides file's content)."""
+        told = {"assign": [(person, memo.sha256(image)) for person, image in
+                           self.request.assign], "skip": list(self.request.skip),
+                "overrides": self.overrides.sha256 if self.overrides is not None else None}
+        text = base + json.dumps(told, sort_keys=True)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def _todo(self, plan: EarlyPlan) -> tuple[int, ...]:
+        """The rendered frames whose files are not finished with their fingerprint under the
+        plan (made on the whole analysis: see run)."""
+        assert plan.plan is not None
         todo = []
         for number in self.frames.rendered:
-            if not self.request.overwrite and self.writer.finished(number, fingerprint):
+            if self.writer.finished(number, self.prints.of(plan.plan, number)):
                 self.counts.skipped += 1
                 self.report(FrameReport(number, "skipped"))
             else:
                 todo.append(number)
         if self.counts.skipped:
-            log.info("%d frames already rendered with these settings; skipping them",
-                     self.counts.skipped)
+            log.info("%d frames already rendered with these settings and this plan; skipping "
+                     "them (%d to render)", self.counts.skipped, len(todo))
         return tuple(todo)
 
     def _settle(self, items: Iterable[Processed]) -> None:
@@ -306,7 +364,7 @@ class RenderJob:
         failed_here: list[int] = []
 
         def process(item: _Read) -> Processed:
-            number, frame, read_ms, planned = item
+            number, frame, read_ms, planned, fingerprint = item
             if isinstance(frame, DecodeFailure):
                 failed_here.append(number)
                 if fail_fast:
@@ -319,10 +377,14 @@ class RenderJob:
                                          matte=wants_matte, identities=own)
             return Processed(number, frame, result.matte, len(result.swapped),
                              MappingProxyType({**read_ms, **result.timings_ms}),
-                             pasted=result.pasted)
+                             pasted=result.pasted, fingerprint=fingerprint)
+
+        per_frame = sequences.is_frame_pattern(self.request.output)
 
         def sink(item: Processed) -> None:
-            self._settle(self.writer.write(item, metadata))
+            own = {**metadata, provenance.FINGERPRINT: item.fingerprint} if per_frame \
+                else metadata
+            self._settle(self.writer.write(item, own))
             if fail_fast and self.counts.failed:
                 work.halt.set()
 
@@ -352,7 +414,8 @@ class RenderJob:
         for number, frame, ms in _timed(self.shot, numbers):
             targets = plan.targets(number)
             self.found[number] = plan.feed.found(number)
-            yield number, frame, ms, targets
+            assert plan.plan is not None  # made by targets()
+            yield number, frame, ms, targets, self.prints.of(plan.plan, number)
 
 
 class _PassTwo:
@@ -409,11 +472,14 @@ def smoothing_of(request: RenderRequest) -> OneEuroParams | None:
         d_cutoff=defaults.d_cutoff)
 
 
-def plan_options(request: RenderRequest, pipeline: Pipeline, rate_hz: float | None
-                 ) -> PlanOptions:
+def plan_options(request: RenderRequest, pipeline: Pipeline, rate_hz: float | None,
+                 overrides: Overrides | None = None) -> PlanOptions:
     """The options the shot plan of `request` is made with (render, preview and review alike):
-    its selector, reference and smoothing, and the people it names (their reference pictures'
-    identities found with `pipeline`)."""
+    its selector, reference and smoothing, the people it names (their reference pictures'
+    identities found with `pipeline`) and its overrides (`overrides`: request.overrides read
+    already; else read here)."""
+    if overrides is None and request.overrides is not None:
+        overrides = load_overrides(request.overrides)
     settings = request.settings
     named = {person: str(image) for person, image in request.assign
              if not person.startswith(REFERENCE_PREFIX)}
@@ -426,7 +492,20 @@ def plan_options(request: RenderRequest, pipeline: Pipeline, rate_hz: float | No
         for p in request.skip if p.startswith(REFERENCE_PREFIX))
     return PlanOptions(settings.selector, pipeline.reference_embedding(), settings.similarity,
                        rate_hz, smoothing_of(request), named, by_picture, frozenset(skipped),
-                       skipped_by_picture)
+                       skipped_by_picture, overrides)
+
+
+class FramePrints:
+    """Each frame's fingerprint (provenance.frame_fingerprint) under a plan: the render's
+    `base` fingerprint, the frame's plan digest and the identities its faces are swapped to."""
+
+    def __init__(self, base: str, identities: Identities) -> None:
+        self.base, self.identities = base, identities
+
+    def of(self, plan: ShotPlan, frame: int) -> str:
+        return provenance.frame_fingerprint(
+            self.base, plan.frame_digest(frame),
+            [self.identities[face.source].digest for face in plan.faces(frame)])
 
 
 def source_identities(request: RenderRequest, pipeline: Pipeline) -> dict[str, SourceIdentity]:

@@ -17,6 +17,7 @@ from types import MappingProxyType
 
 from ..config import Settings, check_smoothing
 from ..errors import InputError
+from .frames import FrameRanges, normalise_ranges
 
 PROVENANCE_MODES = ("names", "full")
 
@@ -45,6 +46,13 @@ class RenderRequest:
     a person is a plan's id (p1, p2, ...) or "ref:IMAGE", the person who looks like IMAGE.
     skip: ids of people never swapped. Everyone else is swapped as settings.selector decides,
     with `sources` (see shot.plan).
+    only: the frames to render, inclusive (first, last) ranges of the analysed `frames` (None:
+    all of them; normalised: sorted, overlaps joined); chunk and chunk_frames take their share
+    of these. `--frames LIST` and `--frames flagged:REPORT` set it (see shot.frames).
+    only_input: the shot `only` was chosen for ("shot:ID", a review report's shot id, or
+    "sha256:HEX", the input's content): a render of another shot is refused.
+    overrides: a JSON file of per-frame, per-person corrections to the shot plan (see
+    shot.overrides and docs/overrides.md); its content, not its path, decides the frames.
     """
 
     sources: tuple[Path, ...]
@@ -72,8 +80,15 @@ class RenderRequest:
     compression: str | None = None
     assign: tuple[tuple[str, Path], ...] = ()
     skip: tuple[str, ...] = ()
+    only: FrameRanges | None = None
+    only_input: str | None = None
+    overrides: Path | None = None
 
     def __post_init__(self) -> None:
+        if self.only is not None:
+            object.__setattr__(self, "only", normalise_ranges(self.only))
+            if not self.only:
+                raise InputError("the list of frames to render is empty")
         if self.provenance not in PROVENANCE_MODES:
             raise InputError(f"provenance {self.provenance!r} is not one of "
                              f"{', '.join(PROVENANCE_MODES)}")

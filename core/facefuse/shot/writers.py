@@ -45,6 +45,7 @@ class Processed:
     pasted: where they were pasted (see types.Pasted), which a video writer passing decoded
     planes through converts alone. The frame is counted by the byte-bounded queues
     (streaming.payload_bytes). matte: the whole frame's blend mask (None: nothing pasted).
+    fingerprint: the frame's own (provenance.frame_fingerprint), which a sequence's files carry.
     """
 
     number: int
@@ -54,10 +55,13 @@ class Processed:
     ms: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     error: str = ""
     pasted: tuple[Pasted, ...] = ()
+    fingerprint: str = ""
 
 
 class FrameWriter(Protocol):
     def finished(self, number: int, fingerprint: str) -> bool: ...
+
+    def started(self, numbers: Sequence[int]) -> bool: ...
 
     def write(self, item: Processed, metadata: Mapping[str, str]) -> list[Processed]: ...
 
@@ -196,6 +200,10 @@ class SequenceWriter:
         return self.main.finished(number, fingerprint) and self.extras.finished(number,
                                                                                 fingerprint)
 
+    def started(self, numbers: Sequence[int]) -> bool:
+        """Whether a file of any of these frames exists already (in any of the outputs)."""
+        return any(out.path(n).exists() for out in self.outputs for n in numbers)
+
     def write(self, item: Processed, metadata: Mapping[str, str]) -> list[Processed]:
         future = (self._pool.submit(self._write_files, item, metadata)
                   if item.frame is not None else None)
@@ -251,6 +259,9 @@ class VideoWriter:
 
     def finished(self, number: int, fingerprint: str) -> bool:
         return False
+
+    def started(self, numbers: Sequence[int]) -> bool:
+        return False  # a video is written whole, every time
 
     def write(self, item: Processed, metadata: Mapping[str, str]) -> list[Processed]:
         start = time.perf_counter()

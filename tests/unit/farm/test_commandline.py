@@ -38,7 +38,9 @@ REQUEST_CHANGES = {
     "fail_fast": True, "smoothing": False, "smoothing_min_cutoff": 0.7, "smoothing_beta": 2.5,
     "start_number": 1001, "conform_vfr": True, "rate": Fraction(24000, 1001),
     "provenance": "full", "crf": 12, "preset": "slow", "compression": "piz",
-    "assign": (("p2", Path("b b.jpg")), ("ref:c=d.png", Path("e.jpg"))), "skip": ("p3",)}
+    "assign": (("p2", Path("b b.jpg")), ("ref:c=d.png", Path("e.jpg"))), "skip": ("p3",),
+    "only": ((1001, 1010), (1035, 1035), (1040, 1042)), "only_input": "sha256:" + "ab" * 32,
+    "overrides": Path("fix/overrides.json")}
 SETTINGS_CHANGES = {
     "detector": "yunet_2023mar", "recogniser": "r.onnx", "swapper": "inswapper_128_fp16",
     "enhancer": "gfpgan_1.4", "selector": "reference", "reference_images": (Path("ref.png"),),

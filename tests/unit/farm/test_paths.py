@@ -83,3 +83,24 @@ def test_every_file_of_a_shot_job_is_a_path_parameter(tmp_path: Path) -> None:
     assert check[:3] == ["models", "check", "{{Param.DetectorModel}}"]
     with pytest.raises(InputError, match="outside"):
         openjd.shot_bundle(request, (1, 48), 12, output_dir=tmp_path / "out" / "m")
+
+
+def test_a_list_render_job_chunks_its_frames_and_carries_the_overrides(tmp_path: Path) -> None:
+    for name in ("a.jpg", "shot.mov", "fix.json"):
+        (tmp_path / name).write_bytes(b"x")
+    request = RenderRequest(sources=(tmp_path / "a.jpg",), input=str(tmp_path / "shot.mov"),
+                            output=str(tmp_path / "out" / "x.####.png"),
+                            only=((5, 9), (30, 30)), overrides=tmp_path / "fix.json",
+                            settings=Settings(models_dir=tmp_path / "m", cache_dir=tmp_path))
+    bundle = openjd.shot_bundle(request, (1, 48), 4)
+    definitions = {d["name"]: d for d in bundle.template["parameterDefinitions"]}
+    assert definitions["Overrides"]["type"] == "PATH"
+    assert definitions["Overrides"]["dataFlow"] == "IN"
+    assert definitions["Frames"]["default"] == "5-9,30"
+    args = bundle.template["steps"][0]["script"]["actions"]["onRun"]["args"]
+    assert args[args.index("--frames") + 1] == "1-48"  # every task analyses the whole range
+    assert args[args.index("--only-frames") + 1] == "5-9,30"
+    assert args[args.index("--overrides") + 1] == "{{Param.Overrides}}"
+    listed = openjd.shot_bundle(request, (1, 48), 4, task_chunking=False)
+    space = listed.template["steps"][0]["parameterSpace"]["taskParameterDefinitions"]
+    assert [d["range"] for d in space] == [[5, 9], [8, 30]]  # 5-8, 9-30: listed frames only
