@@ -91,10 +91,10 @@ OPEN_HINT = "Open a clip to swap (Open clip…)"
 
 def only_frames(request: RenderRequest, ranges: tuple[tuple[int, int], ...],
                 force: bool = False) -> RenderRequest:
-    """`request` rendering only the frames of `ranges` (inclusive, inside request.frames);
-    force: render them again even where they are finished (a re-render)."""
-    first, last = min(a for a, _ in ranges), max(b for _, b in ranges)
-    return replace(request, frames=(first, last), overwrite=request.overwrite or force)
+    """`request` rendering only the frames of `ranges` (inclusive, inside request.frames, which
+    stays the analysed range); force: render them again even where they are finished (a
+    re-render)."""
+    return replace(request, only=ranges, overwrite=request.overwrite or force)
 
 
 def render_sentence(summary: RenderSummary) -> str:

@@ -222,6 +222,15 @@ def test_the_artists_path_through_the_panel(qtbot, crowd: Path, base, testdata: 
     again = {p.name for p in out.glob("crowd.*.png") if p.stat().st_mtime_ns != stamps.get(p.name)}
     flagged = {f"crowd.{n:04d}.png" for a, b in review.flagged for n in range(a, b + 1)}
     assert again == flagged, (again, flagged)
+    # 10. skip p8, render again: only the frames where p8 was swapped are written again
+    stamps = {p.name: p.stat().st_mtime_ns for p in out.glob("crowd.*.png")}
+    window.skip_person("p8", True)
+    _idle(qtbot, window)
+    qtbot.mouseClick(ui.render_button, Qt.MouseButton.LeftButton)
+    _idle(qtbot, window)
+    again = {p.name for p in out.glob("crowd.*.png") if p.stat().st_mtime_ns != stamps.get(p.name)}
+    assert again == {f"crowd.{n}.png" for n in range(1002, 1007) if n not in MISSING}, again
+    assert "already rendered" in ui.status.text()
     opened: list[QUrl] = []
     monkeypatch.setattr(QDesktopServices, "openUrl", opened.append)
     qtbot.mouseClick(ui.open_folder, Qt.MouseButton.LeftButton)
