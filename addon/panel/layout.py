@@ -65,8 +65,8 @@ class PanelLayout:
         self.activity_label = QLabel("", window)
         for label in (self.status, self.activity_label):
             label.setFixedHeight(LINE_PX)
-        self.range_label.setMinimumWidth(180)
-        for label in (self.status, self.flag_label):
+        self.range_label.setMinimumWidth(170)
+        for label in (self.status, self.flag_label, self.range_label):
             # a long sentence is cut, it never widens the window
             label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.log = LogPane(window)
@@ -90,6 +90,9 @@ class PanelLayout:
         self.flag_label.setFixedHeight(LINE_PX)
         for button in (self.prev_flag, self.next_flag):
             button.setToolTip("The previous / next flagged range (Shift+Left / Shift+Right)")
+        for button, width in ((self.prev_frame, 36), (self.next_frame, 36), (self.prev_flag, 64),
+                              (self.next_flag, 64), (self.set_in, 64), (self.set_out, 64)):
+            button.setFixedWidth(width)
         self.set_in.setToolTip("Render from this frame on (I)")
         self.set_out.setToolTip("Render up to this frame (O)")
 
@@ -104,6 +107,7 @@ class PanelLayout:
             self.output.addItem(OUTPUT_LABELS[kind], kind)
         self.folder = QLineEdit(window)
         self.browse = QPushButton("…", window)
+        self.browse.setFixedWidth(32)
         self.render_button = QPushButton("Render", window)
         self.rerender_button = QPushButton("Re-render flagged", window)
         self.rerender_button.setEnabled(False)

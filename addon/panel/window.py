@@ -180,8 +180,9 @@ class PanelWindow(QMainWindow):
 
     def _frame_flags(self, frame: int) -> None:
         flags = self.review.flags_at(frame)
-        self.ui.flag_label.setText("; ".join(f"⚑ {f.person_id} {f.kind}: {f.reason}"
-                                             for f in flags[:3]))
+        text = "; ".join(f"⚑ {f.person_id} {f.kind}: {f.reason}" for f in flags)
+        self.ui.flag_label.setText(text)
+        self.ui.flag_label.setToolTip(text.replace("; ", "\n"))
 
     def _step_flag(self, step: int) -> None:
         if not self.ui.timeline.step_flag(step):

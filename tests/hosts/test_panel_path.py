@@ -236,5 +236,6 @@ def test_the_artists_path_through_the_panel(qtbot, crowd: Path, base, testdata: 
     qtbot.mouseClick(ui.open_folder, Qt.MouseButton.LeftButton)
     assert opened and Path(opened[0].toLocalFile()) == out
     shots.grab(qtbot, window, "rerendered")
+    assert window.width() == 1280  # no label widened the window
     assert "Error" not in ui.log.toPlainText(), ui.log.toPlainText()
     window.close()
