@@ -28,17 +28,15 @@ from facefuse import (
     PhaseRate,
     RenderRequest,
     Settings,
-    absent_models,
     clip_frames,
-    fetch_models,
     frame_picture,
-    missing_models,
     plan_shot,
     preview_frame,
     source_preview,
     write_review,
 )
 
+from .downloads import DOWNLOAD, with_models
 from .host import OPEN_HINT, Clip
 from .rendering import RENDER, Result, render_finished, start_render
 from .review import (
@@ -54,8 +52,7 @@ from .worker import Look, look_job
 if TYPE_CHECKING:
     from .window import PanelWindow
 
-LOOK, FRAME, DOWNLOAD = "look", "frame", "download"
-MB = 1e6
+LOOK, FRAME = "look", "frame"
 
 
 class Actions:
@@ -77,12 +74,14 @@ class Actions:
         """Forget the shown clip's preview, result and running looks' outcomes."""
         self.generation += 1
         self.pending = []
+        self.w.jobs.cancel(LOOK)
+        self.w.jobs.cancel(FRAME)
         self.preview_at = None
         self.result = None
         self.ui.show_result.setChecked(False)
         self.ui.show_result.setEnabled(False)
         self.ui.open_folder.setEnabled(False)
-        self._activity(None)
+        self.activity(None)
 
     # -- requests ---------------------------------------------------------------------------------
     def settings(self) -> Settings:
@@ -113,7 +112,7 @@ class Actions:
 
         def deliver(_job: Job, result: Any) -> Message:
             if generation != self.generation:
-                return Message("INFO", "(an outcome for the previous clip was dropped)")
+                return Message("DEBUG", "an outcome for the previous clip was dropped")
             return done(result)
         return deliver
 
@@ -140,12 +139,12 @@ class Actions:
                 self.ui.timeline.blockSignals(False)
                 self.w.frame_moved(frame, show=False)
             self.ui.view.show_pair(picture, None)
-            self._activity(None)
+            self.activity(None)
             count = len(numbers) or self.w.review.last - self.w.review.first + 1
             return Message("INFO", f"{clip.label}: {count} frames "
                            f"({self.w.review.first}-{self.w.review.last})")
-        self._activity(f"Opening {clip.label}…")
-        self._start(look_job(FRAME, f"Opening {clip.label}", self.w.jobs.runner, None, work,
+        self.activity(f"Opening {clip.label}…")
+        self.start_job(look_job(FRAME, f"Opening {clip.label}", self.w.jobs.runner, None, work,
                              self._current(shown)))
 
     def show_frame(self) -> None:
@@ -179,7 +178,7 @@ class Actions:
             if frame == self.ui.timeline.frame:
                 self.ui.view.show_pair(pair[0], pair[1], ("Original", "Result"))
             return Message("DEBUG", f"frame {frame}")
-        self._start(look_job(FRAME, f"Frame {frame}", self.w.jobs.runner, None, work,
+        self.start_job(look_job(FRAME, f"Frame {frame}", self.w.jobs.runner, None, work,
                              self._current(shown)))
 
     # -- looks ------------------------------------------------------------------------------------
@@ -195,9 +194,9 @@ class Actions:
             return
 
         def start() -> None:
-            self._activity(f"{label}…")
+            self.activity(f"{label}…")
             self.rates.pop(LOOK, None)
-            self._start(look_job(LOOK, label, self.w.jobs.runner, settings, look,
+            self.start_job(look_job(LOOK, label, self.w.jobs.runner, settings, look,
                                  self._current(done),
                                  self._look_progress if progress else None))
         self.with_models(settings, roles, start)
@@ -296,43 +295,8 @@ class Actions:
     # -- models -----------------------------------------------------------------------------------
     def with_models(self, settings: Settings, roles: tuple[str, ...],
                     then: Callable[[], None]) -> None:
-        """then() once the manifest models `roles` need are on disk: downloaded first (with
-        progress) when they are not; offline, the missing ones are named instead."""
-        absent = absent_models(settings, roles)
-        if not absent:
-            then()
-            return
-        if settings.offline:
-            for line in missing_models(settings, roles):
-                self.ui.log.say(line, "ERROR")
-            return
-        names = list(dict.fromkeys(name for _, name in absent))
-
-        def work(report: Callable[[Any], None], _cancelled: Any) -> list[Path]:
-            return fetch_models(settings, names, lambda n, d, t: report((n, d, t)))
-
-        def fetched(_job: Job, paths: list[Path]) -> Message:
-            self._activity(None)
-            then()
-            return Message("INFO", f"Downloaded {', '.join(names)}")
-        self.rates.pop(DOWNLOAD, None)
-        self._activity(f"Downloading {', '.join(names)}…")
-        self.ui.log.say(f"Downloading the models these settings need: {', '.join(names)}")
-        self._start(Job(kind=DOWNLOAD, label="Downloading models", work=work, on_done=fetched,
-                        on_progress=self._download_progress))
-
-    def _download_progress(self, job: Job, item: tuple[str, int, int | None]) -> None:
-        name, done, total = item
-        rate = self.rates.setdefault(DOWNLOAD, PhaseRate(0))
-        bar = self.ui.activity
-        bar.setMaximum(max(1, int((total or 0) / MB * 10)) if total else 0)
-        bar.setValue(int(done / MB * 10))
-        size = f"{done / MB:.1f} of {total / MB:.1f} MB" if total else f"{done / MB:.1f} MB"
-        text = f"Downloading {name}: {size}"
-        if total:
-            _, left = rate.fps_eta(done, total)
-            text += "" if left is None else f" · {_clock(left)} left"
-        bar.setFormat(text)
+        """then() once the models `roles` need are here (downloads.with_models)."""
+        with_models(self, settings, roles, then)
 
     def _look_progress(self, job: Job, item: Any) -> None:
         if not isinstance(item, PhaseProgress):
@@ -364,14 +328,14 @@ class Actions:
             self.ui.status.setText("Cancelling…")
 
     # -- jobs -------------------------------------------------------------------------------------
-    def _start(self, job: Job) -> None:
+    def start_job(self, job: Job) -> None:
         try:
             self.w.jobs.start(job)
         except (FacefuseError, HostError) as exc:
             self.ui.log.say(str(exc), "ERROR")
-            self._activity(None)
+            self.activity(None)
 
-    def _activity(self, text: str | None) -> None:
+    def activity(self, text: str | None) -> None:
         """Say what a job that may take seconds is doing (None: nothing is)."""
         bar = self.ui.activity
         self.ui.activity_label.setText("Working:" if text is not None else "")
@@ -387,7 +351,7 @@ class Actions:
             render_finished(self, message)
         if kind in (LOOK, DOWNLOAD) and not self.w.jobs.busy(LOOK) \
                 and not self.w.jobs.busy(DOWNLOAD):
-            self._activity(None)
+            self.activity(None)
             if message.level == "ERROR":
                 self.pending = []
         if kind == FRAME and self.frame_dirty:

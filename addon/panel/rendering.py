@@ -74,6 +74,7 @@ def start_render(act: Actions, ranges: tuple[tuple[int, int], ...] | None,
         return
     span = ranges or ((request.frames or (w.review.first, w.review.last)),)
     first, last = min(a for a, _ in span), max(b for _, b in span)
+    generation = act.generation
 
     def start() -> None:
         w.last_request = request
@@ -81,7 +82,7 @@ def start_render(act: Actions, ranges: tuple[tuple[int, int], ...] | None,
         act.render_steps = {}
         job = render_job(request, lambda j, item: _progress(act, j, item),
                          lambda _job, summary: _done(act, plan, summary, request.output,
-                                                     first, last))
+                                                     (first, last), generation))
         try:
             w.jobs.start(job)
         except (FacefuseError, HostError) as exc:
@@ -119,15 +120,17 @@ def _progress(act: Actions, job: Job, item: Any) -> None:
         ui.log.say(f"frame {item.frame}: {item.error}", "WARNING")
 
 
-def _done(act: Actions, plan: Any, summary: RenderSummary, output: str, first: int,
-          last: int) -> Message:
-    ui = act.ui
+def _done(act: Actions, plan: Any, summary: RenderSummary, output: str,
+          span: tuple[int, int], generation: int) -> Message:
+    """The host's sentence for the render; the result to step through (unless another clip
+    was opened meanwhile)."""
+    ui, (first, last) = act.ui, span
     for warning in summary.warnings:
         ui.log.say(warning, "WARNING")
     message = act.w.host.rendered(plan, summary)
     done = summary.swapped > 0 or summary.skipped > 0
     ok = not summary.cancelled and not summary.failed and done
-    if summary.done:
+    if summary.done and generation == act.generation:
         old = act.result
         if old is not None and old.output == output:
             first, last = min(first, old.first), max(last, old.last)

@@ -105,8 +105,14 @@ def look_job(kind: str, label: str, runner: JobRunner, settings: Settings | None
              on_done: Callable[[Job, Any], Message],
              on_progress: Callable[[Job, Any], None] | None = None) -> Job:
     """A Job that calls look(pipeline, report, cancelled) with the runner's shared Pipeline for
-    `settings` (settings None: no Pipeline, look gets None: work that needs no model)."""
+    `settings` (settings None: no Pipeline, look gets None: work that needs no model). A look
+    that fails once cancelled (PlanCancelled, ...) ends with None instead of an error."""
     def work(report: Callable[[Any], None], cancelled: Callable[[], bool]) -> Any:
         pipeline = runner.pipeline(settings) if settings is not None else None
-        return look(pipeline, report, cancelled)  # type: ignore[arg-type]
+        try:
+            return look(pipeline, report, cancelled)  # type: ignore[arg-type]
+        except Exception:
+            if cancelled():  # stopped on purpose (another clip was opened): no outcome
+                return None
+            raise
     return Job(kind=kind, label=label, work=work, on_done=on_done, on_progress=on_progress)

@@ -17,7 +17,7 @@ from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QColor, QWheelEvent
 from PySide6.QtWidgets import QApplication
 
-from addon.panel import actions
+from addon.panel import downloads
 from addon.panel.app import display_problem
 from addon.panel.host import FileHost
 from addon.panel.review import FlagRow, FrameMarks, PersonRow, ShotReview
@@ -168,8 +168,8 @@ def test_model_downloads_show_their_size_and_time_left_then_the_look_runs(
             time.sleep(0.08)
         fetched.extend(names)
         return [Path("/models/inswapper_128.onnx")]
-    monkeypatch.setattr(actions, "absent_models", absent)
-    monkeypatch.setattr(actions, "fetch_models", fetch)
+    monkeypatch.setattr(downloads, "absent_models", absent)
+    monkeypatch.setattr(downloads, "fetch_models", fetch)
     window = _window(qtbot, FileHost(clips[0]), online)
     _idle(qtbot, window)
     seen: list[str] = []
