@@ -147,6 +147,10 @@ class Actions:
         self.start_job(look_job(FRAME, f"Opening {clip.label}", self.w.jobs.runner, None, work,
                              self._current(shown)))
 
+    def busy_showing(self) -> bool:
+        """True while the frame under the playhead is still being fetched."""
+        return self.w.jobs.busy(FRAME) or self.frame_dirty
+
     def show_frame(self) -> None:
         """The frame under the playhead as decoded, beside its preview or the result's frame."""
         frame = self.ui.timeline.frame

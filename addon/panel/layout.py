@@ -81,6 +81,9 @@ class PanelLayout:
         self.frame.setMinimumWidth(90)
         self.frame.setKeyboardTracking(False)
         self.next_frame = QPushButton("▶", window)
+        self.play = QPushButton("Play", window)
+        self.play.setCheckable(True)
+        self.play.setToolTip("Step through in..out as fast as the frames come (Space)")
         self.next_flag = QPushButton("flag ▶", window)
         self.set_in = QPushButton("Set in", window)
         self.set_out = QPushButton("Set out", window)
@@ -90,7 +93,8 @@ class PanelLayout:
         self.flag_label.setFixedHeight(LINE_PX)
         for button in (self.prev_flag, self.next_flag):
             button.setToolTip("The previous / next flagged range (Shift+Left / Shift+Right)")
-        for button, width in ((self.prev_frame, 36), (self.next_frame, 36), (self.prev_flag, 64),
+        for button, width in ((self.prev_frame, 36), (self.next_frame, 36), (self.play, 48),
+                              (self.prev_flag, 64),
                               (self.next_flag, 64), (self.set_in, 64), (self.set_out, 64)):
             button.setFixedWidth(width)
         self.set_in.setToolTip("Render from this frame on (I)")
@@ -130,7 +134,7 @@ class PanelLayout:
         right.addWidget(self.timeline)
         rows: tuple[tuple[QWidget, ...], ...] = (
                     (self.prev_flag, self.prev_frame, self.frame, self.next_frame,
-                     self.next_flag, self.set_in, self.set_out, self.clear_range,
+                     self.play, self.next_flag, self.set_in, self.set_out, self.clear_range,
                      self.range_label),
                     (self.flag_label,),
                     (self.preview_button, self.show_result, self.open_folder, self.output,

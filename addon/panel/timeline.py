@@ -6,7 +6,7 @@ person (the first MAX_PERSON_ROWS) in their colour (bright where swapped, dim wh
 "flags" (red where a flag covers the frame). Cuts are white lines across every row; frames
 outside in..out are shaded and the in and out points drawn in blue. Click or drag to move
 the playhead (yellow); the keys: Left/Right a frame, Shift+Left/Right the previous/next flag,
-Home/End, I and O set in and out at the playhead.
+Home/End, I and O set in and out at the playhead, Space plays (`play_toggled`).
 
 `frame_changed(frame)` when the playhead moves, `range_changed(first, last)` when in or out do.
 """
@@ -38,6 +38,7 @@ class Timeline(QWidget):
 
     frame_changed = Signal(int)
     range_changed = Signal(int, int)
+    play_toggled = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -207,6 +208,8 @@ class Timeline(QWidget):
             self.set_in()
         elif key == Qt.Key.Key_O:
             self.set_out()
+        elif key == Qt.Key.Key_Space:
+            self.play_toggled.emit()
         else:
             super().keyPressEvent(event)
 

@@ -27,6 +27,7 @@ from .store import PanelStore
 from .worker import Jobs
 
 CANCEL_WAIT_MS = 1000
+PLAY_MS = 40  # how often Play looks whether the shown frame is done, to step on
 DEFAULTS = Settings()
 
 
@@ -49,6 +50,9 @@ class PanelWindow(QMainWindow):
         self.assigned: dict[str, Path] = {}
         self.skipped: set[str] = set()
         self.last_request: RenderRequest | None = None
+        self.player = QTimer(self)
+        self.player.setInterval(PLAY_MS)
+        self.player.timeout.connect(self._play_step)
         self.restoring = True
         self._connect()
         self._restore()
@@ -104,6 +108,8 @@ class PanelWindow(QMainWindow):
         ui.frame.valueChanged.connect(ui.timeline.set_frame)
         ui.prev_frame.clicked.connect(lambda: ui.timeline.step(-1))
         ui.next_frame.clicked.connect(lambda: ui.timeline.step(1))
+        ui.play.toggled.connect(self._play)
+        ui.timeline.play_toggled.connect(ui.play.toggle)
         ui.prev_flag.clicked.connect(lambda: self._step_flag(-1))
         ui.next_flag.clicked.connect(lambda: self._step_flag(1))
         ui.set_in.clicked.connect(lambda: ui.timeline.set_in())
@@ -183,6 +189,27 @@ class PanelWindow(QMainWindow):
         text = "; ".join(f"⚑ {f.person_id} {f.kind}: {f.reason}" for f in flags)
         self.ui.flag_label.setText(text)
         self.ui.flag_label.setToolTip(text.replace("; ", "\n"))
+
+    def _play(self, on: bool) -> None:
+        """Play: from the playhead (from in, when at out) to out, a frame once the last is
+        shown."""
+        timeline = self.ui.timeline
+        if on and timeline.frame >= timeline.out_point:
+            timeline.set_frame(timeline.in_point)
+        self.ui.play.setText("Stop" if on else "Play")
+        if on:
+            self.player.start()
+        else:
+            self.player.stop()
+
+    def _play_step(self) -> None:
+        timeline = self.ui.timeline
+        if self.act.busy_showing():
+            return
+        if timeline.frame >= timeline.out_point:
+            self.ui.play.setChecked(False)
+            return
+        timeline.step(1)
 
     def _step_flag(self, step: int) -> None:
         if not self.ui.timeline.step_flag(step):

@@ -1,7 +1,8 @@
 """The Qt panel walked the way an artist uses it, offscreen with pytest-qt: open an image
 sequence numbered from 1001 with eight people in every frame, scrub, Find people, step to the
-flag, give one person their own source and skip another, set in/out, render, step through the
-result beside the original, re-render the flagged frames, open the folder. Asserts on the
+flag, give one person their own source and skip another, Preview, set in/out, render, step and
+play through the result beside the original, re-render the flagged frames, skip one more person
+and render again (only the frames that change are written), open the folder. Asserts on the
 pictures shown and the files written; the window is grabbed at each step into
 $FACEFUSE_PANEL_SHOTS (default: the test's tmp folder) to be looked at.
 
@@ -215,6 +216,14 @@ def test_the_artists_path_through_the_panel(qtbot, crowd: Path, base, testdata: 
     x, y = _centre(0)
     assert _rgb(after, x, y) == _file_rgb(out / "crowd.1003.png", x, y)
     shots.grab(qtbot, window, "result")
+    played: list[int] = []
+    ui.timeline.frame_changed.connect(played.append)
+    qtbot.mouseClick(ui.play, Qt.MouseButton.LeftButton)  # play the result to out
+    qtbot.waitUntil(lambda: not ui.play.isChecked(), timeout=WAIT_MS)
+    assert played == [1004, 1005, 1006] and ui.play.text() == "Play"
+    qtbot.waitUntil(lambda: _shows_frame(window, crowd / "crowd.1006.png")
+                    and ui.view.after is not None, timeout=WAIT_MS)
+    ui.timeline.frame_changed.disconnect(played.append)
     # 9. re-render the flagged frames: those files, and only those, are written again
     stamps = {p.name: p.stat().st_mtime_ns for p in out.glob("crowd.*.png")}
     qtbot.mouseClick(ui.rerender_button, Qt.MouseButton.LeftButton)
