@@ -131,6 +131,11 @@ class Timeline(QWidget):
         self._ruler(painter)
         top = RULER_PX + MARGIN_PX
         self._rows(painter, top)
+        if not self.review.planned:
+            painter.setPen(QColor(150, 150, 150))
+            painter.drawText(self.rect().adjusted(0, RULER_PX, 0, 0),
+                             Qt.AlignmentFlag.AlignCenter,
+                             "Find people: the faces, people, flags and cuts show here")
         for cut in self.review.cuts:
             x = round(self.x_of(cut))
             painter.setPen(QPen(CUT, 1))
