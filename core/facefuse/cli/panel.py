@@ -1,7 +1,9 @@
 """`facefuse panel [CLIP]`: the Qt panel on plain files (previs, no host). Needs the panel extra
 (PySide6-Essentials); the panel package is imported only when the command runs. It takes the
 options `render` takes for models and settings (-s, --swapper, --models-dir, --offline, ...):
-those given on the command line win over the ones the panel remembers."""
+those given on the command line win over the ones the panel remembers. The `panel` host's
+`app.run_standalone(clip, base, sources)` gets the clip (or None), the Settings and the -s
+photos."""
 
 from __future__ import annotations
 
