@@ -99,6 +99,19 @@ class Actions:
                              assign=tuple(sorted(self.w.assigned.items())),
                              skip=tuple(sorted(self.w.skipped)))
 
+    def frame_request(self) -> RenderRequest | None:
+        """The request a look at the clip's frames uses: the form's settings, or the base ones
+        while the form holds some the engine refuses (a frame needs no model)."""
+        try:
+            settings = self.settings()
+        except FacefuseError:
+            settings = self.w.base
+        try:
+            return self.request(settings)
+        except (FacefuseError, HostError) as exc:
+            self.ui.log.say(str(exc), "ERROR")
+            return None
+
     def checked_request(self) -> RenderRequest | None:
         try:
             return self.request()
@@ -119,7 +132,7 @@ class Actions:
     # -- the clip and its frames ------------------------------------------------------------------
     def open_clip(self, clip: Clip, counted: bool) -> None:
         """Count the clip's frames (unless known) and show the frame under the playhead."""
-        request = self.checked_request()
+        request = self.frame_request()
         if request is None:
             return
         wanted = self.ui.timeline.frame
@@ -163,7 +176,7 @@ class Actions:
         if self.w.jobs.busy(FRAME):
             self.frame_dirty = True
             return
-        request = self.checked_request()
+        request = self.frame_request()
         if request is None:
             return
         result = self.result if self.ui.show_result.isChecked() else None
@@ -215,6 +228,11 @@ class Actions:
     def next_thumbnail(self) -> None:
         if not self.pending_thumbnails or self.w.jobs.busy(LOOK):
             return
+        try:
+            settings = self.settings()
+        except FacefuseError as exc:
+            self.ui.log.say(f"No thumbnails while the settings are refused: {exc}", "ERROR")
+            return
         path = self.pending_thumbnails.pop(0)
 
         def shown(result: tuple[Path, int]) -> Message:
@@ -222,7 +240,7 @@ class Actions:
             return Message("INFO", f"{path.name}: {result[1]} face(s)")
         self.look("", f"Thumbnail of {path.name}",
                   lambda p, _r, _c: source_preview(path, p.settings, pipeline=p), shown,
-                  self.settings(), LOOK_ROLES)
+                  settings, LOOK_ROLES)
 
     def find_people(self) -> None:
         """The shot's people at once from its plan (analysing it the first time, with

@@ -382,6 +382,11 @@ def test_settings_the_engine_refuses_are_said_in_the_log_for_every_look(qtbot, c
     window.act.find_people()
     window.act.start_render()
     assert _log(window).count("must name at least one") == 3
+    window.ui.sources.add([source.parent / "obama.jpg"])  # thumbnails: said, not raised
+    window.ui.timeline.set_frame(3)  # the frames still show
+    _idle(qtbot, window)
+    assert _log(window).count("must name at least one") == 4
+    assert window.ui.view.before is not None
 
 
 def test_the_bar_follows_the_swap_while_the_analysis_runs_beside_it(qtbot, base, clip: Path):
