@@ -75,7 +75,7 @@ def render_stills(request: RenderRequest, frames: Iterable[int], out_dir: Path,
     chosen = (suffix or native).lower()
     check_still_suffix(chosen)
     pattern = str(Path(out_dir) / f"{name}.%08d{chosen}")
-    base = replace(request, output=pattern, chunk=None, chunk_frames=None, matte=None,
+    base = replace(request, output=pattern, chunk=None, chunk_frames=None, only=None, matte=None,
                    patch=None, overwrite=True, fail_fast=False, crf=None, preset=None,
                    compression=_compression(request.compression, chosen))
     for first, last in _runs(wanted, analysed):
