@@ -95,9 +95,13 @@ class Actions:
         return RenderRequest(sources=tuple(self.ui.sources.paths()), input=clip.input,
                              output=str(clip.folder / "look.####.png"),
                              settings=settings or self.settings(), frames=clip.frames,
-                             start_number=clip.start_number,
-                             assign=tuple(sorted(self.w.assigned.items())),
-                             skip=tuple(sorted(self.w.skipped)))
+                             start_number=clip.start_number, **self.w.people_choices())
+
+    def settings_or_base(self) -> Settings:
+        try:
+            return self.settings()
+        except FacefuseError:
+            return self.w.base
 
     def frame_request(self) -> RenderRequest | None:
         """The request a look at the clip's frames uses: the form's settings, or the base ones

@@ -4,13 +4,19 @@ have their own source photo or be skipped; everyone else is swapped as the setti
 choice decides. The cards sit in a scroll area of a fixed height, so many people (eight in one
 frame) scroll instead of squeezing the preview.
 
+Each card's "In–out" menu corrects the plan over the timeline's in..out range only (the
+engine's overrides): skip the person there, swap them there, hold their face over frames where
+it was lost, or clear the card's ranges.
+
 Signals: `find_requested` (Find people), `source_requested(person)` (the window shows the file
-dialog), `source_cleared(person)`, `skip_toggled(person, skipped)`, `person_clicked(person)`
-(the window moves the playhead to the person's first frame).
+dialog), `source_cleared(person)`, `skip_toggled(person, skipped)`, `range_action(person,
+action)` (action: "skip", "swap", "hold" or "clear"), `person_clicked(person)` (the window
+moves the playhead to the person's first frame).
 """
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -21,8 +27,10 @@ from PySide6.QtWidgets import (
     QGridLayout,
     QHBoxLayout,
     QLabel,
+    QMenu,
     QPushButton,
     QScrollArea,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -36,10 +44,11 @@ CARD_HEIGHT_PX = THUMB_PX + 40
 
 
 class PersonCard(QFrame):
-    """One person: colour bar, thumbnail, name, frames, status, Source…, ×, Skip."""
+    """One person: colour bar, thumbnail, name, In–out menu, frames and status, Source…, ×,
+    Skip."""
 
     def __init__(self, grid: PeopleGrid, person: PersonRow, rgb: tuple[int, int, int],
-                 source: Path | None, skipped: bool) -> None:
+                 source: Path | None, skipped: bool, ranges: tuple[str, ...] = ()) -> None:
         super().__init__(grid)
         self.person_id = person.person_id
         self.setObjectName(f"person_{person.person_id}")
@@ -55,11 +64,11 @@ class PersonCard(QFrame):
             picture.setPixmap(QPixmap(str(person.thumbnail)).scaled(
                 THUMB_PX, THUMB_PX, Qt.AspectRatioMode.KeepAspectRatio,
                 Qt.TransformationMode.SmoothTransformation))
-        name = QLabel(f"<b style='color:{colour}'>{person.person_id}</b> · "
-                      f"{person.frame_count} frames", self)
+        name = QLabel(f"<b style='color:{colour}'>{person.person_id}</b>", self)
         name.setToolTip(f"Seen in frames {ranges_text(person.frames)}; screen presence "
                         f"{person.presence:.0f}")
-        self.status = QLabel(status_text(person, source, skipped), self)
+        self.status = QLabel(f"{person.frame_count} frames · "
+                             + status_text(person, source, skipped, ranges), self)
         self.status.setObjectName("status")
         self.status.setWordWrap(True)
         self.status.setToolTip(self.status.text())
@@ -73,11 +82,23 @@ class PersonCard(QFrame):
         self.skip = QCheckBox("Skip", self)
         self.skip.setChecked(skipped)
         self.skip.toggled.connect(lambda on: grid.skip_toggled.emit(self.person_id, on))
+        self.range_button = QToolButton(self)
+        self.range_button.setText("In–out")
+        self.range_button.setAutoRaise(True)
+        self.range_button.setToolTip("Correct this person over the in..out range only")
+        self.range_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(self.range_button)
+        for action, text in RANGE_ACTIONS:
+            menu.addAction(text, partial(grid.range_action.emit, self.person_id, action))
+        self.range_button.setMenu(menu)
         layout = QGridLayout(self)
         layout.setContentsMargins(10, 2, 4, 2)
         layout.setVerticalSpacing(1)
         layout.addWidget(picture, 0, 0, 2, 1)
-        layout.addWidget(name, 0, 1)
+        top = QHBoxLayout()
+        top.addWidget(name, 1)
+        top.addWidget(self.range_button)
+        layout.addLayout(top, 0, 1)
         layout.addWidget(self.status, 1, 1)
         buttons = QHBoxLayout()
         for widget in (self.source_button, self.clear_button, self.skip):
@@ -91,15 +112,23 @@ class PersonCard(QFrame):
         self.grid.person_clicked.emit(self.person_id)
 
 
-def status_text(person: PersonRow, source: Path | None, skipped: bool) -> str:
-    """What the render does with the person, as the card says it."""
+RANGE_ACTIONS = (("skip", "Skip in in..out"), ("swap", "Swap in in..out"),
+                 ("hold", "Hold the face in in..out"), ("clear", "Clear this person's ranges"))
+
+
+def status_text(person: PersonRow, source: Path | None, skipped: bool,
+                ranges: tuple[str, ...] = ()) -> str:
+    """What the render does with the person, as the card says it; ranges: the person's
+    corrections ("skip 1004-1007", ...)."""
     if skipped:
-        return "skipped: left as filmed"
-    if source is not None:
-        return f"own source: {source.name}"
-    if person.swapped:
-        return f"swapped: {person.why}"
-    return f"not swapped: {person.why}"
+        text = "skipped: left as filmed"
+    elif source is not None:
+        text = f"own source: {source.name}"
+    elif person.swapped:
+        text = f"swapped: {person.why}"
+    else:
+        text = f"not swapped: {person.why}"
+    return "; ".join((text, *ranges))
 
 
 class PeopleGrid(QWidget):
@@ -109,6 +138,7 @@ class PeopleGrid(QWidget):
     source_requested = Signal(str)
     source_cleared = Signal(str)
     skip_toggled = Signal(str, bool)
+    range_action = Signal(str, str)
     person_clicked = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -135,9 +165,9 @@ class PeopleGrid(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.area)
 
-    def show_people(self, review: ShotReview, sources: dict[str, Path],
-                    skipped: set[str]) -> None:
-        """One card per person of `review`; sources and skipped: the user's choices."""
+    def show_people(self, review: ShotReview, sources: dict[str, Path], skipped: set[str],
+                    ranges: dict[str, tuple[str, ...]] | None = None) -> None:
+        """One card per person of `review`; sources, skipped and ranges: the user's choices."""
         for card in self.cards:
             self.layout_grid.removeWidget(card)
             card.hide()  # at once: deleteLater() waits for the event loop
@@ -145,7 +175,8 @@ class PeopleGrid(QWidget):
         self.cards = []
         for index, person in enumerate(review.people):
             card = PersonCard(self, person, person_rgb(review, person.person_id),
-                              sources.get(person.person_id), person.person_id in skipped)
+                              sources.get(person.person_id), person.person_id in skipped,
+                              (ranges or {}).get(person.person_id, ()))
             self.layout_grid.addWidget(card, index // CARD_COLUMNS, index % CARD_COLUMNS)
             card.show()  # at once, not when the event loop gets to it
             self.cards.append(card)

@@ -65,8 +65,7 @@ def start_render(act: Actions, ranges: tuple[tuple[int, int], ...] | None,
     try:
         request, plan = w.host.build_render(clip, tuple(ui.sources.paths()), act.settings(),
                                             ui.output.currentData(), Path(ui.folder.text()))
-        request = replace(request, assign=tuple(sorted(w.assigned.items())),
-                          skip=tuple(sorted(w.skipped)))
+        request = replace(request, **w.people_choices())
         if ranges:
             request = only_frames(request, ranges, force)
     except (FacefuseError, HostError) as exc:

@@ -12,14 +12,23 @@ and shows what they hand back; every picture comes from facefuse.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QTimer, QUrl
 from PySide6.QtGui import QCloseEvent, QColor, QDesktopServices
 from PySide6.QtWidgets import QFileDialog, QMainWindow
 
-from facefuse import FacefuseError, HostError, RenderRequest, Settings, tunable_options
+from facefuse import (
+    CacheLayout,
+    FacefuseError,
+    HostError,
+    RenderRequest,
+    Settings,
+    tunable_options,
+)
 
 from .actions import Actions
+from .corrections import Corrections
 from .host import Clip, Host
 from .layout import PanelLayout
 from .review import ShotReview, person_rgb
@@ -49,6 +58,7 @@ class PanelWindow(QMainWindow):
         self.review = ShotReview.empty(1, 1)
         self.assigned: dict[str, Path] = {}
         self.skipped: set[str] = set()
+        self.corrections = Corrections()
         self.last_request: RenderRequest | None = None
         self.player = QTimer(self)
         self.player.setInterval(PLAY_MS)
@@ -103,6 +113,7 @@ class PanelWindow(QMainWindow):
         ui.people.source_cleared.connect(lambda pid: self.assign_source(pid, None))
         ui.people.skip_toggled.connect(self.skip_person)
         ui.people.person_clicked.connect(self._go_to_person)
+        ui.people.range_action.connect(self.correct_range)
         ui.timeline.frame_changed.connect(self.frame_moved)
         ui.timeline.range_changed.connect(self._range_changed)
         ui.frame.valueChanged.connect(ui.timeline.set_frame)
@@ -137,6 +148,7 @@ class PanelWindow(QMainWindow):
             widget.setEnabled(clip is not None)
         self.act.reset()
         self.assigned, self.skipped = {}, set()
+        self.corrections = Corrections()
         ui.view.clear()
         ui.view.empty_text = "Opening the clip…" if clip else "Open a clip"
         ui.status.setText("")
@@ -160,7 +172,7 @@ class PanelWindow(QMainWindow):
         ui.frame.setRange(review.first, review.last)
         ui.frame.blockSignals(False)
         ui.timeline.set_review(review, keep_range)
-        ui.people.show_people(review, self.assigned, self.skipped)
+        ui.people.show_people(review, self.assigned, self.skipped, self.corrections.by_person())
         ui.rerender_button.setEnabled(bool(review.flagged) and self.act.result is not None)
         self._range_changed(ui.timeline.in_point, ui.timeline.out_point)
         self._frame_flags(ui.timeline.frame)
@@ -245,8 +257,31 @@ class PanelWindow(QMainWindow):
             self.skipped.discard(person_id)
         self._people_changed()
 
+    def correct_range(self, person_id: str, action: str) -> None:
+        """Skip, swap or hold `person_id` over in..out only ("clear": drop their ranges)."""
+        if action == "clear":
+            self.corrections = self.corrections.cleared(person_id)
+        else:
+            timeline = self.ui.timeline
+            self.corrections = self.corrections.added(person_id, action, timeline.in_point,
+                                                      timeline.out_point)
+            self.ui.log.say(f"{person_id}: {action} in {timeline.in_point}-{timeline.out_point}"
+                            " (Render writes the frames this changes)")
+        self._people_changed()
+
+    def people_choices(self) -> dict[str, Any]:
+        """RenderRequest fields of the user's people choices: assign, skip, overrides."""
+        clip = self.host.clip
+        folder = CacheLayout.at(self.act.settings_or_base().cache_dir).previews
+        overrides = None
+        if clip is not None and self.corrections.entries:
+            overrides = self.corrections.write(folder, clip.input)
+        return {"assign": tuple(sorted(self.assigned.items())),
+                "skip": tuple(sorted(self.skipped)), "overrides": overrides}
+
     def _people_changed(self) -> None:
-        self.ui.people.show_people(self.review, self.assigned, self.skipped)
+        self.ui.people.show_people(self.review, self.assigned, self.skipped,
+                                   self.corrections.by_person())
         self.act.replan()
 
     def _go_to_person(self, person_id: str) -> None:

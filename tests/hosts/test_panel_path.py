@@ -2,7 +2,8 @@
 sequence numbered from 1001 with eight people in every frame, scrub, Find people, step to the
 flag, give one person their own source and skip another, Preview, set in/out, render, step and
 play through the result beside the original, re-render the flagged frames, skip one more person
-and render again (only the frames that change are written), open the folder. Asserts on the
+and render again (only the frames that change are written), skip one over two frames only (an
+override), open the folder. Asserts on the
 pictures shown and the files written; the window is grabbed at each step into
 $FACEFUSE_PANEL_SHOTS (default: the test's tmp folder) to be looked at.
 
@@ -152,7 +153,7 @@ def test_the_artists_path_through_the_panel(qtbot, crowd: Path, base, testdata: 
     review = window.review
     assert review.folder is not None and len(ui.people.cards) == 8
     assert [c.person_id for c in ui.people.cards] == [f"p{n}" for n in range(1, 9)]
-    assert all(c.status.text().startswith("swapped") for c in ui.people.cards)
+    assert all(" · swapped" in c.status.text() for c in ui.people.cards)
     assert all(not c.picture.pixmap().isNull() for c in ui.people.cards)  # thumbnails
     assert review.flagged and all(first >= 1004 and last <= 1007
                                   for first, last in review.flagged), review.flagged
@@ -172,8 +173,8 @@ def test_the_artists_path_through_the_panel(qtbot, crowd: Path, base, testdata: 
     skip = ui.people.card("p2").skip
     qtbot.mouseClick(skip, Qt.MouseButton.LeftButton, pos=QPoint(8, skip.height() // 2))
     _idle(qtbot, window)
-    assert ui.people.card("p2").status.text().startswith("skipped")
-    assert ui.people.card("p3").status.text() == "own source: biden.jpg"
+    assert ui.people.card("p2").status.text() == "10 frames · skipped: left as filmed"
+    assert ui.people.card("p3").status.text() == "10 frames · own source: biden.jpg"
     assert "p2" not in window.review.marks[1002].swapped
     assert "p3" in window.review.marks[1002].swapped
     # 6. Preview a frame: the render's pixels for it, people as chosen
@@ -240,6 +241,25 @@ def test_the_artists_path_through_the_panel(qtbot, crowd: Path, base, testdata: 
     again = {p.name for p in out.glob("crowd.*.png") if p.stat().st_mtime_ns != stamps.get(p.name)}
     assert again == {f"crowd.{n}.png" for n in range(1002, 1007) if n not in MISSING}, again
     assert "already rendered" in ui.status.text()
+    # 11. skip p1 over 1002-1003 only (an override): those two frames, and only they, change
+    ui.timeline.set_in(1002)
+    ui.timeline.set_out(1003)
+    menu = ui.people.card("p1").range_button.menu()
+    next(a for a in menu.actions() if a.text() == "Skip in in..out").trigger()
+    _idle(qtbot, window)
+    assert "skip 1002-1003" in ui.people.card("p1").status.text()
+    ui.timeline.set_out(1006)
+    stamps = {p.name: p.stat().st_mtime_ns for p in out.glob("crowd.*.png")}
+    qtbot.mouseClick(ui.render_button, Qt.MouseButton.LeftButton)
+    _idle(qtbot, window)
+    again = {p.name for p in out.glob("crowd.*.png") if p.stat().st_mtime_ns != stamps.get(p.name)}
+    assert again == {"crowd.1002.png", "crowd.1003.png"}, again
+    p1 = next(k for k in range(8) if person[k] == "p1")
+    assert _file_rgb(out / "crowd.1003.png", *_centre(p1)) == \
+        _file_rgb(crowd / "crowd.1003.png", *_centre(p1))
+    assert _file_rgb(out / "crowd.1004.png", *_centre(p1)) == colours["p1"]
+    assert window.last_request is not None and window.last_request.overrides is not None
+    shots.grab(qtbot, window, "override")
     opened: list[QUrl] = []
     monkeypatch.setattr(QDesktopServices, "openUrl", opened.append)
     qtbot.mouseClick(ui.open_folder, Qt.MouseButton.LeftButton)
