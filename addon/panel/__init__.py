@@ -1,9 +1,12 @@
-"""The facefuse Qt panel (PySide6): sources, face pick, settings, preview and render of one
-clip, in Resolve (started by the Lua launcher) or on plain files (`facefuse panel CLIP`).
+"""The facefuse Qt panel (PySide6): one clip's timeline with the review on it, its people,
+sources, settings, preview, render and result, in Resolve (started by the Lua launcher) or on
+plain files (`facefuse panel CLIP`); docs/panel.md is its page.
 
-widgets.py: widgets that only emit signals · settings.py: the settings form built from
-facefuse.tunable_options() · worker.py: engine work on QThreads · window.py: the window
-that wires them to a host. Installed from the wheel as the package ``facefuse_panel``.
+layout.py places the widgets (widgets.py, timeline.py, people.py, settings.py: they show what
+they are given and emit signals) · actions.py, rendering.py and downloads.py start engine jobs
+(worker.py: QThreads) and show what comes back · review.py and corrections.py are plain data ·
+store.py what is remembered · window.py wires it all to a host (host.py) · app.py starts it.
+Installed from the wheel as the package ``facefuse_panel``.
 """
 
 from facefuse import prefer_source_tree

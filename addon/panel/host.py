@@ -6,12 +6,16 @@ render request for a clip (`build_render`), is told when each render ends (`rend
 returns the sentence the panel shows) and, once, when the panel closes (`finish`). FileHost is
 `facefuse panel [CLIP]` on plain files; the Resolve host's JobHost (addon/resolve/panel_job.py)
 serves the Resolve launcher's job and result files.
+
+`only_frames` is how the panel asks for part of a clip (the in/out range, the flagged frames):
+the render keeps the clip's analysed range, so its people and decisions stay those the panel
+shows, and renders the listed frames.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -82,10 +86,26 @@ def file_request(clip: Clip, sources: tuple[Path, ...], settings: Settings, outp
                          start_number=clip.start_number)
 
 
+OPEN_HINT = "Open a clip to swap (Open clip…)"
+
+
+def only_frames(request: RenderRequest, ranges: tuple[tuple[int, int], ...],
+                force: bool = False) -> RenderRequest:
+    """`request` rendering only the frames of `ranges` (inclusive, inside request.frames, which
+    stays the analysed range); force: render them again even where they are finished (a
+    re-render)."""
+    return replace(request, only=ranges, overwrite=request.overwrite or force)
+
+
 def render_sentence(summary: RenderSummary) -> str:
-    """What a finished render of a plain clip says."""
-    return (f"{summary.swapped} of {summary.frames} frames swapped"
-            + (" (stopped before the end)" if summary.cancelled else ""))
+    """What a finished render of a plain clip says: frames finished by an earlier render of
+    the same settings are counted apart, not as frames left unswapped."""
+    done = summary.frames - summary.skipped
+    text = f"{summary.swapped} of {done} frames swapped" if done else "Nothing to render"
+    if summary.skipped:
+        text += (f", {summary.skipped} already rendered" if done else
+                 f": all {summary.skipped} frames were already rendered with these settings")
+    return text + (" (stopped before the end)" if summary.cancelled else "")
 
 
 class FileHost:
@@ -93,7 +113,7 @@ class FileHost:
 
     def __init__(self, path: Path | None) -> None:
         self.clip = clip_from_file(path) if path is not None else None
-        self.problem = "" if path is not None else "Open a clip to swap (Clip > Open)"
+        self.problem = "" if path is not None else OPEN_HINT
 
     def open(self, path: Path) -> Clip:
         self.clip = clip_from_file(path)

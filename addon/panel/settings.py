@@ -2,16 +2,25 @@
 group box per Tunable.group, so a Settings field added to the engine appears here with no panel
 code. Kinds: model -> line edit; optional-model -> check box + line edit; choice -> combo box;
 choices -> a check box per choice; float / int -> spin boxes bounded by the tunable's range;
-bool -> check box.
+bool -> check box. A choice shows the words every host uses for it (CHOICE_LABELS: the
+selector's "Main Person" is `one` on the command line).
+
+The wheel scrolls the form: a spin box or combo box takes wheel turns only once it has been
+clicked (it has the keyboard focus), so a turn over the list never changes a value under the
+pointer.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtWidgets import (
+    QAbstractScrollArea,
+    QAbstractSpinBox,
+    QApplication,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
@@ -29,6 +38,27 @@ from facefuse import Settings, Tunable, tunable_options
 
 SPIN_LIMIT = 1e9
 CHOICE_COLUMNS = 3
+# (field, choice) -> the words shown; the same as the Blender add-on's (addon/blender/properties)
+CHOICE_LABELS = MappingProxyType({("selector", "one"): "Main Person",
+                                  ("selector", "many"): "All",
+                                  ("selector", "reference"): "Reference"})
+
+
+class WheelGuard(QObject):
+    """Hands wheel turns over an unfocused spin box or combo box to the scroll area the form
+    sits in (the nearest QAbstractScrollArea above the control), which scrolls."""
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() != QEvent.Type.Wheel or not isinstance(watched, QWidget) \
+                or watched.hasFocus():
+            return False
+        area = watched.parentWidget()
+        while area is not None and not isinstance(area, QAbstractScrollArea):
+            area = area.parentWidget()
+        if area is not None:
+            QApplication.sendEvent(area.viewport(), event)
+        event.accept()
+        return True
 
 
 class SettingsForm(QWidget):
@@ -40,6 +70,7 @@ class SettingsForm(QWidget):
         super().__init__(parent)
         self.options = tunable_options()
         self.controls: dict[str, QWidget] = {}
+        self.wheel_guard = WheelGuard(self)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         groups: dict[str, QFormLayout] = {}
@@ -53,6 +84,11 @@ class SettingsForm(QWidget):
             control.setObjectName(f"setting-{option.name}")
             self.controls[option.name] = control
             groups[option.group].addRow(option.label, control)
+        wheeled: list[QWidget] = [*self.findChildren(QAbstractSpinBox),
+                                  *self.findChildren(QComboBox)]
+        for widget in wheeled:
+            widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+            widget.installEventFilter(self.wheel_guard)
 
     def _control(self, option: Tunable, value: Any) -> QWidget:
         builders = {"model": _model, "optional-model": _optional_model, "choice": _choice,
@@ -73,6 +109,20 @@ class SettingsForm(QWidget):
     def set_value(self, name: str, value: Any) -> None:
         option = next(o for o in self.options if o.name == name)
         _write(option, self.controls[name], value)
+
+    def apply(self, values: dict[str, Any], keep: frozenset[str] = frozenset()) -> list[str]:
+        """Set the controls of the fields in `values` (saved ones) but those in `keep`; the
+        names of the values that do not fit their control (left as they were)."""
+        refused = []
+        for option in self.options:
+            if option.name not in values or option.name in keep:
+                continue
+            try:
+                _check(option, values[option.name])
+                _write(option, self.controls[option.name], values[option.name])
+            except (TypeError, ValueError):
+                refused.append(option.name)
+        return refused
 
 
 def _model(option: Tunable, value: Any, parent: QWidget) -> tuple[QWidget, Any]:
@@ -99,9 +149,10 @@ def _optional_model(option: Tunable, value: Any, parent: QWidget) -> tuple[QWidg
 
 def _choice(option: Tunable, value: Any, parent: QWidget) -> tuple[QWidget, Any]:
     combo = QComboBox(parent)
-    combo.addItems(list(option.choices))
-    combo.setCurrentText(str(value))
-    return combo, combo.currentTextChanged
+    for choice in option.choices:
+        combo.addItem(CHOICE_LABELS.get((option.name, choice), choice), choice)
+    combo.setCurrentIndex(combo.findData(str(value)))
+    return combo, combo.currentIndexChanged
 
 
 class ChoiceChecks(QWidget):
@@ -167,7 +218,7 @@ def _read(option: Tunable, control: Any) -> Any:
     if kind == "optional-model":
         return control.edit.text().strip() if control.use.isChecked() else None
     if kind == "choice":
-        return control.currentText()
+        return control.currentData()
     if kind == "choices":
         return control.chosen()
     if kind in ("float", "int"):
@@ -184,10 +235,30 @@ def _write(option: Tunable, control: Any, value: Any) -> None:
         if value is not None:
             control.edit.setText(str(value))
     elif kind == "choice":
-        control.setCurrentText(str(value))
+        control.setCurrentIndex(control.findData(str(value)))
     elif kind == "choices":
         control.choose(value)
     elif kind in ("float", "int"):
         control.setValue(value)
     else:
         control.setChecked(bool(value))
+
+
+def _check(option: Tunable, value: Any) -> None:
+    """ValueError unless `value` (a saved one, from JSON) fits the option's control."""
+    kind = option.kind
+    if kind == "choice" and value not in option.choices:
+        raise ValueError(value)
+    if kind == "choices" and not (isinstance(value, list) and set(value) <= set(option.choices)):
+        raise ValueError(value)
+    if kind in ("float", "int") and (isinstance(value, bool) or
+                                     not isinstance(value, (int, float))):
+        raise ValueError(value)
+    if kind == "int" and not isinstance(value, int):
+        raise ValueError(value)
+    if kind == "model" and not isinstance(value, str):
+        raise ValueError(value)
+    if kind == "optional-model" and value is not None and not isinstance(value, str):
+        raise ValueError(value)
+    if kind == "bool" and not isinstance(value, bool):
+        raise ValueError(value)

@@ -1,8 +1,8 @@
 """The panel's widgets: they show what they are given and emit signals; they run no engine work.
 
 SourceList: source photos (add, remove, drop files) with the engine's outlined thumbnails.
-FaceGrid: Largest / All and one button per face tile; `picked(mode, index)`.
-SplitView: before | after, split at a divider the user drags; pictures drawn at most 1:1.
+SplitView: before | after, split at a divider the user drags; pictures drawn at most 1:1; the
+before alone (the clip's frame) until there is an after (a preview or the rendered result).
 LogPane: plain-words messages, errors marked.
 """
 
@@ -39,7 +39,7 @@ class SourceList(QWidget):
         self.list = QListWidget(self)
         self.list.setViewMode(QListWidget.ViewMode.IconMode)
         self.list.setIconSize(QSize(THUMB_PX, THUMB_PX))
-        self.list.setMinimumHeight(THUMB_PX + 36)
+        self.list.setFixedHeight(THUMB_PX + 44)
         self.setAcceptDrops(True)
         add, remove = QPushButton("Add…", self), QPushButton("Remove", self)
         add.clicked.connect(self.add_requested)
@@ -90,57 +90,6 @@ class SourceList(QWidget):
                   if url.isLocalFile()])
 
 
-class FaceGrid(QWidget):
-    """Which face to replace: `picked("one" | "many" | "face", index)`; Find asks for tiles."""
-
-    picked = Signal(str, int)
-    find_requested = Signal()
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.buttons: list[QPushButton] = []
-        self.row = QHBoxLayout()
-        top = QHBoxLayout()
-        for text, mode in (("Largest", "one"), ("All", "many")):
-            button = QPushButton(text, self)
-            button.setCheckable(True)
-            button.clicked.connect(lambda _=False, m=mode: self._pick(m, -1))
-            button.setObjectName(f"pick-{mode}")
-            top.addWidget(button)
-            self.buttons.append(button)
-        find = QPushButton("Find faces", self)
-        find.clicked.connect(self.find_requested)
-        top.addWidget(find)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(top)
-        layout.addLayout(self.row)
-        self.tiles: list[QPushButton] = []
-        self.buttons[0].setChecked(True)
-
-    def show_faces(self, tiles: tuple[Path, ...]) -> None:
-        for tile in self.tiles:
-            self.row.removeWidget(tile)
-            tile.deleteLater()
-        self.tiles = []
-        for index, path in enumerate(tiles):
-            button = QPushButton(f"{index}", self)
-            button.setIcon(QIcon(str(path)))
-            button.setIconSize(QSize(THUMB_PX // 2 + 16, THUMB_PX // 2 + 16))
-            button.setCheckable(True)
-            button.setObjectName(f"face-{index}")
-            button.clicked.connect(lambda _=False, i=index: self._pick("face", i))
-            self.row.addWidget(button)
-            self.tiles.append(button)
-
-    def _pick(self, mode: str, index: int) -> None:
-        for button in [*self.buttons, *self.tiles]:
-            button.setChecked(False)
-        chosen = self.tiles[index] if mode == "face" else self.buttons[mode == "many"]
-        chosen.setChecked(True)
-        self.picked.emit(mode, index)
-
-
 class SplitView(QWidget):
     """Before (left of the divider) and after (right), drawn centred at most 1:1; drag to move
     the divider (`divider` is its x in widget pixels)."""
@@ -150,10 +99,21 @@ class SplitView(QWidget):
         self.before: QPixmap | None = None
         self.after: QPixmap | None = None
         self.share = 0.5
+        self.labels = ("Original", "Swapped")
+        self.empty_text = "Open a clip"
+        self.boxes: list[tuple[str, QColor, float, float, float, float]] = []
         self.setMinimumSize(240, 160)
 
-    def show_pair(self, before: Path, after: Path) -> None:
-        self.before, self.after = QPixmap(str(before)), QPixmap(str(after))
+    def show_pair(self, before: Path, after: Path | None, labels: tuple[str, str] = (
+            "Original", "Swapped")) -> None:
+        """`before` left of the divider and `after` right of it (None: `before` alone)."""
+        self.before = QPixmap(str(before))
+        self.after = QPixmap(str(after)) if after is not None else None
+        self.labels = labels
+        self.update()
+
+    def clear(self) -> None:
+        self.before = self.after = None
         self.update()
 
     def picture_rect(self) -> QRect:
@@ -180,9 +140,13 @@ class SplitView(QWidget):
     def paintEvent(self, event: QPaintEvent) -> None:
         painter = QPainter(self)
         painter.fillRect(self.rect(), QColor(30, 30, 30))
-        if self.before is None or self.after is None:
+        if self.before is None:
             painter.setPen(QColor(180, 180, 180))
-            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "Press Preview")
+            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.empty_text)
+            return
+        if self.after is None:
+            painter.drawPixmap(self.picture_rect(), self.before)
+            self._boxes(painter)
             return
         area, split = self.picture_rect(), self.divider
         painter.drawPixmap(area, self.before)
@@ -192,6 +156,32 @@ class SplitView(QWidget):
         painter.drawPixmap(right, self.after, source)
         painter.setPen(QPen(DIVIDER_COLOUR, DIVIDER_PX))
         painter.drawLine(split, area.top(), split, area.bottom())
+        painter.setPen(DIVIDER_COLOUR)
+        painter.drawText(QRect(area.left() + 4, area.bottom() - 18, area.width() - 8, 16),
+                         Qt.AlignmentFlag.AlignLeft, self.labels[0])
+        painter.drawText(QRect(area.left() + 4, area.bottom() - 18, area.width() - 8, 16),
+                         Qt.AlignmentFlag.AlignRight, self.labels[1])
+        self._boxes(painter)
+
+    def set_boxes(self, boxes: list[tuple[str, QColor, float, float, float, float]]) -> None:
+        """Name the people: (label, colour, x1, y1, x2, y2 in picture pixels) each."""
+        self.boxes = boxes
+        self.update()
+
+    def _boxes(self, painter: QPainter) -> None:
+        if self.before is None or not self.boxes:
+            return
+        area = self.picture_rect()
+        scale = area.width() / max(1, self.before.width())
+        for label, colour, x1, y1, x2, y2 in self.boxes:
+            box = QRect(area.left() + round(x1 * scale), area.top() + round(y1 * scale),
+                        round((x2 - x1) * scale), round((y2 - y1) * scale))
+            painter.setPen(QPen(colour, 2))
+            painter.drawRect(box)
+            tag = QRect(box.left(), box.top() - 16, 8 + 8 * len(label), 16)
+            painter.fillRect(tag, colour)
+            painter.setPen(QColor(0, 0, 0))
+            painter.drawText(tag, Qt.AlignmentFlag.AlignCenter, label)
 
     def mousePressEvent(self, event: QMouseEvent) -> None:
         self.set_divider(round(event.position().x()))

@@ -1,371 +1,332 @@
-"""The panel window: wires the widgets to a host (host.py) and to engine jobs (worker.py).
+"""The panel window: wires the widgets (layout.py) to a host (host.py) and to engine jobs
+(worker.py, actions.py).
 
-Every picture comes from facefuse's previews (source_preview, face_pictures, reference_face,
-frame_picture, preview_frame: the functions Blender uses, plus the two a split view and a face
-grid need); every render is facefuse.render on a worker thread. The UI thread only builds
-requests, starts jobs and shows what they hand back.
+An artist's path through it: open a clip (its first frame and the timeline at once), scrub
+(each frame as decoded), Find people (the review: the shot's people, their presence, flags and
+cuts on the timeline; analysing with progress the first time), give people their own source or
+skip them, set in/out, Preview (the render's pixels for the frame), Render, step through the
+result beside the original, Re-render flagged. The UI thread only builds requests, starts jobs
+and shows what they hand back; every picture comes from facefuse.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QTimer
-from PySide6.QtGui import QCloseEvent
-from PySide6.QtWidgets import (
-    QComboBox,
-    QFileDialog,
-    QGridLayout,
-    QGroupBox,
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QMainWindow,
-    QProgressBar,
-    QPushButton,
-    QScrollArea,
-    QSpinBox,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import QTimer, QUrl
+from PySide6.QtGui import QCloseEvent, QColor, QDesktopServices
+from PySide6.QtWidgets import QFileDialog, QMainWindow
 
 from facefuse import (
-    OUTPUT_KINDS,
     CacheLayout,
     FacefuseError,
-    FrameReport,
     HostError,
-    Job,
-    Message,
-    PhaseProgress,
-    PhaseRate,
     RenderRequest,
-    RenderSummary,
     Settings,
-    face_pictures,
-    frame_picture,
-    preview_frame,
-    reference_face,
-    source_preview,
+    tunable_options,
 )
 
+from .actions import Actions
+from .corrections import Corrections
 from .host import Clip, Host
-from .settings import SettingsForm
-from .widgets import FaceGrid, LogPane, SourceList, SplitView
-from .worker import Jobs, look_job, render_job
+from .layout import PanelLayout
+from .review import ShotReview, person_rgb
+from .store import PanelStore
+from .worker import Jobs
 
-LOOK = "look"  # the kind of every look job (thumbnails, faces, reference, preview)
 CANCEL_WAIT_MS = 1000
-OUTPUT_LABELS = {"png": "PNG sequence", "exr": "EXR sequence", "tif": "TIFF sequence",
-                 "prores_4444": "ProRes 4444 movie", "dnxhr_444": "DNxHR 444 movie"}
+PLAY_MS = 40  # how often Play looks whether the shown frame is done, to step on
+DEFAULTS = Settings()
 
 
 class PanelWindow(QMainWindow):
     """One clip's swap. host: a Host (FileHost, or the Resolve host's JobHost); base: the
-    Settings fields the form does not show (models and cache folders, providers, offline)."""
+    Settings the panel starts from (the command line's); fields of it that differ from the
+    defaults win over the remembered ones. store: where settings are remembered."""
 
-    def __init__(self, host: Host, base: Settings | None = None, jobs: Jobs | None = None
-                 ) -> None:
+    def __init__(self, host: Host, base: Settings | None = None, jobs: Jobs | None = None,
+                 store: PanelStore | None = None) -> None:
         super().__init__()
         self.host, self.base = host, base or Settings()
+        self.store = store or PanelStore()
         self.jobs = jobs or Jobs(parent=self)
-        self.jobs.finished.connect(self._job_finished)
-        self.reference: Path | None = None
-        self.last_request: RenderRequest | None = None
-        self.pending_thumbnails: list[Path] = []
-        self.pending_looks: list[Callable[[], None]] = []  # looks asked for while one ran
-        self.thumbnailed: set[Path] = set()
-        self.render_rates: dict[str, PhaseRate] = {}  # of the running render's phases
-        self.render_steps: dict[str, PhaseProgress] = {}
         self.setWindowTitle("facefuse")
-        self._build()
+        self.ui = PanelLayout(self, self.base)
+        self.act = Actions(self)
+        self.jobs.finished.connect(self.act.job_finished)
+        self.review = ShotReview.empty(1, 1)
+        self.assigned: dict[str, Path] = {}
+        self.skipped: set[str] = set()
+        self.corrections = Corrections()
+        self.last_request: RenderRequest | None = None
+        self.player = QTimer(self)
+        self.player.setInterval(PLAY_MS)
+        self.player.timeout.connect(self._play_step)
+        self.restoring = True
+        self._connect()
+        self._restore()
+        self.restoring = False
         self.show_clip(host.clip)
         if host.problem:
-            self.log.say(host.problem, "ERROR")
-        if host.clip is not None and host.clip.note:  # e.g. from Resolve: the faces at once
-            self.log.say(host.clip.note)
-            QTimer.singleShot(0, self.find_faces)
+            self.ui.log.say(host.problem, "ERROR")
+        if host.clip is not None and host.clip.note:  # e.g. from Resolve: the people at once
+            self.ui.log.say(host.clip.note)
+            QTimer.singleShot(0, self.act.find_people)
 
-    # -- layout ---------------------------------------------------------------------------------
-    def _build(self) -> None:
-        self.clip_label = QLabel(self)
-        open_clip = QPushButton("Open clip…", self)
-        open_clip.clicked.connect(self._choose_clip)
-        self.sources = SourceList(self)
-        self.sources.add_requested.connect(self._choose_sources)
-        self.sources.changed.connect(self._sources_changed)
-        self.faces = FaceGrid(self)
-        self.faces.picked.connect(self._face_picked)
-        self.faces.find_requested.connect(self.find_faces)
-        self.form = SettingsForm(self.base, self)
-        scroll = QScrollArea(self)
-        scroll.setWidget(self.form)
-        scroll.setWidgetResizable(True)
-        left = QVBoxLayout()
-        for title, widget in (("Sources", self.sources), ("Target face", self.faces)):
-            box = QGroupBox(title, self)
-            QVBoxLayout(box).addWidget(widget)
-            left.addWidget(box)
-        left.addWidget(scroll, 1)
-        self.view = SplitView(self)
-        self.frame = QSpinBox(self)
-        self.preview_button = QPushButton("Preview", self)
-        self.preview_button.clicked.connect(self.preview)
-        self.output = QComboBox(self)
-        for kind in OUTPUT_KINDS:
-            self.output.addItem(OUTPUT_LABELS[kind], kind)
-        self.folder = QLineEdit(self)
-        browse = QPushButton("…", self)
-        browse.clicked.connect(self._choose_folder)
-        self.render_button = QPushButton("Render", self)
-        self.render_button.clicked.connect(self.start_render)
-        self.cancel_button = QPushButton("Cancel", self)
-        self.cancel_button.setEnabled(False)
-        self.cancel_button.clicked.connect(self.cancel_render)
-        self.progress = QProgressBar(self)
-        self.status = QLabel("", self)
-        self.log = LogPane(self)
-        right = QGridLayout()
-        right.addWidget(self.view, 0, 0, 1, 4)
-        right.addWidget(QLabel("Frame", self), 1, 0)
-        right.addWidget(self.frame, 1, 1)
-        right.addWidget(self.preview_button, 1, 3)
-        right.addWidget(self.output, 2, 0, 1, 2)
-        right.addWidget(self.folder, 2, 2)
-        right.addWidget(browse, 2, 3)
-        right.addWidget(self.render_button, 3, 0, 1, 2)
-        right.addWidget(self.cancel_button, 3, 2, 1, 2)
-        right.addWidget(self.progress, 4, 0, 1, 4)
-        right.addWidget(self.status, 5, 0, 1, 4)
-        right.addWidget(self.log, 6, 0, 1, 4)
-        right.setRowStretch(0, 3)
-        right.setRowStretch(6, 1)
-        top = QHBoxLayout()
-        top.addWidget(self.clip_label, 1)
-        top.addWidget(open_clip)
-        body = QHBoxLayout()
-        body.addLayout(left, 2)
-        body.addLayout(right, 3)
-        root = QVBoxLayout()
-        root.addLayout(top)
-        root.addLayout(body)
-        central = QWidget(self)
-        central.setLayout(root)
-        self.setCentralWidget(central)
-        self.resize(1100, 760)
+    # -- remembered settings ----------------------------------------------------------------------
+    def _restore(self) -> None:
+        keep = frozenset(o.name for o in tunable_options()
+                         if getattr(self.base, o.name) != getattr(DEFAULTS, o.name))
+        refused = self.ui.form.apply(self.store.form(), keep)
+        if refused:
+            self.ui.log.say(f"Remembered settings not used (out of range): {', '.join(refused)}",
+                            "WARNING")
+        index = self.ui.output.findData(self.store.output())
+        if index >= 0:
+            self.ui.output.setCurrentIndex(index)
+        sources = [p for p in self.store.sources() if p.is_file()]
+        if sources:
+            self.ui.sources.add(sources)
 
+    def remember(self) -> None:
+        """Save the form, the sources, the output kind and a chosen folder."""
+        if self.restoring:
+            return
+        self.store.save_form(self.ui.form.values())
+        self.store.save_sources(self.ui.sources.paths())
+        self.store.save_output(self.ui.output.currentData())
+        clip = self.host.clip
+        folder = self.ui.folder.text()
+        if folder and (clip is None or folder != str(clip.folder)):
+            self.store.save_folder(folder)
+        self.store.sync()
+
+    # -- wiring -----------------------------------------------------------------------------------
+    def _connect(self) -> None:
+        ui, act = self.ui, self.act
+        ui.open_button.clicked.connect(self._choose_clip)
+        ui.sources.add_requested.connect(self._choose_sources)
+        ui.sources.changed.connect(act.sources_changed)
+        ui.people.find_requested.connect(act.find_people)
+        ui.people.source_requested.connect(self._choose_person_source)
+        ui.people.source_cleared.connect(lambda pid: self.assign_source(pid, None))
+        ui.people.skip_toggled.connect(self.skip_person)
+        ui.people.person_clicked.connect(self._go_to_person)
+        ui.people.range_action.connect(self.correct_range)
+        ui.timeline.frame_changed.connect(self.frame_moved)
+        ui.timeline.range_changed.connect(self._range_changed)
+        ui.frame.valueChanged.connect(ui.timeline.set_frame)
+        ui.prev_frame.clicked.connect(lambda: ui.timeline.step(-1))
+        ui.next_frame.clicked.connect(lambda: ui.timeline.step(1))
+        ui.play.toggled.connect(self._play)
+        ui.timeline.play_toggled.connect(ui.play.toggle)
+        ui.prev_flag.clicked.connect(lambda: self._step_flag(-1))
+        ui.next_flag.clicked.connect(lambda: self._step_flag(1))
+        ui.set_in.clicked.connect(lambda: ui.timeline.set_in())
+        ui.set_out.clicked.connect(lambda: ui.timeline.set_out())
+        ui.clear_range.clicked.connect(ui.timeline.clear_range)
+        ui.preview_button.clicked.connect(act.preview)
+        ui.show_result.toggled.connect(lambda _: act.show_frame())
+        ui.open_folder.clicked.connect(self.open_result_folder)
+        ui.browse.clicked.connect(self._choose_folder)
+        ui.render_button.clicked.connect(lambda: act.start_render())
+        ui.rerender_button.clicked.connect(act.rerender_flagged)
+        ui.cancel_button.clicked.connect(act.cancel_render)
+        ui.form.changed.connect(self.remember)
+        ui.output.currentIndexChanged.connect(lambda _: self.remember())
+        ui.folder.editingFinished.connect(self.remember)
+
+    # -- the clip ---------------------------------------------------------------------------------
     def show_clip(self, clip: Clip | None) -> None:
-        self.clip_label.setText(f"Clip: {clip.label}" if clip else "No clip")
-        self.render_button.setEnabled(clip is not None)
-        self.preview_button.setEnabled(clip is not None)
+        """Show `clip` (None: none): the old clip's pictures, people, result and status go;
+        sources and settings stay. A clip with a known range shows it at once, others once
+        their frames are counted (the "open" job)."""
+        ui = self.ui
+        ui.clip_label.setText(f"Clip: {clip.label}" if clip else "No clip")
+        for widget in (ui.render_button, ui.preview_button, ui.people.find_button):
+            widget.setEnabled(clip is not None)
+        self.act.reset()
+        self.assigned, self.skipped = {}, set()
+        self.corrections = Corrections()
+        ui.view.clear()
+        ui.view.empty_text = "Opening the clip…" if clip else "Open a clip"
+        ui.status.setText("")
+        ui.progress.setValue(0)
         if clip is None:
             return
-        first, last = clip.frames or (clip.start_number, 2**31 - 1)
-        self.frame.setRange(first, last)
-        self.frame.setValue(clip.preview_frame if clip.preview_frame is not None else first)
-        self.folder.setText(str(clip.folder))
+        ui.folder.setText(self.store.folder() or str(clip.folder))
+        first, last = clip.frames or (clip.start_number, clip.start_number)
+        ui.timeline.blockSignals(True)  # the "open" job shows the first frame
+        self.set_review(ShotReview.empty(first, last))
+        ui.timeline.set_frame(clip.preview_frame if clip.preview_frame is not None else first)
+        ui.timeline.blockSignals(False)
+        self.frame_moved(ui.timeline.frame, show=False)
+        self.act.open_clip(clip, counted=clip.frames is not None)
 
-    # -- requests ---------------------------------------------------------------------------------
-    def settings(self) -> Settings:
-        """The form's settings on the base ones, with the picked reference face."""
-        chosen = self.form.settings(self.base)
-        if chosen.selector == "reference" and self.reference is not None:
-            return replace(chosen, reference_images=(self.reference,))
-        return chosen
+    def set_review(self, review: ShotReview, keep_range: bool = False) -> None:
+        """Show a review of the clip (or its empty one) on the timeline and the people grid."""
+        self.review = review
+        ui = self.ui
+        ui.frame.blockSignals(True)
+        ui.frame.setRange(review.first, review.last)
+        ui.frame.blockSignals(False)
+        ui.timeline.set_review(review, keep_range)
+        ui.people.show_people(review, self.assigned, self.skipped, self.corrections.by_person())
+        ui.rerender_button.setEnabled(bool(review.flagged) and self.act.result is not None)
+        self._range_changed(ui.timeline.in_point, ui.timeline.out_point)
+        self._frame_flags(ui.timeline.frame)
+        self.frame_boxes(ui.timeline.frame)
 
-    def look_request(self, settings: Settings | None = None) -> RenderRequest:
+    # -- frames and ranges ------------------------------------------------------------------------
+    def frame_moved(self, frame: int, show: bool = True) -> None:
+        self.ui.frame.blockSignals(True)
+        self.ui.frame.setValue(frame)
+        self.ui.frame.blockSignals(False)
+        self._frame_flags(frame)
+        self.frame_boxes(frame)
+        if show:
+            self.act.show_frame()
+
+    def frame_boxes(self, frame: int) -> None:
+        """Name the people on the view: each one's face box in `frame`, in their colour."""
+        marks = self.review.marks.get(frame)
+        boxes = [] if marks is None else [
+            (pid, QColor(*person_rgb(self.review, pid)), x1, y1, x2, y2)
+            for pid, x1, y1, x2, y2 in marks.boxes]
+        self.ui.view.set_boxes(boxes)
+
+    def _frame_flags(self, frame: int) -> None:
+        flags = self.review.flags_at(frame)
+        text = "; ".join(f"⚑ {f.person_id} {f.kind}: {f.reason}" for f in flags)
+        self.ui.flag_label.setText(text)
+        self.ui.flag_label.setToolTip(text.replace("; ", "\n"))
+
+    def _play(self, on: bool) -> None:
+        """Play: from the playhead (from in, when at out) to out, a frame once the last is
+        shown."""
+        timeline = self.ui.timeline
+        if on and timeline.frame >= timeline.out_point:
+            timeline.set_frame(timeline.in_point)
+        self.ui.play.setText("Stop" if on else "Play")
+        if on:
+            self.player.start()
+        else:
+            self.player.stop()
+
+    def _play_step(self) -> None:
+        timeline = self.ui.timeline
+        if self.act.busy_showing():
+            return
+        if timeline.frame >= timeline.out_point:
+            self.ui.play.setChecked(False)
+            return
+        timeline.step(1)
+
+    def _step_flag(self, step: int) -> None:
+        if not self.ui.timeline.step_flag(step):
+            self.ui.log.say("No flagged frames that way" if self.review.reviewed else
+                            "Find people first: the flags come with the review")
+
+    def _range_changed(self, first: int, last: int) -> None:
+        whole = self.ui.timeline.whole
+        count = last - first + 1
+        self.ui.range_label.setText("Render: the whole clip" if whole else
+                                    f"Render: {first}-{last} ({count} frames)")
+
+    def render_ranges(self) -> tuple[tuple[int, int], ...] | None:
+        """The in..out range when it is not the whole clip, else None."""
+        timeline = self.ui.timeline
+        return None if timeline.whole else ((timeline.in_point, timeline.out_point),)
+
+    # -- people -----------------------------------------------------------------------------------
+    def assign_source(self, person_id: str, path: Path | None) -> None:
+        """Give `person_id` their own source photo (None: the default sources again)."""
+        if path is None:
+            self.assigned.pop(person_id, None)
+        else:
+            self.assigned[person_id] = Path(path)
+            self.skipped.discard(person_id)
+        self._people_changed()
+
+    def skip_person(self, person_id: str, skipped: bool) -> None:
+        if skipped:
+            self.skipped.add(person_id)
+            self.assigned.pop(person_id, None)
+        else:
+            self.skipped.discard(person_id)
+        self._people_changed()
+
+    def correct_range(self, person_id: str, action: str) -> None:
+        """Skip, swap or hold `person_id` over in..out only ("clear": drop their ranges)."""
+        if action == "clear":
+            self.corrections = self.corrections.cleared(person_id)
+        else:
+            timeline = self.ui.timeline
+            self.corrections = self.corrections.added(person_id, action, timeline.in_point,
+                                                      timeline.out_point)
+            self.ui.log.say(f"{person_id}: {action} in {timeline.in_point}-{timeline.out_point}"
+                            " (Render writes the frames this changes)")
+        self._people_changed()
+
+    def people_choices(self) -> dict[str, Any]:
+        """RenderRequest fields of the user's people choices: assign, skip, overrides."""
         clip = self.host.clip
-        if clip is None:
-            raise HostError("Open a clip to swap (Clip > Open)")
-        return RenderRequest(sources=tuple(self.sources.paths()), input=clip.input,
-                             output=str(clip.folder / "look.####.png"),
-                             settings=settings or self.settings(), frames=clip.frames,
-                             start_number=clip.start_number)
+        folder = CacheLayout.at(self.act.settings_or_base().cache_dir).previews
+        overrides = None
+        if clip is not None and self.corrections.entries:
+            overrides = self.corrections.write(folder, clip.input)
+        return {"assign": tuple(sorted(self.assigned.items())),
+                "skip": tuple(sorted(self.skipped)), "overrides": overrides}
 
-    def _checked_look_request(self) -> RenderRequest | None:
-        """look_request(), or None after saying why the settings cannot be used."""
-        try:
-            return self.look_request()
-        except (FacefuseError, HostError) as exc:
-            self.log.say(str(exc), "ERROR")
-            return None
+    def _people_changed(self) -> None:
+        self.ui.people.show_people(self.review, self.assigned, self.skipped,
+                                   self.corrections.by_person())
+        self.act.replan()
 
-    def _look(self, label: str, look: Any, done: Any, settings: Settings | None = None) -> None:
-        """Run look(pipeline) as the one look job: looks share the runner's Pipeline, which is
-        not safe to use from two threads (or to replace while another look uses it), so a look
-        asked for while another runs waits for it."""
-        if self.jobs.busy(LOOK):
-            self.pending_looks.append(lambda: self._look(label, look, done, settings))
-            return
-        try:
-            settings = settings or self.settings()
-            job = look_job(LOOK, label, self.jobs.runner, settings, look,
-                           lambda _job, result: done(result))
-            self.jobs.start(job)
-        except (FacefuseError, HostError) as exc:
-            self.log.say(str(exc), "ERROR")
+    def _go_to_person(self, person_id: str) -> None:
+        person = self.review.person(person_id)
+        if person is not None and person.frames:
+            self.ui.timeline.set_frame(person.frames[0][0])
 
-    # -- sources and faces ------------------------------------------------------------------------
-    def _choose_sources(self) -> None:
-        names, _ = QFileDialog.getOpenFileNames(self, "Source photos", "",
-                                                "Images (*.png *.jpg *.jpeg *.tif *.tiff *.exr)")
-        self.sources.add([Path(n) for n in names])
-
-    def _sources_changed(self, paths: list[Path]) -> None:
-        self.pending_thumbnails += [p for p in paths if p not in self.thumbnailed
-                                    and p not in self.pending_thumbnails]
-        self.thumbnailed.update(paths)
-        self._next_thumbnail()
-
-    def _next_thumbnail(self) -> None:
-        if not self.pending_thumbnails or self.jobs.busy(LOOK):
-            return
-        path = self.pending_thumbnails.pop(0)
-
-        def shown(result: tuple[Path, int]) -> Message:
-            self.sources.set_thumbnail(path, *result)
-            return Message("INFO", f"{path.name}: {result[1]} face(s)")
-        self._look(f"Thumbnail of {path.name}",
-                   lambda p: source_preview(path, p.settings, pipeline=p), shown)
-
-    def find_faces(self) -> None:
-        if self.host.clip is None:
-            return
-        request, frame = self._checked_look_request(), self.frame.value()
-        if request is None:
-            return
-
-        def shown(tiles: tuple[Path, ...]) -> Message:
-            self.faces.show_faces(tiles)
-            return Message("INFO" if tiles else "WARNING",
-                           f"{len(tiles)} face(s) in frame {frame}" if tiles else
-                           f"No face found in frame {frame}: try another frame")
-        self._look("Finding faces",
-                   lambda p: face_pictures(request, frame, pipeline=p), shown,
-                   request.settings)
-
-    def _face_picked(self, mode: str, index: int) -> None:
-        if mode != "face":
-            self.reference = None
-            self.form.set_value("selector", mode)
-            return
-        request, frame = self._checked_look_request(), self.frame.value()
-        if request is None:
-            return
-        folder = CacheLayout.at(request.settings.cache_dir).previews  # not beside the media
-
-        def chosen(path: Path) -> Message:
-            self.reference = path
-            self.form.set_value("selector", "reference")
-            return Message("INFO", f"Replacing face {index} of frame {frame} (and the same "
-                                   "person in every frame)")
-        self._look("Picking the face",
-                   lambda p: reference_face(request, frame, index,
-                                                     folder / "references", p),
-                   chosen, request.settings)
-
-    # -- preview ----------------------------------------------------------------------------------
-    def preview(self) -> None:
-        if not self.sources.paths():
-            self.log.say("Add a source photo first (Sources > Add…)", "ERROR")
-            return
-        request, frame = self._checked_look_request(), self.frame.value()
-        if request is None:
-            return
-
-        def both(p: Any) -> tuple[Path, Path]:
-            return (frame_picture(request, frame),
-                    preview_frame(request, frame, pipeline=p))
-
-        def shown(pair: tuple[Path, Path]) -> Message:
-            self.view.show_pair(*pair)
-            return Message("INFO", f"Preview of frame {frame}: drag the divider to compare")
-        self._look("Preview", both, shown, request.settings)
-
-    # -- render -----------------------------------------------------------------------------------
-    def start_render(self) -> None:
-        clip = self.host.clip
-        if clip is None or self.jobs.busy("render"):
-            return
-        if not self.sources.paths():
-            self.log.say("Add a source photo first (Sources > Add…)", "ERROR")
-            return
-        try:
-            request, plan = self.host.build_render(clip, tuple(self.sources.paths()),
-                                                   self.settings(), self.output.currentData(),
-                                                   Path(self.folder.text()))
-            self.last_request = request
-            self.jobs.start(render_job(request, self._render_progress,
-                                       lambda _job, summary: self._render_done(plan, summary)))
-        except (FacefuseError, HostError) as exc:
-            self.log.say(str(exc), "ERROR")
-            return
-        self.render_rates = {}
-        self.render_steps = {}  # the last of each phase
-        self.progress.setValue(0)
-        self.render_button.setEnabled(False)
-        self.cancel_button.setEnabled(True)
-        self.log.say(f"Rendering to {request.output}")
-
-    def cancel_render(self) -> None:
-        if self.jobs.cancel("render"):
-            self.status.setText("Cancelling…")
-
-    def _render_progress(self, job: Job, item: Any) -> None:
-        if isinstance(item, PhaseProgress) and item.phase == "encode":
-            self.status.setText("Finishing the output…")
-        elif isinstance(item, PhaseProgress):
-            self.render_rates.setdefault(item.phase, PhaseRate(item.done))
-            self.render_steps[item.phase] = item
-            # pass 1 may run beside pass 2 (selector many): the bar follows the swap then
-            shown = self.render_steps.get("swap", item)
-            job.total, job.done, job.status = shown.total, shown.done, shown.phase
-            self.progress.setMaximum(max(1, shown.total))
-            self.progress.setValue(shown.done)
-            text = _progress_text(shown, self.render_rates[shown.phase])
-            analysis = self.render_steps.get("analysis")
-            if shown.phase == "swap" and analysis is not None and analysis.done < analysis.total:
-                text += f" · analysis {analysis.done}/{analysis.total}"
-            self.status.setText(text)
-        elif isinstance(item, FrameReport) and item.status == "failed":
-            self.log.say(f"frame {item.frame}: {item.error}", "WARNING")
-
-    def _render_done(self, plan: Any, summary: RenderSummary) -> Message:
-        for warning in summary.warnings:
-            self.log.say(warning, "WARNING")
-        message = self.host.rendered(plan, summary)
-        ok = not summary.cancelled and not summary.failed and summary.swapped > 0
-        return Message("INFO" if ok else "WARNING", message)
-
-    def _job_finished(self, kind: str, message: Message) -> None:
-        self.log.say(message.text, message.level)
-        if kind == "render":
-            self.render_button.setEnabled(self.host.clip is not None)
-            self.cancel_button.setEnabled(False)
-            self.status.setText(message.text)
-        if kind == LOOK:
-            if self.pending_looks:
-                self.pending_looks.pop(0)()
-            else:
-                self._next_thumbnail()
-
-    # -- files and closing ------------------------------------------------------------------------
+    # -- files ------------------------------------------------------------------------------------
     def _choose_clip(self) -> None:
         name, _ = QFileDialog.getOpenFileName(self, "Clip", "", "Video (*.mov *.mp4 *.mxf *.mkv "
                                               "*.avi);;All files (*)")
         if name:
-            self.show_clip(self.host.open(Path(name)))
+            self.open(Path(name))
+
+    def open(self, path: Path) -> None:
+        try:
+            self.show_clip(self.host.open(path))
+        except (FacefuseError, HostError) as exc:
+            self.ui.log.say(str(exc), "ERROR")
+
+    def _choose_sources(self) -> None:
+        names, _ = QFileDialog.getOpenFileNames(self, "Source photos", "",
+                                                "Images (*.png *.jpg *.jpeg *.tif *.tiff *.exr)")
+        self.ui.sources.add([Path(n) for n in names])
+
+    def _choose_person_source(self, person_id: str) -> None:
+        name, _ = QFileDialog.getOpenFileName(self, f"Source photo for {person_id}", "",
+                                              "Images (*.png *.jpg *.jpeg *.tif *.tiff *.exr)")
+        if name:
+            self.assign_source(person_id, Path(name))
 
     def _choose_folder(self) -> None:
-        name = QFileDialog.getExistingDirectory(self, "Output folder", self.folder.text())
+        name = QFileDialog.getExistingDirectory(self, "Output folder", self.ui.folder.text())
         if name:
-            self.folder.setText(name)
+            self.ui.folder.setText(name)
+            self.remember()
+
+    def open_result_folder(self) -> None:
+        result = self.act.result
+        if result is not None:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(result.folder)))
 
     def closeEvent(self, event: QCloseEvent) -> None:
         """Closing stops a running render (finished frames stay) and tells the host."""
+        self.remember()
         message = ""
         if self.jobs.busy("render"):
             self.jobs.cancel("render")
@@ -374,11 +335,3 @@ class PanelWindow(QMainWindow):
         self.jobs.close()
         self.host.finish(message)
         event.accept()
-
-
-def _progress_text(step: PhaseProgress, rate: PhaseRate) -> str:
-    fps, left = rate.fps_eta(step.done, step.total)
-    eta = "" if left is None else f" · {int(left) // 60}:{int(left) % 60:02d} left"
-    speed = f" · {fps:.1f} fps" if fps else ""
-    return f"{step.phase}: {step.done}/{step.total} frames{speed}{eta}"
-

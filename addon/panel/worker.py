@@ -98,9 +98,21 @@ def render_job(request: RenderRequest, on_progress: Callable[[Job, Any], None],
                on_progress=on_progress)
 
 
-def look_job(kind: str, label: str, runner: JobRunner, settings: Settings,
-             look: Callable[[Pipeline], Any], on_done: Callable[[Job, Any], Message]) -> Job:
-    """A Job that calls look(pipeline) with the runner's shared Pipeline for `settings`."""
+Look = Callable[[Pipeline, Callable[[Any], None], Callable[[], bool]], Any]
+
+
+def look_job(kind: str, label: str, runner: JobRunner, settings: Settings | None, look: Look,
+             on_done: Callable[[Job, Any], Message],
+             on_progress: Callable[[Job, Any], None] | None = None) -> Job:
+    """A Job that calls look(pipeline, report, cancelled) with the runner's shared Pipeline for
+    `settings` (settings None: no Pipeline, look gets None: work that needs no model). A look
+    that fails once cancelled (PlanCancelled, ...) ends with None instead of an error."""
     def work(report: Callable[[Any], None], cancelled: Callable[[], bool]) -> Any:
-        return look(runner.pipeline(settings))
-    return Job(kind=kind, label=label, work=work, on_done=on_done)
+        pipeline = runner.pipeline(settings) if settings is not None else None
+        try:
+            return look(pipeline, report, cancelled)  # type: ignore[arg-type]
+        except Exception:
+            if cancelled():  # stopped on purpose (another clip was opened): no outcome
+                return None
+            raise
+    return Job(kind=kind, label=label, work=work, on_done=on_done, on_progress=on_progress)

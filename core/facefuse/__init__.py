@@ -23,6 +23,7 @@ to it); every other module is the engine's own and may change shape.
 - Hosts as plugins: ``host_module(host, module)`` imports a module of a host registered in the
   entry-point group ``HOST_GROUP`` (``facefuse.hosts``), ``installed_hosts()`` lists them, and
   a host package calls ``prefer_source_tree`` so an editable install runs the checkout's files.
+- What a host shows before anything is analysed: ``clip_frames`` (a clip's frame numbers).
 - Where a host puts results: ``OUTPUT_KINDS`` (``SEQUENCE_FORMATS``, ``MOVIE_CODECS``),
   ``output_target``, ``safe_name``, ``OUTPUT_FOLDER``.
 - Errors: ``FacefuseError`` and its subclasses carry their ``ExitCode``.
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
         NoFaceError,
         OutputError,
     )
+    from .hosting.clips import clip_frames
     from .hosting.jobs import HostError, Job, JobRunner, Message, Report
     from .hosting.models import (
         LOOK_ROLES,
@@ -127,6 +129,7 @@ _WHERE = MappingProxyType({
     **dict.fromkeys(("OUTPUT_FOLDER", "OUTPUT_KINDS", "SEQUENCE_FORMATS", "MOVIE_CODECS",
                      "output_target", "safe_name"), ".hosting.outputs"),
     "PhaseRate": ".timing",
+    "clip_frames": ".hosting.clips",
     "CacheLayout": ".cache.layout",
     **dict.fromkeys(("atomic_write_bytes", "check_folder_writable"), ".io.files"),
 })
@@ -152,6 +155,8 @@ __all__ = [  # noqa: RUF022 - grouped as the docstring lists them
     "missing_models", "absent_models", "fetch_models", "MODEL_ROLES", "LOOK_ROLES",
     # hosts as plugins
     "host_module", "installed_hosts", "prefer_source_tree", "HOST_GROUP",
+    # what a host shows
+    "clip_frames",
     # where a host puts results
     "OUTPUT_FOLDER", "OUTPUT_KINDS", "SEQUENCE_FORMATS", "MOVIE_CODECS", "output_target",
     "safe_name",

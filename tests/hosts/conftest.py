@@ -100,7 +100,7 @@ class _SkippedBpyModule(pytest.Module):
 
 # Test files (fnmatch patterns, relative to tests/hosts) -> (module, the pip name providing it)
 HOST_LIBRARIES: dict[str, tuple[tuple[str, str], ...]] = {
-    "test_panel.py": (("PySide6", "PySide6-Essentials"), ("pytestqt", "pytest-qt")),
+    "test_panel*.py": (("PySide6", "PySide6-Essentials"), ("pytestqt", "pytest-qt")),
     "test_resolve_launcher.py": (("lupa", "lupa"),),
     "farm/test_*.py": (("distributed", "dask[distributed]"), ("openjd.model", "openjd-model"),
                        ("yaml", "PyYAML")),
@@ -213,6 +213,18 @@ def blender_extension_zip(blender_build: ModuleType,
         zips = build(REPO_ROOT, out_dir, ["linux-x64"], wheel_cache, index="cache-first")
     assert len(zips) == 1, zips
     return zips[0]
+
+
+@pytest.fixture(autouse=True)
+def _panel_settings_store(request: pytest.FixtureRequest,
+                          tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The Qt panel's tests remember settings in a folder of their own, never the user's."""
+    if not request.path.name.startswith("test_panel"):
+        return
+    from PySide6.QtCore import QSettings
+
+    folder = tmp_path_factory.mktemp("qt-settings")
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(folder))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

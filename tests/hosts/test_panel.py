@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from addon.panel.host import FileHost, clip_from_file
+from addon.panel.rendering import _progress
 from addon.panel.widgets import DIVIDER_PX
 from addon.panel.window import PanelWindow
 from addon.resolve.panel_job import JobHost
@@ -83,7 +84,7 @@ def _idle(qtbot, window: PanelWindow) -> None:
 
 
 def _log(window: PanelWindow) -> str:
-    return window.log.toPlainText()
+    return window.ui.log.toPlainText()
 
 
 def test_every_tunable_has_a_control_that_reaches_the_render(qtbot, clip: Path, base,
@@ -91,7 +92,7 @@ def test_every_tunable_has_a_control_that_reaches_the_render(qtbot, clip: Path, 
     window = _window(qtbot, FileHost(clip), base)
     changed = {}
     for option in tunable_options():
-        control = window.form.controls[option.name]
+        control = window.ui.form.controls[option.name]
         if option.kind == "model":
             assert isinstance(control, QLineEdit)
             control.setText(f"{option.name}.onnx")
@@ -103,7 +104,7 @@ def test_every_tunable_has_a_control_that_reaches_the_render(qtbot, clip: Path, 
         elif option.kind == "choice":
             assert isinstance(control, QComboBox)
             other = next(c for c in option.choices if c != option.default)
-            control.setCurrentText(other)
+            control.setCurrentIndex(control.findData(other))
             changed[option.name] = other
         elif option.kind == "choices":
             some = option.choices[:2]
@@ -119,8 +120,8 @@ def test_every_tunable_has_a_control_that_reaches_the_render(qtbot, clip: Path, 
             assert isinstance(control, QCheckBox)
             control.setChecked(not option.default)
             changed[option.name] = not option.default
-    window.sources.add([source])
-    window.start_render()
+    window.ui.sources.add([source])
+    window.act.start_render()
     assert window.last_request is not None
     rendered = window.last_request.settings
     assert {name: getattr(rendered, name) for name in changed} == changed
@@ -134,26 +135,11 @@ def test_sources_get_outlined_thumbnails_and_face_counts(qtbot, clip: Path, base
     blank = tmp_path / "blank.png"
     cv2.imwrite(str(blank), np.full((120, 160, 3), 128, np.uint8))
     window = _window(qtbot, FileHost(clip), base)
-    window.sources.add([source, blank])
+    window.ui.sources.add([source, blank])
     _idle(qtbot, window)
-    texts = [window.sources.list.item(i).text() for i in range(2)]
+    texts = [window.ui.sources.list.item(i).text() for i in range(2)]
     assert texts == ["astronaut.png\n1 face(s)", "blank.png\nno face"]
-    assert not window.sources.list.item(0).icon().isNull()
-
-
-def test_picking_a_face_makes_it_the_reference(qtbot, clip: Path, base):
-    window = _window(qtbot, FileHost(clip), base)
-    window.frame.setValue(5)
-    window.find_faces()
-    _idle(qtbot, window)
-    assert len(window.faces.tiles) == 1
-    qtbot.mouseClick(window.faces.tiles[0], Qt.MouseButton.LeftButton)
-    _idle(qtbot, window)
-    settings = window.settings()
-    assert settings.selector == "reference" and window.reference is not None
-    assert settings.reference_images == (window.reference,) and window.reference.is_file()
-    qtbot.mouseClick(window.faces.buttons[1], Qt.MouseButton.LeftButton)
-    assert window.settings().selector == "many" and window.reference is None
+    assert not window.ui.sources.list.item(0).icon().isNull()
 
 
 def _pixels(image: QImage, x: int, y: int) -> tuple[int, int, int]:
@@ -164,11 +150,11 @@ def _pixels(image: QImage, x: int, y: int) -> tuple[int, int, int]:
 def test_preview_shows_the_original_left_and_the_swap_right_of_the_divider(
         qtbot, clip: Path, base, source: Path, tmp_path: Path):
     window = _window(qtbot, FileHost(clip), base)
-    window.sources.add([source])
-    window.frame.setValue(4)
-    window.preview()
+    window.ui.sources.add([source])
+    window.ui.frame.setValue(4)
+    window.act.preview()
     _idle(qtbot, window)
-    view = window.view
+    view = window.ui.view
     assert view.after is not None
     area = view.picture_rect()
     assert (area.width(), area.height()) == (320, 240)  # drawn 1:1
@@ -198,13 +184,13 @@ def test_render_of_a_short_testdata_clip_writes_every_frame(qtbot, base, source:
     host = FileHost(footage)
     host.clip = dataclasses.replace(clip_from_file(footage), frames=(1, 8))
     window = _window(qtbot, host, base)
-    window.sources.add([source])
-    window.start_render()
+    window.ui.sources.add([source])
+    window.act.start_render()
     _idle(qtbot, window)
     written = sorted((tmp_path / "facefuse").glob("asl_yes.*.png"))
     assert [p.name for p in written] == [f"asl_yes.{n:04d}.png" for n in range(1, 9)]
     assert all(cv2.imread(str(p)).shape == (480, 640, 3) for p in written)
-    assert window.progress.value() == window.progress.maximum() == 8
+    assert window.ui.progress.value() == window.ui.progress.maximum() == 8
     assert "8 of 8 frames swapped" in _log(window)
 
 
@@ -230,13 +216,13 @@ def test_cancel_stops_within_a_second_and_leaves_only_whole_frames(qtbot, base, 
                                                                    long_clip: Path,
                                                                    fast_folder: Path):
     window = _window(qtbot, FileHost(long_clip), base)
-    window.sources.add([source])
-    window.folder.setText(str(fast_folder))
-    window.start_render()
-    qtbot.waitUntil(lambda: window.progress.value() >= 3 and "swap" in window.status.text(),
+    window.ui.sources.add([source])
+    window.ui.folder.setText(str(fast_folder))
+    window.act.start_render()
+    qtbot.waitUntil(lambda: window.ui.progress.value() >= 3 and "swap" in window.ui.status.text(),
                     timeout=WAIT_MS)
     pressed = time.monotonic()
-    qtbot.mouseClick(window.cancel_button, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(window.ui.cancel_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not window.jobs.busy("render"), timeout=5000)
     assert time.monotonic() - pressed < 1.0
     folder = fast_folder
@@ -259,12 +245,13 @@ def test_in_resolve_the_render_is_placed_at_the_items_record_frame(qtbot, clip: 
     result = tmp_path / "result.json"
     host = JobHost(_job_file(tmp_path, job(clip)), result)
     window = _window(qtbot, host, base)
-    assert window.frame.value() == 6 and (window.frame.minimum(), window.frame.maximum()) == (4, 13)
-    assert "plate.mp4 (V1, Timeline 1)" in window.clip_label.text()
-    window.sources.add([source])
-    window.start_render()
+    frame = window.ui.frame
+    assert frame.value() == 6 and (frame.minimum(), frame.maximum()) == (4, 13)
+    assert "plate.mp4 (V1, Timeline 1)" in window.ui.clip_label.text()
+    window.ui.sources.add([source])
+    window.act.start_render()
     _idle(qtbot, window)
-    assert len(window.faces.tiles) == 1  # the faces under the playhead, found at once
+    assert len(window.ui.people.cards) == 1  # the people of the item, found at once
     assert "DaVinci Resolve Studio 19.1.3: plate.mp4" in _log(window)
     window.grab().save(str(tmp_path / "panel.png"))
     window.close()
@@ -284,9 +271,9 @@ def test_in_resolve_closing_before_the_render_ends_places_nothing(qtbot, base, s
     data = job(footage, frames=LONG_FRAMES, duration=LONG_FRAMES - 4, left_offset=2,
                name="long.mp4")
     window = _window(qtbot, JobHost(_job_file(tmp_path, data), result), base)
-    window.sources.add([source])
-    window.start_render()
-    qtbot.waitUntil(lambda: window.progress.value() >= 2 and "swap" in window.status.text(),
+    window.ui.sources.add([source])
+    window.act.start_render()
+    qtbot.waitUntil(lambda: window.ui.progress.value() >= 2 and "swap" in window.ui.status.text(),
                     timeout=WAIT_MS)
     window.close()
     placement, message = read_result(result)
@@ -299,9 +286,9 @@ def test_in_resolve_bad_items_are_said_and_the_panel_still_opens_on_files(qtbot,
     window = _window(qtbot, JobHost(_job_file(tmp_path, {**job(clip), "item": None}), result),
                      base)
     assert "Error: No clip under the playhead" in _log(window)
-    assert not window.render_button.isEnabled()
+    assert not window.ui.render_button.isEnabled()
     window.show_clip(window.host.open(clip))
-    assert window.render_button.isEnabled()
+    assert window.ui.render_button.isEnabled()
     window.close()
     placement, message = read_result(result)
     assert placement is None and "No clip under the playhead" in message
@@ -316,13 +303,13 @@ def test_in_resolve_a_clip_without_faces_or_a_read_only_folder_places_nothing(
     result = tmp_path / "result.json"
     data = job(faceless, frames=6, duration=4, left_offset=1, name="empty.mp4")
     window = _window(qtbot, JobHost(_job_file(tmp_path, data), result), base)
-    window.sources.add([source])
-    window.start_render()
+    window.ui.sources.add([source])
+    window.act.start_render()
     _idle(qtbot, window)
     assert "No face was swapped in 'empty.mp4'" in _log(window)
     read_only_folder(monkeypatch, tmp_path / "media")
-    window.folder.setText(str(tmp_path / "media" / "facefuse-2"))
-    window.start_render()
+    window.ui.folder.setText(str(tmp_path / "media" / "facefuse-2"))
+    window.act.start_render()
     assert "not writable" in _log(window) and "read-only" in _log(window)
     window.close()
     placement, message = read_result(result)
@@ -374,27 +361,32 @@ def test_the_commands_open_the_panel_and_return_when_it_closes(qtbot, clip: Path
     _close_panels_soon(qtbot, seen)
     assert main(["resolve", "open", "--job", str(_job_file(tmp_path, job(clip))),
                  "--result", str(result)]) == 2  # closed without a render: nothing placed
-    assert seen and "plate.mp4 (V1" in seen[0].clip_label.text()
+    assert seen and "plate.mp4 (V1" in seen[0].ui.clip_label.text()
     placement, message = read_result(result)
     assert placement is None and message.startswith("The panel was closed before a render")
     _close_panels_soon(qtbot, seen)
     assert main(["panel", str(clip)]) == 0
-    assert seen[-1].clip_label.text() == "Clip: plate.mp4"
+    assert seen[-1].ui.clip_label.text() == "Clip: plate.mp4"
     assert main(["panel", str(tmp_path / "missing.mp4")]) == 2
 
 
 def test_settings_the_engine_refuses_are_said_in_the_log_for_every_look(qtbot, clip: Path, base,
                                                                          source: Path):
-    """The form allows unticking every mask region; Settings refuses that. Preview, Find Faces
-    and picking a face say so in the log (no exception leaves the slot, no job starts)."""
+    """The form allows unticking every mask region; Settings refuses that. Preview, Find people
+    and Render say so in the log (no exception leaves the slot, no job starts)."""
     window = _window(qtbot, FileHost(clip), base)
-    window.sources.add([source])
+    window.ui.sources.add([source])
     _idle(qtbot, window)
-    window.form.controls["mask_regions"].choose(())
-    window.preview()
-    window.find_faces()
-    window._face_picked("face", 0)
+    window.ui.form.controls["mask_regions"].choose(())
+    window.act.preview()
+    window.act.find_people()
+    window.act.start_render()
     assert _log(window).count("must name at least one") == 3
+    window.ui.sources.add([source.parent / "obama.jpg"])  # thumbnails: said, not raised
+    window.ui.timeline.set_frame(3)  # the frames still show
+    _idle(qtbot, window)
+    assert _log(window).count("must name at least one") == 4
+    assert window.ui.view.before is not None
 
 
 def test_the_bar_follows_the_swap_while_the_analysis_runs_beside_it(qtbot, base, clip: Path):
@@ -407,11 +399,12 @@ def test_the_bar_follows_the_swap_while_the_analysis_runs_beside_it(qtbot, base,
         steps += [PhaseProgress("analysis", n, 40), PhaseProgress("swap", n - 19, 40)]
     steps += [PhaseProgress("swap", n, 40) for n in range(22, 41)]
     for step in steps:
-        window._render_progress(job, step)
-        values.append((job.status, window.progress.value()))
+        _progress(window.act, job, step)
+        values.append((job.status, window.ui.progress.value()))
     swapping = values[[s for s, _ in values].index("swap"):]
     assert all(status == "swap" for status, _ in swapping)
     assert [v for _, v in swapping] == sorted(v for _, v in swapping)
-    assert window.status.text().startswith("swap: 40/40") and "analysis" not in window.status.text()
-    window._render_progress(job, PhaseProgress("analysis", 39, 40))
-    assert window.status.text().endswith("· analysis 39/40")
+    status = window.ui.status.text()
+    assert status.startswith("swap: 40/40") and "analysis" not in status
+    _progress(window.act, job, PhaseProgress("analysis", 39, 40))
+    assert window.ui.status.text().endswith("· analysis 39/40")

@@ -63,7 +63,20 @@ def test_shared_switches_mean_the_same_everywhere() -> None:
     assert render["--json"].help.startswith("print one JSON summary line")
     models_dirs = {c: _options(commands[c])["--models-dir"].help for c in commands
                    if "--models-dir" in _options(commands[c])}
-    assert len(models_dirs) == 7 and len(set(models_dirs.values())) == 1, models_dirs
+    assert len(models_dirs) == 8 and len(set(models_dirs.values())) == 1, models_dirs
+
+
+def test_panel_takes_the_model_and_settings_options_of_render() -> None:
+    """-s and every Settings option (swap's, which render shares), minus one image's own."""
+    commands = _subcommands(cli.build_parser())
+    panel, swap = _options(commands["panel"]), _options(commands["swap"])
+    shared = set(swap) - {"-t", "--target", "-o", "--output", "--json", "-h", "--help",
+                            "--faces-overlay", "--overwrite"}
+    missing = {option for option in shared if option not in panel}
+    assert not missing, missing
+    for option in shared:
+        assert (panel[option].dest, panel[option].default) == \
+            (swap[option].dest, swap[option].default), option
 
 
 def test_preview_takes_every_render_option() -> None:

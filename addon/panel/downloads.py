@@ -1,0 +1,60 @@
+"""Models a job needs, fetched first when they are not on this computer: the "download" job,
+its bar giving the model's name, megabytes done of the total and the time left. Offline
+settings (`--offline`) name every missing model in the log instead of downloading."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from facefuse import Job, Message, PhaseRate, Settings, absent_models, fetch_models, missing_models
+
+if TYPE_CHECKING:
+    from .actions import Actions
+
+DOWNLOAD = "download"
+MB = 1e6
+
+
+def with_models(act: Actions, settings: Settings, roles: tuple[str, ...],
+                then: Callable[[], None]) -> None:
+    """then() once the manifest models `roles` need are on disk: downloaded first (with
+    progress) when they are not; offline, the missing ones are named instead."""
+    absent = absent_models(settings, roles)
+    if not absent:
+        then()
+        return
+    if settings.offline:
+        for line in missing_models(settings, roles):
+            act.ui.log.say(line, "ERROR")
+        return
+    names = list(dict.fromkeys(name for _, name in absent))
+
+    def work(report: Callable[[Any], None], _cancelled: Any) -> list[Path]:
+        return fetch_models(settings, names, lambda n, d, t: report((n, d, t)))
+
+    def fetched(_job: Job, paths: list[Path]) -> Message:
+        act.activity(None)
+        then()
+        return Message("INFO", f"Downloaded {', '.join(names)}")
+    rate: list[PhaseRate] = []
+    act.activity(f"Downloading {', '.join(names)}…")
+    act.ui.log.say(f"Downloading the models these settings need: {', '.join(names)}")
+    act.start_job(Job(kind=DOWNLOAD, label="Downloading models", work=work, on_done=fetched,
+                      on_progress=lambda _job, item: _progress(act, rate, item)))
+
+
+def _progress(act: Actions, rate: list[PhaseRate], item: tuple[str, int, int | None]) -> None:
+    name, done, total = item
+    if not rate:
+        rate.append(PhaseRate(0))
+    bar = act.ui.activity
+    bar.setMaximum(max(1, round(total / MB * 10)) if total else 0)
+    bar.setValue(round(done / MB * 10))
+    size = f"{done / MB:.1f} of {total / MB:.1f} MB" if total else f"{done / MB:.1f} MB"
+    text = f"Downloading {name}: {size}"
+    if total:
+        _, left = rate[0].fps_eta(done, total)
+        text += "" if left is None else f" · {int(left) // 60}:{int(left) % 60:02d} left"
+    bar.setFormat(text)
