@@ -183,33 +183,48 @@ def cmd_render(args: argparse.Namespace) -> int:
         check_inside(Path(args.output_root), (request.output, request.matte, request.patch,
                                               *([str(report / "report.json")] if report else [])))
     progress = Progress(args.progress)
-    summary, terminated = run_render(request, progress)
-    _print_summary(summary, progress.mode, args.json)
+    if report is None:
+        summary, terminated = run_render(request, progress)
+        _print_summary(summary, progress.mode, args.json)
+        return _exit_code(summary, terminated)
+    from ..pipeline import Pipeline  # the engine loads here, when a render runs
+
+    with Pipeline(request.settings) as pipeline:  # one model load for render and review
+        summary, terminated = run_render(request, progress, pipeline)
+        _print_summary(summary, progress.mode, args.json)
+        if not summary.cancelled:
+            _write_report(request, report, summary, pipeline)
+    return _exit_code(summary, terminated)
+
+
+def _exit_code(summary: RenderSummary, terminated: bool) -> int:
     if terminated:
         return ExitCode.TERMINATED
-    if report is not None and not summary.cancelled:
-        _write_report(request, report, summary)
     return ExitCode.FRAMES_FAILED if summary.failed else ExitCode.OK
 
 
-def _write_report(request: RenderRequest, folder: Path, summary: RenderSummary) -> None:
-    """render --report: the review of the shot just rendered (the same plan; its cached
-    analysis)."""
+def _write_report(request: RenderRequest, folder: Path, summary: RenderSummary,
+                  pipeline: Any) -> None:
+    """render --report: the review of the shot just rendered (the same plan and its cached
+    analysis, with the render's loaded models)."""
     from ..review.writing import write_review  # the engine loads here, when a report is asked
 
-    result = write_review(request, folder, render=summary_record(summary)["summary"])
+    result = write_review(request, folder, pipeline,
+                          render=summary_record(summary)["summary"])
     print(f"report: {result.page} ({len(result.flags)} flags)", file=sys.stderr)
 
 
-def run_render(request: RenderRequest, progress: Progress) -> tuple[RenderSummary, bool]:
-    """Render with progress; SIGTERM (a farm or host stopping the program) cancels it cleanly
-    between frames. Returns the summary and whether SIGTERM stopped it."""
+def run_render(request: RenderRequest, progress: Progress, pipeline: Any = None
+               ) -> tuple[RenderSummary, bool]:
+    """Render with progress (with `pipeline`, a Pipeline of request.settings the caller keeps,
+    when given); SIGTERM (a farm or host stopping the program) cancels it cleanly between
+    frames. Returns the summary and whether SIGTERM stopped it."""
     from ..shot.render import render  # the engine loads here, when a render runs
 
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        summary = render(request, progress, stop.is_set, progress.phase)
+        summary = render(request, progress, stop.is_set, progress.phase, pipeline=pipeline)
     finally:
         signal.signal(signal.SIGTERM, previous)
     return summary, summary.cancelled and stop.is_set()
