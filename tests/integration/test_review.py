@@ -12,6 +12,10 @@ contract swapper):
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -140,3 +144,24 @@ def test_a_report_folder_that_is_a_file_is_refused_before_anything_runs(edited, 
     assert len(errors) == 2 and all("is a file" in line for line in errors)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
     assert taken.read_text() == "not a folder"
+
+
+def test_sigterm_stops_a_review_and_leaves_the_folder_as_it_was(edited, tmp_path):
+    """A review stopped by SIGTERM (a farm's cancel) exits 143 and writes nothing: no report,
+    no staging folder."""
+    clip, options = edited
+    options = [*options[:-1], str(tmp_path / "cold-cache")]  # analysed again: time to stop it
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "core"), str(root)])}
+    review = subprocess.Popen([sys.executable, "-m", "facefuse", "review", "-i", str(clip),
+                               "-o", str(tmp_path / "report"), "--progress", "json", *options],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert review.stdout is not None
+    for line in review.stdout:
+        if '"phase": "analysis"' in line:
+            review.send_signal(signal.SIGTERM)
+            break
+    _, err = review.communicate(timeout=60)
+    assert review.returncode == 143, err[-2000:]
+    assert "review stopped by SIGTERM" in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cold-cache"]

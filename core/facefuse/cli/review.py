@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,16 +49,32 @@ def cmd_review(args: argparse.Namespace) -> int:
     args.output = UNUSED_OUTPUT
     request = commandline.request_from_namespace(args)
     progress = Progress(args.progress)
-    record = write_report(request, folder, progress)
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        record = write_report(request, folder, progress, stop.is_set)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if record is None:
+        print("facefuse: review stopped by SIGTERM; the report folder was left as it was",
+              file=sys.stderr)
+        return ExitCode.TERMINATED
     print_review(record, progress.mode, args.json)
     return ExitCode.OK
 
 
-def write_report(request: RenderRequest, folder: Path, progress: Progress) -> dict[str, Any]:
-    """Write the report folder; its summary record (see review_record)."""
+def write_report(request: RenderRequest, folder: Path, progress: Progress,
+                 cancel: Callable[[], bool] | None = None) -> dict[str, Any] | None:
+    """Write the report folder; its summary record (see review_record), or None when cancel()
+    stopped it (nothing written)."""
     from ..review.writing import write_review  # the engine loads here, when a review runs
+    from ..shot.planning import PlanCancelled
+    from ..shot.stills import StillsCancelled
 
-    result = write_review(request, folder, on_phase=progress.phase)
+    try:
+        result = write_review(request, folder, on_phase=progress.phase, cancel=cancel)
+    except (PlanCancelled, StillsCancelled):
+        return None
     return review_record(result.report, result.page)
 
 

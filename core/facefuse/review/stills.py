@@ -4,6 +4,7 @@ io.images."""
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,7 +20,7 @@ from ..pipeline import Pipeline
 from ..shot.inputs import open_input
 from ..shot.people import face_presence
 from ..shot.plan import ShotPlan
-from ..shot.request import RenderRequest
+from ..shot.request import CancelCheck, RenderRequest
 from ..shot.stills import render_stills
 from ..types import Face
 
@@ -28,11 +29,21 @@ THUMBNAIL_PX = 112  # a thumbnail's height
 THUMBNAIL_MARGIN = 0.35  # share of the face box added on every side of a thumbnail
 
 
+RENDER_LOGGER = "facefuse.shot.render"  # whose per-render warnings a still does not need
+
+
+class _NoWarnings(logging.Filter):
+    """Drops warnings (errors pass)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno != logging.WARNING
+
+
 class Pictures:
     """Frames of one shot as display-referred BGR uint8 (the conversion detection uses)."""
 
-    def __init__(self, request: RenderRequest) -> None:
-        self.request = request
+    def __init__(self, request: RenderRequest, cancel: CancelCheck | None = None) -> None:
+        self.request, self.cancel = request, cancel
         shot = open_input(request.input, request.start_number, request.conform_vfr,
                           request.settings.threads)
         try:
@@ -54,8 +65,14 @@ class Pictures:
     def after(self, frames: Sequence[int], pipeline: Pipeline | None) -> dict[int, np.ndarray]:
         """The frames as the render writes them."""
         with tempfile.TemporaryDirectory(prefix="facefuse-review-") as scratch:
-            files = render_stills(self.request, sorted(set(frames)), Path(scratch), pipeline,
-                                  suffix=".png")
+            quiet = _NoWarnings()  # "faces found but none swapped", said of every such still
+            logger = logging.getLogger(RENDER_LOGGER)
+            logger.addFilter(quiet)
+            try:
+                files = render_stills(self.request, sorted(set(frames)), Path(scratch),
+                                      pipeline, suffix=".png", cancel=self.cancel)
+            finally:
+                logger.removeFilter(quiet)
             return {n: to_display_uint8(read_image(path), self.colour)
                     for n, path in files.items()}
 

@@ -81,7 +81,7 @@ def _review(request: RenderRequest, folder: Path, pipeline: Pipeline,
     limits = Thresholds(swapper_size_px=swapper.size_px, swapper_template=swapper.template)
     flags = find_flags(plan, limits)
     with ReportFolder(folder) as out:
-        samples, pictures = _pictures(request, plan, flags, pipeline, out)
+        samples, pictures = _pictures(request, plan, flags, pipeline, out, cancel)
         timings = Timings(analysed - started, time.perf_counter() - analysed,
                           analysis_cached=bool(first) and first[0].done == first[0].total)
         report = build_report(plan, request, flags,
@@ -110,11 +110,12 @@ def sample_frames(plan: ShotPlan, flags: Sequence[Flag]) -> dict[int, str]:
 
 
 def _pictures(request: RenderRequest, plan: ShotPlan, flags: Sequence[Flag],
-              pipeline: Pipeline, out: ReportFolder) -> tuple[list[Sample], dict[str, str]]:
+              pipeline: Pipeline, out: ReportFolder, cancel: CancelCheck | None = None
+              ) -> tuple[list[Sample], dict[str, str]]:
     """Stage the contact sheet's pictures and the thumbnails; (samples, person -> file)."""
     picked = sample_frames(plan, flags)
     faces = {frame for frame, _ in best_faces(plan).values()}
-    pictures = Pictures(request)
+    pictures = Pictures(request, cancel)
     try:
         before = pictures.before([*picked, *faces])
         after = pictures.after(list(picked), pipeline)

@@ -133,6 +133,8 @@ class EarlyPlan:
     def targets(self, number: int) -> tuple[PlannedFace, ...]:
         """The faces to swap in frame `number` (one of the analysed frames), waiting until
         they are final. AnalysisStopped when they will not be (see AnalysisFeed.wait)."""
+        if self._stop():  # a stopped pass 1 may have handed out part of the shot only
+            raise AnalysisStopped("the render is stopping")
         total = len(self.feed.wanted)
         needed = min(total, self.feed.index(number) + self.horizon + 1)
         if self._planned < needed:

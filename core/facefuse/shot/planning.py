@@ -61,6 +61,8 @@ def _plan(request: RenderRequest, pipeline: Pipeline, on_phase: PhaseCallback | 
             feed.wait(len(frames.analysed), cancelled)
         except AnalysisStopped as exc:
             raise PlanCancelled("the analysis was cancelled") from exc
+        if cancelled():  # a stopped pass 1 hands out what it has: not the shot's plan
+            raise PlanCancelled("the analysis was cancelled")
         analysis, _ = feed.prefix()
     finally:
         shot.close()

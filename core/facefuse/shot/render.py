@@ -222,6 +222,9 @@ class RenderJob:
         feed = self.pass_one.start(pipeline, content, cancelled, horizon, halt)
         plan = EarlyPlan(feed, (horizon or 0) if self.pass_one.alongside else 0,
                          lambda analysis: self._plan(analysis, options), stop)
+        if not self.pass_one.alongside and stop():  # cancelled while pass 1 ran
+            self._settle(self.writer.finish(False))
+            return False
         if not self.pass_one.alongside:
             plan.targets(rendered[0])  # plans now: a person named wrongly stops the render here
             assert plan.plan is not None
