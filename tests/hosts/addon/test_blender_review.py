@@ -21,6 +21,7 @@ import pytest
 bpy = pytest.importorskip("bpy", reason="bpy (Blender as a Python module) is not installed")
 
 from tests.hosts.addon.blender_helpers import (
+    ADDON,
     FIRST,
     TRIM_START,
     TRIMMED,
@@ -134,3 +135,52 @@ def test_model_messages_name_the_preferences_button(addon: object) -> None:
     layout = FakeLayout()
     module("preferences").FacefusePreferences.draw(SimpleNamespace(layout=layout), bpy.context)
     assert layout.calls_of("operator") or "downloaded" in layout.texts()
+
+
+class _Cursor:
+    """Records window_manager.progress_begin/update/end."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[int, ...]]] = []
+
+    def progress_begin(self, low: int, high: int) -> None:
+        self.calls.append(("begin", (low, high)))
+
+    def progress_update(self, value: int) -> None:
+        self.calls.append(("update", (value,)))
+
+    def progress_end(self) -> None:
+        self.calls.append(("end", ()))
+
+
+def test_download_models_shows_blenders_progress(addon: object,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from facefuse import Settings
+
+    tasks, jobs = module("tasks"), module("jobs")
+    assert type(bpy.context.preferences.addons[ADDON].preferences).__name__ == \
+        "FacefusePreferences"
+    monkeypatch.setattr(tasks, "absent_models", lambda _settings: [("detector", "yunet")])
+
+    def fetch(_settings: object, names: list[str], on_progress: object) -> list[Path]:
+        for done in (0, 50, 100):
+            on_progress("yunet", done * 10_000, 1_000_000)  # type: ignore[operator]
+        return [Path("/m/yunet.onnx")]
+
+    monkeypatch.setattr(tasks, "fetch_models", fetch)
+    cursor = _Cursor()
+    outcome = jobs.submit(tasks.fetch_job(Settings(), cursor))
+    assert outcome.text == "1 model(s) downloaded"
+    assert cursor.calls == [("begin", (0, 1000)), ("update", (0,)), ("update", (500,)),
+                            ("update", (1000,)), ("end", ())]
+
+    def fail(*_args: object, **_kwargs: object) -> list[Path]:
+        from facefuse import FacefuseError
+
+        raise FacefuseError("no network")
+
+    monkeypatch.setattr(tasks, "fetch_models", fail)
+    cursor = _Cursor()
+    outcome = jobs.submit(tasks.fetch_job(Settings(), cursor))
+    assert outcome.level == 'ERROR' and "no network" in outcome.text
+    assert cursor.calls[-1] == ("end", ())  # the cursor's progress ends on a failure too
