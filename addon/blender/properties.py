@@ -128,7 +128,7 @@ class FacefuseStripSettings(PropertyGroup):
     people: CollectionProperty(type=FacefusePerson, name="People")
     person_index: IntProperty(name="Active Person", min=0)
     review_markers: CollectionProperty(type=FacefuseMarker)
-    report: StringProperty(name="Review Report", subtype='FILE_PATH',
+    report: StringProperty(name="Review Report", subtype='FILE_PATH', options=RELATIVE,
                            description="The report.json of the last review")
     flagged: IntProperty(name="Flagged Frames", default=-1,
                          description="Frames the last review flagged (-1: not reviewed)")

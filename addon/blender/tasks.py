@@ -105,7 +105,7 @@ def review_job(plan: SwapPlan, folder: Path) -> Job:
 
     def on_done(_job: Job, report: dict[str, Any]) -> Message:
         scene, strip = result.find_strip(plan)
-        strip.facefuse.report = str(folder / "report.json")
+        strip.facefuse.report = blend_path(folder / "report.json")
         markers = review.apply_report(plan, scene, strip, report)
         people = len(strip.facefuse.people)
         return Message('WARNING' if markers else 'INFO',

@@ -45,14 +45,15 @@ def test_review_marks_its_flags_and_lists_its_people(shot: SimpleNamespace,
     scene, props = shot.scene, shot.strip.facefuse
     mine = scene.timeline_markers.new("mine", frame=FIRST)  # the user's: never touched
     _reviewed(shot, testdata)
-    assert Path(props.report).is_file() and props.flagged >= 0
+    assert props.report.startswith("//") and props.flagged >= 0
+    assert Path(bpy.path.abspath(props.report)).is_file()
     assert [p.person_id for p in props.people] == ["p1"]
     person = props.people[0]
     assert person.swapped and person.frames == TRIMMED
     assert (person.first, person.last) == (FIRST, FIRST + TRIMMED - 1)
 
     # a flag of the report, put on the timeline in timeline frames; re-review replaces it
-    report = json.loads(Path(props.report).read_text())
+    report = json.loads(Path(bpy.path.abspath(props.report)).read_text())
     report["flags"] = [{"kind": "profile", "first": MEDIA_FIRST + 2, "last": MEDIA_FIRST + 4,
                         "person": "p1", "reason": "turned away"}]
     report["flagged_frames"] = [[MEDIA_FIRST + 2, MEDIA_FIRST + 4]]
