@@ -27,6 +27,7 @@ from tests.hosts.addon.blender_helpers import (
     TRIMMED,
     FakeLayout,
     add_source,
+    drain_until_idle,
     last_message,
     module,
     operator_error,
@@ -185,3 +186,15 @@ def test_download_models_shows_blenders_progress(addon: object,
     outcome = jobs.submit(tasks.fetch_job(Settings(), cursor))
     assert outcome.level == 'ERROR' and "no network" in outcome.text
     assert cursor.calls[-1] == ("end", ())  # the cursor's progress ends on a failure too
+
+
+def test_review_on_a_worker_returns_at_once_and_lands_on_the_main_thread(
+        shot: SimpleNamespace, testdata: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs = module("jobs")
+    monkeypatch.setattr(jobs, "runs_blocking", lambda: False)
+    add_source(shot.strip, testdata / "media" / "obama.jpg")
+    assert bpy.ops.facefuse.review_strip() == {'FINISHED'}  # returns at once
+    assert jobs.current().running(jobs.LOOK) is not None
+    drain_until_idle(jobs)
+    assert last_message().level == 'INFO', last_message()
+    assert [p.person_id for p in shot.strip.facefuse.people] == ["p1"]
