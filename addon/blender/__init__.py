@@ -2,14 +2,15 @@
 
 Modules: properties.py (settings on each strip) · convert.py (strip -> RenderRequest) ·
 result.py (frames -> image strip) · jobs.py (worker threads + timer drain) · tasks.py (the jobs)
-· operators.py · panels.py · headless.py (farm and scripts).
+· review.py (review markers, people, overrides) · operators.py · panels.py · preferences.py
+(model downloads) · headless.py (farm and scripts).
 """
 
 from __future__ import annotations
 
-from . import jobs, operators, panels, properties
+from . import jobs, operators, panels, preferences, properties
 
-_MODULES = (properties, jobs, operators, panels)
+_MODULES = (properties, jobs, operators, panels, preferences)
 
 
 def register() -> None:

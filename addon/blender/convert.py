@@ -44,6 +44,11 @@ START_NUMBER = 1
 DEFAULT_OUTPUT = "//facefuse/"
 SWAPPABLE = ('MOVIE', 'IMAGE')
 STAGE_FOLDER = "input"
+REVIEW_FOLDER = "review"
+OVERRIDES_NAME = "overrides.json"
+FETCH_HINT = "open Preferences > Add-ons > facefuse and press Download models"
+_FETCH_WITH = re.compile(r"fetch (?:it|them) with `facefuse models fetch[^`]*`")
+_FETCH_RUN = re.compile(r"run:? `?facefuse models fetch[^;,`]*`?")
 _NUMBERED = re.compile(r"^(?P<prefix>.*?)(?P<digits>\d+)(?P<suffix>\.[^.]+)$")
 _SEQUENCE_FORMATS = MappingProxyType({".exr": "exr", ".dpx": "dpx", ".tif": "tif", ".tiff": "tif"})
 
@@ -81,7 +86,16 @@ class SwapPlan:
         then its chunk)."""
         request = self.request
         return plan_frames(sorted(set(self.numbers)), request.frames, request.chunk,
-                           self.strip).rendered
+                           self.strip, only=request.only).rendered
+
+    def timeline_frames(self, first: int, last: int) -> list[int]:
+        """The trimmed timeline frames that show engine numbers first..last (inclusive)."""
+        return [self.frame_start + i for i, n in enumerate(self.numbers) if first <= n <= last]
+
+    def numbers_between(self, first: int, last: int) -> list[int]:
+        """The engine numbers shown at timeline frames first..last (inclusive), ascending."""
+        return sorted({n for i, n in enumerate(self.numbers)
+                       if first <= self.frame_start + i <= last})
 
     def number_at(self, frame: int) -> int:
         """The engine number at timeline frame `frame`; StripError outside the trimmed range."""
@@ -179,12 +193,17 @@ def _folder(text: str) -> Path | None:
 
 def plan_swap(scene: Any, strip: Any, frames: tuple[int, int] | None = None,
               chunk: tuple[int, int] | None = None, look: bool = False,
-              prepare: bool = True) -> SwapPlan:
+              prepare: bool = True, only: tuple[tuple[int, int], ...] | None = None,
+              only_input: str | None = None, overwrite: bool = False) -> SwapPlan:
     """Check the strip and its settings and build its swap.
 
     frames: timeline frames (inclusive) to render, intersected with the trimmed range; None for
     the whole range (the Swap button, and the farm's default: chunks of one range agree on every
-    shot-level decision, see docs/render.md). chunk: (N, M) of that range. look: for looking at
+    shot-level decision, see docs/render.md). chunk: (N, M) of that range. only / only_input:
+    the engine numbers to render within that range (RenderRequest.only); overwrite: render
+    them even where a finished frame of the same plan is there. The strip's people
+    (their own sources and skips) and its overrides file, when there is one, go into the
+    request (RenderRequest.assign / skip / overrides). look: for looking at
     the strip's faces only (no sources or reference needed, only the detector). prepare: create
     the output folder (and link image-strip inputs). Raises StripError with a message for the
     user; nothing is written before every check has passed.
@@ -201,7 +220,7 @@ def plan_swap(scene: Any, strip: Any, frames: tuple[int, int] | None = None,
         _check_reference(props)
     missing = missing_models(settings, LOOK_ROLES if look else MODEL_ROLES)
     if missing:
-        raise StripError("; ".join(missing))
+        raise StripError(in_blender("; ".join(missing)))
     selected = _selected_numbers(strip, numbers, frames)
     if prepare:
         _prepare_folder(out_dir)
@@ -212,10 +231,56 @@ def plan_swap(scene: Any, strip: Any, frames: tuple[int, int] | None = None,
     request = RenderRequest(
         sources=sources, input=input_spec, output=str(out_dir / f"{prefix}####{suffix}"),
         settings=settings, frames=(min(selected), max(selected)), chunk=chunk,
-        smoothing=props.use_smoothing, start_number=START_NUMBER)
+        smoothing=props.use_smoothing, start_number=START_NUMBER,
+        assign=() if look else _assigned(props), skip=() if look else _skipped(props),
+        overrides=None if look else overrides_in_use(strip), only=only, only_input=only_input,
+        overwrite=overwrite)
     return SwapPlan(scene=scene.name, strip=strip.name, request=request, numbers=numbers,
                     frame_start=strip.frame_final_start, output_dir=out_dir,
                     output_dir_setting=out_setting)
+
+
+def _assigned(props: Any) -> tuple[tuple[str, Path], ...]:
+    """(person, source) of the people given their own source image on the strip."""
+    pairs = []
+    for person in props.people:
+        text = person.source.strip()
+        if not text or person.skip:
+            continue
+        path = Path(bpy.path.abspath(text))
+        if not path.is_file():
+            raise StripError(f"The source image of person {person.person_id} is missing: {text}")
+        pairs.append((person.person_id, path))
+    return tuple(pairs)
+
+
+def _skipped(props: Any) -> tuple[str, ...]:
+    return tuple(person.person_id for person in props.people if person.skip)
+
+
+def overrides_path(strip: Any) -> Path:
+    """The strip's overrides JSON (docs/overrides.md): its setting, else overrides.json in the
+    strip's output folder."""
+    setting = strip.facefuse.overrides_file.strip()
+    if setting:
+        return Path(bpy.path.abspath(setting))
+    return output_folder(strip)[0] / OVERRIDES_NAME
+
+
+def overrides_in_use(strip: Any) -> Path | None:
+    path = overrides_path(strip)
+    return path if path.is_file() else None
+
+
+def review_folder(strip: Any) -> Path:
+    """Where the strip's review report goes: review/ in its output folder."""
+    return output_folder(strip)[0] / REVIEW_FOLDER
+
+
+def in_blender(message: str) -> str:
+    """An engine message with the command-line model fetch replaced by the add-on's button."""
+    message = _FETCH_WITH.sub(FETCH_HINT, message)
+    return _FETCH_RUN.sub(FETCH_HINT, message)
 
 
 def _sources(props: Any) -> tuple[Path, ...]:

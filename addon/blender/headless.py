@@ -17,6 +17,13 @@ the range itself, which changes those decisions at the range's edges: for farm c
 --chunk alone. --add-strips adds the result strips of complete strips and saves the .blend
 (one machine only: parallel chunks must not all save the file).
 
+Progress lines count timeline frames ("timeline frame 15 (media 6) swapped (3/13)"), as --frames
+asks for them. The add-on reads nothing from its preferences: main() registers it itself when
+the process has not enabled it (bpy as a module, `blender -b --factory-startup`), so a script
+needs neither bpy.ops.wm.read_userpref() nor addon_enable() first; it only needs
+`bl_ext.user_default.facefuse` importable, i.e. the extension installed in the user folder
+that process uses (BLENDER_USER_RESOURCES, else the default one).
+
 Exit codes as `facefuse render` (facefuse.ExitCode): 0 done, 2 bad input or usage, 3 no
 face in a source, 4 model missing or invalid, 5 some frames failed, 143 stopped by SIGTERM.
 main() returns the code; run with argv None (from Blender's command line) a failure also exits
@@ -139,13 +146,14 @@ def _swap(scene: Any, strip: Any, args: argparse.Namespace) -> int:
         return ExitCode.OK
     try:
         plan = convert.plan_swap(scene, strip, frames=args.frames, chunk=args.chunk)
-        total = len(plan.todo())
-        _say(f"{label}: {total} frame(s) -> {plan.output_dir}")
+        shown = timeline_frames(plan, args.frames)
+        total = sum(len(frames) for frames in shown.values())
+        _say(f"{label}: {total} timeline frame(s) -> {plan.output_dir}")
         openjd = args.progress == "openjd"
         if openjd:
             print(f"openjd_status: {label}: swapping {total} frame(s)", flush=True)
         with _sigterm() as stopped:
-            summary = render(plan.request, on_progress=_progress(label, total, openjd),
+            summary = render(plan.request, on_progress=_progress(label, shown, openjd),
                              cancel=stopped.is_set)
     except StripError as exc:
         _say(f"{label}: error: {exc}")
@@ -165,13 +173,30 @@ def _swap(scene: Any, strip: Any, args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _progress(label: str, total: int, openjd: bool = False) -> Any:
+def timeline_frames(plan: convert.SwapPlan, frames: tuple[int, int] | None
+                    ) -> dict[int, list[int]]:
+    """The timeline frames (within `frames`, when given) each engine number to render shows:
+    progress counts timeline frames, as the job was asked (a held frame shows one number at
+    several timeline frames)."""
+    wanted = set(plan.todo())
+    shown: dict[int, list[int]] = {}
+    for index, number in enumerate(plan.numbers):
+        frame = plan.frame_start + index
+        if number in wanted and (frames is None or frames[0] <= frame <= frames[1]):
+            shown.setdefault(number, []).append(frame)
+    return shown
+
+
+def _progress(label: str, shown: dict[int, list[int]], openjd: bool = False) -> Any:
+    total = sum(len(frames) for frames in shown.values())
     count = [0]
 
     def report(frame_report: Any) -> None:  # runs on the engine's writer thread
-        count[0] += 1
-        _say(f"{label}: frame {frame_report.frame} {frame_report.status} "
-             f"({count[0]}/{total})")
+        frames = shown.get(frame_report.frame, [])
+        count[0] += len(frames)
+        where = ", ".join(map(str, frames)) or "-"
+        _say(f"{label}: timeline frame {where} (media {frame_report.frame}) "
+             f"{frame_report.status} ({count[0]}/{total})")
         if openjd and total:
             print(f"openjd_progress: {100 * count[0] // total}", flush=True)
     return report

@@ -16,15 +16,25 @@ from collections.abc import Callable
 from typing import Any
 
 import bpy
-from bpy.props import CollectionProperty, IntProperty, StringProperty
+from bpy.props import CollectionProperty, EnumProperty, IntProperty, StringProperty
 from bpy.types import Operator, OperatorFileListElement
 
 from facefuse import FacefuseError, Job, Message
 
-from . import convert, jobs, tasks
+from . import convert, jobs, review, tasks
 from .convert import StripError
 
 IMAGE_GLOB = "*.png;*.jpg;*.jpeg;*.webp;*.bmp;*.tif;*.tiff"
+OVERRIDE_ITEMS = (
+    ('skip', "Skip", "Do not swap the person in these frames"),
+    ('keep', "Keep", "Keep the original picture (with a person: that person only)"),
+    ('hold', "Hold", "Swap the person, filling frames where the face was lost"),
+    ('swap', "Swap", "Swap the person although the target face rule did not choose them"),
+)
+RANGE_ITEMS = (
+    ('SCENE', "Scene Range", "The scene's frame range (its preview range when on)"),
+    ('MARKERS', "Selected Markers", "From the first to the last selected timeline marker"),
+)
 
 
 def _run(operator: Operator, build: Callable[[], Job], started: str) -> set[str]:
@@ -32,7 +42,7 @@ def _run(operator: Operator, build: Callable[[], Job], started: str) -> set[str]
     try:
         outcome = jobs.submit(build())
     except (StripError, FacefuseError) as exc:
-        operator.report({'ERROR'}, str(exc))
+        operator.report({'ERROR'}, convert.in_blender(str(exc)))
         return {'CANCELLED'}
     if outcome is None:
         operator.report({'INFO'}, started)
@@ -41,7 +51,7 @@ def _run(operator: Operator, build: Callable[[], Job], started: str) -> set[str]
 
 
 def _report(operator: Operator, message: Message) -> set[str]:
-    operator.report({message.level}, message.text)
+    operator.report({message.level}, convert.in_blender(message.text))
     return {'CANCELLED'} if message.level == 'ERROR' else {'FINISHED'}
 
 
@@ -209,8 +219,84 @@ class FACEFUSE_OT_check_sources(_NeedsSequencer, Operator):
         return _run(self, build, "Checking the faces in the source images")
 
 
+class FACEFUSE_OT_review_strip(_NeedsSequencer, Operator):
+    """Review the strip as Swap Strip renders it: flags become timeline markers, people are
+    listed in Face Swap > People"""
+
+    bl_idname = "facefuse.review_strip"
+    bl_label = "Review"
+    bl_options = {'REGISTER'}
+
+    def execute(self, context: Any) -> set[str]:
+        def build() -> Job:
+            scene, strip = convert.active_strip(context)
+            plan = convert.plan_swap(scene, strip)
+            return tasks.review_job(plan, convert.review_folder(strip))
+        return _run(self, build, "Reviewing the strip: progress in the status bar")
+
+
+class FACEFUSE_OT_add_override(_NeedsSequencer, Operator):
+    """Correct the plan over a frame range: the strip's next swap uses it (docs/overrides.md)"""
+
+    bl_idname = "facefuse.add_override"
+    bl_label = "Add Override"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    action: EnumProperty(name="Action", items=OVERRIDE_ITEMS, default='skip')
+    frames: EnumProperty(name="Frames", items=RANGE_ITEMS, default='SCENE')
+    person: StringProperty(name="Person", description="A person id (empty: the active "
+                                                       "person of Face Swap > People)")
+
+    def execute(self, context: Any) -> set[str]:
+        try:
+            scene, strip = convert.active_strip(context)
+            plan = convert.plan_swap(scene, strip, prepare=False, look=True)
+            entry = review.override_entry(plan, self._range(scene), self.action,
+                                          self._person(strip))
+            count = review.add_override(convert.overrides_path(strip), entry)
+        except StripError as exc:
+            self.report({'ERROR'}, str(exc))
+            return {'CANCELLED'}
+        who = f" {entry['person']}" if "person" in entry else ""
+        self.report({'INFO'}, f"Override {count}: {self.action}{who} over frames "
+                              f"{entry['frames']}; Swap Strip re-renders what it changes")
+        return {'FINISHED'}
+
+    def _range(self, scene: Any) -> tuple[int, int]:
+        if self.frames == 'SCENE':
+            return review.scene_range(scene)
+        marked = review.marked_range(scene)
+        if marked is None:
+            raise StripError("No marker selected: select the markers around the range")
+        return marked
+
+    def _person(self, strip: Any) -> str:
+        if self.person or self.action == 'keep':
+            return self.person
+        people = strip.facefuse.people
+        index = strip.facefuse.person_index
+        return people[index].person_id if 0 <= index < len(people) else ""
+
+
+class FACEFUSE_OT_rerender_flagged(_NeedsSequencer, Operator):
+    """Render again only the frames the strip's last review flagged"""
+
+    bl_idname = "facefuse.rerender_flagged"
+    bl_label = "Re-render Flagged"
+    bl_options = {'REGISTER'}
+
+    def execute(self, context: Any) -> set[str]:
+        def build() -> Job:
+            scene, strip = convert.active_strip(context)
+            shot, flagged = review.flagged_numbers(bpy.path.abspath(strip.facefuse.report))
+            plan = convert.plan_swap(scene, strip, only=flagged, only_input=f"shot:{shot}",
+                                     overwrite=True)
+            return tasks.swap_job(plan)
+        return _run(self, build, "Re-rendering the flagged frames")
+
+
 class FACEFUSE_OT_fetch_models(Operator):
-    """Download the chosen models that are not on this computer yet"""
+    """Download the models facefuse needs that are not on this computer yet"""
 
     bl_idname = "facefuse.fetch_models"
     bl_label = "Download Models"
@@ -221,13 +307,24 @@ class FACEFUSE_OT_fetch_models(Operator):
         if not convert.online_access():
             cls.poll_message_set("Online access is off (Preferences > System)")
             return False
-        return _has_scene(context)
+        return True
 
     def execute(self, context: Any) -> set[str]:
         def build() -> Job:
-            _, strip = convert.active_strip(context)
-            return tasks.fetch_job(convert.engine_settings(strip.facefuse))
+            return tasks.fetch_job(models_settings(context), context.window_manager)
         return _run(self, build, "Downloading models: progress in the status bar")
+
+
+def models_settings(context: Any) -> Any:
+    """The active strip's model settings, else facefuse's defaults (online)."""
+    try:
+        _, strip = convert.active_strip(context)
+        convert.require_swappable(strip)
+    except (StripError, AttributeError):
+        from facefuse import Settings
+
+        return Settings(offline=not convert.online_access())
+    return convert.engine_settings(strip.facefuse)
 
 
 class FACEFUSE_OT_cancel(Operator):
@@ -255,6 +352,9 @@ CLASSES = (
     FACEFUSE_OT_use_face,
     FACEFUSE_OT_preview_frame,
     FACEFUSE_OT_swap_strip,
+    FACEFUSE_OT_review_strip,
+    FACEFUSE_OT_add_override,
+    FACEFUSE_OT_rerender_flagged,
     FACEFUSE_OT_fetch_models,
     FACEFUSE_OT_cancel,
 )

@@ -87,6 +87,20 @@ class FACEFUSE_UL_sources(UIList):
                                                                     f"{item.faces} faces"))
 
 
+class FACEFUSE_UL_people(UIList):
+    """The strip's people from its last review: id, frames, swapped or skipped."""
+
+    def draw_item(self, _context: Any, layout: Any, _data: Any, item: Any, _icon: int,
+                  _active_data: Any, _active_property: str, _index: int = 0,
+                  _flt_flag: int = 0) -> None:
+        row = layout.row(align=True)
+        state = "skipped" if item.skip else ("swapped" if item.swapped else "not swapped")
+        icon = 'HIDE_ON' if item.skip else ('USER' if item.swapped else 'GHOST_DISABLED')
+        row.label(text=f"{item.person_id}: {item.frames} frames, {state}", icon=icon)
+        if item.source:
+            row.label(text=Path(item.source).name, icon='IMAGE_DATA')
+
+
 class FacefusePanel:
     bl_space_type = 'SEQUENCE_EDITOR'
     bl_region_type = 'UI'
@@ -112,7 +126,8 @@ class SEQUENCER_PT_facefuse(FacefusePanel, Panel):
         for job in state.jobs if state is not None else ():
             draw_job(layout.box(), job)
         if state is not None and state.message is not None:
-            wrapped(layout, state.message.text, LEVEL_ICONS[state.message.level],
+            wrapped(layout, convert.in_blender(state.message.text),
+                    LEVEL_ICONS[state.message.level],
                     alert=state.message.level == 'ERROR')
         try:
             _, strip = convert.active_strip(context)
@@ -181,6 +196,45 @@ class SEQUENCER_PT_facefuse_target(StripPanel, Panel):
         layout.prop(props, "similarity", slider=True)
 
 
+class SEQUENCER_PT_facefuse_people(StripPanel, Panel):
+    bl_label = "People and Review"
+
+    def draw(self, context: Any) -> None:
+        layout = self.layout
+        props = swappable_strip(context).facefuse
+        row = layout.row(align=True)
+        row.operator("facefuse.review_strip", icon='VIEWZOOM')
+        flagged = row.row(align=True)
+        flagged.enabled = props.flagged > 0
+        flagged.operator("facefuse.rerender_flagged", icon='FILE_REFRESH')
+        if props.flagged >= 0:
+            layout.label(text=f"{props.flagged} frame(s) flagged, "
+                              f"{len(props.review_markers)} marker(s)")
+        if not props.people:
+            wrapped(layout, "Review the strip to list its people", 'INFO')
+            return
+        layout.template_list("FACEFUSE_UL_people", "", props, "people", props, "person_index",
+                             rows=3)
+        person = props.people[min(props.person_index, len(props.people) - 1)]
+        layout.label(text=f"{person.person_id}: frames {person.first}-{person.last}, "
+                          f"{person.why}")
+        layout.prop(person, "source")
+        layout.prop(person, "skip")
+        draw_overrides(layout.box(), props)
+
+
+def draw_overrides(layout: Any, props: Any) -> None:
+    """Override buttons: one per action, over the scene range or the selected markers."""
+    layout.label(text="Override the active person", icon='MODIFIER')
+    for frames, text in (('SCENE', "Scene Range"), ('MARKERS', "Selected Markers")):
+        row = layout.row(align=True)
+        row.label(text=text)
+        for action in ('skip', 'keep', 'hold', 'swap'):
+            button = row.operator("facefuse.add_override", text=action.title())
+            button.action, button.frames = action, frames
+    layout.prop(props, "overrides_file")
+
+
 class SEQUENCER_PT_facefuse_models(StripPanel, Panel):
     bl_label = "Models"
     bl_options = {'DEFAULT_CLOSED'}
@@ -247,7 +301,8 @@ def model_problems(context: Any) -> list[str]:
     if strip is None:
         return []
     try:
-        return missing_models(convert.engine_settings(strip.facefuse))
+        return [convert.in_blender(m)
+                for m in missing_models(convert.engine_settings(strip.facefuse))]
     except Exception as exc:  # noqa: BLE001 - a panel must draw whatever the settings are
         return [str(exc)]
 
@@ -269,9 +324,11 @@ def draw_status(self: Any, _context: Any) -> None:
 
 CLASSES = (
     FACEFUSE_UL_sources,
+    FACEFUSE_UL_people,
     SEQUENCER_PT_facefuse,
     SEQUENCER_PT_facefuse_sources,
     SEQUENCER_PT_facefuse_target,
+    SEQUENCER_PT_facefuse_people,
     SEQUENCER_PT_facefuse_models,
     SEQUENCER_PT_facefuse_output,
 )

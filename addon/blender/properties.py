@@ -65,6 +65,30 @@ class FacefuseSource(PropertyGroup):
     checked_path: StringProperty(description="The path the face count belongs to")
 
 
+class FacefusePerson(PropertyGroup):
+    """One person of the strip's shot plan (from its last review) and what the swap does
+    with them: their own source image (RenderRequest.assign) or none (skip)."""
+
+    person_id: StringProperty(name="Person", description="The plan's id (p1, p2, ...)")
+    frames: IntProperty(name="Frames", description="Frames where the face was found")
+    first: IntProperty(name="First Frame", description="First timeline frame seen")
+    last: IntProperty(name="Last Frame", description="Last timeline frame seen")
+    swapped: BoolProperty(name="Swapped", description="Whether the last review's plan swaps "
+                                                      "this person")
+    why: StringProperty(name="Why", description="The plan's decision in words")
+    source: StringProperty(name="Own Source", subtype='FILE_PATH', options=RELATIVE,
+                           description="A photo for this person only (empty: the strip's "
+                                       "sources)")
+    skip: BoolProperty(name="Skip", description="Never swap this person")
+
+
+class FacefuseMarker(PropertyGroup):
+    """A timeline marker the strip's last review made (only these are replaced on re-review)."""
+
+    name: StringProperty()
+    frame: IntProperty()
+
+
 class FacefuseStripSettings(PropertyGroup):
     """Everything a face swap of this strip needs; the headless renderer reads the same."""
 
@@ -100,6 +124,17 @@ class FacefuseStripSettings(PropertyGroup):
     file_format: EnumProperty(name="Format", items=FORMAT_ITEMS, default='AUTO')
     farm: BoolProperty(name="Swap on Farm",
                        description="Render this strip when headless.main() runs without --strip")
+
+    people: CollectionProperty(type=FacefusePerson, name="People")
+    person_index: IntProperty(name="Active Person", min=0)
+    review_markers: CollectionProperty(type=FacefuseMarker)
+    report: StringProperty(name="Review Report", subtype='FILE_PATH', options=RELATIVE,
+                           description="The report.json of the last review")
+    flagged: IntProperty(name="Flagged Frames", default=-1,
+                         description="Frames the last review flagged (-1: not reviewed)")
+    overrides_file: StringProperty(name="Overrides", subtype='FILE_PATH', options=RELATIVE,
+                                   description="The corrections JSON the swap uses (empty: "
+                                               "overrides.json in the output folder)")
 
     result_strip: StringProperty(name="Result Strip",
                                  description="The image strip the last swap created")
@@ -144,7 +179,7 @@ def _add_tunable_properties(group: type) -> None:
 
 
 _add_tunable_properties(FacefuseStripSettings)
-CLASSES = (FacefuseSource, FacefuseStripSettings)
+CLASSES = (FacefuseSource, FacefusePerson, FacefuseMarker, FacefuseStripSettings)
 
 
 def register() -> None:

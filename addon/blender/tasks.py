@@ -24,7 +24,7 @@ from facefuse import (
     missing_models,
 )
 
-from . import convert, result
+from . import convert, result, review
 from .convert import StripError, SwapPlan
 from .jobs import LOOK, RENDER, runner
 
@@ -87,6 +87,33 @@ def swap_outcome(plan: SwapPlan, summary: Any) -> Message:
     return Message('INFO', f"Face swap of '{plan.strip}' done ({counts}) in "
                            f"{summary.seconds:.1f} s: strip '{strip.name}' on channel "
                            f"{strip.channel}")
+
+
+def review_job(plan: SwapPlan, folder: Path) -> Job:
+    """Review the strip as Swap Strip would render it (facefuse.write_review into `folder`);
+    its flags become timeline markers and its people the strip's people (review.py)."""
+    def work(report: Report, cancelled: Any) -> dict[str, Any]:
+        from facefuse import write_review
+
+        pipeline = runner().pipeline(plan.request.settings)
+        return dict(write_review(plan.request, folder, pipeline=pipeline, on_phase=report,
+                                 cancel=cancelled).report)
+
+    def on_progress(job: Job, progress: Any) -> None:
+        if isinstance(progress, PhaseProgress) and progress.phase == "analysis":
+            job.status = phase_line(progress) or "flagging the shot"
+
+    def on_done(_job: Job, report: dict[str, Any]) -> Message:
+        scene, strip = result.find_strip(plan)
+        strip.facefuse.report = blend_path(folder / "report.json")
+        markers = review.apply_report(plan, scene, strip, report)
+        people = len(strip.facefuse.people)
+        return Message('WARNING' if markers else 'INFO',
+                       f"Review of '{plan.strip}': {people} person(s), {markers} flag(s) "
+                       f"marked on the timeline, {strip.facefuse.flagged} frame(s) flagged")
+
+    return Job(LOOK, f"Review of '{plan.strip}'", work, on_done, on_progress,
+               status="analysing the shot")
 
 
 # -- looks ---------------------------------------------------------------------------------------
@@ -163,7 +190,7 @@ def sources_job(scene: Any, strip: Any) -> Job:
     settings = convert.engine_settings(strip.facefuse)
     missing = missing_models(settings, LOOK_ROLES)
     if missing:
-        raise StripError("; ".join(missing))
+        raise StripError(convert.in_blender("; ".join(missing)))
     items = [(item.filepath, Path(bpy.path.abspath(item.filepath)))
              for item in strip.facefuse.sources if item.filepath.strip()]
     names = (scene.name, strip.name)
@@ -198,23 +225,56 @@ def sources_job(scene: Any, strip: Any) -> Job:
     return Job(LOOK, "Checking source images", work, on_done, status="detecting faces")
 
 
-def fetch_job(settings: Any) -> Job:
-    """Download the chosen manifest models that are not on disk (needs online access)."""
+def fetch_job(settings: Any, window_manager: Any = None) -> Job:
+    """Download the chosen manifest models that are not on disk (needs online access), with
+    the progress in the status bar and on the cursor (window_manager.progress_*)."""
     absent = absent_models(settings)
+    if not absent:
+        raise StripError("Every model is downloaded already")
+    shown = _ProgressCursor(window_manager)
 
-    def work(report: Report, _cancelled: Any) -> list[str]:
-        paths = fetch_models(settings, [name for _, name in absent],
-                             on_progress=lambda *p: report(p))
+    def work(report: Report, _cancelled: Any) -> list[str] | FacefuseError:
+        try:
+            paths = fetch_models(settings, [name for _, name in absent],
+                                 on_progress=lambda *p: report(p))
+        except FacefuseError as exc:  # handed to on_done, which ends the cursor's progress
+            return exc
         return [str(path) for path in paths]
 
     def on_progress(job: Job, item: tuple[str, int, int | None]) -> None:
         name, done, total = item
-        job.done, job.total, job.status = done, total or 0, f"downloading {name}"
+        job.done, job.total = done, total or 0
+        size = f" ({done / 1e6:.0f} of {total / 1e6:.0f} MB)" if total else ""
+        job.status = f"downloading {name}{size}"
+        shown.update(job.fraction)
 
-    def on_done(_job: Job, paths: list[str]) -> Message:
+    def on_done(_job: Job, paths: list[str] | FacefuseError) -> Message:
+        shown.end()
+        if isinstance(paths, FacefuseError):
+            raise StripError(f"Downloading the models failed: {paths}")
         return Message('INFO', f"{len(paths)} model(s) downloaded")
 
+    shown.begin()
     return Job(LOOK, "Downloading models", work, on_done, on_progress, status="connecting")
+
+
+class _ProgressCursor:
+    """Blender's own progress (window_manager.progress_begin/update/end), 0..1000."""
+
+    def __init__(self, window_manager: Any) -> None:
+        self.window_manager = window_manager
+
+    def begin(self) -> None:
+        if self.window_manager is not None:
+            self.window_manager.progress_begin(0, 1000)
+
+    def update(self, fraction: float) -> None:
+        if self.window_manager is not None:
+            self.window_manager.progress_update(int(1000 * fraction))
+
+    def end(self) -> None:
+        if self.window_manager is not None:
+            self.window_manager.progress_end()
 
 
 # -- bpy helpers (main thread) -------------------------------------------------------------------

@@ -90,8 +90,9 @@ BAD_INPUTS = {
     "unsaved blend": (_unsaved_blend, ("Save the .blend first: the swapped frames go to "
                                        "//facefuse/plate/")),
     "model missing offline": (_missing_model, ("The detector model retinaface_10g is missing: "
-                                               "run `facefuse models fetch retinaface_10g`, or "
-                                               "allow Online Access")),
+                                               "open Preferences > Add-ons > facefuse and "
+                                               "press Download models, or allow Online "
+                                               "Access")),
 }
 
 

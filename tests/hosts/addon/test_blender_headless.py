@@ -40,9 +40,12 @@ from tests.hosts.addon.blender_helpers import (
 from tests.media_factory import read_marker
 
 
-def run_headless(*args: str) -> subprocess.CompletedProcess[str]:
-    """headless.main in a fresh Python process with bpy as a module, as a farm would run it."""
-    code = ("import sys, bpy\n"
+def run_headless(*args: str, factory: bool = False) -> subprocess.CompletedProcess[str]:
+    """headless.main in a fresh Python process with bpy as a module, as a farm would run it
+    (factory: with Blender's factory preferences, where the add-on is not enabled)."""
+    reset = ("bpy.ops.wm.read_factory_userpref()\n"
+             f"assert {ADDON!r} not in bpy.context.preferences.addons\n") if factory else ""
+    code = ("import sys, bpy\n" + reset +
             "from bl_ext.user_default.facefuse import headless\n"
             "sys.exit(headless.main(sys.argv[1:]))\n")
     env = {**os.environ, "BLENDER_USER_RESOURCES": os.environ["BLENDER_USER_RESOURCES"]}
@@ -69,6 +72,9 @@ def test_headless_renders_one_chunk_then_finishes_the_marked_strips(
     swapped = result_strip(bpy.context.scene)
     assert (swapped.frame_final_start, swapped.frame_final_duration) == (FIRST, TRIMMED)
 
+    factory = run_headless(str(shot.blend), "--strip", "plate", factory=True)
+    assert factory.returncode == 0, factory.stdout + factory.stderr  # no preferences needed
+    assert f"{TRIMMED} already done" in factory.stdout
     missing = run_headless(str(shot.blend), "--strip", "nope")
     assert missing.returncode == 2 and "no strip named 'nope'" in missing.stdout
     assert run_headless(str(shot.blend), "--chunk", "4/3").returncode == 2
@@ -83,6 +89,9 @@ def test_headless_frames_are_timeline_frames(shot: SimpleNamespace, testdata: Pa
     assert headless.main(["--frames", "1-5"]) == 0  # before the strip: nothing to do
     assert "outside frames 1-5, skipped" in capsys.readouterr().out
     assert headless.main(["--frames", f"{FIRST + 7}-{FIRST + 9}"]) == 0
+    said = capsys.readouterr().out  # progress counts the timeline frames asked for
+    assert "3 timeline frame(s) ->" in said and "(3/3)" in said
+    assert f"timeline frame {FIRST + 7} (media {TRIM_START + 8}) " in said
     expected = [f"plate.{n:04d}.png" for n in range(TRIM_START + 8, TRIM_START + 11)]
     assert sorted(p.name for p in shot.out.glob("plate.*.png")) == expected
     assert [read_marker(cv2.imread(str(shot.out / name))) for name in expected] == [

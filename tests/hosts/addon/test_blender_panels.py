@@ -37,7 +37,7 @@ def test_the_zip_installs_and_registers_the_strip_settings(addon: Any) -> None:
 def test_disable_and_enable_again_is_symmetric(addon: Any) -> None:
     def registered() -> list[Any]:
         return [*module("properties").CLASSES, *module("operators").CLASSES,
-                *module("panels").CLASSES]
+                *module("panels").CLASSES, *module("preferences").CLASSES]
 
     before = registered()
     assert all(cls.is_registered for cls in before)
@@ -102,7 +102,8 @@ def test_panels_draw_for_every_kind_of_strip(shot: SimpleNamespace, testdata: Pa
     assert {c["idname"] for c in layout.calls_of("operator")} >= {
         "facefuse.find_faces", "facefuse.use_face"}
     # the enhancer model is not on disk and Blender is offline: the panel says how to get it
-    assert "run `facefuse models fetch gfpgan_1.4`, or allow Online Access" in layout.texts()
+    assert "gfpgan_1.4 is missing: open Preferences" in layout.texts()
+    assert "press Download models, or allow Online Access" in layout.texts()
 
 
 def test_online_access_allows_downloads_and_the_panel_offers_them(
