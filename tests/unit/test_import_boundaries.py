@@ -47,7 +47,7 @@ LAZY_MODULES = {"facefuse.farm.dask_jobs"}
 LAZY_MODULES |= {"facefuse.shot.render", "facefuse.shot.stills", "facefuse.shot.inputs",
                  "facefuse.pipeline", "facefuse.color", "facefuse.io.images",
                  "facefuse.runtime.sessions", "facefuse.runtime.doctor",
-                 "facefuse.review.writing"}
+                 "facefuse.review.writing", "facefuse.shot.planning"}
 
 
 def _module_name(path: Path) -> str:
