@@ -1,10 +1,12 @@
 """A first run without the models says at once what is missing and how to get it (issue 8,
 item 19): offline, one error names every missing model with its size, the folder and the one
 `facefuse models fetch ...` command; a download that fails after its retries says how to fetch
-it later or where to put the file by hand."""
+it later or where to put the file by hand. Without network (a host name that does not resolve)
+the first run fails at once, naming every missing model in one message."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -43,12 +45,12 @@ def test_the_store_names_every_missing_model_at_once(tmp_path: Path, manifest: M
     message = str(info.value)
     _assert_names_everything(message, manifest, models_dir)
     assert "3 models (" in message and "offline mode is on" in message
-    # present models and paths are not named; online, nothing is raised (locate downloads)
+    # present models and paths are not named; online, nothing missing is nothing to fetch
     models_dir.mkdir()
     (models_dir / manifest.models[DEFAULT_MODELS[2]].file).write_bytes(b"x")
     assert [e.name for e in store.missing([*DEFAULT_MODELS, "/my/own.onnx"])] \
         == list(DEFAULT_MODELS[:2])
-    ModelStore(manifest, tmp_path / "other", offline=False).require_present(DEFAULT_MODELS)
+    ModelStore(manifest, tmp_path / "other", offline=False).require_present([])
 
 
 def test_a_failed_download_says_how_to_get_the_model(tmp_path: Path, manifest: Manifest) -> None:
@@ -78,3 +80,32 @@ def test_swap_offline_with_no_models_names_all_three(
     assert len(errors) == 1, errors
     _assert_names_everything(errors[0], manifest, models_dir)
     assert not (tmp_path / "out.png").exists()
+
+
+def _unresolvable_manifest(folder: Path) -> Path:
+    """The packaged manifest with every URL on a host name that never resolves."""
+    text = (Path(__file__).resolve().parents[2] / "models" / "manifest.toml").read_text()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "manifest.toml"
+    path.write_text(re.sub(r"https?://[^/\"]+/", "http://facefuse-no-such-host.invalid/", text))
+    return path
+
+
+@pytest.mark.parametrize("command", ["fetch", "swap"])
+def test_no_network_fails_at_once_naming_every_model(
+        command: str, tmp_path: Path, testdata: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, manifest: Manifest) -> None:
+    monkeypatch.delenv("FACEFUSE_OFFLINE", raising=False)
+    monkeypatch.setenv("FACEFUSE_MANIFEST", str(_unresolvable_manifest(tmp_path / "m")))
+    models_dir = tmp_path / "models"
+    args = ["--models-dir", str(models_dir)]
+    if command == "swap":
+        args += ["-s", str(testdata / "media" / "obama.jpg"), "-t",
+                 str(testdata / "media" / "biden.jpg"), "-o", str(tmp_path / "out.png"),
+                 "--cache-dir", str(tmp_path / "cache")]
+    code = main(["models", "fetch", *args] if command == "fetch" else ["swap", *args])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == ExitCode.MODEL
+    assert len(err) == 1, err
+    assert "facefuse-no-such-host.invalid cannot be resolved" in err[0]
+    _assert_names_everything(err[0], manifest, models_dir)

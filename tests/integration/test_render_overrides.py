@@ -132,7 +132,7 @@ def test_a_video_is_rendered_whole_again(media: Media, render_models: Path, rend
     ("json", "is not JSON"),
     ("action", "action 'blur' is not one of skip, keep, swap, hold"),
     ("report", "were chosen for another shot (shot:abababababababab), not for"),
-    ("list", "frames 20 of the list are outside the analysed range"),
+    ("list", "frames 20,30 of the list are outside the analysed range"),
     ("video", "a list of frames (--frames LIST or flagged:) needs an image-sequence output"),
 ])
 def test_bad_overrides_and_reports_are_one_sentence_and_write_nothing(
@@ -152,7 +152,7 @@ def test_bad_overrides_and_reports_are_one_sentence_and_write_nothing(
         "schema": "facefuse.review/1", "shot_id": "abababababababab", "input": "other.mov",
         "frames": {"first": 1, "last": 16}, "cuts": [], "people": [], "strip": [],
         "flags": [], "samples": [], "series": [], "timings": {}, "flagged_frames": [[6, 7]]}))
-    frames = {"report": f"flagged:{report}", "list": "3,20", "video": "3,5"}.get(case)
+    frames = {"report": f"flagged:{report}", "list": "20,30", "video": "3,5"}.get(case)
     out = tmp_path / "out"
     output = tmp_path / "out.mp4" if case == "video" else out / "o.####.png"
     extra = ["--frames", frames] if frames else ["--overrides", str(fix)]

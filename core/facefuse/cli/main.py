@@ -1,13 +1,13 @@
 """The `facefuse` command line: argparse -> Settings -> the engine. main() returns the exit code
-(errors.ExitCode: 0 done, 2 bad input or usage, 3 no face in a source, 4 model missing or
-invalid, 5 frames failed, 1 internal error, 130 interrupted, 143 terminated)."""
+(errors.ExitCode; `--help` lists every code from it)."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import NoReturn
 
 from ..errors import ExitCode, FacefuseError, InputError
@@ -15,8 +15,25 @@ from ..version import __version__
 from . import bench, doctor, farm, models, panel, preview, render, resolve, review, swap, timeline
 
 DESCRIPTION = "Local face replacement for film and video work."
-EPILOG = ("exit codes: 0 done, 2 bad input or usage, 3 no face in a source, 4 model missing or "
-          "invalid, 5 frames failed, 1 internal error, 130 interrupted, 143 terminated")
+EXIT_MEANINGS: Mapping[ExitCode, str] = MappingProxyType({
+    ExitCode.OK: "done",
+    ExitCode.INTERNAL: "internal error",
+    ExitCode.USAGE: "bad input or usage",
+    ExitCode.NO_FACE: "no face in a source",
+    ExitCode.MODEL: "model missing or invalid",
+    ExitCode.FRAMES_FAILED: "frames failed",
+    ExitCode.OUTPUT: "an output cannot be written",
+    ExitCode.INTERRUPTED: "interrupted",
+    ExitCode.TERMINATED: "terminated",
+})
+
+
+def exit_code_line() -> str:
+    """'exit codes: 0 done, 1 internal error, ...': every ExitCode, in order (a code without a
+    phrase here is listed by its name)."""
+    meanings = (f"{int(code)} {EXIT_MEANINGS.get(code, code.name.lower().replace('_', ' '))}"
+                for code in ExitCode)
+    return "exit codes: " + ", ".join(meanings)
 
 
 class Parser(argparse.ArgumentParser):
@@ -28,7 +45,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="facefuse", description=DESCRIPTION, epilog=EPILOG)
+    parser = Parser(prog="facefuse", description=DESCRIPTION, epilog=exit_code_line())
     parser.add_argument("--version", action="version", version=f"facefuse {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="say more (-v: what each step does, -vv: debugging detail)")

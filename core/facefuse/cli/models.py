@@ -81,8 +81,8 @@ def cmd_models(args: argparse.Namespace) -> int:
     if args.action == "prepare":
         return _prepare(store, names, args.providers, args.detector_size)
     if args.action == "fetch":
-        for name in names:
-            print(f"{name}: {store.fetch(name, force=args.force)}")
+        for name, path in store.fetch_each(names, force=args.force):
+            print(f"{name}: {path}")
         return ExitCode.OK
     return _verify(store, names, named=bool(args.names))
 

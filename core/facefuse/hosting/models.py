@@ -64,7 +64,8 @@ def fetch_models(settings: Settings, names: list[str] | tuple[str, ...],
                  on_progress: Callable[[str, int, int | None], None] | None = None) -> list[Path]:
     """Download the manifest models `names` into the settings' models folder (online, whatever
     settings.offline says: the user asked for it); their paths. on_progress(name, done, total)
-    as the store reports bytes."""
+    as the store reports bytes. A failed download is one DownloadError naming every model of
+    `names` still missing."""
     store = ModelStore(_manifest(), default_models_dir(settings.models_dir), offline=False,
                        on_progress=on_progress)
-    return [store.fetch(name) for name in names]
+    return [path for _, path in store.fetch_each(list(names))]

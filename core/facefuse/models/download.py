@@ -8,8 +8,9 @@ final path (``os.replace``, atomic in one directory) only when its size and sha2
 expected ones, and is deleted when they do not. An interrupted transfer keeps its part and
 resumes (an HTTP Range request, or a seek in the local file); failures that another attempt may
 fix are retried in rounds over the mirror list, with exponential backoff. A source that cannot
-work (HTTP 404, a missing file, wrong bytes, another kind of URL) is dropped and the next one
-tried. `FileLock` keeps two processes from writing the same file.
+work (HTTP 404, a missing file, wrong bytes, another kind of URL, a host name that does not
+resolve: no network or no name server) is dropped and the next one tried, never retried.
+`FileLock` keeps two processes from writing the same file.
 
 This module knows nothing of manifests or model names: `facefuse.models.store` decides what to
 fetch and where, and passes the expected size and sha256 in.
@@ -21,13 +22,14 @@ import hashlib
 import http.client
 import logging
 import os
+import socket
 import stat
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
@@ -84,6 +86,7 @@ def download_verified(urls: tuple[str, ...], part_path: Path, final_path: Path, 
     kept) when the last URL tried held other bytes, else DownloadError when every attempt failed.
     """
     dead: set[str] = set()
+    unresolved: dict[str, str] = {}  # url -> its host name, which did not resolve
     errors: list[str] = []
     mismatch: ChecksumError | None = None
     for attempt in range(policy.retries + 1):
@@ -108,17 +111,41 @@ def download_verified(urls: tuple[str, ...], part_path: Path, final_path: Path, 
                     dead.add(url)
                 errors.append(f"{url}: HTTP {exc.code}")
             except (_Retryable, OSError, http.client.HTTPException) as exc:
+                host = unresolved_host(exc, url)
+                if host is not None:
+                    dead.add(url)
+                    unresolved[url] = host
                 errors.append(f"{url}: {exc}")
             else:
                 os.replace(part_path, final_path)
                 return
-            log.warning("could not fetch %s from one source (%s)", label, errors[-1])
+            log.log(logging.INFO if url in unresolved else logging.WARNING,
+                    "could not fetch %s from one source (%s)", label, errors[-1])
         if len(dead) == len(set(urls)):
             break
     if mismatch is not None:
         raise mismatch
+    if unresolved and set(unresolved) == set(urls):
+        raise DownloadError(unresolved_message(label, unresolved.values()))
     raise DownloadError(f"could not download {label} after {len(errors)} attempts; "
                         f"last error: {errors[-1] if errors else 'no URL'}")
+
+
+def unresolved_host(exc: BaseException, url: str) -> str | None:
+    """The host name of url when exc says it cannot be resolved (socket.gaierror, bare or as
+    a URLError's reason), else None: another attempt would fail the same way at once."""
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    if isinstance(reason, socket.gaierror):
+        return urllib.parse.urlsplit(url).hostname or url
+    return None
+
+
+def unresolved_message(label: str, hosts: Iterable[str]) -> str:
+    """'could not download LABEL: the host H cannot be resolved (...)'."""
+    names = sorted(set(hosts))
+    which = f"the host {names[0]}" if len(names) == 1 else f"the hosts {', '.join(names)}"
+    return (f"could not download {label}: {which} cannot be resolved (no network, or no name "
+            "server reachable), so it was not retried")
 
 
 def is_local_url(url: str) -> bool:

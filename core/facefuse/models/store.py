@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -112,15 +112,31 @@ class ModelStore:
         return list(entries.values())
 
     def require_present(self, names: Iterable[str], copies: bool = True) -> None:
-        """In offline mode, raise one ModelMissingError naming every model of `names` that is
-        missing (with sizes, the folder and the fetch command) and, unless `copies` is False,
-        cannot be copied from a file:// source; otherwise do nothing, since `locate` fetches
-        what is missing."""
+        """Make every manifest model of `names` present before any is loaded.
+
+        Offline, raise one ModelMissingError naming every missing model (with sizes, the
+        folder and the fetch command) that, unless `copies` is False, cannot be copied from a
+        file:// source. Online, fetch the missing ones (`fetch_each`: a failed download is one
+        DownloadError naming every model still missing)."""
         if self.offline:
             absent = [e for e in self.missing(names) if not (copies and self._sources(e))]
             if absent:
                 raise ModelMissingError(
                     missing_models_message(self.models_dir, self.offline, absent))
+            return
+        for _ in self.fetch_each([e.name for e in self.missing(names)]):
+            pass
+
+    def fetch_each(self, names: Sequence[str], force: bool = False) -> Iterator[tuple[str, Path]]:
+        """`fetch` each of `names` in order, yielding (name, path) as each is ready. A download
+        that fails raises one DownloadError: why, then every model of `names` still missing
+        with its size, and the one command that fetches them all."""
+        for index, name in enumerate(names):
+            try:
+                path = self._fetch(name, force)
+            except DownloadError as exc:
+                raise DownloadError(self._failed_message(exc, names[index:])) from exc
+            yield name, path
 
     def locate(self, name_or_path: str, role: str) -> LocatedModel:
         """A verified file for a manifest model name (fetched unless offline), or a user's file.
@@ -148,8 +164,16 @@ class ModelStore:
 
         A present file with other bytes is left alone and raises ChecksumError unless force is set;
         with force it is replaced, but only by a verified download. Offline, only file:// sources
-        are used (copied with the same checks); a model without one is a ModelMissingError.
+        are used (copied with the same checks); a model without one is a ModelMissingError. A
+        failed download is a DownloadError saying how to fetch the model later or by hand.
         """
+        try:
+            return self._fetch(name, force)
+        except DownloadError as exc:
+            raise DownloadError(self._failed_message(exc, [name])) from exc
+
+    def _fetch(self, name: str, force: bool) -> Path:
+        """`fetch`, with a failed download's DownloadError as the transfer raised it."""
         entry = self._entry(name)
         urls = self._sources(entry)
         if not urls and self.offline:
@@ -171,18 +195,12 @@ class ModelStore:
                 raise ChecksumError(bad_file_message(name, result.reason))
             if force:
                 _sibling(target, ".part").unlink(missing_ok=True)
-            try:
-                if entry.archive is not None:
-                    self._fetch_archive(entry, lock)
-                else:
-                    download_verified(urls, _sibling(target, ".part"), target,
-                                      entry.size_bytes, entry.sha256, label=name,
-                                      policy=self._policy(), lock=lock,
-                                      on_progress=self._progress_for(name))
-            except DownloadError as exc:
-                raise DownloadError(f"{exc}; when the network or share is back run "
-                                    f"`{fetch_command(self.models_dir, [name])}`, or "
-                                    f"{by_hand(entry)} and put it in {self.models_dir}") from exc
+            if entry.archive is not None:
+                self._fetch_archive(entry, lock)
+            else:
+                download_verified(urls, _sibling(target, ".part"), target, entry.size_bytes,
+                                  entry.sha256, label=name, policy=self._policy(), lock=lock,
+                                  on_progress=self._progress_for(name))
             self.records.remember(entry.file, target, entry.sha256)
         log.info("model %s is ready at %s", name, target)
         return target
@@ -243,6 +261,15 @@ class ModelStore:
         of them, or offline only the file:// ones (a local file or a mounted share)."""
         urls = (entry.archive.url,) if entry.archive is not None else entry.urls
         return tuple(u for u in urls if is_local_url(u)) if self.offline else urls
+
+    def _failed_message(self, exc: DownloadError, remaining: Sequence[str]) -> str:
+        """exc, then every model of `remaining` still missing and how to fetch them all."""
+        absent = self.missing(remaining) or [self._entry(remaining[0])]
+        if len(absent) > 1:
+            return f"{exc}; {missing_models_message(self.models_dir, False, absent)}"
+        return (f"{exc}; when the network or share is back run "
+                f"`{fetch_command(self.models_dir, [absent[0].name])}`, or "
+                f"{by_hand(absent[0])} and put it in {self.models_dir}")
 
     def _offline_message(self, entry: ModelEntry) -> str:
         return missing_models_message(self.models_dir, self.offline, [entry])

@@ -104,9 +104,9 @@ class ModelLoader:
         return self._loaded[role]
 
     def require_models(self, roles: Sequence[str] = ROLES) -> None:
-        """Offline: one ModelMissingError naming every missing manifest model of `roles` (with
-        sizes and the fetch command), before any model is loaded; online, missing models are
-        fetched when first used."""
+        """Every manifest model of `roles` present before any model is loaded: offline, one
+        ModelMissingError naming every missing one (with sizes and the fetch command); online,
+        the missing ones are fetched, a failed download naming every one still missing."""
         names = (getattr(self.settings, role) for role in roles)
         self.store.require_present(name for name in names if name)
 

@@ -8,16 +8,22 @@ shot-level decisions) and renders the chunk of that range it was given.
 A list or a report renders only those frames (`only`) while the range analysed stays the one a
 render of the whole shot analyses: the input's whole range for a list, the report's analysed
 range for a report. So those frames come out exactly as a render of the whole shot makes them.
+
+Frames asked for that the input does not have are a warning naming the frames it has and the
+ones rendered; asking only for frames it does not have is an InputError.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
 from ..io import sequences
+
+log = logging.getLogger(__name__)
 
 FrameRanges = tuple[tuple[int, int], ...]
 FLAGGED = "flagged:"
@@ -103,14 +109,18 @@ def plan_frames(available: Sequence[int], frames: tuple[int, int] | None,
     (inclusive; it must lie within `frames`); with `only`, of those frames only the ones in
     its ranges (each must lie within the analysed range).
 
-    InputError when the range misses the input or, with `contiguous` (image sequences), when
-    numbers are missing inside it.
+    A range or list reaching past the input is a warning naming the frames it has and those
+    rendered. InputError when the range or list misses the input or, with `contiguous` (image
+    sequences), when numbers are missing inside it.
     """
     first, last = available[0], available[-1]
     lo, hi = frames if frames is not None else (first, last)
     if hi < first or lo > last:
         raise InputError(f"frames {lo}-{hi} are outside {label}, which has frames {first}-{last}")
     chosen = tuple(n for n in available if lo <= n <= hi)
+    if lo < first or hi > last:
+        log.warning("frames %d-%d reach past %s, which has frames %d-%d: rendering frames %d-%d "
+                    "(%d)", lo, hi, label, first, last, chosen[0], chosen[-1], len(chosen))
     gaps = sequences.find_gaps(chosen) if contiguous else ()
     if gaps:
         shown = ", ".join(str(n) for n in gaps[:8]) + (" ..." if len(gaps) > 8 else "")
@@ -124,14 +134,24 @@ def plan_frames(available: Sequence[int], frames: tuple[int, int] | None,
 
 
 def _only(chosen: tuple[int, ...], only: FrameRanges, label: str) -> tuple[int, ...]:
-    """The frames of `chosen` inside the ranges of `only`; InputError for a range that reaches
-    outside the analysed frames."""
+    """The frames of `chosen` inside the ranges of `only`: a warning for ranges that reach
+    outside the analysed frames, an InputError when none of the listed frames is inside."""
     first, last = chosen[0], chosen[-1]
-    for lo, hi in only:
-        if lo < first or hi > last:
-            raise InputError(f"frames {format_frame_list(((lo, hi),))} of the list are outside "
-                             f"the analysed range of {label}, frames {first}-{last}")
-    return within(chosen, only)
+    outside = format_frame_list(tuple((lo, hi) for lo, hi in only if lo < first or hi > last))
+    wanted = within(chosen, only)
+    where = f"the analysed range of {label}, frames {first}-{last}"
+    if not wanted:
+        raise InputError(f"frames {outside or format_frame_list(only)} of the list are outside "
+                         f"{where}")
+    if outside:
+        log.warning("frames %s of the list reach past %s: rendering the %d listed frames it has "
+                    "(%s)", outside, where, len(wanted), format_frame_list(_runs(wanted)))
+    return wanted
+
+
+def _runs(numbers: tuple[int, ...]) -> FrameRanges:
+    """Sorted frame numbers as inclusive runs: (1, 2, 3, 7) -> ((1, 3), (7, 7))."""
+    return normalise_ranges((n, n) for n in numbers)
 
 
 def _sub_range(chosen: tuple[int, ...], frames: tuple[int, int],

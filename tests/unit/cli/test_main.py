@@ -124,3 +124,13 @@ def test_good_values_parse() -> None:
     assert args.frames == (1, 999999999) and args.chunk == (2, 3) and args.json
     assert args.provenance == "names" and args.progress == "auto"
     assert cli.build_parser().parse_args([*BASE, "--frames", "7"]).frames == (7, 7)
+
+
+def test_help_lists_every_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    line = out[out.index("exit codes:"):]
+    listed = {int(word) for word in line.replace(",", " ").split() if word.isdigit()}
+    assert listed == {int(code) for code in ExitCode}
+    assert "6 an output cannot be written" in line

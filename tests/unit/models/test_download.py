@@ -14,6 +14,7 @@ import io
 import json
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -185,3 +186,63 @@ def test_models_check_never_copies(tmp_path: Path, real_manifest: Manifest,
     assert (models / real.file).read_bytes() == source.read_bytes()
     capsys.readouterr()
     assert main(["models", "check", *options]) == ExitCode.OK
+
+
+UNRESOLVABLE = "http://facefuse-no-such-host.invalid/m.onnx"  # .invalid never resolves
+
+
+def _count_connections(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the URL of every connection the transfer opens (it still opens them)."""
+    import urllib.request
+
+    opened: list[str] = []
+    real = urllib.request.urlopen
+
+    def counting(request: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.append(request.full_url)
+        return real(request, *args, **kwargs)
+
+    monkeypatch.setattr(urllib.request, "urlopen", counting)
+    return opened
+
+
+def test_a_host_that_does_not_resolve_is_not_retried(
+        tmp_path: Path, real_manifest: Manifest, monkeypatch: pytest.MonkeyPatch) -> None:
+    opened = _count_connections(monkeypatch)
+    other = "http://facefuse-other-missing-host.invalid/m.onnx"
+    store = make_store(make_manifest(real_manifest, swapper_entry((UNRESOLVABLE, other))),
+                       tmp_path / "models", retries=3)
+    with pytest.raises(DownloadError) as info:
+        store.fetch("m")
+    assert opened == [UNRESOLVABLE, other], "each URL once, not once a round"
+    message = str(info.value)
+    assert "facefuse-no-such-host.invalid" in message and "cannot be resolved" in message
+    assert "facefuse models fetch m" in message and "\n" not in message
+
+
+def test_other_connection_failures_keep_their_retries(
+        tmp_path: Path, real_manifest: Manifest, monkeypatch: pytest.MonkeyPatch) -> None:
+    opened = _count_connections(monkeypatch)
+    refused = "http://127.0.0.1:9/m.onnx"  # the discard port: the connection is refused
+    store = make_store(make_manifest(real_manifest, swapper_entry((refused,))),
+                       tmp_path / "models", retries=2)
+    with pytest.raises(DownloadError) as info:
+        store.fetch("m")
+    assert opened == [refused] * 3 and "after 3 attempts" in str(info.value)
+
+
+def test_a_failed_first_download_names_every_missing_model(
+        tmp_path: Path, real_manifest: Manifest, monkeypatch: pytest.MonkeyPatch) -> None:
+    opened = _count_connections(monkeypatch)
+    entries = [swapper_entry((UNRESOLVABLE.replace("m.onnx", f"{n}.onnx"),), name=n,
+                             file=f"{n}.onnx", size_bytes=size)
+               for n, size in (("a", 2_000_000), ("b", 3_000_000), ("c", 5_000_000))]
+    models = tmp_path / "models"
+    store = make_store(make_manifest(real_manifest, *entries), models, retries=3)
+    with pytest.raises(DownloadError) as info:
+        store.require_present(["a", "b", "c"])
+    assert len(opened) == 1, "the first unresolvable host stops the run"
+    message = str(info.value)
+    assert "3 models (10.0 MB in all) are missing" in message
+    assert "a (2.0 MB), b (3.0 MB), c (5.0 MB)" in message and str(models) in message
+    assert "`facefuse models fetch a b c --models-dir" in message and "\n" not in message

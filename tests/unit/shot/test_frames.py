@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 
 import pytest
 
@@ -123,11 +124,41 @@ def test_chunks_of_a_list_share_its_frames_out():
                for i in (1, 2))
 
 
-@pytest.mark.parametrize("only", [((999, 1002),), ((1005, 1005), (1010, 1011))])
-def test_a_list_reaching_outside_the_shot_is_refused(only):
-    with pytest.raises(InputError, match=r"of the list are outside the analysed range of "
-                                         r"shot, frames 1001-1010$"):
-        plan_frames(SHOT, None, None, "shot", only=only)
+@pytest.mark.parametrize("only, rendered, said", [
+    (((999, 1002),), (1001, 1002), ("frames 999-1002 of the list reach past the analysed "
+                                    "range of shot, frames 1001-1010: rendering the 2 listed "
+                                    "frames it has (1001-1002)")),
+    (((1005, 1005), (1010, 1011)), (1005, 1010), "frames 1010-1011 of the list reach past"),
+])
+def test_a_list_reaching_outside_the_shot_renders_what_it_has_with_a_warning(
+        only, rendered, said, caplog):
+    with caplog.at_level(logging.WARNING, logger="facefuse.shot.frames"):
+        assert plan_frames(SHOT, None, None, "shot", only=only).rendered == rendered
+    assert said in caplog.text
+
+
+def test_a_list_of_frames_the_shot_lacks_is_refused():
+    with pytest.raises(InputError, match=r"^frames 1011-1020,2000 of the list are outside the "
+                                         r"analysed range of shot, frames 1001-1010$"):
+        plan_frames(SHOT, None, None, "shot", only=((1011, 1020), (2000, 2000)))
+
+
+@pytest.mark.parametrize("frames, rendered", [((1001, 1100), (1001, 1010)),
+                                              ((990, 1003), (1001, 1003))])
+def test_a_range_reaching_past_the_input_renders_what_it_has_with_a_warning(
+        frames, rendered, caplog):
+    with caplog.at_level(logging.WARNING, logger="facefuse.shot.frames"):
+        plan = plan_frames(SHOT, frames, None, "shot")
+    assert (plan.rendered[0], plan.rendered[-1]) == rendered
+    assert (f"frames {frames[0]}-{frames[1]} reach past shot, which has frames 1001-1010: "
+            f"rendering frames {rendered[0]}-{rendered[1]} ({len(plan.rendered)})") in caplog.text
+
+
+def test_a_range_inside_the_input_says_nothing(caplog):
+    with caplog.at_level(logging.WARNING, logger="facefuse.shot.frames"):
+        plan_frames(SHOT, (1002, 1009), None, "shot")
+        plan_frames(SHOT, None, None, "shot", only=((1001, 1010),))
+    assert caplog.text == ""
 
 
 def test_a_report_gives_its_flagged_frames_over_its_analysed_range(tmp_path):
