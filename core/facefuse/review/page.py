@@ -17,8 +17,9 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-PLOTS_MISSING = ("The plots need matplotlib: <code>pip install facefuse[report]</code>, then "
-                 "run the review again.")
+PLOTS_MISSING = ("The plots need matplotlib: <code>pip install -e \".[report]\"</code> in the "
+                 "facefuse checkout (or <code>pip install matplotlib</code>), then run the "
+                 "review again.")
 _STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;max-width:1400px}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}

@@ -104,7 +104,7 @@ def test_the_page_is_escaped_and_says_when_plots_need_matplotlib(report, monkeyp
     page = page_html(report, ()).decode("utf-8")
     assert "shot &lt;1&gt;.mp4" in page and "<1>" not in page
     assert "me &lt;&amp;&gt; you.jpg" in page
-    assert "pip install facefuse[report]" in page and PLOTS_MISSING in page
+    assert "pip install -e" in page and ".[report]" in page and PLOTS_MISSING in page
     parsed = _Page()
     parsed.feed(page)
     assert "people/p1.jpg" in parsed.links and "samples/101-before.jpg" in parsed.links
