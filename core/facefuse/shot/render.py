@@ -71,8 +71,8 @@ from .plan import (
     plan_horizon,
     shot_id_of,
 )
+from .planning import plan_options, smoothing_of, source_identities
 from .request import (
-    REFERENCE_PREFIX,
     CancelCheck,
     FrameReport,
     PhaseCallback,
@@ -81,7 +81,6 @@ from .request import (
     RenderRequest,
     RenderSummary,
 )
-from .smoothing import OneEuroParams
 from .streaming import stream
 from .writers import FrameWriter, Processed
 
@@ -464,40 +463,6 @@ class _PassTwo:
             raise self.pass_one_error
 
 
-def smoothing_of(request: RenderRequest) -> OneEuroParams | None:
-    """The landmark smoothing a request asks for (None: off)."""
-    if not request.smoothing:
-        return None
-    defaults = OneEuroParams()
-    return OneEuroParams(
-        min_cutoff=request.smoothing_min_cutoff or defaults.min_cutoff,
-        beta=defaults.beta if request.smoothing_beta is None else request.smoothing_beta,
-        d_cutoff=defaults.d_cutoff)
-
-
-def plan_options(request: RenderRequest, pipeline: Pipeline, rate_hz: float | None,
-                 overrides: Overrides | None = None) -> PlanOptions:
-    """The options the shot plan of `request` is made with (render, preview and review alike):
-    its selector, reference and smoothing, the people it names (their reference pictures'
-    identities found with `pipeline`) and its overrides (`overrides`: request.overrides read
-    already; else read here)."""
-    if overrides is None and request.overrides is not None:
-        overrides = load_overrides(request.overrides)
-    settings = request.settings
-    named = {person: str(image) for person, image in request.assign
-             if not person.startswith(REFERENCE_PREFIX)}
-    by_picture = tuple(
-        (pipeline.source_identity([Path(person.removeprefix(REFERENCE_PREFIX))]).embedding,
-         str(image)) for person, image in request.assign if person.startswith(REFERENCE_PREFIX))
-    skipped = [p for p in request.skip if not p.startswith(REFERENCE_PREFIX)]
-    skipped_by_picture = tuple(
-        pipeline.source_identity([Path(p.removeprefix(REFERENCE_PREFIX))]).embedding
-        for p in request.skip if p.startswith(REFERENCE_PREFIX))
-    return PlanOptions(settings.selector, pipeline.reference_embedding(), settings.similarity,
-                       rate_hz, smoothing_of(request), named, by_picture, frozenset(skipped),
-                       skipped_by_picture, overrides)
-
-
 class FramePrints:
     """Each frame's fingerprint (provenance.frame_fingerprint) under a plan: the render's
     `base` fingerprint, the frame's plan digest and the identities its faces are swapped to."""
@@ -509,15 +474,6 @@ class FramePrints:
         return provenance.frame_fingerprint(
             self.base, plan.frame_digest(frame),
             [self.identities[face.source].digest for face in plan.faces(frame)])
-
-
-def source_identities(request: RenderRequest, pipeline: Pipeline) -> dict[str, SourceIdentity]:
-    """The identity of every source key a plan of `request` can use: DEFAULT_SOURCE (the
-    request's sources) and each assigned image (InputError / NoFaceError for a bad one)."""
-    identities = {DEFAULT_SOURCE: pipeline.source_identity(request.sources)}
-    for _, image in request.assign:
-        identities.setdefault(str(image), pipeline.source_identity([image]))
-    return identities
 
 
 def _timed(shot: ShotInput, numbers: Sequence[int]
