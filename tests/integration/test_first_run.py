@@ -119,7 +119,9 @@ def test_the_readme_first_run_works_as_written(served, testdata, tmp_path):
     assert "24 frames: 24 swapped" in done.stdout
 
 
+@pytest.mark.farm
 def test_the_readme_farm_lines_run_as_written(served, testdata, tmp_path):
+    pytest.importorskip("openjd.model", reason="the farm extra (openjd) is not installed")
     env, work = _newcomer(served, testdata, tmp_path), tmp_path / "work"
     assert _run(["models", "fetch"], env).returncode == 0
     openjd, dask, blend = _readme_commands("Render farms")
