@@ -257,9 +257,10 @@ class FACEFUSE_OT_add_override(_NeedsSequencer, Operator):
         except StripError as exc:
             self.report({'ERROR'}, str(exc))
             return {'CANCELLED'}
-        who = f" {entry['person']}" if "person" in entry else ""
+        who = f" {entry.person}" if entry.person else ""
+        (first, last), = entry.frames
         self.report({'INFO'}, f"Override {count}: {self.action}{who} over frames "
-                              f"{entry['frames']}; Swap Strip re-renders what it changes")
+                              f"{first}-{last}; Swap Strip re-renders what it changes")
         return {'FINISHED'}
 
     def _range(self, scene: Any) -> tuple[int, int]:

@@ -10,16 +10,21 @@ media's), the timeline its own; convert.SwapPlan maps between them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from facefuse import atomic_write_bytes
+from facefuse import (
+    FacefuseError,
+    Override,
+    Overrides,
+    load_overrides,
+    load_report,
+    write_overrides,
+)
 
 from .convert import StripError, SwapPlan
 
-OVERRIDES_SCHEMA = "facefuse.overrides/1"
 ACTIONS = ('skip', 'keep', 'hold', 'swap')
 
 
@@ -81,44 +86,36 @@ def scene_range(scene: Any) -> tuple[int, int]:
 
 
 def override_entry(plan: SwapPlan, frames: tuple[int, int], action: str,
-                   person: str) -> dict[str, Any]:
+                   person: str) -> Override:
     """One overrides entry for timeline frames `frames`, in the engine's numbers."""
     numbers = plan.numbers_between(*frames)
     if not numbers:
         raise StripError(f"Frames {frames[0]}-{frames[1]} miss strip '{plan.strip}'")
     if action != 'keep' and not person:
         raise StripError(f"'{action}' needs a person: pick one in Face Swap > People")
-    entry: dict[str, Any] = {"frames": f"{numbers[0]}-{numbers[-1]}", "action": action}
-    if person:
-        entry["person"] = person
-    return entry
+    return Override(((numbers[0], numbers[-1]),), person or None, action)
 
 
-def add_override(path: Path, entry: Mapping[str, Any]) -> int:
+def add_override(path: Path, entry: Override) -> int:
     """Append `entry` to the overrides file at `path` (made when absent), atomically; the
     number of entries it holds now."""
-    data: dict[str, Any] = {"schema": OVERRIDES_SCHEMA, "overrides": []}
+    existing = Overrides(())
     if path.is_file():
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise StripError(f"The overrides file {path} cannot be read: {exc}") from None
-        if not isinstance(data, dict) or data.get("schema") != OVERRIDES_SCHEMA:
-            raise StripError(f"{path} is not a facefuse overrides file ({OVERRIDES_SCHEMA})")
-    data.setdefault("overrides", []).append(dict(entry))
+            existing = load_overrides(path)
+        except FacefuseError as exc:
+            raise StripError(str(exc)) from None
+    overrides = Overrides((*existing.entries, entry), existing.shot)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, (json.dumps(data, indent=1) + "\n").encode("utf-8"))
+        write_overrides(path, overrides)
     except OSError as exc:
         raise StripError(f"Cannot write the overrides file {path}: "
                          f"{exc.strerror or exc}") from None
-    return len(data["overrides"])
+    return len(overrides.entries)
 
 
 def flagged_numbers(report_path: str) -> tuple[str, tuple[tuple[int, int], ...]]:
     """(shot id, flagged ranges in the engine's numbers) of a strip's last review."""
-    from facefuse import FacefuseError, load_report
-
     if not report_path:
         raise StripError("No review yet: press Review first")
     try:

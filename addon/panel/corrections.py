@@ -6,14 +6,10 @@ them, and a render rewrites only the frames they change. No Qt here."""
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from facefuse import atomic_write_bytes
-
-SCHEMA = "facefuse.overrides/1"
-
+from facefuse import Override, Overrides, write_overrides
 
 Entry = tuple[str, str, int, int]  # person, action, first, last
 
@@ -39,12 +35,7 @@ class Corrections:
 
     def write(self, folder: Path, clip: str) -> Path:
         """The overrides file of `clip` in `folder` (rewritten when it changed); its path."""
-        entries = [{"frames": f"{first}-{last}", "person": person, "action": action}
-                   for person, action, first, last in self.entries]
-        data = (json.dumps({"schema": SCHEMA, "overrides": entries}, indent=1)
-                + "\n").encode("utf-8")
-        path = Path(folder) / f"overrides-{hashlib.sha256(clip.encode()).hexdigest()[:16]}.json"
-        if not path.is_file() or path.read_bytes() != data:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(path, data)
-        return path
+        overrides = Overrides(tuple(Override(((first, last),), person, action)
+                                    for person, action, first, last in self.entries))
+        name = f"overrides-{hashlib.sha256(clip.encode()).hexdigest()[:16]}.json"
+        return write_overrides(Path(folder) / name, overrides)

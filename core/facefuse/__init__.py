@@ -30,7 +30,8 @@ to it); every other module is the engine's own and may change shape.
 
 - The shot plan (what a render decides, for a host to show and edit): ``plan_shot``,
   ``ShotPlan``, ``PlannedPerson``, ``PlannedFace``; the review report: ``write_review``,
-  ``load_report``.
+  ``load_report``; a host's corrections of the plan: ``Override``, ``Overrides``,
+  ``load_overrides``, ``write_overrides``.
 
 ``import facefuse`` is cheap: every name loads its module on first use (PEP 562), so the command
 line and hosts start without ONNX Runtime, OpenCV, PyAV or OpenImageIO; ``render``,
@@ -86,6 +87,7 @@ if TYPE_CHECKING:
     from .review.writing import write_review
     from .shot.commandline import render_args, request_from_args
     from .shot.frames import FramePlan, plan_frames
+    from .shot.overrides import Override, Overrides, load_overrides, write_overrides
     from .shot.plan import PlannedFace, PlannedPerson, ShotPlan
     from .shot.planning import plan_shot
     from .shot.previews import (
@@ -114,6 +116,8 @@ _WHERE = MappingProxyType({
     "plan_shot": ".shot.planning",
     **dict.fromkeys(("ShotPlan", "PlannedPerson", "PlannedFace"), ".shot.plan"),
     "write_review": ".review.writing",
+    **dict.fromkeys(("Override", "Overrides", "load_overrides", "write_overrides"),
+                    ".shot.overrides"),
     "load_report": ".review.report",
     **dict.fromkeys(("plan_frames", "FramePlan"), ".shot.frames"),
     **dict.fromkeys(("FramePattern", "is_frame_pattern", "parse_frame_range", "parse_chunk"),
@@ -146,6 +150,7 @@ __all__ = [  # noqa: RUF022 - grouped as the docstring lists them
     "render_args", "request_from_args",
     # the shot plan and its review
     "plan_shot", "ShotPlan", "PlannedPerson", "PlannedFace", "write_review", "load_report",
+    "Override", "Overrides", "load_overrides", "write_overrides",
     # quick looks
     "preview_frame", "frame_picture", "faces_overlay", "face_pictures", "reference_face",
     "source_preview",

@@ -30,6 +30,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from ..errors import InputError
+from ..io.files import atomic_write_bytes
 from ..types import Face
 from .frames import format_frame_list, parse_frame_list
 
@@ -112,6 +113,32 @@ def load_overrides(path: Path) -> Overrides:
     shot, entries = _file_fields(data, label)
     return Overrides(tuple(_entry(entry, n, label) for n, entry in enumerate(entries, 1)),
                      shot, hashlib.sha256(raw).hexdigest(), label)
+
+
+def overrides_bytes(overrides: Overrides) -> bytes:
+    """The file `overrides` is (what load_overrides reads back to the same entries): the
+    format hosts write (docs/overrides.md)."""
+    entries = []
+    for entry in overrides.entries:
+        record: dict[str, Any] = {"frames": format_frame_list(entry.frames),
+                                  "action": entry.action}
+        if entry.person is not None:
+            record["person"] = entry.person
+        entries.append(record)
+    shot = {"shot": overrides.shot} if overrides.shot is not None else {}
+    data = {"schema": SCHEMA, **shot, "overrides": entries}
+    return (json.dumps(data, indent=1) + "\n").encode("utf-8")
+
+
+def write_overrides(path: Path, overrides: Overrides) -> Path:
+    """Write `overrides` to `path` atomically (folders made), only when its bytes change, so a
+    file that says the same keeps its time; `path`. OSError when it cannot be written."""
+    data = overrides_bytes(overrides)
+    path = Path(path)
+    if not path.is_file() or path.read_bytes() != data:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, data)
+    return path
 
 
 def _file_fields(data: Any, label: str) -> tuple[str | None, list[Any]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,13 @@ import pytest
 
 from facefuse.errors import InputError
 from facefuse.shot.analysis import ShotAnalysis
-from facefuse.shot.overrides import Override, Overrides, held_faces, load_overrides
+from facefuse.shot.overrides import (
+    Override,
+    Overrides,
+    held_faces,
+    load_overrides,
+    write_overrides,
+)
 from facefuse.shot.plan import DEFAULT_SOURCE, PlanOptions, make_plan
 from facefuse.types import Face
 
@@ -208,3 +215,20 @@ def test_overrides_that_do_not_fit_the_shot_are_refused():
         _plan(Overrides((Override(((15, 25),), None, "keep"),)))
     with pytest.raises(InputError, match=r"is for shot 0123456789abcdef, not this one"):
         _plan(Overrides((), shot="0123456789abcdef"))
+
+
+def test_what_hosts_write_reads_back_to_the_same_entries(tmp_path):
+    """write_overrides writes the documented file (load_overrides reads it back entry for
+    entry) and leaves a file that would say the same untouched."""
+    overrides = Overrides((Override(((1001, 1010), (1035, 1035)), "p2", "skip"),
+                           Override(((1040, 1042),), None, "keep")), shot="ab" * 8)
+    path = write_overrides(tmp_path / "sub" / "o.json", overrides)
+    back = load_overrides(path)
+    assert (back.entries, back.shot) == (overrides.entries, overrides.shot)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["schema"] == "facefuse.overrides/1" and data["overrides"][0] == {
+        "frames": "1001-1010,1035", "action": "skip", "person": "p2"}
+    before = path.stat().st_mtime_ns
+    time.sleep(0.01)
+    write_overrides(path, overrides)
+    assert path.stat().st_mtime_ns == before
