@@ -21,6 +21,7 @@ from facefuse.cli.main import main
 from facefuse.hosting.plugins import installed_hosts
 from tests.hosts import otio_edits as e
 from tests.media_factory import make_marked_clip
+from tests.review_reports import review_report
 
 TEMPLATE = RenderRequest(sources=(Path("me.jpg"),), input="-", output="-")
 
@@ -181,10 +182,11 @@ def test_flags_of_each_clips_review_report_land_on_its_swapped_clip(movie: Path,
     assert clip.report == out / "A.v001.review" / "report.json"
 
     def render(request: RenderRequest) -> tuple[RenderSummary, bool]:
-        flags = [{"kind": "missed", "first": first, "last": last, "person": "p1",
-                  "reason": "no face"} for first, last in ((86402, 86403), (86405, 86406))]
+        flags = [("missed", first, last, "p1", "no face")
+                 for first, last in ((86402, 86403), (86405, 86406))]
         clip.report.parent.mkdir(parents=True)
-        clip.report.write_text(json.dumps({"flags": flags}), encoding="utf-8")
+        clip.report.write_text(json.dumps(review_report(flags, first=86400, last=86420)),
+                               encoding="utf-8")
         return _summary(10), False
 
     assert commands.run_swap(swap, render, lambda line: None)[0] == 0
@@ -197,16 +199,15 @@ def test_flags_of_each_clips_review_report_land_on_its_swapped_clip(movie: Path,
 
 def test_review_flags_become_markers_on_their_frames(tmp_path: Path):
     report = tmp_path / "report.json"
-    report.write_text(json.dumps({"flags": [
-        {"kind": "identity_jump", "frames": [86402, 86404], "person": "p1",
-         "reason": "the face changes identity"},
-        {"kind": "low_confidence", "first": 86410, "last": 86410, "person": "p2",
-         "reason": "the detector is unsure"}]}), encoding="utf-8")
+    report.write_text(json.dumps(review_report([
+        ("identity_jump", 86402, 86404, "p1", "the face changes identity"),
+        ("low_confidence", 86410, 86410, "p2", "the detector is unsure")],
+        first=86400, last=86420)), encoding="utf-8")
     markers = markers_from_report(report, e.FILM)
     assert [(m.name, m.marked_range, m.color, m.comment) for m in markers] == [
         ("facefuse identity_jump", e.span(86402, 3), "RED", "p1: the face changes identity"),
         ("facefuse low_confidence", e.span(86410, 1), "RED", "p2: the detector is unsure")]
     report.write_text('{"flags": [{"kind": "x"}]}', encoding="utf-8")
-    with pytest.raises(InputError, match="cannot read the review flags"):
+    with pytest.raises(InputError, match="is not a facefuse review report|has schema"):
         markers_from_report(report, e.FILM)
     assert plan.ClipRender.__dataclass_fields__["report"].default is None

@@ -21,7 +21,7 @@ from addon.resolve import install
 from addon.resolve import plan as resolve_plan
 from addon.resolve.job_file import parse_job
 from tests.render_media import YUNET_NAME, face_photo, make_face_clip
-from tests.resolve_facts import review_report
+from tests.review_reports import review_report
 
 HERE = Path(__file__).resolve().parent
 LAUNCHER = HERE.parents[1] / "addon" / "resolve" / "facefuse.lua"

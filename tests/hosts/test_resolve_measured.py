@@ -21,7 +21,8 @@ from facefuse.config import Settings
 from facefuse.errors import ExitCode, InputError
 from facefuse.shot.request import RenderSummary
 from tests.hosts import resolve_fake as fake
-from tests.resolve_facts import job, read_only_folder, review_report
+from tests.resolve_facts import job, read_only_folder
+from tests.review_reports import review_report
 
 START, DURATION, LEFT = 86448, 10, 3
 
