@@ -1,12 +1,12 @@
 """`render_stills`: frames of a shot exactly as its render writes them, one file per frame.
 
 A still is made by the render itself, not by a second code path: the request is rendered to an
-image sequence in a folder of the caller's, with `chunk_frames` covering the frames asked for.
-The request keeps its analysed range (`RenderRequest.frames`), so the analysis, the shot plan
-(people, who is swapped with which source, tracks, gap fills, smoothing) and every option are
-those of the full render, and a still of frame N holds the pixels a render of the same request
-writes for frame N. A shot not analysed yet is analysed first (and cached) as a render would,
-with "analysis" progress on `on_phase`.
+image sequence in a folder of the caller's, its frame list (`only`) the frames asked for, in one
+render. The request keeps its analysed range (`RenderRequest.frames`), so the analysis, the shot
+plan (people, who is swapped with which source, tracks, gap fills, smoothing) and every option
+are those of the full render, and a still of frame N holds the pixels a render of the same
+request writes for frame N. A shot not analysed yet is analysed first (and cached) as a render
+would, with "analysis" progress on `on_phase`.
 
 The still's format. Given a suffix (STILL_SUFFIXES: .png, .tif / .tiff, .exr), a still holds
 what a render of the request to an image sequence of that format writes (io.plates chooses the
@@ -78,14 +78,13 @@ def render_stills(request: RenderRequest, frames: Iterable[int], out_dir: Path,
     base = replace(request, output=pattern, chunk=None, chunk_frames=None, only=None, matte=None,
                    patch=None, overwrite=True, fail_fast=False, crf=None, preset=None,
                    compression=_compression(request.compression, chosen))
-    for first, last in _runs(wanted, analysed):
-        summary = render(replace(base, chunk_frames=(first, last)), on_progress, cancel,
-                         on_phase, pipeline=pipeline)
-        if summary.failed:
-            number, why = summary.failed[0]
-            raise InputError(f"frame {number} of {request.input} cannot be rendered: {why}")
-        if summary.cancelled:
-            raise StillsCancelled("the preview was cancelled")
+    summary = render(replace(base, only=tuple(_runs(wanted, analysed))), on_progress, cancel,
+                     on_phase, pipeline=pipeline)  # one render: one plan, one pass
+    if summary.failed:
+        number, why = summary.failed[0]
+        raise InputError(f"frame {number} of {request.input} cannot be rendered: {why}")
+    if summary.cancelled:
+        raise StillsCancelled("the preview was cancelled")
     written = FramePattern.parse(pattern)
     return {number: written.path(number) for number in wanted}
 
@@ -136,7 +135,7 @@ def _facts(request: RenderRequest, wanted: list[int]) -> tuple[tuple[int, ...], 
 
 
 def _runs(wanted: list[int], analysed: tuple[int, ...]) -> list[tuple[int, int]]:
-    """`wanted` as (first, last) runs of consecutive analysed frames (one render each)."""
+    """`wanted` as (first, last) runs of consecutive analysed frames (the render's frame list)."""
     index = {number: i for i, number in enumerate(analysed)}
     runs: list[list[int]] = []
     for number in wanted:
