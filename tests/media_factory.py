@@ -181,3 +181,20 @@ def vfr_default_times_ms(frames: int = 30) -> list[int]:
         times.append(round(t * 1000))
         t += Fraction(2 if i % 3 == 2 else 1, 30)
     return times
+
+
+def write_h264_clip(path: Path, frames: Sequence[np.ndarray], rate: Fraction,
+                    gop: int = 12) -> Path:
+    """BGR frames as an H.264 clip (B-frames, a key frame every `gop` frames, no scene-cut key
+    frames, BT.709 limited range) written with PyAV; `path`."""
+    height, width = frames[0].shape[:2]
+    with av.open(str(path), "w") as container:
+        stream = _video_stream(container, "h264", rate, (width, height), gop, None)
+        for i, frame in enumerate(frames):
+            picture = av.VideoFrame.from_ndarray(frame, format="bgr24").reformat(
+                format=stream.pix_fmt, dst_colorspace="itu709", dst_color_range=1)
+            picture.pts = i
+            container.mux(stream.encode(picture))
+        container.mux(stream.encode(None))
+    return path
+

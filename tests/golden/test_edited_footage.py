@@ -20,7 +20,6 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
-import av
 import cv2
 import numpy as np
 import pytest
@@ -67,19 +66,6 @@ def _shot_frames(testdata: Path) -> list[np.ndarray]:
     return frames
 
 
-def _write_clip(path: Path, frames: list[np.ndarray]) -> Path:
-    """H.264 (B-frames, a key frame every 12 frames, no scene-cut key frames) with PyAV."""
-    with av.open(str(path), "w") as container:
-        stream = media_factory._video_stream(container, "h264", RATE, SIZE, 12, None)
-        for i, frame in enumerate(frames):
-            picture = av.VideoFrame.from_ndarray(frame, format="bgr24").reformat(
-                format=stream.pix_fmt, dst_colorspace="itu709", dst_color_range=1)
-            picture.pts = i
-            container.mux(stream.encode(picture))
-        container.mux(stream.encode(None))
-    return path
-
-
 def _person_of(frame: int) -> str:
     return next(SHOTS[name][3] for name in reversed(SHOTS) if frame >= SHOTS[name][0])
 
@@ -89,7 +75,7 @@ def edited_render(testdata: Path, render_models: Path,
                   tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, ShotAnalysis]:
     """Render the clip with --selector one; (frame -> report, the cached analysis)."""
     root = tmp_path_factory.mktemp("edited")
-    clip = _write_clip(root / "edited.mp4", _shot_frames(testdata))
+    clip = media_factory.write_h264_clip(root / "edited.mp4", _shot_frames(testdata), RATE)
     recogniser = padded_recogniser(testdata / "models" / "mobilefacenet_128d.onnx",
                                    root / "mobilefacenet_512.onnx")
     cache = root / "cache"

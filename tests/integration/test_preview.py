@@ -26,7 +26,6 @@ from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
-import av
 import cv2
 import numpy as np
 import OpenImageIO as oiio
@@ -92,25 +91,13 @@ def _closer(frame: np.ndarray) -> np.ndarray:
     return cv2.resize(frame[15:195, 145:305], (HALF, SIZE[1]), interpolation=cv2.INTER_LINEAR)
 
 
-def _write_clip(path: Path, frames: list[np.ndarray]) -> Path:
-    with av.open(str(path), "w") as container:
-        stream = media_factory._video_stream(container, "h264", RATE, SIZE, 12, None)
-        for i, frame in enumerate(frames):
-            picture = av.VideoFrame.from_ndarray(frame, format="bgr24").reformat(
-                format=stream.pix_fmt, dst_colorspace="itu709", dst_color_range=1)
-            picture.pts = i
-            container.mux(stream.encode(picture))
-        container.mux(stream.encode(None))
-    return path
-
-
 class Shot:
     """The clip, its models and pictures, and renders of it (each made once per module)."""
 
     def __init__(self, root: Path, testdata: Path, render_models: Path) -> None:
         self.root = root
         self.models = render_models
-        self.clip = _write_clip(root / "people.mp4", _frames(testdata))
+        self.clip = media_factory.write_h264_clip(root / "people.mp4", _frames(testdata), RATE)
         self.recogniser = padded_recogniser(testdata / "models" / "mobilefacenet_128d.onnx",
                                             root / "mobilefacenet_512.onnx")
         self.source = testdata / "media" / "obama.jpg"

@@ -24,7 +24,8 @@ import pytest
 
 from facefuse.cli.main import main
 from facefuse.review.report import SCHEMA, load_report
-from tests.golden.test_edited_footage import _close_up, _pillarboxed, _write_clip
+from tests import media_factory
+from tests.golden.test_edited_footage import RATE, _close_up, _pillarboxed
 from tests.golden.test_reference_selection import padded_recogniser
 from tests.render_media import YUNET_NAME, read_clip_opencv
 
@@ -47,7 +48,7 @@ def edited(testdata: Path, render_models: Path, tmp_path_factory: pytest.TempPat
         frames += [np.ascontiguousarray(shape(source[i]) if shape else source[i])
                    for i in picked]
     assert len(frames) == FRAMES
-    path = _write_clip(root / "edited.mp4", frames)
+    path = media_factory.write_h264_clip(root / "edited.mp4", frames, RATE)
     recogniser = padded_recogniser(testdata / "models" / "mobilefacenet_128d.onnx",
                                    root / "mobilefacenet_512.onnx")
     options = ["-s", str(testdata / "media" / "astronaut.png"), "--detector", YUNET_NAME,

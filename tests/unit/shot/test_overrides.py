@@ -23,6 +23,7 @@ from facefuse.shot.overrides import (
 )
 from facefuse.shot.plan import DEFAULT_SOURCE, PlanOptions, make_plan
 from facefuse.types import Face
+from tests.unit.shot.faces import face_at
 
 
 def _write(tmp_path: Path, data: object) -> Path:
@@ -135,13 +136,6 @@ def test_hold_interpolates_inside_a_shot_and_holds_at_its_ends():
 
 # -- applied by make_plan ------------------------------------------------------------------------
 
-def _pface(x: float, embedding: np.ndarray, width: float = 50) -> Face:
-    box = np.array([x, 10, x + width, 60], np.float32)
-    kps = np.array([[x + 15, 25], [x + 35, 25], [x + 25, 35], [x + 17, 48], [x + 33, 48]],
-                   np.float32)
-    return Face(box, kps, 0.9, embedding)
-
-
 def _unit(index: int, dim: int = 8) -> np.ndarray:
     vector = np.zeros(dim, np.float32)
     vector[index] = 1.0
@@ -153,9 +147,9 @@ def _analysis(missing: tuple[int, ...] = ()) -> ShotAnalysis:
     `missing` frames, where p2 was not found; the lead moves right one pixel a frame."""
     faces = {}
     for n in range(1, 21):
-        seen = [_pface(10, _unit(0))]
+        seen = [face_at(10, _unit(0))]
         if n >= 3 and n not in missing:
-            seen.append(_pface(300 + n, _unit(1), 300))
+            seen.append(face_at(300 + n, _unit(1), 300))
         faces[n] = tuple(seen)
     return ShotAnalysis(faces)
 

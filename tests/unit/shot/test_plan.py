@@ -9,14 +9,7 @@ import pytest
 from facefuse.errors import InputError
 from facefuse.shot.analysis import ShotAnalysis
 from facefuse.shot.plan import DEFAULT_SOURCE, PlanOptions, make_plan, plan_horizon
-from facefuse.types import Face
-
-
-def _face(x: float, embedding: np.ndarray, width: float = 50) -> Face:
-    box = np.array([x, 10, x + width, 60], np.float32)
-    kps = np.array([[x + 15, 25], [x + 35, 25], [x + 25, 35], [x + 17, 48], [x + 33, 48]],
-                   np.float32)
-    return Face(box, kps, 0.9, embedding)
+from tests.unit.shot.faces import face_at
 
 
 def _unit(index: int, dim: int = 8) -> np.ndarray:
@@ -30,8 +23,8 @@ LEAD, EXTRA = _unit(0), _unit(1)
 
 def _two_people() -> ShotAnalysis:
     """p1 (small, on the left, seen from frame 1), p2 (large, from frame 3: the main person)."""
-    detections = {n: (_face(10, LEAD),) for n in (1, 2)}
-    detections.update({n: (_face(10, LEAD), _face(300, EXTRA, 120)) for n in range(3, 9)})
+    detections = {n: (face_at(10, LEAD),) for n in (1, 2)}
+    detections.update({n: (face_at(10, LEAD), face_at(300, EXTRA, 120)) for n in range(3, 9)})
     return ShotAnalysis(detections)
 
 
