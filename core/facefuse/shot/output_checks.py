@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..config import Settings, tunable_options
-from ..errors import InputError
+from ..errors import InputError, ModelError
 from ..io import files, sequences
 from ..io.sequences import FramePattern
-from ..models.manifest import default_manifest_path
+from ..models.locations import default_models_dir, looks_like_model_path
+from ..models.manifest import default_manifest_path, load_manifest
 from .request import REFERENCE_PREFIX, RenderRequest
 
 if TYPE_CHECKING:
@@ -103,12 +104,28 @@ def request_inputs(request: RenderRequest) -> tuple[Path, ...]:
 
 def settings_inputs(settings: Settings) -> tuple[Path, ...]:
     """The files any command with `settings` reads: reference images, model options that name
-    a file, and the model manifest."""
-    models = [Path(value).expanduser() for option in tunable_options()
+    a file, the files of the manifest models the others name, and the model manifest."""
+    values = [value for option in tunable_options()
               if option.kind in ("model", "optional-model")
-              and isinstance(value := getattr(settings, option.name), str)
-              and os.path.isfile(Path(value).expanduser())]
-    return (*map(Path, settings.reference_images), *models, default_manifest_path())
+              and isinstance(value := getattr(settings, option.name), str)]
+    models = [Path(value).expanduser() for value in values
+              if os.path.isfile(Path(value).expanduser())]
+    named = [value for value in values if not looks_like_model_path(value)]
+    return (*map(Path, settings.reference_images), *models,
+            *_manifest_model_files(named, settings.models_dir), default_manifest_path())
+
+
+def _manifest_model_files(names: Sequence[str], models_dir: Path | None) -> list[Path]:
+    """The files in the models folder of those of `names` the manifest knows (a manifest that
+    cannot be read names none: the command refuses it when it loads its models)."""
+    if not names:
+        return []
+    try:
+        manifest = load_manifest()
+    except ModelError:
+        return []
+    folder = default_models_dir(models_dir)
+    return [folder / manifest.models[name].file for name in names if name in manifest.models]
 
 
 def check_outputs(named: Sequence[tuple[str, NamedOutput]], video_path: Path | None,

@@ -100,6 +100,23 @@ def test_an_output_over_a_model_file_or_the_manifest_is_refused(
         check_request_outputs(request, [1])
 
 
+@pytest.mark.parametrize("kind", ["symlink", "hardlink"])
+def test_an_output_over_a_model_the_manifest_names_is_refused(tmp_path: Path, kind: str) -> None:
+    """--detector yunet_2023mar reads the manifest's file in the models folder: an input too."""
+    from facefuse.models.manifest import load_manifest
+
+    models = tmp_path / "models"
+    models.mkdir()
+    settings = Settings(models_dir=models)
+    model = models / load_manifest().models[settings.detector].file
+    model.write_bytes(b"onnx")
+    at = tmp_path / "x.0001.png"
+    at.symlink_to(model) if kind == "symlink" else os.link(model, at)
+    request = _request(tmp_path, "-o", settings=settings)
+    with pytest.raises(InputError, match="would overwrite the input file"):
+        check_request_outputs(request, [1])
+
+
 def test_the_plate_of_a_later_render_counts_too(tmp_path: Path) -> None:
     (tmp_path / "in.1001.png").write_bytes(b"plate")
     request = RenderRequest(sources=(), input=str(tmp_path / "in.####.png"),
