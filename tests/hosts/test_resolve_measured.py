@@ -19,6 +19,7 @@ from addon.resolve.timeline import TimelineRate
 from facefuse.cli.main import main
 from facefuse.config import Settings
 from facefuse.errors import ExitCode, InputError
+from facefuse.models.manifest import default_manifest_path, load_manifest
 from facefuse.shot.request import RenderSummary
 from tests.hosts import resolve_fake as fake
 from tests.resolve_facts import job, read_only_folder
@@ -290,7 +291,34 @@ def test_the_result_file_never_replaces_an_input(clip: Path, tmp_path: Path, tar
     assert "result" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("where", ["missing/result.json", "folder"])
+@pytest.mark.parametrize("target", ["model", "manifest", "named model"])
+def test_the_result_file_never_replaces_a_model_file_or_the_manifest(
+        clip: Path, tmp_path: Path, target: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]):
+    """The model files the command reads (by path, or a manifest name's file in the models
+    folder) and the manifest are inputs like the media and the source."""
+    source = tmp_path / "me.png"
+    source.write_bytes(b"my photo")
+    job_path = tmp_path / "job.json"
+    job_path.write_text(json.dumps(job(clip)))
+    models = tmp_path / "models"
+    models.mkdir()
+    model = tmp_path / "rec.onnx"
+    model.write_bytes(b"onnx")
+    manifest = tmp_path / "manifest.toml"
+    manifest.write_bytes(default_manifest_path().read_bytes())
+    monkeypatch.setenv("FACEFUSE_MANIFEST", str(manifest))
+    named = models / load_manifest().models[Settings().detector].file
+    named.write_bytes(b"detector")
+    result = {"model": model, "manifest": manifest, "named model": named}[target]
+    before = result.read_bytes()
+    args = [*_render_args(job_path, result, source, models), "--recogniser", str(model)]
+    assert main(args) == ExitCode.USAGE
+    assert result.read_bytes() == before
+    assert "which this command reads" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["missing/result.json", "folder", "r" * 300 + ".json"])
 def test_a_result_path_that_cannot_be_written_is_one_sentence(clip: Path, tmp_path: Path,
                                                               where: str,
                                                               capsys: pytest.CaptureFixture[str]):

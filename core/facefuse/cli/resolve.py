@@ -26,6 +26,7 @@ from ..hosting.jobs import HostError
 from ..hosting.outputs import OUTPUT_KINDS
 from ..hosting.plugins import host_module
 from ..io import files
+from ..shot.output_checks import settings_inputs
 from ..shot.request import RenderRequest, RenderSummary
 from .options import engine_options, settings_from_args
 from .render import Progress, run_render
@@ -112,7 +113,7 @@ def cmd_render_job(args: argparse.Namespace) -> int:
     plan = _host("plan")
     settings = settings_from_args(args)
     check_result(args.result, (args.job, *_job_media(args.job), *args.source,
-                               *settings.reference_images,
+                               *settings_inputs(settings),
                                *([args.review_report] if args.review_report else [])))
     try:
         facts = _host("job_file").read_job(args.job)
@@ -129,11 +130,11 @@ def check_result(result: Path, inputs: Sequence[Path | str]) -> None:
     """Before anything runs: --result names a file that can be written (InputError, or
     OutputError for a read-only folder) and none of the files the command reads."""
     result = Path(result)
+    files.check_path_length(result, "--result")  # first: a name too long cannot be looked at
     if result.is_dir():
         raise InputError(f"--result {result} is a folder: name the result file")
     if not result.parent.is_dir():
         raise InputError(f"--result {result}: the folder {result.parent} does not exist")
-    files.check_path_length(result, "--result")
     for path in map(Path, inputs):
         if result.resolve() == path.resolve() or (
                 result.exists() and path.exists() and os.path.samefile(result, path)):
