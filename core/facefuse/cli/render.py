@@ -17,6 +17,7 @@ from ..review.report import load_report
 from ..shot import commandline
 from ..shot.commandline import usage_type  # noqa: F401 - cli.bench takes it from here
 from ..shot.frames import FrameChoice
+from ..shot.output_checks import request_inputs
 from ..shot.request import FrameReport, PhaseProgress, RenderRequest, RenderSummary
 from ..timing import PhaseRate
 
@@ -178,7 +179,9 @@ def cmd_render(args: argparse.Namespace) -> int:
         print("\n".join(list_colorspaces()))
         return ExitCode.OK
     request = request_from_args(args)
-    report = check_report_folder(Path(args.report)) if args.report is not None else None
+    report = check_report_folder(Path(args.report), (Path(request.input),
+                                                     *request_inputs(request))) \
+        if args.report is not None else None
     if args.output_root is not None:
         check_inside(Path(args.output_root), (request.output, request.matte, request.patch,
                                               *([str(report / "report.json")] if report else [])))

@@ -1,12 +1,14 @@
 """The report folder, written whole or not at all: checked before anything runs, every file
 written into a hidden staging folder beside it, then moved into place (report.json last, so a
-report.json that exists always has its pictures and page beside it)."""
+report.json that exists always has its pictures and page beside it). No file it writes may be
+one the command reads (`inputs`: the same path once links are followed, or a hard link)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -17,26 +19,47 @@ from ..io.files import check_folder_writable, check_path_length, make_folder, wr
 LAST = ("index.html", "report.json")  # moved into place after every other file, in this order
 
 
-def check_report_folder(folder: Path | str) -> Path:
-    """The report folder as a Path; InputError (one sentence, nothing written) when it is a
-    file or cannot be written (nor created)."""
+def check_report_folder(folder: Path | str, inputs: Sequence[Path] = ()) -> Path:
+    """The report folder as a Path; one sentence, nothing written, when it is a file or its
+    report.json or index.html is one of `inputs` (InputError), or it cannot be written nor
+    created (OutputError)."""
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise InputError(f"the report folder {folder} is a file; give a folder for the report")
     check_path_length(folder / "report.json", "the report folder")
     try:
         check_folder_writable(folder)
-    except OutputError as exc:
-        raise InputError(f"the report folder {folder} cannot be written ({exc})") from exc
+    except OutputError as exc:  # exit 6: the storage refuses (read-only, full, permissions)
+        raise OutputError(f"the report folder {folder} cannot be written ({exc})") from exc
+    check_not_inputs([folder / name for name in LAST], inputs)
     return folder
+
+
+def check_not_inputs(targets: Sequence[Path], inputs: Sequence[Path]) -> None:
+    """InputError when a file of `targets` is one of `inputs`."""
+    for target in targets:
+        for path in inputs:
+            if _same_file(target, Path(path)):
+                raise InputError(f"the report file {target} is {path}, which this command "
+                                 "reads; give another report folder")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist
+        return False
 
 
 class ReportFolder:
     """Stage a report's files, then move them into `folder` (see the module docstring); a
     failure (or leaving the with-block by an exception) leaves the folder as it was."""
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = check_report_folder(folder)
+    def __init__(self, folder: Path, inputs: Sequence[Path] = ()) -> None:
+        self.inputs = tuple(inputs)
+        self.folder = check_report_folder(folder, self.inputs)
         make_folder(self.folder.parent)
         try:
             self.staging = Path(tempfile.mkdtemp(prefix=f".{self.folder.name}.",
@@ -60,6 +83,8 @@ class ReportFolder:
         staged.sort(key=lambda p: LAST.index(p.name) + 1 if p.parent == self.staging
                     and p.name in LAST else 0)
         try:
+            check_not_inputs([self.folder / p.relative_to(self.staging) for p in staged],
+                             self.inputs)
             for path in staged:
                 target = self.folder / path.relative_to(self.staging)
                 target.parent.mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..pipeline import Pipeline
+from ..shot.output_checks import request_inputs
 from ..shot.plan import ShotPlan
 from ..shot.planning import plan_shot
 from ..shot.request import CancelCheck, PhaseCallback, PhaseProgress, RenderRequest
@@ -56,7 +57,7 @@ def write_review(request: RenderRequest, folder: Path | str, pipeline: Pipeline 
     """Analyse (or load from the cache) and plan the shot as the render does, flag it, render
     the contact sheet's frames and write the report folder (see review.folder: nothing is
     written unless all of it is). render: the summary of a render just made (render --report)."""
-    check_report_folder(folder)
+    check_report_folder(folder, review_inputs(request))
     if pipeline is not None:
         return _review(request, Path(folder), pipeline, render, on_phase, cancel)
     with Pipeline(request.settings) as own:
@@ -80,7 +81,7 @@ def _review(request: RenderRequest, folder: Path, pipeline: Pipeline,
     swapper = pipeline.models.swapper()
     limits = Thresholds(swapper_size_px=swapper.size_px, swapper_template=swapper.template)
     flags = find_flags(plan, limits)
-    with ReportFolder(folder) as out:
+    with ReportFolder(folder, review_inputs(request)) as out:
         samples, pictures = _pictures(request, plan, flags, pipeline, out, cancel)
         timings = Timings(analysed - started, time.perf_counter() - analysed,
                           analysis_cached=bool(first) and first[0].done == first[0].total)
@@ -97,6 +98,11 @@ def _review(request: RenderRequest, folder: Path, pipeline: Pipeline,
              len(plan.frames), len(flags), time.perf_counter() - analysed, analysed - started,
              folder)
     return ReviewResult(folder, report, flags)
+
+
+def review_inputs(request: RenderRequest) -> tuple[Path, ...]:
+    """The files a review of `request` reads: its input and what a render of it reads."""
+    return (Path(request.input), *request_inputs(request))
 
 
 def sample_frames(plan: ShotPlan, flags: Sequence[Flag]) -> dict[int, str]:

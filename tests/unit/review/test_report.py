@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
-from facefuse.errors import InputError
+from facefuse.errors import ExitCode, InputError, OutputError
 from facefuse.review.flags import Thresholds, find_flags, person_series
 from facefuse.review.folder import ReportFolder, check_report_folder
 from facefuse.review.page import PLOTS_MISSING, page_html, plot_files
@@ -136,6 +137,40 @@ def test_the_report_folder_is_written_whole_or_not_at_all(tmp_path):
         out.commit()
     assert (folder / "samples" / "x.jpg").read_bytes() == b"2"
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["report"]
+
+
+@pytest.mark.parametrize("kind", ["symlink", "hardlink"])
+def test_no_report_file_may_be_a_file_the_command_reads(tmp_path, kind):
+    """report.json over the source photo (refused before anything runs), and a picture whose
+    name is a link to it (refused when the folder is moved into place: nothing moved)."""
+    photo = tmp_path / "me.jpg"
+    photo.write_bytes(b"my photo")
+    folder = tmp_path / "report"
+    folder.mkdir()
+    link = folder / "report.json"
+    link.symlink_to(photo) if kind == "symlink" else os.link(photo, link)
+    with pytest.raises(InputError, match="which this command reads"):
+        check_report_folder(folder, (photo,))
+    link.unlink()
+    (folder / "samples").mkdir()
+    picture = folder / "samples" / "1-before.jpg"
+    picture.symlink_to(photo) if kind == "symlink" else os.link(photo, picture)
+    with pytest.raises(InputError, match="which this command reads"), \
+            ReportFolder(folder, (photo,)) as out:
+        out.write("samples/1-before.jpg", b"picture")
+        out.write("report.json", b"{}")
+        out.commit()
+    assert photo.read_bytes() == b"my photo" and not (folder / "report.json").exists()
+
+
+def test_a_report_folder_the_storage_refuses_is_code_6(tmp_path, monkeypatch):
+    from tests.resolve_facts import read_only_folder
+
+    read_only_folder(monkeypatch, tmp_path / "ro")
+    (tmp_path / "ro").mkdir()
+    with pytest.raises(OutputError, match="read-only") as info:
+        check_report_folder(tmp_path / "ro" / "report")
+    assert info.value.exit_code == ExitCode.OUTPUT
 
 
 def test_a_shot_without_faces_still_has_a_report_and_a_page():
