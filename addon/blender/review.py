@@ -108,9 +108,8 @@ def add_override(path: Path, entry: Override) -> int:
     overrides = Overrides((*existing.entries, entry), existing.shot)
     try:
         write_overrides(path, overrides)
-    except OSError as exc:
-        raise StripError(f"Cannot write the overrides file {path}: "
-                         f"{exc.strerror or exc}") from None
+    except FacefuseError as exc:  # one sentence naming the file
+        raise StripError(str(exc)) from None
     return len(overrides.entries)
 
 

@@ -30,7 +30,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from ..errors import InputError
-from ..io.files import atomic_write_bytes
+from ..io.files import atomic_write_bytes, write_error
 from ..types import Face
 from .frames import format_frame_list, parse_frame_list
 
@@ -132,12 +132,16 @@ def overrides_bytes(overrides: Overrides) -> bytes:
 
 def write_overrides(path: Path, overrides: Overrides) -> Path:
     """Write `overrides` to `path` atomically (folders made), only when its bytes change, so a
-    file that says the same keeps its time; `path`. OSError when it cannot be written."""
+    file that says the same keeps its time; `path`. OutputError naming the file when it
+    cannot be written (a full disk, a read-only folder)."""
     data = overrides_bytes(overrides)
     path = Path(path)
-    if not path.is_file() or path.read_bytes() != data:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path, data)
+    try:
+        if not path.is_file() or path.read_bytes() != data:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(path, data)
+    except OSError as exc:
+        raise write_error(path, exc) from exc
     return path
 
 

@@ -4,7 +4,9 @@ tests/integration/test_render_overrides.py)."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -12,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from facefuse.errors import InputError
+from facefuse.errors import ExitCode, InputError, OutputError
+from facefuse.shot import overrides as overrides_module
 from facefuse.shot.analysis import ShotAnalysis
 from facefuse.shot.overrides import (
     Override,
@@ -226,3 +229,18 @@ def test_what_hosts_write_reads_back_to_the_same_entries(tmp_path):
     time.sleep(0.01)
     write_overrides(path, overrides)
     assert path.stat().st_mtime_ns == before
+
+
+@pytest.mark.parametrize(("code", "reason"), [(errno.ENOSPC, "the disk is full"),
+                                              (errno.EROFS, "the file system is read-only")])
+def test_an_overrides_file_the_storage_refuses_is_one_sentence_with_code_6(
+        tmp_path, monkeypatch, code, reason):
+    def refuse(path, data):
+        raise OSError(code, os.strerror(code), str(path))
+
+    monkeypatch.setattr(overrides_module, "atomic_write_bytes", refuse)
+    path = tmp_path / "o.json"
+    with pytest.raises(OutputError) as info:
+        write_overrides(path, Overrides((Override(((1, 2),), None, "skip"),)))
+    assert str(info.value) == f"cannot write {path}: {reason}"
+    assert info.value.exit_code == ExitCode.OUTPUT
