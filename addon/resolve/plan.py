@@ -46,6 +46,7 @@ from facefuse import (
     OUTPUT_KINDS,
     SEQUENCE_FORMATS,
     InputError,
+    OutputError,
     RenderRequest,
     RenderSummary,
     Settings,
@@ -191,11 +192,16 @@ def result_record(placement: Placement | None, message: str) -> dict[str, Any]:
 
 
 def write_result(path: Path, placement: Placement | None, message: str) -> None:
-    """Write the result file atomically (the launcher never reads half a file)."""
+    """Write the result file atomically (the launcher never reads half a file); OutputError
+    naming it when the storage refuses it (full, read-only)."""
     # raw UTF-8, not \u escapes: the Lua launcher copies path bytes as they are
     data = json.dumps(result_record(placement, message), indent=1,
                       ensure_ascii=False).encode("utf-8")
-    atomic_write_bytes(Path(path), data)
+    try:
+        atomic_write_bytes(Path(path), data)
+    except OSError as exc:
+        raise OutputError(f"cannot write the result file {path}: "
+                          f"{exc.strerror or exc}") from exc
 
 
 def read_result(path: Path) -> tuple[Placement | None, str]:

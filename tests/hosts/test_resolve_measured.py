@@ -5,7 +5,9 @@ write, place, and read the timeline back. No models: the render itself is tested
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -367,3 +369,21 @@ def test_a_bad_job_field_is_said_in_the_result_file(clip: Path, tmp_path: Path):
     assert main(_render_args(job_path, result, source, tmp_path / "models")) == ExitCode.USAGE
     placement, message = resolve_plan.read_result(result)
     assert placement is None and "item start" in message
+
+
+def test_a_result_file_the_disk_refuses_is_one_sentence_with_code_6(
+        clip: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]):
+    def full(path: Path, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(resolve_plan, "atomic_write_bytes", full)
+    source = tmp_path / "me.png"
+    source.write_bytes(b"my photo")
+    data = job(clip)
+    data["item"]["start"] = float("nan")  # refused at once: only the result is written
+    job_path, result = tmp_path / "job.json", tmp_path / "result.json"
+    job_path.write_text(json.dumps(data))
+    assert main(_render_args(job_path, result, source, tmp_path / "models")) == ExitCode.OUTPUT
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and f"cannot write the result file {result}" in err
