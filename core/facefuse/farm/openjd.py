@@ -39,7 +39,7 @@ from typing import Any
 
 from ..cache.layout import CacheLayout
 from ..errors import InputError
-from ..io.files import atomic_write_bytes
+from ..io.files import atomic_write_bytes, make_folder, write_error
 from ..models.locations import default_models_dir, looks_like_model_path
 from ..shot import commandline
 from ..shot.frames import FrameRanges, format_frame_list, within
@@ -343,7 +343,7 @@ def write_bundle(bundle: Bundle, folder: Path) -> list[Path]:
     """Write template.yaml, parameter_values.yaml (for `deadline bundle submit`) and
     job_parameters.json (the same values for `openjd run -p file://...`) into `folder`
     (created; each file written whole or not at all), after checking the template with
-    openjd-model."""
+    openjd-model. OutputError naming the file when the folder refuses it (full, read-only)."""
     try:
         import openjd.model  # noqa: F401 - validate() below needs it too
         import yaml
@@ -353,10 +353,13 @@ def write_bundle(bundle: Bundle, folder: Path) -> list[Path]:
     template = with_relative_defaults(bundle.template, folder)
     values = {v["name"]: v["value"] for v in bundle.values["parameterValues"]}
     validate(template, values)
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     texts = {TEMPLATE_FILE: yaml.safe_dump(template, sort_keys=False, width=100),
              VALUES_FILE: yaml.safe_dump(dict(bundle.values), sort_keys=False, width=100),
              RUN_VALUES_FILE: json.dumps(values, indent=2) + "\n"}
     for name, text in texts.items():
-        atomic_write_bytes(folder / name, text.encode("utf-8"))
+        try:
+            atomic_write_bytes(folder / name, text.encode("utf-8"))
+        except OSError as exc:
+            raise write_error(folder / name, exc) from exc
     return [folder / name for name in texts]

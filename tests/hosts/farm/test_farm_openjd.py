@@ -10,6 +10,7 @@ openjd-model's own parser.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -231,3 +232,24 @@ def test_names_with_double_braces_reach_the_task_as_they_are(shot: Farm, facefus
     run = openjd_run(tmp_path / "job" / "template.yaml", one_task("1-2"), timeout=120)
     log = run.stdout + run.stderr
     assert "x{{y}}" in log, log[-3000:]  # the render names the colour space as given
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EROFS])
+def test_a_bundle_the_disk_refuses_is_one_sentence_with_code_6(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int) -> None:
+    """A full or read-only bundle folder: OutputError naming the file, not an OSError."""
+    from facefuse.errors import ExitCode, OutputError
+    from facefuse.farm import openjd
+
+    def refuse(path: Path, data: bytes) -> None:
+        raise OSError(code, os.strerror(code), str(path))
+
+    monkeypatch.setattr(openjd, "atomic_write_bytes", refuse)
+    template = {"specificationVersion": "jobtemplate-2023-09", "name": "shot",
+                "parameterDefinitions": [{"name": "Colorspace", "type": "STRING"}],
+                "steps": [{"name": "render", "script": {"actions": {"onRun": {
+                    "command": "facefuse", "args": ["--version"]}}}}]}
+    values = {"parameterValues": [{"name": "Colorspace", "value": "sRGB"}]}
+    with pytest.raises(OutputError, match=f"cannot write {tmp_path / 'job'}/") as info:
+        openjd.write_bundle(openjd.Bundle(template, values), tmp_path / "job")
+    assert info.value.exit_code == ExitCode.OUTPUT
