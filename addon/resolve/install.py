@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from facefuse import HostError, atomic_write_bytes
+from facefuse import HostError, OutputError, atomic_write_bytes
 
 SCRIPT_NAME = "facefuse.lua"
 COMMAND_LINE = 'local INSTALLED_COMMAND = ""'
@@ -62,7 +62,8 @@ def launcher_text(command: str) -> str:
 
 
 def install(folder: Path | None = None, command: str | None = None) -> Path:
-    """Write the launcher into `folder` (default: scripts_folder()); its path."""
+    """Write the launcher into `folder` (default: scripts_folder()); its path. OutputError
+    (exit 6) when the folder refuses it (read-only, full, permissions)."""
     folder = Path(folder) if folder is not None else scripts_folder()
     target = folder / SCRIPT_NAME
     _check_ours(target)
@@ -70,7 +71,7 @@ def install(folder: Path | None = None, command: str | None = None) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(target, launcher_text(command or default_command()).encode("utf-8"))
     except OSError as exc:
-        raise InstallError(f"cannot write {target}: {exc.strerror or exc}") from None
+        raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from None
     return target
 
 
@@ -83,7 +84,7 @@ def uninstall(folder: Path | None = None) -> Path | None:
     try:
         target.unlink()
     except OSError as exc:
-        raise InstallError(f"cannot remove {target}: {exc.strerror or exc}") from None
+        raise OutputError(f"cannot remove {target}: {exc.strerror or exc}") from None
     return target
 
 

@@ -5,6 +5,8 @@ DaVinciResolveScript module that keeps to fusionscript-stubs' surface (tests/hos
 from __future__ import annotations
 
 import ast
+import errno
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -226,6 +228,20 @@ def test_install_writes_the_program_path_and_uninstall_removes_only_ours(tmp_pat
     (folder / "facefuse.lua").write_text("-- someone else's script\n")
     assert main(["resolve", "install", "--scripts-dir", str(folder)]) == ExitCode.USAGE
     assert (folder / "facefuse.lua").read_text() == "-- someone else's script\n"
+
+
+@pytest.mark.parametrize("code", [errno.EROFS, errno.ENOSPC])
+def test_a_scripts_folder_that_refuses_the_launcher_is_code_6(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        code: int):
+    def refuse(path: Path, data: bytes) -> None:
+        raise OSError(code, os.strerror(code), str(path))
+
+    monkeypatch.setattr(install, "atomic_write_bytes", refuse)
+    folder = tmp_path / "Scripts" / "Utility"
+    assert main(["resolve", "install", "--scripts-dir", str(folder)]) == ExitCode.OUTPUT
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and f"cannot write {folder / 'facefuse.lua'}" in err
 
 
 def test_scripts_folders_per_os(tmp_path: Path):
