@@ -131,3 +131,25 @@ def test_a_file_that_is_not_a_timeline_is_refused(content: str | None, expected:
     if content is not None:
         edit.write_text(content, encoding="utf-8")
     assert expected in _run(edit, tmp_path / "out", capsys)
+
+
+@pytest.mark.parametrize("what", ["source", "edit", "media"])
+def test_the_swapped_timeline_is_never_a_file_the_swap_reads(
+        what: str, media: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """OUTDIR/edit.swapped.otio a link to the source photo, the edit or the clip's media:
+    refused before anything renders, the file as it was."""
+    made = e.timeline("edit", [e.video_track("V1", [e.clip("A", _movie(media), e.HOUR_FILM, 4,
+                                                           markers=("swap",))])])
+    edit = e.write(made, tmp_path / "edit.otio")
+    photo = tmp_path / "me.jpg"
+    photo.write_bytes(b"my photo")
+    protected = {"source": photo, "edit": edit, "media": media / "A001.mp4"}[what]
+    before = protected.read_bytes()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "edit.swapped.otio").symlink_to(protected)
+    code = main(["timeline", "swap", str(edit), "-s", str(photo), "-o", str(out)])
+    line = one_line_error(capsys.readouterr().err)
+    assert code == 2 and "which this command reads" in line, line
+    assert protected.read_bytes() == before
+    assert [p.name for p in out.iterdir()] == ["edit.swapped.otio"]

@@ -20,6 +20,7 @@ from ..farm.commandline import absolute_paths, render_command
 from ..hosting.plugins import host_module
 from ..review.folder import check_report_folder
 from ..shot import commandline
+from ..shot.output_checks import check_not_input, request_inputs
 from ..shot.request import RenderRequest, RenderSummary
 from .render import Progress, run_render, summary_record
 
@@ -76,10 +77,14 @@ def cmd_swap(args: argparse.Namespace) -> int:
     swap = commands.plan_swap(args.timeline, template_request(args), args.output_dir,
                               None if args.all else args.marker, args.handles, args.format,
                               args.report)
+    inputs = [Path(args.timeline), *(path for clip in swap.renders
+                                     for path in (Path(clip.request.input),
+                                                  *request_inputs(clip.request)))]
+    check_not_input("the swapped timeline", swap.path, inputs)
     reports = {clip.request.output: clip.report.parent for clip in swap.renders
                if clip.report is not None}
     for folder in reports.values():
-        check_report_folder(folder)
+        check_report_folder(folder, inputs)
     if args.print_requests:
         for clip in swap.renders:
             report = ["--report", str(reports[clip.request.output])] if clip.report else []

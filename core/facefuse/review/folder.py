@@ -15,6 +15,7 @@ from typing import Self
 
 from ..errors import InputError, OutputError
 from ..io.files import check_folder_writable, check_path_length, make_folder, write_error
+from ..shot.output_checks import check_not_input
 
 LAST = ("index.html", "report.json")  # moved into place after every other file, in this order
 
@@ -38,19 +39,7 @@ def check_report_folder(folder: Path | str, inputs: Sequence[Path] = ()) -> Path
 def check_not_inputs(targets: Sequence[Path], inputs: Sequence[Path]) -> None:
     """InputError when a file of `targets` is one of `inputs`."""
     for target in targets:
-        for path in inputs:
-            if _same_file(target, Path(path)):
-                raise InputError(f"the report file {target} is {path}, which this command "
-                                 "reads; give another report folder")
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist
-        return False
+        check_not_input("the report file", target, inputs)
 
 
 class ReportFolder:

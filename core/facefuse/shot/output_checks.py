@@ -128,6 +128,17 @@ def _manifest_model_files(names: Sequence[str], models_dir: Path | None) -> list
     return [folder / manifest.models[name].file for name in names if name in manifest.models]
 
 
+def check_not_input(label: str, target: Path, inputs: Sequence[Path]) -> None:
+    """InputError when the output `target` is one of `inputs`: the same path once links are
+    followed, or the same file by another name (a hard link)."""
+    target_id = _file_id(Path(target))
+    for path in map(Path, inputs):
+        if os.path.realpath(target) == os.path.realpath(path) or (
+                target_id is not None and _file_id(path) == target_id):
+            raise InputError(f"{label} {target} is {path}, which this command reads; choose "
+                             "another name")
+
+
 def check_outputs(named: Sequence[tuple[str, NamedOutput]], video_path: Path | None,
                   shot: ShotInput, numbers: Sequence[int],
                   request: RenderRequest) -> frozenset[FileId]:
