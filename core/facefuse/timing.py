@@ -9,7 +9,8 @@ can exceed the wall time). RenderTimings is written from several threads (the re
 inference and writer threads) and locks itself.
 
 CPU time per thread (ThreadCpu, Linux only): the CPU seconds of every thread of the process,
-read from /proc/self/task/TID/stat when sampled and kept per thread after it ends (the last
+read from /proc/self/task/TID/stat when sampled, counted from the first sample (threads alive
+then count from what they had used by then), and kept per thread after it ends (its last
 sample counts, so the CPU a thread used after it was last sampled is missed). A thread is
 grouped by its Python name (threading.Thread.name, a trailing "_N" of pool workers dropped),
 as ONNX_RUNTIME when its name in the kernel (comm) starts with ORT_THREAD_PREFIX, which the
@@ -117,6 +118,7 @@ class ThreadCpu:
         self._tick_s = 1.0 / os.sysconf("SC_CLK_TCK") if self.available else 0.0
         self._lock = threading.Lock()
         self._seen: dict[tuple[int, int], tuple[str, float]] = {}  # (tid, start) -> group, s
+        self._base: dict[tuple[int, int], float] | None = None  # the first sample's seconds
 
     def sample(self) -> None:
         """Read every live thread's CPU so far (a thread that ended keeps its last reading)."""
@@ -134,13 +136,16 @@ class ThreadCpu:
                          else names.get(tid, NATIVE))
                 known = self._seen.get((tid, start))
                 self._seen[(tid, start)] = (known[0] if known else group, seconds)
+            if self._base is None:
+                self._base = {key: seconds for key, (_, seconds) in self._seen.items()}
 
     def by_group(self) -> dict[str, float]:
         """CPU seconds per group over every thread sampled."""
         total: dict[str, float] = {}
         with self._lock:
-            for group, seconds in self._seen.values():
-                total[group] = total.get(group, 0.0) + seconds
+            base = self._base or {}
+            for key, (group, seconds) in self._seen.items():
+                total[group] = total.get(group, 0.0) + seconds - base.get(key, 0.0)
         return total
 
 
