@@ -53,7 +53,7 @@ def test_replicas_run_side_by_side_and_give_one_sessions_bits(testdata: Path, tm
         feeds = _inputs(session, FRAMES)
         expected = _outputs_one_by_one(path, threads, feeds)
         with ThreadPoolExecutor(replicas + 1) as workers:  # one thread more than replicas
-            got = list(workers.map(lambda f: [np.array(v) for v in session.run(None, f)],
+            got = list(workers.map(lambda f, s=session: [np.array(v) for v in s.run(None, f)],
                                    feeds * 2))
         for index, outputs in enumerate(got):
             for value, want in zip(outputs, expected[index % FRAMES], strict=True):
