@@ -58,7 +58,7 @@ PASS_STAGES = MappingProxyType({
     "swap": ("decode", "colour", "swap", "enhance", "paste", "encode"),
 })
 DEVICE_POLL_S = 0.05
-CPU_POLL_S = 0.05  # how often every thread's CPU is read (a thread's last 50 ms may be missed)
+CPU_POLL_S = 0.1  # how often every thread's CPU is read (a thread's last 100 ms may be missed)
 CPU_THREAD = "facefuse-bench-cpu"
 BENCH_THREADS = (CPU_THREAD, "facefuse-bench-gpu")  # the bench's own: not the render's CPU
 
