@@ -150,18 +150,19 @@ def ort_threads_named(label: str) -> Iterator[None]:
     label, so the threads ONNX Runtime starts in it inherit that name; Linux only (elsewhere,
     or where the name cannot be set, nothing changes)."""
     path = f"/proc/self/task/{threading.get_native_id()}/comm"
+    before: str | None = None
     try:
         with open(path, encoding="utf-8") as comm:
             before = comm.read().rstrip("\n")
         _write_comm(path, (ORT_THREAD_PREFIX + label)[:COMM_CHARS])
     except OSError:
-        yield
-        return
+        before = None
     try:
         yield
     finally:
-        with contextlib.suppress(OSError):
-            _write_comm(path, before)
+        if before is not None:
+            with contextlib.suppress(OSError):
+                _write_comm(path, before)
 
 
 def _write_comm(path: str, name: str) -> None:
