@@ -13,8 +13,8 @@ the device memory the process holds (nvidia-smi), and the host's minor page faul
 allocation churn). TensorRT, where onnxruntime offers it and it loads, is timed the same way
 with its engine build time. The detector (batch 1) is also run as a pool of `--pools` sessions
 (facefuse.runtime.sessions.SessionPool replicas, pass 1's --detector-sessions) fed from as many
-threads: frames/s, process CPU ms a frame and device memory per pool size. Writes one JSON file
-and prints one line per measurement.
+threads: frames/s, process CPU ms a frame and device memory per pool size ("pools" in the JSON).
+Writes one JSON file and prints one line per measurement.
 """
 
 from __future__ import annotations
@@ -243,12 +243,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     batches = [int(b) for b in args.batches.split(",")]
     gpu = gpu_name()
     rows: list[dict[str, Any]] = []
+    pools: list[dict[str, Any]] = []
     skipped: list[str] = []
     args.work.mkdir(parents=True, exist_ok=True)
     def save() -> None:  # after every model: a run stopped by its time limit keeps its rows
         result = {"machine": {"gpu": gpu, "onnxruntime": ort.__version__, "offered": offered,
                               "python": platform.python_version(), "light": args.light},
-                  "rows": rows, "skipped": skipped}
+                  "rows": rows, "pools": pools, "skipped": skipped}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=1))
 
@@ -273,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             path = args.work / f"detector_float32{'_light' if args.light else ''}.onnx"
             for pool in [int(n) for n in args.pools.split(",") if n.strip()]:
                 try:
-                    rows.append(measure_pool(path, provider, pool, args.pool_frames))
+                    pools.append(measure_pool(path, provider, pool, args.pool_frames))
                 except Exception as exc:  # noqa: BLE001 - a pool that fails is a row
                     skipped.append(f"{provider} detector pool {pool}: "
                                    f"{str(exc).splitlines()[0]}")

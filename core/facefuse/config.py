@@ -133,7 +133,7 @@ class Settings:
     detector_sessions: int = _tune(0, "Detector Sessions", "sessions of the detector that "
                                    "analyse frames side by side, sharing the inference "
                                    "threads; 0: the provider's default", "int", "performance",
-                                   "--detector-sessions", 0, 8)
+                                   "--detector-sessions", 0, 64)
     normalise_latent: bool = True
     providers: str | tuple[str, ...] = "auto"
     models_dir: Path | None = None
