@@ -12,12 +12,15 @@ CPU time per thread (ThreadCpu, Linux only): the CPU seconds of every thread of 
 read from /proc/self/task/TID/stat when sampled, counted from the first sample (threads alive
 then count from what they had used by then), and kept per thread after it ends (its last
 sample counts, so the CPU a thread used after it was last sampled is missed). A thread is
-grouped by its Python name (threading.Thread.name, a trailing "_N" of pool workers dropped),
-as ONNX_RUNTIME when its name in the kernel (comm) starts with ORT_THREAD_PREFIX, which the
-threads ONNX Runtime starts while a session is created inherit from the creating thread
-(runtime.sessions names it so for that moment), else as NATIVE (FFmpeg's codec threads,
-OpenCV's pool). The CPU of ONNX Runtime is then the calling threads' own CPU across each run()
-(time.thread_time, counted by RenderTimings.inference) plus the ONNX_RUNTIME group's.
+grouped by its Python name (threading.Thread.name, a trailing "_N" of pool workers dropped);
+a thread Python did not start by its name in the kernel (comm), which a thread inherits from
+the thread that starts it: the threads ONNX Runtime starts while a session is created are
+ONNX_RUNTIME (runtime.sessions names the creating thread ORT_THREAD_PREFIX... for that moment,
+`threads_named`), the threads a video decoder or encoder starts when it opens are DECODER or
+ENCODER (io.video names the opening thread so; FFmpeg's frame-threaded decoders name their
+threads "av:CODEC:dfN" themselves), any other NATIVE (OpenCV's pool, ...). The CPU of ONNX
+Runtime is then the calling threads' own CPU across each run() (time.thread_time, counted by
+RenderTimings.inference) plus the ONNX_RUNTIME group's.
 """
 
 from __future__ import annotations
@@ -39,8 +42,14 @@ INFERENCE_BUSY = "onnxruntime_busy"  # wall time with at least one session.run()
 SESSIONS = "sessions"  # the RenderTimings total for session creation
 INFERENCE_CPU = "onnxruntime_cpu"  # CPU ms of the calling threads inside session.run()
 ORT_THREAD_PREFIX = "ffort-"  # kernel name of the threads ONNX Runtime starts (see above)
+DECODER_THREAD_PREFIX = "ffdec-"  # ... of the threads a video decoder starts
+ENCODER_THREAD_PREFIX = "ffenc-"  # ... of the threads a video encoder starts
 ONNX_RUNTIME = "onnxruntime"  # ThreadCpu's group of those threads
-NATIVE = "native"  # ThreadCpu's group of threads Python did not start
+DECODER = "decoder"
+ENCODER = "encoder"
+NATIVE = "native"  # ThreadCpu's group of other threads Python did not start
+COMM_CHARS = 15  # a thread's kernel name holds at most 15 characters
+_FFMPEG_DECODER_THREAD = re.compile(r"^av:.*:df\d+$")  # FFmpeg's frame-threaded decoders
 _PROC_TASKS = "/proc/self/task"
 _WORKER_SUFFIX = re.compile(r"_\d+$")  # concurrent.futures names its workers NAME_0, NAME_1
 
@@ -109,6 +118,48 @@ def thread_group(name: str) -> str:
     return _WORKER_SUFFIX.sub("", name)
 
 
+def native_group(comm: str) -> str:
+    """The group of a thread Python did not start, by its kernel name (see the module
+    docstring)."""
+    if comm.startswith(ORT_THREAD_PREFIX):
+        return ONNX_RUNTIME
+    if comm.startswith(DECODER_THREAD_PREFIX) or _FFMPEG_DECODER_THREAD.match(comm):
+        return DECODER
+    if comm.startswith(ENCODER_THREAD_PREFIX):
+        return ENCODER
+    return NATIVE
+
+
+@contextmanager
+def threads_named(name: str) -> Iterator[None]:
+    """While the block runs, the calling thread's kernel name (comm) is `name` (cut to
+    COMM_CHARS), so the threads started in it inherit that name; Linux only (elsewhere, or
+    where the name cannot be set, nothing changes)."""
+    path = f"{_PROC_TASKS}/{threading.get_native_id()}/comm"
+    try:
+        with open(path, encoding="utf-8") as comm:
+            before: str | None = comm.read().rstrip("\n")
+        _write_comm(path, name)
+    except OSError:
+        before = None
+    try:
+        yield
+    finally:
+        if before is not None:
+            try:
+                _write_comm(path, before)
+            except OSError:
+                pass
+
+
+def _write_comm(path: str, name: str) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, name.encode("utf-8", "replace")[:COMM_CHARS])
+    finally:
+        os.close(fd)
+
+
 class ThreadCpu:
     """CPU seconds per thread group, sampled from /proc/self/task (see the module docstring);
     `available` is False where the platform has no /proc (then nothing is counted)."""
@@ -132,8 +183,7 @@ class ThreadCpu:
         readings = [r for r in (_read_task(tid, self._tick_s) for tid in tids) if r is not None]
         with self._lock:
             for tid, comm, start, seconds in readings:
-                group = (ONNX_RUNTIME if comm.startswith(ORT_THREAD_PREFIX)
-                         else names.get(tid, NATIVE))
+                group = names[tid] if tid in names else native_group(comm)
                 known = self._seen.get((tid, start))
                 self._seen[(tid, start)] = (known[0] if known else group, seconds)
             if self._base is None:

@@ -1,6 +1,6 @@
 """CPU time per thread (timing.ThreadCpu) and ONNX Runtime's share of a process's CPU: the
 calling threads' CPU inside run() plus the threads ONNX Runtime starts, which are named so
-while a session is created (runtime.sessions.ort_threads_named). Linux only."""
+while a session is created (timing.threads_named). Linux only."""
 
 from __future__ import annotations
 
@@ -14,12 +14,15 @@ import pytest
 
 from facefuse.runtime import sessions
 from facefuse.timing import (
+    DECODER,
+    ENCODER,
     INFERENCE_CPU,
     NATIVE,
     ONNX_RUNTIME,
     ORT_THREAD_PREFIX,
     RenderTimings,
     ThreadCpu,
+    native_group,
     thread_group,
 )
 
@@ -100,3 +103,34 @@ def test_thread_cpu_groups_python_threads_by_name_and_counts_from_the_first_samp
     assert groups.get(NATIVE, 0.0) >= 0.0
     here = thread_group(threading.current_thread().name)
     assert groups.get(here, 0.0) < 5.0  # not the CPU it used before the first sample
+
+
+def test_threads_python_did_not_start_are_grouped_by_their_kernel_name() -> None:
+    assert native_group("ffort-yunet") == ONNX_RUNTIME
+    assert native_group("ffdec-prores") == native_group("av:h264:df3") == DECODER
+    assert native_group("ffenc-libx264") == ENCODER
+    assert native_group("python") == native_group("av:h264:sw0") == NATIVE
+
+
+def test_a_video_decoder_and_encoder_count_their_threads_as_theirs(testdata: Path,
+                                                                  tmp_path: Path) -> None:
+    """The threads FFmpeg's h264 decoder and libx264 start are DECODER and ENCODER, and the
+    Python threads that opened them keep their own names."""
+    from facefuse.io.video import VideoSink, VideoSource
+
+    cpu = ThreadCpu()
+    cpu.sample()
+    alive = set(os.listdir("/proc/self/task"))
+    before = _comm(threading.get_native_id())
+    with VideoSource(testdata / "media" / "asl_yes.mp4", decode_threads=2) as clip, \
+            VideoSink(tmp_path / "o.mp4", clip.info, threads=2, preset="veryfast") as sink:
+        for _, frame in clip.read(range(1, 41)):
+            sink.write(frame)
+            cpu.sample()
+        assert _comm(threading.get_native_id()) == before
+        started = {_comm(int(t)) for t in set(os.listdir("/proc/self/task")) - alive}
+        cpu.sample()
+    assert {native_group(name) for name in started} >= {DECODER, ENCODER}
+    groups = cpu.by_group()
+    assert groups[DECODER] > 0 and groups[ENCODER] > 0
+    assert groups[thread_group(threading.current_thread().name)] > 0

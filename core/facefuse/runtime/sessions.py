@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -25,7 +24,7 @@ from typing import Any, Protocol
 import onnxruntime as ort
 
 from ..errors import ModelError
-from ..timing import ORT_THREAD_PREFIX
+from ..timing import ORT_THREAD_PREFIX, threads_named
 from .binding import BoundSession
 from .providers import parse_providers
 from .tensorrt import TENSORRT, EnginePlan, ProviderEntry, render_providers
@@ -44,7 +43,6 @@ AUTO_PREFERENCE = (
 )
 CPU = "CPUExecutionProvider"
 ORT_LOG_ERROR = 3  # onnxruntime severities: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal
-COMM_CHARS = 15  # a thread's kernel name holds at most 15 characters
 
 
 def resolve_providers(requested: str | Sequence[str]) -> tuple[str, ...]:
@@ -130,7 +128,7 @@ def create_session(model_path: Path, providers: Sequence[str],
     options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "1" if spin else "0")
     try:
-        with ort_threads_named(model_path.stem):
+        with threads_named(ORT_THREAD_PREFIX + model_path.stem):
             session = ort.InferenceSession(str(model_path), sess_options=options,
                                            providers=provider_list)
     except Exception as exc:  # onnxruntime raises plain RuntimeError/Fail subclasses
@@ -142,35 +140,6 @@ def create_session(model_path: Path, providers: Sequence[str],
         return create_session(model_path, [CPU], cache_dir, threads, spinning=spinning)
     _warn_dropped(model_path, providers, session.get_providers())
     return session
-
-
-@contextlib.contextmanager
-def ort_threads_named(label: str) -> Iterator[None]:
-    """While the block runs, the calling thread's kernel name (comm) is ORT_THREAD_PREFIX +
-    label, so the threads ONNX Runtime starts in it inherit that name; Linux only (elsewhere,
-    or where the name cannot be set, nothing changes)."""
-    path = f"/proc/self/task/{threading.get_native_id()}/comm"
-    before: str | None = None
-    try:
-        with open(path, encoding="utf-8") as comm:
-            before = comm.read().rstrip("\n")
-        _write_comm(path, (ORT_THREAD_PREFIX + label)[:COMM_CHARS])
-    except OSError:
-        before = None
-    try:
-        yield
-    finally:
-        if before is not None:
-            with contextlib.suppress(OSError):
-                _write_comm(path, before)
-
-
-def _write_comm(path: str, name: str) -> None:
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        os.write(fd, name.encode("utf-8", "replace")[:COMM_CHARS])
-    finally:
-        os.close(fd)
 
 
 def _warn_dropped(model_path: Path, requested: Sequence[str], active: Sequence[str]) -> None:

@@ -44,6 +44,7 @@ import av
 import numpy as np
 
 from ...errors import FacefuseError, InputError
+from ...timing import ENCODER_THREAD_PREFIX, threads_named
 from ...types import Pasted
 from ..files import create_temporary, is_write_failure, write_error
 from .audio import AudioCopy
@@ -180,7 +181,12 @@ class VideoSink:
         picture.pts = self._count
         self._count += 1
         try:
-            self._container.mux(self._stream.encode(picture))
+            if self._count == 1:  # the first encode opens the encoder, which starts its threads
+                with threads_named(ENCODER_THREAD_PREFIX + self._spec.encoder):
+                    packets = self._stream.encode(picture)
+            else:
+                packets = self._stream.encode(picture)
+            self._container.mux(packets)
             if self._audio is not None:
                 self._audio.copy_until(self._container, float(self._count / self._info.rate))
         except (av.FFmpegError, OSError) as exc:
