@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+import cv2
 import numpy as np
 import onnxruntime as ort
 
@@ -31,8 +32,21 @@ def input_dtype(node: ort.NodeArg) -> type[np.floating]:
 
 def crops_to_nchw(crops_bgr_0_255: np.ndarray, family: Family) -> np.ndarray:
     """Crop(s) float32 BGR 0..255, (S, S, 3) or (N, S, S, 3) -> float32 NCHW (1 or N, 3, S, S)
-    in family.colour order, normalised as (x - family.mean) / family.std."""
-    return np.ascontiguousarray(crops_to_nhwc(crops_bgr_0_255, family).transpose(0, 3, 1, 2))
+    in family.colour order, normalised per channel as (x - mean) / std: the same float32
+    operations as crops_to_nhwc, plane by plane straight into the NCHW tensor."""
+    pixels = np.asarray(crops_bgr_0_255, dtype=np.float32)
+    if pixels.ndim == 3:
+        pixels = pixels[None]
+    count, height, width, _ = pixels.shape
+    mean, std = (np.asarray(v, dtype=np.float32) for v in family.normalisation())
+    order = (2, 1, 0) if family.colour == "rgb" else (0, 1, 2)
+    tensor = np.empty((count, 3, height, width), np.float32)
+    for crop, planes in zip(pixels, tensor, strict=True):
+        bgr = cv2.split(np.ascontiguousarray(crop))
+        for channel, plane in enumerate(planes):
+            np.subtract(bgr[order[channel]], mean[channel], out=plane)
+            np.divide(plane, std[channel], out=plane)
+    return tensor
 
 
 def crops_to_nhwc(crops_bgr_0_255: np.ndarray, family: Family) -> np.ndarray:
