@@ -71,13 +71,17 @@ def nchw_to_crop(output: np.ndarray, family: Family) -> np.ndarray:
 
 def nchw_to_crops(output: np.ndarray, family: Family) -> np.ndarray:
     """An image batch (N, 3, S, S) in the family's normalised space -> float32 BGR 0..255
-    (N, S, S, 3), as nchw_to_crop does for one."""
-    pixels = np.asarray(output, dtype=np.float32).transpose(0, 2, 3, 1)
+    (N, S, S, 3), as nchw_to_crop does for one (plane by plane, then interleaved)."""
+    planes = np.asarray(output, dtype=np.float32)
     mean, std = (np.asarray(v, dtype=np.float32) for v in family.normalisation())
-    values = pixels * std + mean
-    if family.colour == "rgb":
-        values = values[..., ::-1]
-    return np.ascontiguousarray(np.clip(values, 0.0, 255.0), dtype=np.float32)
+    order = (2, 1, 0) if family.colour == "rgb" else (0, 1, 2)  # each BGR channel's plane
+    crops = np.empty((planes.shape[0], *planes.shape[2:], 3), np.float32)
+    for image, crop in zip(planes, crops, strict=True):
+        values = [np.multiply(image[k], std[k]) for k in order]
+        for value, k in zip(values, order, strict=True):
+            value += mean[k]
+        cv2.merge(values, dst=crop)
+    return np.clip(crops, 0.0, 255.0, out=crops)
 
 
 def check_crop_size(image: np.ndarray, family: Family) -> None:
