@@ -122,7 +122,8 @@ def nms(boxes_xyxy: np.ndarray, scores: np.ndarray, iou_threshold: float,
 
 def _to_blob(canvas: np.ndarray, colour: str, mean: float, std: float) -> np.ndarray:
     """BGR uint8 (H, W, 3) -> float32 (1, 3, H, W) in the given channel order, (x - mean) / std."""
-    planes = cv2.split(canvas)  # contiguous planes cast in one SIMD pass each, then in place
+    # contiguous planes, each cast in one SIMD pass, then normalised in place
+    planes = cv2.split(np.ascontiguousarray(canvas))
     blob = np.empty((1, 3, canvas.shape[0], canvas.shape[1]), dtype=np.float32)
     for channel, plane in enumerate(planes[::-1] if colour == "rgb" else planes):
         blob[0, channel] = plane

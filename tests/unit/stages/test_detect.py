@@ -164,7 +164,9 @@ def _transposed_blob(canvas: np.ndarray, colour: str, mean: float, std: float) -
 def test_preprocessing_is_bit_identical_to_the_transposed_cast(family: Family) -> None:
     rng = np.random.default_rng(5)
     image = rng.integers(0, 256, (360, 640, 3), dtype=np.uint8)
-    for canvas in (letterbox(image, (640, 640))[0], rng.integers(0, 256, (37, 64, 3), np.uint8)):
+    canvases = (letterbox(image, (640, 640))[0], rng.integers(0, 256, (37, 64, 3), np.uint8),
+                image[10:200:2, 5:300])  # a strided view too
+    for canvas in canvases:
         blob = (preprocess_scrfd if family is SCRFD else preprocess_yunet)(canvas, family)
         expected = _transposed_blob(canvas, family.colour, family.mean, family.std)
         assert blob.dtype == np.float32 and blob.flags["C_CONTIGUOUS"]
