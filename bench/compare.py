@@ -24,14 +24,16 @@ import run
 import standins
 
 FIGURES = ("fps", "ms_per_frame", "cpu_s_per_frame", "first_output_s", "outside_onnxruntime",
-           "peak_rss_mib")
+           "peak_rss_mib", "onnxruntime_cpu_ms_per_frame", "host_cpu_ms_per_frame")
 STAGES = (("analysis", "decode"), ("analysis", "colour"), ("analysis", "detect"),
           ("swap", "colour"), ("swap", "paste"), ("swap", "encode"))
 
 
 def medians(results: Sequence[dict]) -> dict[str, float]:
     """The median of each figure, and of each stage's median ms, over runs of one tree."""
-    out = {name: statistics.median(r[name] for r in results) for name in FIGURES}
+    # a figure an older tree's bench does not give is left out
+    out = {name: statistics.median(r[name] for r in results) for name in FIGURES
+           if all(r.get(name) is not None for r in results)}
     for pass_name, stage in STAGES:
         values = [r["stages"][pass_name][stage]["median_ms"] for r in results
                   if r["stages"][pass_name][stage]]

@@ -11,7 +11,10 @@ IOBinding (facefuse.runtime.binding.BoundSession), the TFLOP/s that is and the s
 GPU's FLOP floor, the largest fp16-vs-fp32 difference (facefuse.runtime.precision.compare),
 the device memory the process holds (nvidia-smi), and the host's minor page faults a run (the
 allocation churn). TensorRT, where onnxruntime offers it and it loads, is timed the same way
-with its engine build time. Writes one JSON file and prints one line per measurement.
+with its engine build time. The detector (batch 1) is also run as a pool of `--pools` sessions
+(facefuse.runtime.sessions.SessionPool replicas, pass 1's --detector-sessions) fed from as many
+threads: frames/s, process CPU ms a frame and device memory per pool size ("pools" in the JSON).
+Writes one JSON file and prints one line per measurement.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -42,6 +46,7 @@ import standins  # bench/ and core/ are on the path first
 
 from facefuse.runtime.binding import BoundSession
 from facefuse.runtime.precision import compare
+from facefuse.runtime.sessions import SessionPool
 
 CPU = "CPUExecutionProvider"
 CUDA = "CUDAExecutionProvider"
@@ -182,6 +187,32 @@ def measure_model(role: str, gflop: float, path: Path, provider: str, fp16: bool
     return rows
 
 
+def measure_pool(path: Path, provider: str, pool: int, frames: int) -> dict[str, Any]:
+    """`frames` runs of the detector on `pool` replicas, fed from `pool` threads (each frame
+    its own input, as pass 1 has them): frames/s and process CPU ms a frame."""
+    session = SessionPool(provider_entries_names(provider), threads=0).get(path, replicas=pool)
+    feeds = [feeds_for(session, 1, seed) for seed in range(8)]
+    with ThreadPoolExecutor(pool) as workers:
+        list(workers.map(lambda f: session.run(None, f), feeds * pool))  # warm every replica
+        cpu, start = os.times(), time.perf_counter()
+        list(workers.map(lambda i: session.run(None, feeds[i % len(feeds)]), range(frames)))
+        wall = time.perf_counter() - start
+        used = os.times()
+    cpu_s = used.user + used.system - cpu.user - cpu.system
+    row = {"role": "detector", "precision": "fp32", "provider": provider, "pool": pool,
+           "frames": frames, "frames_per_s": round(frames / wall, 1),
+           "cpu_ms_per_frame": round(cpu_s * 1000.0 / frames, 3), "device_mib": device_mib()}
+    print(f"detector   pool {pool} on {provider[:-17]}: {row['frames_per_s']:8.1f} frames/s, "
+          f"{row['cpu_ms_per_frame']:.2f} CPU ms/frame, device {row['device_mib']} MiB",
+          flush=True)
+    return row
+
+
+def provider_entries_names(provider: str) -> list[str]:
+    """The provider list a render's SessionPool gets for `provider` (CPU last)."""
+    return [provider, CPU] if provider != CPU else [CPU]
+
+
 def line(row: dict[str, Any]) -> str:
     share = f" {row['share_of_floor']:.0%} of floor" if "share_of_floor" in row else ""
     fp16 = f" fp16 err {row['fp16_error']:.2%}" if row.get("fp16_error") is not None else ""
@@ -201,6 +232,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--batches", default="1,2,4,8")
     parser.add_argument("--roles", default=",".join(ROLES))
+    parser.add_argument("--pools", default="1,2,4",
+                        help="detector pool sizes to time (empty: none)")
+    parser.add_argument("--pool-frames", type=int, default=200)
     parser.add_argument("--work", type=Path, default=Path("/tmp/facefuse-gpu-models"))
     args = parser.parse_args(argv)
     offered = ort.get_available_providers()
@@ -209,12 +243,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     batches = [int(b) for b in args.batches.split(",")]
     gpu = gpu_name()
     rows: list[dict[str, Any]] = []
+    pools: list[dict[str, Any]] = []
     skipped: list[str] = []
     args.work.mkdir(parents=True, exist_ok=True)
     def save() -> None:  # after every model: a run stopped by its time limit keeps its rows
         result = {"machine": {"gpu": gpu, "onnxruntime": ort.__version__, "offered": offered,
                               "python": platform.python_version(), "light": args.light},
-                  "rows": rows, "skipped": skipped}
+                  "rows": rows, "pools": pools, "skipped": skipped}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=1))
 
@@ -234,6 +269,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 except Exception as exc:  # noqa: BLE001 - a provider refusing a model is a row
                     skipped.append(f"{provider} {role} {dtype}: {str(exc).splitlines()[0]}")
                     print(f"{role} {dtype} on {provider}: skipped ({skipped[-1]})", flush=True)
+                save()
+        if "detector" in args.roles.split(","):
+            path = args.work / f"detector_float32{'_light' if args.light else ''}.onnx"
+            for pool in [int(n) for n in args.pools.split(",") if n.strip()]:
+                try:
+                    pools.append(measure_pool(path, provider, pool, args.pool_frames))
+                except Exception as exc:  # noqa: BLE001 - a pool that fails is a row
+                    skipped.append(f"{provider} detector pool {pool}: "
+                                   f"{str(exc).splitlines()[0]}")
                 save()
     save()
     print(f"{len(rows)} measurements -> {args.out}" + (f"; skipped: {skipped}" if skipped else ""))

@@ -68,6 +68,8 @@ def phase_line(progress: PhaseProgress) -> str:
         return ""
     if progress.phase == "analysis":
         return f"analysing frame {progress.done + 1} of {progress.total}"
+    if progress.phase == "pictures":
+        return f"contact sheet: step {progress.done + 1} of {progress.total}"
     return "finishing the output"
 
 
@@ -100,8 +102,8 @@ def review_job(plan: SwapPlan, folder: Path) -> Job:
                                  cancel=cancelled).report)
 
     def on_progress(job: Job, progress: Any) -> None:
-        if isinstance(progress, PhaseProgress) and progress.phase == "analysis":
-            job.status = phase_line(progress) or "flagging the shot"
+        if isinstance(progress, PhaseProgress) and progress.phase in ("analysis", "pictures"):
+            job.status = phase_line(progress) or "writing the report"
 
     def on_done(_job: Job, report: dict[str, Any]) -> Message:
         scene, strip = result.find_strip(plan)

@@ -333,7 +333,8 @@ class Actions:
         bar.setValue(item.done)
         _, left = rate.fps_eta(item.done, item.total)
         eta = "" if left is None else f" · {_clock(left)} left"
-        bar.setFormat(f"{item.phase}: {item.done}/{item.total} frames{eta}")
+        unit = "steps" if item.phase == "pictures" else "frames"  # a review's contact sheet
+        bar.setFormat(f"{item.phase}: {item.done}/{item.total} {unit}{eta}")
 
     # -- render -----------------------------------------------------------------------------------
     def start_render(self, ranges: tuple[tuple[int, int], ...] | None = None,

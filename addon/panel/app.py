@@ -4,16 +4,18 @@ once the window is closed.
 
 Qt ends the process (exit 134) when it cannot reach a display, so before the first window the
 panel checks, on Linux, that there is one (DISPLAY or WAYLAND_DISPLAY, or QT_QPA_PLATFORM
-naming another platform) and that X11's libxcb-cursor, which Qt 6.5+ needs, is installed;
-without them it says so in one sentence (InputError, exit code 2).
+naming another platform) and, on X11, that the system libraries Qt's xcb platform plugin loads
+are installed (Qt's own message names only libxcb-cursor, whichever is missing); without them
+it says so in one sentence naming each missing library and its Debian/Ubuntu package
+(InputError, exit code 2).
 """
 
 from __future__ import annotations
 
-import ctypes.util
+import ctypes
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
@@ -23,18 +25,47 @@ from facefuse import ExitCode, InputError, Settings
 from .host import FileHost, Host
 from .window import PanelWindow
 
+# the system libraries (sonames) Qt 6's xcb platform plugin links, beyond libc and Qt's own
+XCB_PLUGIN_LIBRARIES = (
+    "libxcb.so.1", "libxcb-cursor.so.0", "libxcb-icccm.so.4", "libxcb-image.so.0",
+    "libxcb-keysyms.so.1", "libxcb-randr.so.0", "libxcb-render.so.0",
+    "libxcb-render-util.so.0", "libxcb-shape.so.0", "libxcb-shm.so.0", "libxcb-sync.so.1",
+    "libxcb-util.so.1", "libxcb-xfixes.so.0", "libxcb-xkb.so.1", "libxkbcommon.so.0",
+    "libxkbcommon-x11.so.0", "libX11.so.6", "libX11-xcb.so.1")
 
-def display_problem(env: Mapping[str, str], platform: str = sys.platform) -> str | None:
+
+def loads(soname: str) -> bool:
+    """Whether the dynamic loader finds and loads `soname` here."""
+    try:
+        ctypes.CDLL(soname)
+    except OSError:
+        return False
+    return True
+
+
+def debian_package(soname: str) -> str:
+    """The Debian/Ubuntu package that ships `soname` by the usual naming (libxcb-icccm.so.4:
+    libxcb-icccm4; libxkbcommon-x11.so.0: libxkbcommon-x11-0)."""
+    stem, _, version = soname.partition(".so.")
+    return f"{stem}{'-' if stem[-1].isdigit() else ''}{version}".lower()
+
+
+def display_problem(env: Mapping[str, str], platform: str = sys.platform,
+                    library_loads: Callable[[str], bool] = loads) -> str | None:
     """Why Qt could not show a window here (one sentence), or None."""
     if not platform.startswith("linux") or env.get("QT_QPA_PLATFORM"):
         return None
     if not env.get("DISPLAY") and not env.get("WAYLAND_DISPLAY"):
         return ("the panel needs a display and there is none (DISPLAY and WAYLAND_DISPLAY are "
                 "not set): run it in a desktop session, or use `facefuse render` here")
-    if not env.get("WAYLAND_DISPLAY") and ctypes.util.find_library("xcb-cursor") is None:
-        return ("the panel's Qt needs the X11 library libxcb-cursor, which is not installed: "
-                "install it (Debian/Ubuntu: sudo apt install libxcb-cursor0) and start again")
-    return None
+    if env.get("WAYLAND_DISPLAY"):
+        return None
+    missing = [name for name in XCB_PLUGIN_LIBRARIES if not library_loads(name)]
+    if not missing:
+        return None
+    packages = " ".join(dict.fromkeys(debian_package(name) for name in missing))
+    return (f"the panel's Qt needs X11 libraries that are not installed ({', '.join(missing)}):"
+            f" install them (Debian/Ubuntu: sudo apt install {packages}) and start again")
 
 
 def application() -> QApplication:

@@ -130,6 +130,10 @@ class Settings:
     threads: int = _tune(0, "Threads", "CPU threads for inference, decoding and encoding (the "
                          "size of each of their pools); 0: all cores", "int", "performance",
                          "--threads", 0, 1024)
+    detector_sessions: int = _tune(0, "Detector Sessions", "sessions of the detector that "
+                                   "analyse frames side by side, sharing the inference "
+                                   "threads; 0: the provider's default", "int", "performance",
+                                   "--detector-sessions", 0, 64)
     normalise_latent: bool = True
     providers: str | tuple[str, ...] = "auto"
     models_dir: Path | None = None

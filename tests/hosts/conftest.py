@@ -64,7 +64,8 @@ def _isolate_blender_user_dirs() -> BlenderUserDirs:
 
 _USER_DIRS = _isolate_blender_user_dirs()
 # the Qt panel's tests draw offscreen, whatever the caller's display (set before Qt loads)
-os.environ["QT_QPA_PLATFORM"] = "offscreen"
+# (FACEFUSE_TEST_QT_PLATFORM=xcb under xvfb-run runs them on an X server instead)
+os.environ["QT_QPA_PLATFORM"] = os.environ.get("FACEFUSE_TEST_QT_PLATFORM", "offscreen")
 
 
 def pytest_unconfigure() -> None:

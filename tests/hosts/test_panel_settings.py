@@ -18,7 +18,7 @@ from PySide6.QtGui import QColor, QWheelEvent
 from PySide6.QtWidgets import QApplication
 
 from addon.panel import downloads
-from addon.panel.app import display_problem
+from addon.panel.app import debian_package, display_problem
 from addon.panel.host import FileHost
 from addon.panel.review import FlagRow, FrameMarks, PersonRow, ShotReview
 from addon.panel.timeline import FLAG, MARGIN_PX, PERSON_PX, ROW_PX, RULER_PX, Timeline
@@ -269,9 +269,14 @@ def test_without_a_display_the_panel_says_so_in_one_sentence(clips, tmp_path: Pa
     assert display_problem({}, "darwin") is None
     assert display_problem({"QT_QPA_PLATFORM": "offscreen"}, "linux") is None
     assert "needs a display" in display_problem({}, "linux")
-    monkeypatch.setattr("ctypes.util.find_library", lambda name: None)
-    assert "libxcb-cursor0" in display_problem({"DISPLAY": ":0"}, "linux")
-    assert display_problem({"WAYLAND_DISPLAY": "wayland-0"}, "linux") is None
+    # Qt names only libxcb-cursor whatever is missing; the panel names each missing library
+    absent = {"libxcb-icccm.so.4", "libxcb-keysyms.so.1", "libxkbcommon-x11.so.0"}
+    problem = display_problem({"DISPLAY": ":0"}, "linux", lambda name: name not in absent)
+    assert problem is not None and "libxcb-cursor" not in problem
+    assert "sudo apt install libxcb-icccm4 libxcb-keysyms1 libxkbcommon-x11-0" in problem
+    assert display_problem({"DISPLAY": ":0"}, "linux", lambda name: True) is None
+    assert display_problem({"WAYLAND_DISPLAY": "wayland-0"}, "linux", lambda name: False) is None
+    assert debian_package("libX11-xcb.so.1") == "libx11-xcb1"
     env = {k: v for k, v in os.environ.items()
            if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "core"), str(REPO)])

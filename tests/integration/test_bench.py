@@ -58,6 +58,16 @@ def test_cold_bench_times_every_stage_of_both_passes(capsys: pytest.CaptureFixtu
     assert 0 < figures["outside_onnxruntime"] < 1
     assert figures["peak_rss_mib"] > 50 and figures["track_ms_per_frame"] >= 0
     assert figures["providers"] == ["CPUExecutionProvider"]
+    # CPU split: ONNX Runtime's and the host's add up to the process's (less the bench's own)
+    ort, host = figures["onnxruntime_cpu_ms_per_frame"], figures["host_cpu_ms_per_frame"]
+    assert ort > 0 and host > 0
+    assert ort + host <= figures["cpu_s_per_frame"] * 1000.0 + 1.0
+    threads = figures["threads_cpu_ms_per_frame"]
+    # a thread shorter-lived than one sample period (a 6-frame render's reader) may be missing
+    assert "unsampled" in threads and len(threads) >= 2
+    for row in threads.values():
+        assert row["cpu"] == pytest.approx(row["onnxruntime"] + row["host"], abs=0.01)
+    assert sum(row["onnxruntime"] for row in threads.values()) == pytest.approx(ort, abs=0.05)
 
 
 def test_warm_bench_says_so_and_skips_the_analysis(capsys: pytest.CaptureFixture[str],

@@ -188,6 +188,8 @@ def test_gpu_script_stage_one_measures_the_models_and_stage_two_says_why_it_is_s
     assert {r["batch"] for r in rows if r["role"] == "swapper"} == {1, 2}
     assert all(r["run_ms"] > 0 and r["iobinding_ms"] > 0 for r in rows)
     assert all(r["fp16_ok"] for r in rows if r["precision"] == "fp16")
+    assert [p["pool"] for p in result["pools"]] == [1, 2, 4]  # detector sessions side by side
+    assert all(p["frames_per_s"] > 0 for p in result["pools"])
     assert done.stdout.strip().splitlines()[-1] == \
         "stage 2 skipped: FACEFUSE_TESTDATA is not set"
 

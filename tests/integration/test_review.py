@@ -166,3 +166,24 @@ def test_sigterm_stops_a_review_and_leaves_the_folder_as_it_was(edited, tmp_path
     assert review.returncode == 143, err[-2000:]
     assert "review stopped by SIGTERM" in err and "Traceback" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cold-cache"]
+
+
+def test_the_contact_sheet_reports_its_progress(edited, tmp_path, capsys):
+    """After the analysis, the "pictures" phase counts each still decoded, each still rendered
+    and the plots, from 0 to its total, never backwards."""
+    clip, options = edited
+    folder = tmp_path / "report"
+    assert main(["review", "-i", str(clip), "-o", str(folder), "--progress", "json",
+                 *options]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()
+             if line.startswith('{"phase"')]
+    steps = [(s["done"], s["total"]) for s in lines if s["phase"] == "pictures"]
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    rendered = len(report["samples"])
+    total = steps[0][1]
+    assert {t for _, t in steps} == {total} and total > 2 * rendered  # decoded >= rendered
+    assert steps[0][0] == 0 and steps[-1][0] == total
+    assert [d for d, _ in steps] == sorted(d for d, _ in steps)
+    assert len({d for d, _ in steps}) >= rendered + 2
+    assert [s["phase"] for s in lines].index("pictures") > max(
+        i for i, s in enumerate(lines) if s["phase"] == "analysis")

@@ -4,6 +4,10 @@ It renders with shot.render.render and a RenderRequest, like `facefuse render`, 
 figures from the timing.RenderTimings the render fills in as it works: frames per second end to
 end, milliseconds per frame of every stage of both passes (median and p95), time to the first
 output frame, session creation, time inside ONNX Runtime, CPU seconds per frame, peak memory.
+CPU time is split into ONNX Runtime's (the calling threads' CPU inside each run() plus its own
+thread pools') and the host's (the rest of the process), and per thread (a stage that runs on
+a thread of its own: the render's reader, writer, pass 1's decoder...), sampled from
+/proc/self/task every CPU_POLL_S (timing.ThreadCpu; Linux only, elsewhere those are null).
 
 Cold by default: the render gets a fresh, empty cache folder, so nothing (source embedding,
 shot analysis, file hashes) is reused. --warm renders the same frames once first, untimed, into
@@ -34,7 +38,16 @@ from ..errors import ExitCode, InputError
 from ..io.sequences import parse_frame_range
 from ..io.video.common import VIDEO_CODECS
 from ..shot.request import RenderRequest, RenderSummary
-from ..timing import INFERENCE, INFERENCE_BUSY, SESSIONS, RenderTimings, StageStats, TimingReport
+from ..timing import (
+    INFERENCE,
+    INFERENCE_BUSY,
+    INFERENCE_CPU,
+    ONNX_RUNTIME,
+    SESSIONS,
+    RenderTimings,
+    StageStats,
+    TimingReport,
+)
 from .options import engine_options, settings_from_args
 from .render import usage_type
 
@@ -45,6 +58,9 @@ PASS_STAGES = MappingProxyType({
     "swap": ("decode", "colour", "swap", "enhance", "paste", "encode"),
 })
 DEVICE_POLL_S = 0.05
+CPU_POLL_S = 0.1  # how often every thread's CPU is read (a thread's last 100 ms may be missed)
+CPU_THREAD = "facefuse-bench-cpu"
+BENCH_THREADS = (CPU_THREAD, "facefuse-bench-gpu")  # the bench's own: not the render's CPU
 
 
 def add_parser(commands: Any) -> None:
@@ -144,8 +160,9 @@ def measure(request: RenderRequest, warm: bool = False,
 
     providers = resolve_providers(request.settings.providers)
     timings = RenderTimings()
+    timings.sample_threads()  # what every thread used so far is left out
     cpu_start = _cpu_seconds()
-    with _device_peak(providers) as device_mib:
+    with _device_peak(providers) as device_mib, _thread_sampling(timings):
         summary = render(request, timings=timings, cancel=cancel)
     cpu_s = _cpu_seconds() - cpu_start
     return _figures(request, summary, timings.report(), providers, cpu_s, warm,
@@ -159,6 +176,7 @@ def _figures(request: RenderRequest, summary: RenderSummary, report: TimingRepor
     wall_ms = summary.seconds * 1000.0
     inside_ms = report.totals_ms.get(INFERENCE, 0.0)
     busy_ms = min(report.totals_ms.get(INFERENCE_BUSY, 0.0), wall_ms)
+    cpu = _cpu_split(report, cpu_s, frames)
     return {
         "input": request.input, "output": request.output, "frames": summary.done,
         "failed": len(summary.failed), "cache": "warm" if warm else "cold",
@@ -169,6 +187,7 @@ def _figures(request: RenderRequest, summary: RenderSummary, report: TimingRepor
         if summary.seconds > 0 else 0.0,
         "ms_per_frame": round(wall_ms / frames, 3),
         "cpu_s_per_frame": round(cpu_s / frames, 4),
+        **cpu,
         "first_output_s": report.marks_s.get("first_output"),
         "sessions_ms": report.totals_ms.get(SESSIONS, 0.0),
         "onnxruntime_ms_per_frame": round(inside_ms / frames, 3),
@@ -179,6 +198,52 @@ def _figures(request: RenderRequest, summary: RenderSummary, report: TimingRepor
         "stages": {name: {stage: _stats(report.stages.get(name, {}).get(stage))
                           for stage in stages} for name, stages in PASS_STAGES.items()},
     }
+
+
+def _cpu_split(report: TimingReport, cpu_s: float, frames: int) -> dict[str, Any]:
+    """onnxruntime_cpu_ms_per_frame, host_cpu_ms_per_frame (the process's CPU less ONNX
+    Runtime's and the bench's own threads') and threads_cpu_ms_per_frame: per thread group,
+    its CPU, the part inside session.run() and the rest (host); "unsampled" is the process
+    CPU no sampled thread accounts for (threads' last moments between samples). All null
+    where threads cannot be read (not Linux)."""
+    threads = dict(report.threads_cpu_ms)
+    if not threads:
+        return {"onnxruntime_cpu_ms_per_frame": None, "host_cpu_ms_per_frame": None,
+                "threads_cpu_ms_per_frame": None}
+    own_ms = sum(threads.pop(name, 0.0) for name in BENCH_THREADS)
+    process_ms = cpu_s * 1000.0 - own_ms
+    ort_ms = report.totals_ms.get(INFERENCE_CPU, 0.0) + threads.get(ONNX_RUNTIME, 0.0)
+    per_thread: dict[str, dict[str, float]] = {}
+    for name, ms in sorted(threads.items(), key=lambda kv: -kv[1]):
+        inside = ms if name == ONNX_RUNTIME else report.run_cpu_ms.get(name, 0.0)
+        per_thread[name] = {"cpu": round(ms / frames, 3), "onnxruntime": round(inside / frames, 3),
+                            "host": round((ms - inside) / frames, 3)}
+    unsampled = max(0.0, process_ms - sum(threads.values()))
+    per_thread["unsampled"] = {"cpu": round(unsampled / frames, 3), "onnxruntime": 0.0,
+                               "host": round(unsampled / frames, 3)}
+    return {"onnxruntime_cpu_ms_per_frame": round(ort_ms / frames, 3),
+            "host_cpu_ms_per_frame": round((process_ms - ort_ms) / frames, 3),
+            "threads_cpu_ms_per_frame": per_thread}
+
+
+@contextmanager
+def _thread_sampling(timings: RenderTimings) -> Iterator[None]:
+    """Read every thread's CPU into `timings` every CPU_POLL_S while the block runs, and once
+    at its end."""
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.wait(CPU_POLL_S):
+            timings.sample_threads()
+
+    thread = threading.Thread(target=poll, name=CPU_THREAD, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        timings.sample_threads()
 
 
 def _stats(stats: StageStats | None) -> dict[str, float] | None:
@@ -251,6 +316,7 @@ def format_figures(figures: Mapping[str, Any]) -> str:
         f"{'-' if outside is None else f'{outside * 100:.0f}%'}, peak RSS "
         f"{figures['peak_rss_mib']} MiB, peak device memory {figures['peak_device_mib']} MiB"),
         f"  track {figures['track_ms_per_frame']:.2f} ms/frame",
+        *_cpu_lines(figures),
         f"  {'pass':9}{'stage':9}{'median ms':>10}{'p95 ms':>10}{'frames':>8}",
     ]
     for name, stages in figures["stages"].items():
@@ -261,6 +327,19 @@ def format_figures(figures: Mapping[str, Any]) -> str:
                 lines.append(f"  {name:9}{stage:9}{stats['median_ms']:>10.2f}"
                              f"{stats['p95_ms']:>10.2f}{stats['frames']:>8}")
     return "\n".join(lines)
+
+
+def _cpu_lines(figures: Mapping[str, Any]) -> list[str]:
+    """CPU ms per frame: ONNX Runtime's and the host's, then per thread."""
+    threads = figures.get("threads_cpu_ms_per_frame")
+    if not threads:
+        return []
+    lines = [(f"  CPU ms/frame: onnxruntime {figures['onnxruntime_cpu_ms_per_frame']:.1f}, "
+              f"host {figures['host_cpu_ms_per_frame']:.1f}"),
+             f"  {'thread':22}{'CPU ms':>8}{'in ORT':>8}{'host':>8}"]
+    lines += [f"  {name:22}{row['cpu']:>8.1f}{row['onnxruntime']:>8.1f}{row['host']:>8.1f}"
+              for name, row in threads.items()]
+    return lines
 
 
 def _seconds(value: float | None) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import cv2
@@ -20,7 +20,7 @@ from ..pipeline import Pipeline
 from ..shot.inputs import open_input
 from ..shot.people import face_presence
 from ..shot.plan import ShotPlan
-from ..shot.request import CancelCheck, RenderRequest
+from ..shot.request import CancelCheck, PhaseCallback, RenderRequest
 from ..shot.stills import render_stills
 from ..types import Face
 
@@ -54,23 +54,29 @@ class Pictures:
             raise
         self.shot = shot
 
-    def before(self, frames: Sequence[int]) -> dict[int, np.ndarray]:
-        """The decoded frames (a frame that fails to decode is left out)."""
+    def before(self, frames: Sequence[int], each: Callable[[], None] | None = None
+               ) -> dict[int, np.ndarray]:
+        """The decoded frames (a frame that fails to decode is left out); each() after each
+        frame read."""
         pictures = {}
         for number, frame in self.shot.read(sorted(set(frames))):
             if not isinstance(frame, DecodeFailure):
                 pictures[number] = to_display_uint8(frame.to_ndarray(), self.colour)
+            if each is not None:
+                each()
         return pictures
 
-    def after(self, frames: Sequence[int], pipeline: Pipeline | None) -> dict[int, np.ndarray]:
-        """The frames as the render writes them."""
+    def after(self, frames: Sequence[int], pipeline: Pipeline | None,
+              on_phase: PhaseCallback | None = None) -> dict[int, np.ndarray]:
+        """The frames as the render writes them (on_phase: the render's phases)."""
         with tempfile.TemporaryDirectory(prefix="facefuse-review-") as scratch:
             quiet = _NoWarnings()  # "faces found but none swapped", said of every such still
             logger = logging.getLogger(RENDER_LOGGER)
             logger.addFilter(quiet)
             try:
                 files = render_stills(self.request, sorted(set(frames)), Path(scratch),
-                                      pipeline, suffix=".png", cancel=self.cancel)
+                                      pipeline, on_phase=on_phase, suffix=".png",
+                                      cancel=self.cancel)
             finally:
                 logger.removeFilter(quiet)
             return {n: to_display_uint8(read_image(path), self.colour)

@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 SAMPLED_FRAMES = 12
 FLAGGED_SAMPLES = 48
+PICTURES_PHASE = "pictures"  # the contact sheet's stills and the plots (PhaseProgress)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,13 +83,15 @@ def _review(request: RenderRequest, folder: Path, pipeline: Pipeline,
     limits = Thresholds(swapper_size_px=swapper.size_px, swapper_template=swapper.template)
     flags = find_flags(plan, limits)
     with ReportFolder(folder, review_inputs(request)) as out:
-        samples, pictures = _pictures(request, plan, flags, pipeline, out, cancel)
+        samples, pictures, steps = _pictures(request, plan, flags, pipeline, out, cancel,
+                                             on_phase)
         timings = Timings(analysed - started, time.perf_counter() - analysed,
                           analysis_cached=bool(first) and first[0].done == first[0].total)
         report = build_report(plan, request, flags,
                               [person_series(plan, p.person_id) for p in plan.people
                                if p.swapped], samples, pictures, timings, limits, render)
         plots = plot_files(report)
+        steps.finish()
         report["timings"]["report_s"] = round(time.perf_counter() - analysed, 3)
         for name, data in {**plots, PAGE_NAME: page_html(report, plots)}.items():
             out.write(name, data)
@@ -115,16 +118,45 @@ def sample_frames(plan: ShotPlan, flags: Sequence[Flag]) -> dict[int, str]:
     return dict(sorted(picked.items()))
 
 
+class PictureSteps:
+    """The "pictures" phase: each still decoded, each still rendered, then one step for the
+    plots; `on_phase` hears each step."""
+
+    def __init__(self, decoded: int, rendered: int, on_phase: PhaseCallback | None) -> None:
+        self.decoded, self.total, self.on_phase = decoded, decoded + rendered + 1, on_phase
+        self.done = 0
+        self._tell(0)
+
+    def _tell(self, done: int) -> None:
+        self.done = done
+        if self.on_phase is not None:
+            self.on_phase(PhaseProgress(PICTURES_PHASE, done, self.total))
+
+    def decoded_one(self) -> None:
+        self._tell(self.done + 1)
+
+    def rendering(self, step: PhaseProgress) -> None:
+        """A step of the stills' render: its swap phase counts the stills rendered."""
+        if step.phase == "swap":
+            self._tell(self.decoded + step.done)
+
+    def finish(self) -> None:
+        self._tell(self.total)
+
+
 def _pictures(request: RenderRequest, plan: ShotPlan, flags: Sequence[Flag],
-              pipeline: Pipeline, out: ReportFolder, cancel: CancelCheck | None = None
-              ) -> tuple[list[Sample], dict[str, str]]:
-    """Stage the contact sheet's pictures and the thumbnails; (samples, person -> file)."""
+              pipeline: Pipeline, out: ReportFolder, cancel: CancelCheck | None = None,
+              on_phase: PhaseCallback | None = None
+              ) -> tuple[list[Sample], dict[str, str], PictureSteps]:
+    """Stage the contact sheet's pictures and the thumbnails; (samples, person -> file, the
+    phase's steps, the plots' still to come)."""
     picked = sample_frames(plan, flags)
-    faces = {frame for frame, _ in best_faces(plan).values()}
+    decoded = sorted({*picked, *(frame for frame, _ in best_faces(plan).values())})
+    steps = PictureSteps(len(decoded), len(picked), on_phase)
     pictures = Pictures(request, cancel)
     try:
-        before = pictures.before([*picked, *faces])
-        after = pictures.after(list(picked), pipeline)
+        before = pictures.before(decoded, steps.decoded_one)
+        after = pictures.after(list(picked), pipeline, steps.rendering)
     finally:
         pictures.close()
     samples = []
@@ -137,4 +169,4 @@ def _pictures(request: RenderRequest, plan: ShotPlan, flags: Sequence[Flag],
                                             sheet_picture(after[frame]))))
     people = {pid: out.write(f"people/{pid}.jpg", data)
               for pid, data in thumbnails(plan, before).items()}
-    return samples, people
+    return samples, people, steps

@@ -34,7 +34,7 @@ from .precision import PrecisionStore
 from .sessions import SessionPool, SessionTimer, resolve_providers
 from .signature import Signature, pick_family, require
 from .tensorrt import ENGINES_FOLDER, EnginePlan, GpuFacts, plan_engine
-from .threads import thread_budget
+from .threads import detector_sessions, thread_budget
 
 log = logging.getLogger(__name__)
 
@@ -96,12 +96,20 @@ class ModelLoader:
         """The loaded model for `role`: session created once, contract checked, stage built."""
         if role not in self._loaded:
             located = self.locate(role)
-            session = self.sessions.get(located.path)
+            session = self.sessions.get(located.path, self.replicas(role))
             family = self._family_for(role, located, Signature.of_session(session))
             model = ModelFile(located.path, self.models_dir, partial(self.sha256, role))
             stage = FAMILY_CLASSES[family.class_name].build(session, family, self.settings, model)
             self._loaded[role] = LoadedModel(located, family, stage)
         return self._loaded[role]
+
+    def replicas(self, role: str) -> int:
+        """The sessions `role`'s model gets: the detector's from the settings
+        (threads.detector_sessions), one for every other role."""
+        if role != "detector":
+            return 1
+        return detector_sessions(self.settings.detector_sessions, self.providers,
+                                 thread_budget(self.settings.threads).inference)
 
     def require_models(self, roles: Sequence[str] = ROLES) -> None:
         """Every manifest model of `roles` present before any model is loaded: offline, one

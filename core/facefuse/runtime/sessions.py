@@ -1,4 +1,15 @@
-"""ONNX Runtime providers and sessions: chosen once, created once per (model, providers)."""
+"""ONNX Runtime providers and sessions: chosen once, created once per (model, providers).
+
+A model may get several sessions (replicas, SessionReplicas): a batch-1 model (YuNet, SCRFD
+det_10g) cannot take the frames of a window in one run, so each frame runs on a free replica
+from a thread of its own; every replica is the same model with the same options, so a frame's
+outputs are the bits one session gives.
+
+The threads ONNX Runtime starts for a session (its intra-op pool) are named
+timing.ORT_THREAD_PREFIX + the model's name while the session is created (they inherit the
+creating thread's kernel name, which is set for that moment), so whoever measures can tell
+their CPU from the rest of the process (timing.ThreadCpu).
+"""
 
 from __future__ import annotations
 
@@ -6,16 +17,18 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import onnxruntime as ort
 
 from ..errors import ModelError
+from ..timing import ORT_THREAD_PREFIX, threads_named
 from .binding import BoundSession
 from .providers import parse_providers
 from .tensorrt import TENSORRT, EnginePlan, ProviderEntry, render_providers
+from .threads import ThreadGate, replica_threads
 
 log = logging.getLogger(__name__)
 
@@ -84,13 +97,27 @@ def provider_entries(providers: Sequence[str]) -> list[ProviderEntry]:
     return [(p, provider_options(p)) for p in providers]
 
 
+def allows_spinning(provider: str) -> bool:
+    """Whether idle intra-op workers of a session whose first provider is `provider` may spin.
+    No provider's do: on the CPU, spinning workers burn the cores a render's decode, paste and
+    encode threads need between runs (docs/performance.md has the figures); on a GPU the CPU
+    workers only run the few nodes the GPU provider leaves to the CPU."""
+    return False
+
+
 def create_session(model_path: Path, providers: Sequence[str],
                    cache_dir: Path | None = None, threads: int = 0,
-                   entries: Sequence[ProviderEntry] | None = None) -> ort.InferenceSession:
+                   entries: Sequence[ProviderEntry] | None = None,
+                   spinning: bool | None = None) -> ort.InferenceSession:
     """One InferenceSession for model_path. A provider that fails to load is a warning, then CPU.
 
     threads: intra-op worker threads (0: ONNX Runtime's default, one per physical core).
-    entries: the (provider, options) list to use (default: provider_entries(providers))."""
+    entries: the (provider, options) list to use (default: provider_entries(providers)).
+    spinning: whether idle intra-op and inter-op workers busy-wait for work (default:
+    allows_spinning of the first provider)."""
+    provider_list = list(entries) if entries is not None else provider_entries(providers)
+    providers = [name for name, _ in provider_list]
+    spin = allows_spinning(providers[0]) if spinning is None else spinning
     options = ort.SessionOptions()
     if threads > 0:
         options.intra_op_num_threads = threads
@@ -98,22 +125,19 @@ def create_session(model_path: Path, providers: Sequence[str],
     # Errors only: ONNX Runtime otherwise warns on every run about harmless graph details, e.g.
     # "Removing initializer 'emap'" of inswapper (an input the model carries but never uses).
     options.log_severity_level = ORT_LOG_ERROR
-    # Idle intra-op workers sleep instead of spinning: a render's decode, paste and encode
-    # threads need those cores between runs (spinning showed as CPU time, not speed).
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
-    provider_list = list(entries) if entries is not None else provider_entries(providers)
-    providers = [name for name, _ in provider_list]
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "1" if spin else "0")
     try:
-        session = ort.InferenceSession(str(model_path), sess_options=options,
-                                       providers=provider_list)
+        with threads_named(ORT_THREAD_PREFIX + model_path.stem):
+            session = ort.InferenceSession(str(model_path), sess_options=options,
+                                           providers=provider_list)
     except Exception as exc:  # onnxruntime raises plain RuntimeError/Fail subclasses
         if list(providers) == [CPU]:
             raise ModelError(f"{model_path.name} cannot be loaded by ONNX Runtime: "
                              f"{_first_line(exc)}") from exc
         log.warning("could not create a session for %s with %s (%s); falling back to CPU",
                     model_path.name, ", ".join(providers), _first_line(exc))
-        return create_session(model_path, [CPU], cache_dir, threads)
+        return create_session(model_path, [CPU], cache_dir, threads, spinning=spinning)
     _warn_dropped(model_path, providers, session.get_providers())
     return session
 
@@ -135,17 +159,25 @@ class SessionTimer(Protocol):
 
     def session_created(self, ms: float) -> None: ...
 
-    def inference(self, start: float, end: float) -> None: ...
+    def inference(self, start: float, end: float, cpu_s: float = 0.0) -> None:
+        """One run from `start` to `end` (perf_counter s); the calling thread's CPU in it."""
+        ...
+
+    def sample_threads(self) -> None:
+        """Read the threads' CPU now: sessions are about to be freed (timing.ThreadCpu)."""
+        ...
 
 
 class TimedSession:
-    """An InferenceSession whose run() calls are timed into a SessionTimer (when given) and
-    taken one at a time through `gate` (when given); everything else is the session's own
-    (get_inputs, get_providers, io_binding, ...)."""
+    """An InferenceSession whose run() calls are timed into a SessionTimer (when given): wall
+    time and the calling thread's CPU time; with a gate, each run holds `threads` of it (the
+    session's intra-op threads). Everything else is the session's own (get_inputs,
+    get_providers, io_binding, ...)."""
 
     def __init__(self, session: ort.InferenceSession, timer: SessionTimer | None,
-                 gate: threading.Lock | None = None) -> None:
+                 gate: ThreadGate | None = None, threads: int = 1) -> None:
         self._session, self._timer, self._gate = session, timer, gate
+        self._threads = threads
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         return self._timed(self._session.run, *args, **kwargs)
@@ -154,29 +186,78 @@ class TimedSession:
         return self._timed(self._session.run_with_iobinding, *args, **kwargs)
 
     def _timed(self, call: Any, *args: Any, **kwargs: Any) -> Any:
-        with self._gate if self._gate is not None else contextlib.nullcontext():
-            start = time.perf_counter()
+        gate = self._gate.hold(self._threads) if self._gate is not None else None
+        with gate if gate is not None else contextlib.nullcontext():
+            start, cpu = time.perf_counter(), time.thread_time()
             try:
                 return call(*args, **kwargs)
             finally:
                 if self._timer is not None:
-                    self._timer.inference(start, time.perf_counter())
+                    self._timer.inference(start, time.perf_counter(), time.thread_time() - cpu)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._session, name)
 
 
+class SessionReplicas:
+    """Several sessions of one model (replicas) run as one: run() takes a free replica (the
+    one this thread ran last where it is free), so up to len(replicas) threads run the model
+    at once; a thread that finds none free waits. Each replica's outputs are those one
+    session gives (same model, same options). Everything else is the first replica's."""
+
+    def __init__(self, replicas: Sequence[Any]) -> None:
+        if not replicas:
+            raise ValueError("a session needs at least one replica")
+        self.replicas = tuple(replicas)
+        self._free = list(range(len(self.replicas)))
+        self._changed = threading.Condition()
+        self._local = threading.local()
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        with self._replica() as replica:
+            return replica.run(*args, **kwargs)
+
+    def run_with_iobinding(self, *args: Any, **kwargs: Any) -> Any:
+        with self._replica() as replica:
+            return replica.run_with_iobinding(*args, **kwargs)
+
+    @contextlib.contextmanager
+    def _replica(self) -> Iterator[Any]:
+        last = getattr(self._local, "index", None)
+        with self._changed:
+            self._changed.wait_for(lambda: bool(self._free))
+            index = last if last in self._free else self._free[-1]
+            self._free.remove(index)
+        self._local.index = index
+        try:
+            yield self.replicas[index]
+        finally:
+            with self._changed:
+                self._free.append(index)
+                self._changed.notify()
+
+    def __len__(self) -> int:
+        return len(self.replicas)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.replicas[0], name)
+
+
 class SessionPool:
-    """Sessions keyed by (resolved model path, providers); each created once and then reused.
+    """Sessions keyed by (resolved model path, providers, replicas); each created once and then
+    reused.
 
     timer: when given, session creation and every run() are timed into it. threads: each
     session's intra-op threads (0: ONNX Runtime's default). With a budget (threads > 0) the
-    sessions that run on the CPU take their runs one at a time, whichever thread calls them:
-    pass 1 and pass 2 of a `--selector many` render then never keep twice the budget's
-    inference threads busy (runtime.threads). bind: run each session through IOBinding with
-    output buffers reused (runtime.binding.BoundSession); False runs session.run as is.
-    engines: a model's EnginePlan (or None) when TensorRT is among the providers; TensorRT
-    then runs only the models whose engine is built (runtime.tensorrt.render_providers)."""
+    sessions that run on the CPU pass their runs through one ThreadGate of that many threads,
+    whichever thread calls them: pass 1 and pass 2 of a `--selector many` render then never
+    keep more than the budget's inference threads busy (runtime.threads). A model asked for
+    with replicas > 1 gets that many sessions (SessionReplicas) sharing the threads
+    (threads.replica_threads), so they run side by side within the budget. bind: run each
+    session through IOBinding with output buffers reused (runtime.binding.BoundSession); False
+    runs session.run as is. engines: a model's EnginePlan (or None) when TensorRT is among the
+    providers; TensorRT then runs only the models whose engine is built
+    (runtime.tensorrt.render_providers)."""
 
     def __init__(self, providers: Sequence[str], cache_dir: Path | None = None,
                  timer: SessionTimer | None = None, threads: int = 0,
@@ -187,38 +268,49 @@ class SessionPool:
         self._engines = engines
         self._cache_dir = cache_dir
         self._timer = timer
-        self._sessions: dict[tuple[str, tuple[str, ...]], Any] = {}
+        self._sessions: dict[tuple[str, tuple[str, ...], int], Any] = {}
         self._lock = threading.Lock()
-        self._cpu_gate = threading.Lock() if threads > 0 else None
+        self._cpu_gate = ThreadGate(threads) if threads > 0 else None
 
-    def get(self, model_path: Path) -> Any:
+    def get(self, model_path: Path, replicas: int = 1) -> Any:
         """The session for model_path: a BoundSession (or, with bind=False, the
-        InferenceSession), in a TimedSession when timed or gated."""
-        key = (str(Path(model_path).resolve()), self.providers)
+        InferenceSession), in a TimedSession when timed or gated; with replicas > 1, a
+        SessionReplicas of that many such sessions (fewer under a budget of fewer threads)."""
+        count = max(1, min(replicas, self.threads) if self.threads > 0 else replicas)
+        key = (str(Path(model_path).resolve()), self.providers, count)
         with self._lock:
             if key not in self._sessions:
-                self._sessions[key] = self._create(Path(model_path))
+                self._sessions[key] = self._created(Path(model_path), count)
             return self._sessions[key]
 
-    def _create(self, model_path: Path) -> Any:
+    def _created(self, model_path: Path, replicas: int) -> Any:
+        if replicas == 1:
+            return self._create(model_path, self.threads)
+        threads = replica_threads(self.threads, replicas)
+        return SessionReplicas([self._create(model_path, threads) for _ in range(replicas)])
+
+    def _create(self, model_path: Path, threads: int) -> Any:
         start = time.perf_counter()
         entries = provider_entries(self.providers)
         if TENSORRT in self.providers:
             plan = self._engines(model_path) if self._engines is not None else None
             entries = render_providers(model_path.name, entries, plan)
-        session = create_session(model_path, self.providers, self._cache_dir, self.threads,
-                                 entries)
+        session = create_session(model_path, self.providers, self._cache_dir, threads, entries)
         if self._timer is not None:
             self._timer.session_created((time.perf_counter() - start) * 1000.0)
         gate = self._cpu_gate if session.get_providers()[0] == CPU else None
         runner = BoundSession(session) if self.bind else session
         if self._timer is None and gate is None:
             return runner
-        return TimedSession(runner, self._timer, gate)
+        return TimedSession(runner, self._timer, gate, threads)
 
     def __len__(self) -> int:
         return len(self._sessions)
 
     def close(self) -> None:
+        """Free every session (the timer, when given, reads the threads' CPU first: ONNX
+        Runtime's threads end with their sessions)."""
         with self._lock:
+            if self._timer is not None and self._sessions:
+                self._timer.sample_threads()
             self._sessions.clear()

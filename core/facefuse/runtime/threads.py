@@ -7,15 +7,22 @@ than spin (runtime.sessions), so each pool may use the whole budget when its tur
 budget bounds is how many threads any one pool starts. 0 means every core of the machine. A farm
 that packs several renders onto one machine gives each its share (`--threads 4` on 16 cores, four
 tasks); `--threads 1` keeps every pool single-threaded. With `--selector many` pass 1 runs
-beside pass 2 (shot.pass_one); under a budget their CPU sessions take turns (one run at a
-time, runtime.sessions.SessionPool), so inference never keeps more than the budget's threads
-busy, while pass 1's decoder still works beside pass 2's.
+beside pass 2 (shot.pass_one); under a budget their CPU sessions take turns (ThreadGate: a
+run holds its session's threads of the budget, runtime.sessions.SessionPool), so inference
+never keeps more than the budget's threads busy, while pass 1's decoder still works beside
+pass 2's. The replicas of one model (pass 1's detector sessions, runtime.sessions) share the
+inference threads between them (replica_threads), so several of them run at once within it.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from collections import deque
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from types import MappingProxyType
 
 DECODE_THREADS_MAX = 4  # more frame threads only add latency and frames in flight
 SEQUENCE_WRITERS_MAX = 3  # image-sequence files written at once (EXR compression is the cost)
@@ -23,6 +30,10 @@ SEQUENCE_WRITERS_MAX = 3  # image-sequence files written at once (EXR compressio
 # 4 threads, 2.1 at 16, 3.1 at 64 (docs/performance.md), while pass 2 feeds the encoder one frame
 # at a time at inference pace, so past this an encoder would mostly buy memory.
 ENCODE_THREADS_MAX = 16
+# Pass 1's detector sessions by default, per first provider (`--detector-sessions 0`): see
+# docs/performance.md for the figures they were chosen from.
+DETECTOR_SESSIONS = MappingProxyType({"CPUExecutionProvider": 1})
+DETECTOR_SESSIONS_ELSEWHERE = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,3 +65,52 @@ def thread_budget(threads: int, cores: int | None = None) -> ThreadBudget:
     return ThreadBudget(inference=threads, decode=min(total, DECODE_THREADS_MAX),
                         encode=min(total, ENCODE_THREADS_MAX),
                         sequence_writers=min(total, SEQUENCE_WRITERS_MAX))
+
+
+def replica_threads(threads: int, replicas: int, cores: int | None = None) -> int:
+    """Intra-op threads of each of `replicas` sessions of one model that together keep to a
+    budget of `threads` (0: all `cores`, default machine_cores()); at least 1."""
+    total = threads or (cores if cores is not None else machine_cores())
+    return max(1, total // max(1, replicas))
+
+
+class ThreadGate:
+    """At most `capacity` inference threads busy in the runs that pass through it: a run
+    holds as many as its session's intra-op threads (at most `capacity`), and runs are let in
+    first come, first served, so a session with the whole budget is not kept waiting by a
+    stream of smaller ones (the replicas of a session pool beside pass 2's sessions)."""
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            raise ValueError(f"a thread gate holds at least 1 thread, not {capacity}")
+        self.capacity = capacity
+        self._free = capacity
+        self._queue: deque[object] = deque()
+        self._changed = threading.Condition()
+
+    @contextmanager
+    def hold(self, threads: int) -> Iterator[None]:
+        """Hold `threads` of the gate (clamped to 1..capacity) while the block runs."""
+        weight = min(max(1, threads), self.capacity)
+        ticket = object()
+        with self._changed:
+            self._queue.append(ticket)
+            self._changed.wait_for(lambda: self._queue[0] is ticket and self._free >= weight)
+            self._queue.popleft()
+            self._free -= weight
+            self._changed.notify_all()
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._free += weight
+                self._changed.notify_all()
+
+
+def detector_sessions(setting: int, providers: Sequence[str], threads: int = 0) -> int:
+    """Pass 1's detector sessions: `setting` (Settings.detector_sessions), or for 0 the
+    default of the first provider (DETECTOR_SESSIONS); never more than a budget of `threads`
+    (> 0) has threads to share among them."""
+    first = providers[0] if providers else "CPUExecutionProvider"
+    count = setting if setting > 0 else DETECTOR_SESSIONS.get(first, DETECTOR_SESSIONS_ELSEWHERE)
+    return min(count, threads) if threads > 0 else count

@@ -15,6 +15,11 @@ converted at full resolution), which saves converting the rest and never makes a
 frame (25 MB at 4K). The crops are those a warp of the full conversion gives
 (geometry.warp_crop with origin_xy: bit for bit with OpenCV 4). All faces of a frame are
 embedded in one run.
+
+With several detector sessions (Settings.detector_sessions, runtime.sessions.SessionReplicas)
+the frames of a short window are detected side by side on worker threads (detected_ahead),
+each frame on one session, and handed on in frame order: the detections are those one session
+gives, frame by frame.
 """
 
 from __future__ import annotations
@@ -22,7 +27,10 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+import time
+from collections import deque
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -58,7 +66,8 @@ CROP_MARGIN_PX = 4  # around a crop's footprint: bilinear sampling reads one pix
 
 
 class FrameAnalysis:
-    """Detect and embed the faces of one frame at a time with one pipeline (one thread).
+    """Detect and embed the faces of one frame at a time with one pipeline (one thread; only
+    `detected` may run on other threads beside it).
 
     colour: the shot's conversion to display space (None: display-referred already; then the
     detector gets the frame's small picture where it has one). clock: gets "detect", "embed"
@@ -76,24 +85,31 @@ class FrameAnalysis:
         small = frame.small(self.side) if self.side is not None else None
         return small.pixels if small is not None else frame.to_ndarray()
 
-    def faces(self, frame: Frame) -> tuple[Face, ...]:
-        """The faces of a frame with their embeddings, in frame pixels, best first."""
+    def detected(self, frame: Frame) -> tuple[Face, ...]:
+        """The faces detection finds in `frame`, in frame pixels, without embeddings; safe to
+        call from several threads at once (the detector runs on replicas, runtime.sessions)."""
         small = frame.small(self.side) if self.side is not None else None
         if small is None:
-            whole = frame.to_ndarray()
+            return self.pipeline.detect(frame.to_ndarray(), self.colour)
+        found = self.pipeline.detect(small.pixels)
+        back = (1.0 / small.scale_xy[0], 1.0 / small.scale_xy[1])
+        return tuple(scale_face(face, back) for face in found)
+
+    def faces(self, frame: Frame, found: tuple[Face, ...] | None = None) -> tuple[Face, ...]:
+        """The faces of a frame with their embeddings, in frame pixels, best first; found:
+        detected(frame) where it ran already (elsewhere), else it runs here."""
+        if found is None:
             with self.clock.measure("detect"):
-                faces = self.pipeline.detect(whole, self.colour)
+                found = self.detected(frame)
+        small = frame.small(self.side) if self.side is not None else None
+        if small is None:
             with self.clock.measure("embed"):
-                return self.pipeline.embed_faces(whole, faces, self.colour)
-        with self.clock.measure("detect"):
-            found = self.pipeline.detect(small.pixels)
-            back = (1.0 / small.scale_xy[0], 1.0 / small.scale_xy[1])
-            faces = tuple(scale_face(face, back) for face in found)
-        if not faces:
+                return self.pipeline.embed_faces(frame.to_ndarray(), found, self.colour)
+        if not found:
             return ()
         spec = self.pipeline.models.load("recogniser").family.crop_spec()
         crops = []
-        for face in faces:
+        for face in found:
             with self.clock.measure("colour"):
                 # None: the crop lies wholly outside the frame; it then sees black, as it
                 # would in a frame black outside the faces
@@ -103,7 +119,7 @@ class FrameAnalysis:
             with self.clock.measure("embed"):
                 crops.append(warp_crop(pixels, face.kps5, *spec, origin_xy=origin))
         with self.clock.measure("embed"):
-            return self.pipeline.embed_crops(faces, crops)
+            return self.pipeline.embed_crops(found, crops)
 
     def crop_box(self, face: Face) -> Roi:
         """The frame pixels the recogniser's crop of `face` reads (its corners mapped back,
@@ -253,21 +269,28 @@ class PassOne:
         analysis = FrameAnalysis(pipeline, self.colour, clock)
         rendered = set(self.frames.rendered)
         read_ms: dict[int, Mapping[str, float]] = {}
-        current: list[Any] = [None]  # the frame whose picture analyse_frame is handed
+        # the frame whose picture analyse_frame is handed, and its faces where detected ahead
+        current: list[Any] = [None, None]
         found: dict[int, tuple[Face, ...]] = {}
         signatures: dict[int, Any] = {}
+        sessions = pipeline.models.replicas("detector")
 
         def frames() -> Generator[tuple[int, Any], None, None]:
-            # Decoding runs ahead on a worker thread, overlapping detection.
-            with closing(prefetch(self._frames(analysis, missing))) as read:
-                for number, frame, ms in read:
-                    read_ms[number], current[0] = ms, frame
+            # Decoding runs ahead on a worker thread, overlapping detection (and with several
+            # detector sessions, the detection of a window of frames runs ahead too).
+            with (closing(prefetch(self._frames(analysis, missing))) as read,
+                  closing(detected_ahead(read, analysis, sessions)) as ahead):
+                for number, frame, ms, faces in ahead:
+                    read_ms[number], current[:] = ms, (frame, faces)
+                    if faces is not None:
+                        clock.add("detect", faces[1])
                     yield number, (frame if isinstance(frame, DecodeFailure)
                                    else analysis.picture(frame))
 
         def analyse(_frame: np.ndarray) -> tuple[Face, ...]:
             lock.refresh()
-            return analysis.faces(current[0])
+            frame, ahead = current
+            return analysis.faces(frame, ahead[0] if ahead is not None else None)
 
         def analysed(number: int) -> None:
             done[0] += 1
@@ -303,6 +326,49 @@ class PassOne:
                 with clock.measure("colour"):
                     analysis.picture(frame)
             yield number, frame, clock.take()
+
+
+Read = tuple[int, Frame | DecodeFailure, Mapping[str, float]]
+Detected = tuple[tuple[Face, ...], float]  # the faces of a frame, and the ms detecting them
+
+
+def detected_ahead(frames: Iterable[Read], analysis: FrameAnalysis, sessions: int
+                   ) -> Generator[tuple[int, Frame | DecodeFailure, Mapping[str, float],
+                                        Detected | None], None, None]:
+    """The frames pass 1 reads, in order, each with its detections when `sessions` > 1: then
+    the frames of a window of `sessions` frames are detected side by side on as many worker
+    threads, one detector session each (FrameAnalysis.detected; at most one frame more than
+    that is held beyond the reader's). With one session nothing is detected here (None), and
+    FrameAnalysis.faces detects each frame on the calling thread."""
+    if sessions <= 1:
+        for number, frame, ms in frames:
+            yield number, frame, ms, None
+        return
+
+    def detect(frame: Frame) -> Detected:
+        start = time.perf_counter()
+        faces = analysis.detected(frame)
+        return faces, (time.perf_counter() - start) * 1000.0
+
+    window: deque[tuple[int, Frame | DecodeFailure, Mapping[str, float],
+                        Future[Detected] | None]] = deque()
+    items = iter(frames)
+    with ThreadPoolExecutor(sessions, thread_name_prefix="facefuse-detect") as pool:
+        try:
+            while True:
+                # one frame more than the sessions: they stay busy while this one is embedded
+                while len(window) <= sessions and (item := next(items, None)) is not None:
+                    number, frame, ms = item
+                    job = None if isinstance(frame, DecodeFailure) else pool.submit(detect, frame)
+                    window.append((number, frame, ms, job))
+                if not window:
+                    return
+                number, frame, ms, job = window.popleft()
+                yield number, frame, ms, job.result() if job is not None else None
+        finally:
+            for *_, job in window:
+                if job is not None:
+                    job.cancel()
 
 
 def _saved(entry: _CacheEntry, cached: ShotAnalysis, new: ShotAnalysis) -> ShotAnalysis:

@@ -140,8 +140,10 @@ class PhaseProgress:
     """How far one phase of a render has got: `done` of `total` frames.
 
     phase: "analysis" (pass 1: detection and embedding; frames already cached count as done),
-    "swap" (pass 2: frames swapped and settled by the writer) or "encode" (the writer finishing:
-    a video's last frames and its container; total 1)."""
+    "swap" (pass 2: frames swapped and settled by the writer), "encode" (the writer finishing:
+    a video's last frames and its container; total 1) or, for a review (write_review),
+    "pictures" (the contact sheet: each still decoded, each still rendered, then the plots;
+    `total` counts those steps)."""
 
     phase: str
     done: int

@@ -122,9 +122,11 @@ def nms(boxes_xyxy: np.ndarray, scores: np.ndarray, iou_threshold: float,
 
 def _to_blob(canvas: np.ndarray, colour: str, mean: float, std: float) -> np.ndarray:
     """BGR uint8 (H, W, 3) -> float32 (1, 3, H, W) in the given channel order, (x - mean) / std."""
-    pixels = canvas[..., ::-1] if colour == "rgb" else canvas
+    # contiguous planes, each cast in one SIMD pass, then normalised in place
+    planes = cv2.split(np.ascontiguousarray(canvas))
     blob = np.empty((1, 3, canvas.shape[0], canvas.shape[1]), dtype=np.float32)
-    blob[0] = pixels.transpose(2, 0, 1)  # one strided copy-and-cast pass, then in place
+    for channel, plane in enumerate(planes[::-1] if colour == "rgb" else planes):
+        blob[0, channel] = plane
     if mean != 0.0:
         blob -= np.float32(mean)
     if std != 1.0:
@@ -137,6 +139,13 @@ def _grid_xy(input_hw: tuple[int, int], stride: int) -> np.ndarray:
     rows, cols = math.ceil(input_hw[0] / stride), math.ceil(input_hw[1] / stride)
     col_idx, row_idx = np.meshgrid(np.arange(cols), np.arange(rows))
     return np.stack([col_idx.ravel(), row_idx.ravel()], axis=1).astype(np.float32)
+
+
+def _cells_xy(input_hw: tuple[int, int], stride: int, hit: np.ndarray) -> np.ndarray:
+    """_grid_xy(input_hw, stride)[hit] for a boolean `hit` over its cells, without the grid."""
+    cols = math.ceil(input_hw[1] / stride)
+    rows, columns = np.divmod(np.flatnonzero(hit), cols)
+    return np.stack([columns, rows], axis=1).astype(np.float32)
 
 
 def _concat(parts: list[Detections]) -> Detections:
@@ -234,15 +243,14 @@ def preprocess_yunet(canvas: np.ndarray, family: Family) -> np.ndarray:
 def _decode_yunet_stride(outputs: Mapping[str, np.ndarray], input_hw: tuple[int, int],
                          stride: int, threshold: float) -> Detections:
     """One stride: score sqrt(cls*obj); box centre (cell + d) * stride, size exp(s) * stride."""
-    cls = np.clip(np.asarray(outputs[f"cls_{stride}"], np.float32).reshape(-1), 0.0, 1.0)
-    obj = np.clip(np.asarray(outputs[f"obj_{stride}"], np.float32).reshape(-1), 0.0, 1.0)
-    cells = _grid_xy(input_hw, stride)
-    if cls.size != len(cells):
+    cls, obj = (_unit_clipped(outputs[f"{kind}_{stride}"]) for kind in ("cls", "obj"))
+    cells = math.ceil(input_hw[0] / stride) * math.ceil(input_hw[1] / stride)
+    if cls.size != cells:
         raise ModelContractError(f"YuNet cls_{stride} has {cls.size} entries; a {input_hw} "
-                                 f"input has {len(cells)} cells at stride {stride}")
+                                 f"input has {cells} cells at stride {stride}")
     score = np.sqrt(cls * obj)
     hit = score >= threshold
-    cell = cells[hit]
+    cell = _cells_xy(input_hw, stride, hit)
     bbox = np.asarray(outputs[f"bbox_{stride}"], np.float32).reshape(-1, 4)[hit]
     offsets = np.asarray(outputs[f"kps_{stride}"], np.float32).reshape(-1, 5, 2)[hit]
     centre = (cell + bbox[:, :2]) * np.float32(stride)
@@ -250,6 +258,12 @@ def _decode_yunet_stride(outputs: Mapping[str, np.ndarray], input_hw: tuple[int,
     boxes = np.concatenate([centre - half, centre + half], axis=1)
     kps = (cell[:, None, :] + offsets) * np.float32(stride)
     return boxes, score[hit], kps
+
+
+def _unit_clipped(output: np.ndarray) -> np.ndarray:
+    """A YuNet score output flattened to float32 and clipped to [0, 1] (NaN stays NaN)."""
+    flat = np.asarray(output, np.float32).reshape(-1)
+    return np.minimum(np.maximum(flat, np.float32(0.0)), np.float32(1.0))
 
 
 def decode_yunet(outputs: Mapping[str, np.ndarray], input_hw: tuple[int, int],

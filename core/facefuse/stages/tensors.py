@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+import cv2
 import numpy as np
 import onnxruntime as ort
 
@@ -31,8 +32,21 @@ def input_dtype(node: ort.NodeArg) -> type[np.floating]:
 
 def crops_to_nchw(crops_bgr_0_255: np.ndarray, family: Family) -> np.ndarray:
     """Crop(s) float32 BGR 0..255, (S, S, 3) or (N, S, S, 3) -> float32 NCHW (1 or N, 3, S, S)
-    in family.colour order, normalised as (x - family.mean) / family.std."""
-    return np.ascontiguousarray(crops_to_nhwc(crops_bgr_0_255, family).transpose(0, 3, 1, 2))
+    in family.colour order, normalised per channel as (x - mean) / std: the same float32
+    operations as crops_to_nhwc, plane by plane straight into the NCHW tensor."""
+    pixels = np.asarray(crops_bgr_0_255, dtype=np.float32)
+    if pixels.ndim == 3:
+        pixels = pixels[None]
+    count, height, width, _ = pixels.shape
+    mean, std = (np.asarray(v, dtype=np.float32) for v in family.normalisation())
+    order = (2, 1, 0) if family.colour == "rgb" else (0, 1, 2)
+    tensor = np.empty((count, 3, height, width), np.float32)
+    for crop, planes in zip(pixels, tensor, strict=True):
+        bgr = cv2.split(np.ascontiguousarray(crop))
+        for channel, plane in enumerate(planes):
+            np.subtract(bgr[order[channel]], mean[channel], out=plane)
+            np.divide(plane, std[channel], out=plane)
+    return tensor
 
 
 def crops_to_nhwc(crops_bgr_0_255: np.ndarray, family: Family) -> np.ndarray:
@@ -57,13 +71,17 @@ def nchw_to_crop(output: np.ndarray, family: Family) -> np.ndarray:
 
 def nchw_to_crops(output: np.ndarray, family: Family) -> np.ndarray:
     """An image batch (N, 3, S, S) in the family's normalised space -> float32 BGR 0..255
-    (N, S, S, 3), as nchw_to_crop does for one."""
-    pixels = np.asarray(output, dtype=np.float32).transpose(0, 2, 3, 1)
+    (N, S, S, 3), as nchw_to_crop does for one (plane by plane, then interleaved)."""
+    planes = np.asarray(output, dtype=np.float32)
     mean, std = (np.asarray(v, dtype=np.float32) for v in family.normalisation())
-    values = pixels * std + mean
-    if family.colour == "rgb":
-        values = values[..., ::-1]
-    return np.ascontiguousarray(np.clip(values, 0.0, 255.0), dtype=np.float32)
+    order = (2, 1, 0) if family.colour == "rgb" else (0, 1, 2)  # each BGR channel's plane
+    crops = np.empty((planes.shape[0], *planes.shape[2:], 3), np.float32)
+    for image, crop in zip(planes, crops, strict=True):
+        values = [np.multiply(image[k], std[k]) for k in order]
+        for value, k in zip(values, order, strict=True):
+            value += mean[k]
+        cv2.merge(values, dst=crop)
+    return np.clip(crops, 0.0, 255.0, out=crops)
 
 
 def check_crop_size(image: np.ndarray, family: Family) -> None:

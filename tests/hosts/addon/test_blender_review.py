@@ -198,3 +198,13 @@ def test_review_on_a_worker_returns_at_once_and_lands_on_the_main_thread(
     drain_until_idle(jobs)
     assert last_message().level == 'INFO', last_message()
     assert [p.person_id for p in shot.strip.facefuse.people] == ["p1"]
+
+
+def test_the_review_status_follows_its_contact_sheet(shot: SimpleNamespace) -> None:
+    """The status line of a running review: the analysis, then the contact sheet's steps."""
+    from facefuse import PhaseProgress
+
+    tasks = module("tasks")
+    assert tasks.phase_line(PhaseProgress("analysis", 4, 60)) == "analysing frame 5 of 60"
+    assert tasks.phase_line(PhaseProgress("pictures", 2, 31)) == "contact sheet: step 3 of 31"
+    assert tasks.phase_line(PhaseProgress("pictures", 31, 31)) == ""

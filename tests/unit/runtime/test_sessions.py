@@ -132,8 +132,11 @@ class _Intervals:
     def session_created(self, ms):
         pass
 
-    def inference(self, start, end):
+    def inference(self, start, end, cpu_s=0.0):
         self.runs.append((start, end))
+
+    def sample_threads(self):
+        pass
 
 
 def test_a_thread_budget_takes_cpu_runs_one_at_a_time_across_threads(tmp_path):

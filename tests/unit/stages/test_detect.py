@@ -148,6 +148,31 @@ def test_preprocess_yunet_is_raw_bgr_nchw() -> None:
     assert blob.flags["C_CONTIGUOUS"]
 
 
+def _transposed_blob(canvas: np.ndarray, colour: str, mean: float, std: float) -> np.ndarray:
+    """The blob as one strided transpose-and-cast of the canvas, then (x - mean) / std in
+    float32: what preprocessing is held bit-identical to."""
+    pixels = canvas[..., ::-1] if colour == "rgb" else canvas
+    blob = pixels.transpose(2, 0, 1)[None].astype(np.float32)
+    if mean != 0.0:
+        blob -= np.float32(mean)
+    if std != 1.0:
+        blob *= np.float32(1.0 / std)
+    return blob
+
+
+@pytest.mark.parametrize("family", [SCRFD, YUNET], ids=["scrfd", "yunet"])
+def test_preprocessing_is_bit_identical_to_the_transposed_cast(family: Family) -> None:
+    rng = np.random.default_rng(5)
+    image = rng.integers(0, 256, (360, 640, 3), dtype=np.uint8)
+    canvases = (letterbox(image, (640, 640))[0], rng.integers(0, 256, (37, 64, 3), np.uint8),
+                image[10:200:2, 5:300])  # a strided view too
+    for canvas in canvases:
+        blob = (preprocess_scrfd if family is SCRFD else preprocess_yunet)(canvas, family)
+        expected = _transposed_blob(canvas, family.colour, family.mean, family.std)
+        assert blob.dtype == np.float32 and blob.flags["C_CONTIGUOUS"]
+        assert np.array_equal(blob, expected)
+
+
 # ---------------------------------------------------------------------------------------- scrfd
 
 SCRFD_KPS_OFFSETS = np.array([[-1.0, -1.0], [1.0, -1.0], [0.0, 0.5], [-0.75, 1.5], [0.75, 1.5]])
@@ -262,6 +287,44 @@ def test_decode_yunet_rejects_missing_or_misshapen_outputs() -> None:
     with pytest.raises(ModelContractError, match="cells"):
         decode_yunet(_yunet_outputs(), (64, 64), 0.5)
 
+
+
+def _gridded_yunet(outputs: dict[str, np.ndarray], input_hw: tuple[int, int],
+                   threshold: float) -> list[tuple[np.ndarray, ...]]:
+    """Each stride's decode from the whole grid of cells (meshgrid), np.clip'ed scores: what
+    decode_yunet is held bit-identical to."""
+    parts = []
+    for stride in (8, 16, 32):
+        rows, cols = math.ceil(input_hw[0] / stride), math.ceil(input_hw[1] / stride)
+        col_idx, row_idx = np.meshgrid(np.arange(cols), np.arange(rows))
+        cells = np.stack([col_idx.ravel(), row_idx.ravel()], axis=1).astype(np.float32)
+        cls, obj = (np.clip(outputs[f"{k}_{stride}"].reshape(-1), 0.0, 1.0) for k in ("cls", "obj"))
+        score = np.sqrt(cls * obj)
+        hit = score >= threshold
+        bbox = outputs[f"bbox_{stride}"].reshape(-1, 4)[hit]
+        centre = (cells[hit] + bbox[:, :2]) * np.float32(stride)
+        half = np.exp(bbox[:, 2:]) * np.float32(stride / 2)
+        kps = (cells[hit][:, None, :] + outputs[f"kps_{stride}"].reshape(-1, 5, 2)[hit])
+        parts.append((np.concatenate([centre - half, centre + half], axis=1), score[hit],
+                      kps * np.float32(stride)))
+    return [np.concatenate(group) for group in zip(*parts)]
+
+
+def test_decode_yunet_is_bit_identical_to_the_gridded_decode() -> None:
+    rng = np.random.default_rng(3)
+    input_hw = (640, 640)
+    outputs = {}
+    for stride in (8, 16, 32):
+        n = (640 // stride) ** 2
+        for kind, width in (("cls", 1), ("obj", 1), ("bbox", 4), ("kps", 10)):
+            outputs[f"{kind}_{stride}"] = rng.normal(0.5, 0.4, (1, n, width)).astype(np.float32)
+    outputs["cls_8"][0, :5] = np.nan
+    for threshold in (0.3, 0.6, 0.95):
+        got = decode_yunet(outputs, input_hw, threshold)
+        expected = _gridded_yunet(outputs, input_hw, threshold)
+        assert len(got[1]) > 0
+        for a, b in zip(got, expected, strict=True):
+            assert a.dtype == np.float32 and np.array_equal(a, b)
 
 # ------------------------------------------------------------------------------- to frame space
 

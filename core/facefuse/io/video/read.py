@@ -42,7 +42,7 @@ from typing import Any, Self
 import av
 
 from ...errors import InputError
-from ...timing import StageClock
+from ...timing import DECODER_THREAD_PREFIX, StageClock, threads_named
 from .common import format_rate, open_input
 from .frame import DecodedFrame
 from .index import (
@@ -135,6 +135,14 @@ def _pixel_traits(codec_context: Any) -> tuple[str, int, bool]:
     return fmt.name, max(8, bits), any(c.is_alpha for c in fmt.components)
 
 
+def open_decoder(stream: Any) -> None:
+    """Open the stream's decoder (as its first decode would) with the calling thread named
+    DECODER_THREAD_PREFIX..., so the threads it starts are counted as the decoder's
+    (timing.ThreadCpu)."""
+    with threads_named(DECODER_THREAD_PREFIX + stream.codec_context.name):
+        stream.codec_context.open(strict=False)
+
+
 class VideoSource:
     """A video file read by frame number. ``conform_vfr=True`` accepts a variable-rate source and
     delivers it on the constant grid of its typical rate (see typical_rate): each slot
@@ -183,6 +191,7 @@ class VideoSource:
         container, stream = self._container, self._stream
         container.seek(self._index.pts[0], stream=stream, backward=True, any_frame=False)
         try:
+            open_decoder(stream)
             for packet in container.demux(stream):
                 for frame in stream.codec_context.decode(packet):
                     return _display_turn(frame, self._path)
@@ -283,6 +292,7 @@ class VideoSource:
             stream = container.streams.video[0]
             stream.thread_type = "AUTO"
             stream.codec_context.thread_count = self._decode_threads
+            open_decoder(stream)
             decoder = Decoder(container, stream, self._index, self._position)
             held: tuple[int, Any] | None = None  # the last decoded (position, VideoFrame)
             for number in wanted:

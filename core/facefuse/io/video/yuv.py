@@ -81,6 +81,7 @@ RANGE_JPEG = 2  # AVColorRange
 # through swscale. Part of a render's fingerprint.
 READER_VERSION = 4
 STRIP_ROWS = 64  # the writer converts in strips of this many rows (stays in cache)
+BAND_PIXELS = STRIP_ROWS * 1920  # the reader's bands: at least STRIP_ROWS rows, about this size
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +215,8 @@ def yuv_to_bgr(planes: YuvPlanes, box: Box | None = None,
     the same pixels of the whole conversion: it is widened to the chroma grid, read with the
     one chroma sample of margin the filter needs, and every step is elementwise.
     out: where to write them instead of a new array ((h, w, 3) of that type, a view of a larger
-    frame allowed), for a box that starts on the chroma grid (ValueError otherwise)."""
+    frame allowed), for a box that starts on the chroma grid (ValueError otherwise).
+    Converted in bands of rows (_band_rows), so the temporaries stay in the CPU's cache."""
     height, width = planes.y.shape
     x0, y0, x1, y1 = box if box is not None else (0, 0, width, height)
     left, top = x0 - x0 % planes.across, y0 - y0 % planes.down
@@ -224,13 +226,21 @@ def yuv_to_bgr(planes: YuvPlanes, box: Box | None = None,
     if out is None:
         out = np.empty((y1 - top, x1 - left, 3), np.uint16 if deep else np.uint8)
     weights = _centred_weights(planes.matrix, planes.bits)
-    for first in range(top, y1, STRIP_ROWS):
-        last = min(first + STRIP_ROWS, y1)
+    rows = _band_rows(x1 - left)
+    for first in range(top, y1, rows):
+        last = min(first + rows, y1)
         luma, band = planes.y[first:last, left:x1], out[first - top:last - top]
         cb, cr = (_upsampled(plane, planes, (left, first, x1, last))
                   for plane in (planes.cb, planes.cr))
         _centred_matrix_into(luma, cb, cr, weights, band)
     return out[y0 - top:, x0 - left:]
+
+
+def _band_rows(width: int) -> int:
+    """Rows per band of a conversion `width` pixels wide: STRIP_ROWS, or for a narrower box
+    (a face's region) as many as make about STRIP_ROWS rows of 1080p, so a box takes few
+    calls (an even count: every band starts on the chroma grid)."""
+    return max(STRIP_ROWS, BAND_PIXELS // max(width, 1) // 2 * 2)
 
 
 def _upsampled(plane: np.ndarray, planes: YuvPlanes, box: Box) -> np.ndarray:
