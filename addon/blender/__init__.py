@@ -1,9 +1,10 @@
 """facefuse for Blender's Video Sequencer: the "Face Swap" sidebar tab. Registration only.
 
-Modules: properties.py (settings on each strip) · convert.py (strip -> RenderRequest) ·
-result.py (frames -> image strip) · jobs.py (worker threads + timer drain) · tasks.py (the jobs)
-· review.py (review markers, people, overrides) · operators.py · panels.py · preferences.py
-(model downloads) · headless.py (farm and scripts).
+Modules: properties.py (settings on each strip) · strips.py (4.2/5.0 names, the active strip)
+· settings.py (strip settings -> Settings) · convert.py (strip -> RenderRequest) · frames.py
+(timeline frames <-> engine numbers) · result.py (frames -> image strip) · jobs.py (worker
+threads + timer drain) · tasks.py (the jobs) · review.py (review markers, people, overrides) ·
+operators.py · panels.py · preferences.py (model downloads) · headless.py (farm and scripts).
 """
 
 from __future__ import annotations

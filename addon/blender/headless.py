@@ -46,7 +46,8 @@ import bpy
 from facefuse import ExitCode, FacefuseError, parse_chunk, parse_frame_range
 
 from . import convert, result
-from .convert import StripError
+from .frames import SwapPlan, overlaps
+from .strips import StripError, all_strips, strip_type
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -109,7 +110,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def ensure_registered() -> None:
     """Register the add-on when this process has not (bpy as a module, add-on not enabled)."""
-    if not hasattr(convert.strip_type(), "facefuse"):
+    if not hasattr(strip_type(), "facefuse"):
         from . import register
 
         register()
@@ -126,7 +127,7 @@ def _targets(scene_name: str | None, strip_name: str | None) -> Iterator[tuple[A
     for scene in bpy.data.scenes:
         if scene_name and scene.name != scene_name or scene.sequence_editor is None:
             continue
-        for strip in convert.all_strips(scene.sequence_editor):
+        for strip in all_strips(scene.sequence_editor):
             if strip.name == strip_name if strip_name else strip.facefuse.farm:
                 found = True
                 yield scene, strip
@@ -141,7 +142,7 @@ def _swap(scene: Any, strip: Any, args: argparse.Namespace) -> int:
     from facefuse import render
 
     label = f"{scene.name}/{strip.name}"
-    if not args.strip and not convert.overlaps(strip, args.frames):
+    if not args.strip and not overlaps(strip, args.frames):
         _say(f"{label}: outside frames {args.frames[0]}-{args.frames[1]}, skipped")
         return ExitCode.OK
     try:
@@ -173,7 +174,7 @@ def _swap(scene: Any, strip: Any, args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def timeline_frames(plan: convert.SwapPlan, frames: tuple[int, int] | None
+def timeline_frames(plan: SwapPlan, frames: tuple[int, int] | None
                     ) -> dict[int, list[int]]:
     """The timeline frames (within `frames`, when given) each engine number to render shows:
     progress counts timeline frames, as the job was asked (a held frame shows one number at

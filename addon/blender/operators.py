@@ -21,8 +21,8 @@ from bpy.types import Operator, OperatorFileListElement
 
 from facefuse import FacefuseError, Job, Message
 
-from . import convert, jobs, review, tasks
-from .convert import StripError
+from . import convert, jobs, review, settings, strips, tasks
+from .strips import StripError
 
 IMAGE_GLOB = "*.png;*.jpg;*.jpeg;*.webp;*.bmp;*.tif;*.tiff"
 OVERRIDE_ITEMS = (
@@ -42,7 +42,7 @@ def _run(operator: Operator, build: Callable[[], Job], started: str) -> set[str]
     try:
         outcome = jobs.submit(build())
     except (StripError, FacefuseError) as exc:
-        operator.report({'ERROR'}, convert.in_blender(str(exc)))
+        operator.report({'ERROR'}, settings.in_blender(str(exc)))
         return {'CANCELLED'}
     if outcome is None:
         operator.report({'INFO'}, started)
@@ -51,12 +51,12 @@ def _run(operator: Operator, build: Callable[[], Job], started: str) -> set[str]
 
 
 def _report(operator: Operator, message: Message) -> set[str]:
-    operator.report({message.level}, convert.in_blender(message.text))
+    operator.report({message.level}, settings.in_blender(message.text))
     return {'CANCELLED'} if message.level == 'ERROR' else {'FINISHED'}
 
 
 def _has_scene(context: Any) -> bool:
-    return convert.sequencer_scene(context) is not None
+    return strips.sequencer_scene(context) is not None
 
 
 class _NeedsSequencer:
@@ -77,7 +77,7 @@ class FACEFUSE_OT_swap_strip(_NeedsSequencer, Operator):
 
     def execute(self, context: Any) -> set[str]:
         def build() -> Job:
-            scene, strip = convert.active_strip(context)
+            scene, strip = strips.active_strip(context)
             return tasks.swap_job(convert.plan_swap(scene, strip))
         return _run(self, build, "Face swap started: progress in the status bar")
 
@@ -91,7 +91,7 @@ class FACEFUSE_OT_preview_frame(_NeedsSequencer, Operator):
 
     def execute(self, context: Any) -> set[str]:
         def build() -> Job:
-            scene, strip = convert.active_strip(context)
+            scene, strip = strips.active_strip(context)
             return tasks.preview_job(convert.plan_swap(scene, strip), scene.frame_current)
         return _run(self, build, "Previewing the frame under the playhead")
 
@@ -105,7 +105,7 @@ class FACEFUSE_OT_find_faces(_NeedsSequencer, Operator):
 
     def execute(self, context: Any) -> set[str]:
         def build() -> Job:
-            scene, strip = convert.active_strip(context)
+            scene, strip = strips.active_strip(context)
             return tasks.faces_job(convert.plan_swap(scene, strip, look=True),
                                    scene.frame_current)
         return _run(self, build, "Finding the faces under the playhead")
@@ -123,7 +123,7 @@ class FACEFUSE_OT_use_face(_NeedsSequencer, Operator):
 
     def execute(self, context: Any) -> set[str]:
         def build() -> Job:
-            scene, strip = convert.active_strip(context)
+            scene, strip = strips.active_strip(context)
             index = self.index if self.index >= 0 else strip.facefuse.reference_index
             return tasks.reference_job(convert.plan_swap(scene, strip, look=True),
                                        scene.frame_current, index)
@@ -150,8 +150,8 @@ class FACEFUSE_OT_add_sources(_NeedsSequencer, Operator):
 
     def execute(self, context: Any) -> set[str]:
         try:
-            scene, strip = convert.active_strip(context)
-            convert.require_swappable(strip)
+            scene, strip = strips.active_strip(context)
+            strips.require_swappable(strip)
         except StripError as exc:
             self.report({'ERROR'}, str(exc))
             return {'CANCELLED'}
@@ -192,7 +192,7 @@ class FACEFUSE_OT_remove_source(_NeedsSequencer, Operator):
 
     def execute(self, context: Any) -> set[str]:
         try:
-            _, strip = convert.active_strip(context)
+            _, strip = strips.active_strip(context)
         except StripError as exc:
             self.report({'ERROR'}, str(exc))
             return {'CANCELLED'}
@@ -214,7 +214,7 @@ class FACEFUSE_OT_check_sources(_NeedsSequencer, Operator):
 
     def execute(self, context: Any) -> set[str]:
         def build() -> Job:
-            scene, strip = convert.active_strip(context)
+            scene, strip = strips.active_strip(context)
             return tasks.sources_job(scene, strip)
         return _run(self, build, "Checking the faces in the source images")
 
@@ -229,7 +229,7 @@ class FACEFUSE_OT_review_strip(_NeedsSequencer, Operator):
 
     def execute(self, context: Any) -> set[str]:
         def build() -> Job:
-            scene, strip = convert.active_strip(context)
+            scene, strip = strips.active_strip(context)
             plan = convert.plan_swap(scene, strip)
             return tasks.review_job(plan, convert.review_folder(strip))
         return _run(self, build, "Reviewing the strip: progress in the status bar")
@@ -249,7 +249,7 @@ class FACEFUSE_OT_add_override(_NeedsSequencer, Operator):
 
     def execute(self, context: Any) -> set[str]:
         try:
-            scene, strip = convert.active_strip(context)
+            scene, strip = strips.active_strip(context)
             plan = convert.plan_swap(scene, strip, prepare=False, look=True)
             entry = review.override_entry(plan, self._range(scene), self.action,
                                           self._person(strip))
@@ -288,7 +288,7 @@ class FACEFUSE_OT_rerender_flagged(_NeedsSequencer, Operator):
 
     def execute(self, context: Any) -> set[str]:
         def build() -> Job:
-            scene, strip = convert.active_strip(context)
+            scene, strip = strips.active_strip(context)
             shot, flagged = review.flagged_numbers(bpy.path.abspath(strip.facefuse.report))
             plan = convert.plan_swap(scene, strip, only=flagged, only_input=f"shot:{shot}",
                                      overwrite=True)
@@ -305,7 +305,7 @@ class FACEFUSE_OT_fetch_models(Operator):
 
     @classmethod
     def poll(cls, context: Any) -> bool:
-        if not convert.online_access():
+        if not settings.online_access():
             cls.poll_message_set("Online access is off (Preferences > System)")
             return False
         return True
@@ -319,13 +319,13 @@ class FACEFUSE_OT_fetch_models(Operator):
 def models_settings(context: Any) -> Any:
     """The active strip's model settings, else facefuse's defaults (online)."""
     try:
-        _, strip = convert.active_strip(context)
-        convert.require_swappable(strip)
+        _, strip = strips.active_strip(context)
+        strips.require_swappable(strip)
     except (StripError, AttributeError):
         from facefuse import Settings
 
-        return Settings(offline=not convert.online_access())
-    return convert.engine_settings(strip.facefuse)
+        return Settings(offline=not settings.online_access())
+    return settings.engine_settings(strip.facefuse)
 
 
 class FACEFUSE_OT_cancel(Operator):

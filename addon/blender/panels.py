@@ -20,8 +20,8 @@ from bpy.types import Panel, UIList
 
 from facefuse import Job, absent_models, missing_models, tunable_options
 
-from . import convert, jobs
-from .convert import StripError
+from . import convert, jobs, settings, strips
+from .strips import StripError
 
 CATEGORY = "Face Swap"
 WRAP_CHARS = 48
@@ -35,8 +35,8 @@ _thumbnails: Any = None  # bpy.utils.previews collection, between register() and
 def swappable_strip(context: Any) -> Any:
     """The active strip when it is a movie or image strip, else None."""
     try:
-        _, strip = convert.active_strip(context)
-        convert.require_swappable(strip)
+        _, strip = strips.active_strip(context)
+        strips.require_swappable(strip)
     except (StripError, AttributeError):
         return None
     return strip
@@ -126,12 +126,12 @@ class SEQUENCER_PT_facefuse(FacefusePanel, Panel):
         for job in state.jobs if state is not None else ():
             draw_job(layout.box(), job)
         if state is not None and state.message is not None:
-            wrapped(layout, convert.in_blender(state.message.text),
+            wrapped(layout, settings.in_blender(state.message.text),
                     LEVEL_ICONS[state.message.level],
                     alert=state.message.level == 'ERROR')
         try:
-            _, strip = convert.active_strip(context)
-            convert.require_swappable(strip)
+            _, strip = strips.active_strip(context)
+            strips.require_swappable(strip)
         except StripError as exc:
             wrapped(layout, str(exc), 'INFO')
             return
@@ -249,7 +249,7 @@ class SEQUENCER_PT_facefuse_models(StripPanel, Panel):
         props = swappable_strip(context).facefuse
         for problem in model_problems(context):
             wrapped(layout, problem, 'ERROR', alert=True)
-        if convert.online_access() and absent_models(convert.engine_settings(props)):
+        if settings.online_access() and absent_models(settings.engine_settings(props)):
             wrapped(layout, "Some models are not downloaded yet; they are fetched on first "
                             "use, or now:", 'INFO')
             layout.operator("facefuse.fetch_models", icon='IMPORT')
@@ -301,8 +301,8 @@ def model_problems(context: Any) -> list[str]:
     if strip is None:
         return []
     try:
-        return [convert.in_blender(m)
-                for m in missing_models(convert.engine_settings(strip.facefuse))]
+        return [settings.in_blender(m)
+                for m in missing_models(settings.engine_settings(strip.facefuse))]
     except Exception as exc:  # noqa: BLE001 - a panel must draw whatever the settings are
         return [str(exc)]
 

@@ -13,7 +13,7 @@ from bpy.types import AddonPreferences
 
 from facefuse import absent_models
 
-from . import convert
+from . import settings
 
 
 class FacefusePreferences(AddonPreferences):
@@ -30,7 +30,7 @@ class FacefusePreferences(AddonPreferences):
             return
         names = ", ".join(name for _, name in absent)
         wrapped(layout, f"Not downloaded yet: {names}", 'ERROR')
-        if not convert.online_access():
+        if not settings.online_access():
             wrapped(layout, "Allow online access (Preferences > System) to download them",
                     'INFO')
         layout.operator("facefuse.fetch_models", icon='IMPORT')

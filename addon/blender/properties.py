@@ -23,7 +23,7 @@ from bpy.types import PropertyGroup
 
 from facefuse import Settings, Tunable, tunable_options
 
-from . import convert
+from . import convert, strips
 
 DEFAULTS = Settings()
 RELATIVE = {'PATH_SUPPORTS_BLEND_RELATIVE'}
@@ -185,10 +185,10 @@ CLASSES = (FacefuseSource, FacefusePerson, FacefuseMarker, FacefuseStripSettings
 def register() -> None:
     for cls in CLASSES:
         bpy.utils.register_class(cls)
-    convert.strip_type().facefuse = PointerProperty(type=FacefuseStripSettings)
+    strips.strip_type().facefuse = PointerProperty(type=FacefuseStripSettings)
 
 
 def unregister() -> None:
-    del convert.strip_type().facefuse
+    del strips.strip_type().facefuse
     for cls in reversed(CLASSES):
         bpy.utils.unregister_class(cls)

@@ -11,7 +11,8 @@ from typing import Any
 
 import bpy
 
-from .convert import StripError, SwapPlan, all_strips, container_of
+from .frames import SwapPlan
+from .strips import StripError, all_strips, container_of
 
 NAME_LIMIT = 63
 

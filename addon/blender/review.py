@@ -5,7 +5,7 @@ marker named `kind:person` (`kind` for a flag of no one) at the first timeline f
 the strip remembers the markers it made (strip.facefuse.review_markers) and removes only those
 on the next review. The report's people fill strip.facefuse.people, keeping each person's own
 source and skip across reviews. Frame numbers: the report speaks the engine's numbers (the
-media's), the timeline its own; convert.SwapPlan maps between them.
+media's), the timeline its own; frames.SwapPlan maps between them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from facefuse import (
     write_overrides,
 )
 
-from .convert import StripError, SwapPlan
+from .frames import SwapPlan
+from .strips import StripError
 
 ACTIONS = ('skip', 'keep', 'hold', 'swap')
 

@@ -24,9 +24,11 @@ from facefuse import (
     missing_models,
 )
 
-from . import convert, result, review
-from .convert import StripError, SwapPlan
+from . import result, review
+from .frames import SwapPlan
 from .jobs import LOOK, RENDER, runner
+from .settings import engine_settings, in_blender
+from .strips import StripError, require_swappable
 
 PREVIEW_IMAGE = "facefuse preview"
 FACES_IMAGE = "facefuse faces"
@@ -188,11 +190,11 @@ def reference_job(plan: SwapPlan, frame: int, index: int) -> Job:
 
 def sources_job(scene: Any, strip: Any) -> Job:
     """Detect the faces of every source image, make thumbnails, store counts on the strip."""
-    convert.require_swappable(strip)
-    settings = convert.engine_settings(strip.facefuse)
+    require_swappable(strip)
+    settings = engine_settings(strip.facefuse)
     missing = missing_models(settings, LOOK_ROLES)
     if missing:
-        raise StripError(convert.in_blender("; ".join(missing)))
+        raise StripError(in_blender("; ".join(missing)))
     items = [(item.filepath, Path(bpy.path.abspath(item.filepath)))
              for item in strip.facefuse.sources if item.filepath.strip()]
     names = (scene.name, strip.name)

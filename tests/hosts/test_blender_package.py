@@ -22,6 +22,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from facefuse import __version__
 
 ADDON_MODULE = "bl_ext.user_default.facefuse"
+ADDON_DIR = Path(__file__).resolve().parents[2] / "addon" / "blender"
 BLENDER_NUMPY = "1.26.4"
 # Blender 4.2-5.0 on Linux: CPython 3.11, x86_64, glibc 2.28.
 LINUX_X64_PLATFORMS = [f"manylinux_2_{minor}_x86_64" for minor in range(28, 16, -1)] + [
@@ -86,6 +87,14 @@ def test_manifest_lists_exactly_the_bundled_wheels(blender_extension_zip: Path) 
     # blender_ext.py --split-platforms records what this platform's zip holds: Blender reads this.
     generated = manifest["build"]["generated"]
     assert sorted(w.removeprefix("./wheels/") for w in generated["wheels"]) == bundled
+
+
+def test_zip_holds_every_module_of_the_addon(blender_extension_zip: Path) -> None:
+    """Each addon/blender/*.py is packaged at the zip's root, and nothing else is."""
+    source = sorted(p.name for p in ADDON_DIR.glob("*.py"))
+    with zipfile.ZipFile(blender_extension_zip) as zf:
+        packaged = sorted(n for n in zf.namelist() if n.endswith(".py") and "/" not in n)
+    assert packaged == source
 
 
 def test_platforms_is_linux_x64_only(blender_extension_zip: Path) -> None:

@@ -108,14 +108,14 @@ def test_panels_draw_for_every_kind_of_strip(shot: SimpleNamespace, testdata: Pa
 
 def test_online_access_allows_downloads_and_the_panel_offers_them(
         shot: SimpleNamespace, monkeypatch: pytest.MonkeyPatch) -> None:
-    convert = module("convert")
+    settings_module = module("settings")
     props = shot.strip.facefuse
     props.detector, props.models_dir = "retinaface_10g", str(shot.folder / "no-models")
-    assert convert.engine_settings(props).offline  # bpy as a module: no online access
+    assert settings_module.engine_settings(props).offline  # bpy as a module: no online access
     assert "Download Models" not in str(draw_panels().calls_of("operator"))
 
-    monkeypatch.setattr(convert, "online_access", lambda: True)
-    settings = convert.engine_settings(props)
+    monkeypatch.setattr(settings_module, "online_access", lambda: True)
+    settings = settings_module.engine_settings(props)
     assert not settings.offline
     # missing, but fetched on first use
     assert module("convert").missing_models(settings) == []
@@ -153,7 +153,7 @@ def test_every_engine_setting_is_a_strip_property_drawn_and_passed_to_the_engine
         if option.kind == "optional-model":
             setattr(props, f"use_{option.name}", True)
     drawn = {c["name"] for c in draw_panels().calls_of("prop")}
-    engine = module("convert").engine_settings
+    engine = module("settings").engine_settings
     for option in tunable_options():
         assert option.name in props.bl_rna.properties, option.name
         if option.name not in module("panels").DRAWN_BY_HAND or props.selector == 'reference':
@@ -179,7 +179,7 @@ def test_a_multiple_choice_setting_is_a_set_on_the_strip_and_a_tuple_in_the_engi
     from facefuse.config import Settings
 
     props = shot.strip.facefuse
-    engine = module("convert").engine_settings
+    engine = module("settings").engine_settings
     assert set(props.mask_regions) == set(Settings().mask_regions)
     assert engine(props).mask_regions == Settings().mask_regions
     props.mask_regions = {"nose", "skin"}

@@ -127,13 +127,13 @@ def test_overrides_from_blender_and_rerender_flagged(shot: SimpleNamespace,
 
 
 def test_model_messages_name_the_preferences_button(addon: object) -> None:
-    convert = module("convert")
+    settings = module("settings")
     engine = ("model yunet (0.2 MB) is missing from /m; fetch it with "
               "`facefuse models fetch yunet`, or put yunet.onnx in that folder by hand")
-    said = convert.in_blender(engine)
-    assert "facefuse models fetch" not in said and convert.FETCH_HINT in said
-    assert "run: facefuse" not in convert.in_blender("corrupt; delete it and run: facefuse "
-                                                     "models fetch yunet")
+    said = settings.in_blender(engine)
+    assert "facefuse models fetch" not in said and settings.FETCH_HINT in said
+    assert "run: facefuse" not in settings.in_blender("corrupt; delete it and run: facefuse "
+                                                      "models fetch yunet")
     layout = FakeLayout()
     module("preferences").FacefusePreferences.draw(SimpleNamespace(layout=layout), bpy.context)
     assert layout.calls_of("operator") or "downloaded" in layout.texts()
