@@ -3,9 +3,11 @@ sources, settings, preview, render and result, in Resolve (started by the Lua la
 plain files (`facefuse panel CLIP`); docs/panel.md is its page.
 
 layout.py places the widgets (widgets.py, timeline.py, people.py, settings.py: they show what
-they are given and emit signals) · actions.py, rendering.py and downloads.py start engine jobs
-(worker.py: QThreads) and show what comes back · review.py and corrections.py are plain data ·
-store.py what is remembered · window.py wires it all to a host (host.py) · app.py starts it.
+they are given and emit signals) · actions.py (requests, job plumbing), frames.py (the frame
+under the playhead), looks.py (thumbnails, Find people, Preview), rendering.py and downloads.py
+start engine jobs (worker.py: QThreads) and show what comes back · review.py and corrections.py
+are plain data · store.py what is remembered · window.py wires it all to a host (host.py) ·
+app.py starts it.
 Installed from the wheel as the package ``facefuse_panel``.
 """
 

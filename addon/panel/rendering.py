@@ -24,6 +24,7 @@ from facefuse import (
     is_frame_pattern,
 )
 
+from .frames import show_frame
 from .host import only_frames
 from .worker import render_job
 
@@ -146,7 +147,7 @@ def render_finished(act: Actions, message: Message) -> None:
     ui.rerender_button.setEnabled(bool(w.review.flagged) and act.result is not None)
     ui.cancel_button.setEnabled(False)
     ui.status.setText(message.text)
-    act.show_frame()
+    show_frame(act)
 
 
 def progress_text(step: PhaseProgress, rate: PhaseRate) -> str:

@@ -1,5 +1,5 @@
 """The panel window: wires the widgets (layout.py) to a host (host.py) and to engine jobs
-(worker.py, actions.py).
+(worker.py, actions.py, frames.py, looks.py).
 
 An artist's path through it: open a clip (its first frame and the timeline at once), scrub
 (each frame as decoded), Find people (the review: the shot's people, their presence, flags and
@@ -27,6 +27,7 @@ from facefuse import (
     tunable_options,
 )
 
+from . import frames, looks
 from .actions import Actions
 from .corrections import Corrections
 from .host import Clip, Host
@@ -72,7 +73,7 @@ class PanelWindow(QMainWindow):
             self.ui.log.say(host.problem, "ERROR")
         if host.clip is not None and host.clip.note:  # e.g. from Resolve: the people at once
             self.ui.log.say(host.clip.note)
-            QTimer.singleShot(0, self.act.find_people)
+            QTimer.singleShot(0, lambda: looks.find_people(self.act))
 
     # -- remembered settings ----------------------------------------------------------------------
     def _restore(self) -> None:
@@ -107,8 +108,8 @@ class PanelWindow(QMainWindow):
         ui, act = self.ui, self.act
         ui.open_button.clicked.connect(self._choose_clip)
         ui.sources.add_requested.connect(self._choose_sources)
-        ui.sources.changed.connect(act.sources_changed)
-        ui.people.find_requested.connect(act.find_people)
+        ui.sources.changed.connect(lambda paths: looks.sources_changed(act, paths))
+        ui.people.find_requested.connect(lambda: looks.find_people(act))
         ui.people.source_requested.connect(self._choose_person_source)
         ui.people.source_cleared.connect(lambda pid: self.assign_source(pid, None))
         ui.people.skip_toggled.connect(self.skip_person)
@@ -126,8 +127,8 @@ class PanelWindow(QMainWindow):
         ui.set_in.clicked.connect(lambda: ui.timeline.set_in())
         ui.set_out.clicked.connect(lambda: ui.timeline.set_out())
         ui.clear_range.clicked.connect(ui.timeline.clear_range)
-        ui.preview_button.clicked.connect(act.preview)
-        ui.show_result.toggled.connect(lambda _: act.show_frame())
+        ui.preview_button.clicked.connect(lambda: looks.preview(act))
+        ui.show_result.toggled.connect(lambda _: frames.show_frame(act))
         ui.open_folder.clicked.connect(self.open_result_folder)
         ui.browse.clicked.connect(self._choose_folder)
         ui.render_button.clicked.connect(lambda: act.start_render())
@@ -162,7 +163,7 @@ class PanelWindow(QMainWindow):
         ui.timeline.set_frame(clip.preview_frame if clip.preview_frame is not None else first)
         ui.timeline.blockSignals(False)
         self.frame_moved(ui.timeline.frame, show=False)
-        self.act.open_clip(clip, counted=clip.frames is not None)
+        frames.open_clip(self.act, clip, counted=clip.frames is not None)
 
     def set_review(self, review: ShotReview, keep_range: bool = False) -> None:
         """Show a review of the clip (or its empty one) on the timeline and the people grid."""
@@ -186,7 +187,7 @@ class PanelWindow(QMainWindow):
         self._frame_flags(frame)
         self.frame_boxes(frame)
         if show:
-            self.act.show_frame()
+            frames.show_frame(self.act)
 
     def frame_boxes(self, frame: int) -> None:
         """Name the people on the view: each one's face box in `frame`, in their colour."""
@@ -216,7 +217,7 @@ class PanelWindow(QMainWindow):
 
     def _play_step(self) -> None:
         timeline = self.ui.timeline
-        if self.act.busy_showing():
+        if frames.busy_showing(self.act):
             return
         if timeline.frame >= timeline.out_point:
             self.ui.play.setChecked(False)
@@ -282,7 +283,7 @@ class PanelWindow(QMainWindow):
     def _people_changed(self) -> None:
         self.ui.people.show_people(self.review, self.assigned, self.skipped,
                                    self.corrections.by_person())
-        self.act.replan()
+        looks.replan(self.act)
 
     def _go_to_person(self, person_id: str) -> None:
         person = self.review.person(person_id)

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QSpinBox,
 )
 
+from addon.panel import looks
 from addon.panel.host import FileHost, clip_from_file
 from addon.panel.rendering import _progress
 from addon.panel.widgets import DIVIDER_PX
@@ -152,7 +153,7 @@ def test_preview_shows_the_original_left_and_the_swap_right_of_the_divider(
     window = _window(qtbot, FileHost(clip), base)
     window.ui.sources.add([source])
     window.ui.frame.setValue(4)
-    window.act.preview()
+    looks.preview(window.act)
     _idle(qtbot, window)
     view = window.ui.view
     assert view.after is not None
@@ -378,8 +379,8 @@ def test_settings_the_engine_refuses_are_said_in_the_log_for_every_look(qtbot, c
     window.ui.sources.add([source])
     _idle(qtbot, window)
     window.ui.form.controls["mask_regions"].choose(())
-    window.act.preview()
-    window.act.find_people()
+    looks.preview(window.act)
+    looks.find_people(window.act)
     window.act.start_render()
     assert _log(window).count("must name at least one") == 3
     window.ui.sources.add([source.parent / "obama.jpg"])  # thumbnails: said, not raised

@@ -17,7 +17,7 @@ from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QColor, QWheelEvent
 from PySide6.QtWidgets import QApplication
 
-from addon.panel import downloads
+from addon.panel import downloads, looks
 from addon.panel.app import debian_package, display_problem
 from addon.panel.host import FileHost
 from addon.panel.review import FlagRow, FrameMarks, PersonRow, ShotReview
@@ -102,10 +102,10 @@ def test_a_new_clip_resets_its_pictures_people_and_status_and_keeps_the_settings
     window = _window(qtbot, FileHost(one), base)
     window.ui.sources.add([source])
     window.ui.form.set_value("similarity", 0.3)
-    window.act.find_people()
+    looks.find_people(window.act)
     _idle(qtbot, window)
     window.ui.timeline.set_frame(3)
-    window.act.preview()
+    looks.preview(window.act)
     _idle(qtbot, window)
     assert len(window.ui.people.cards) == 1 and window.ui.view.after is not None
     window.ui.status.setText("8 of 8 frames swapped")
@@ -174,7 +174,7 @@ def test_model_downloads_show_their_size_and_time_left_then_the_look_runs(
     _idle(qtbot, window)
     seen: list[str] = []
     window.ui.activity.valueChanged.connect(lambda _: seen.append(window.ui.activity.format()))
-    window.act.find_people()
+    looks.find_people(window.act)
     _idle(qtbot, window)
     assert fetched == ["inswapper_128"]
     assert any("MB" in text and "left" in text for text in seen), seen
