@@ -28,7 +28,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
@@ -37,6 +37,7 @@ from typing import Any
 from ..errors import ExitCode, InputError
 from ..io.sequences import parse_frame_range
 from ..io.video.common import VIDEO_CODECS
+from ..periodic import every
 from ..shot.request import RenderRequest, RenderSummary
 from ..timing import (
     INFERENCE,
@@ -226,24 +227,10 @@ def _cpu_split(report: TimingReport, cpu_s: float, frames: int) -> dict[str, Any
             "threads_cpu_ms_per_frame": per_thread}
 
 
-@contextmanager
-def _thread_sampling(timings: RenderTimings) -> Iterator[None]:
+def _thread_sampling(timings: RenderTimings) -> AbstractContextManager[None]:
     """Read every thread's CPU into `timings` every CPU_POLL_S while the block runs, and once
     at its end."""
-    done = threading.Event()
-
-    def poll() -> None:
-        while not done.wait(CPU_POLL_S):
-            timings.sample_threads()
-
-    thread = threading.Thread(target=poll, name=CPU_THREAD, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        done.set()
-        thread.join()
-        timings.sample_threads()
+    return every(CPU_POLL_S, timings.sample_threads, CPU_THREAD)
 
 
 def _stats(stats: StageStats | None) -> dict[str, float] | None:
@@ -277,21 +264,14 @@ def _device_peak(providers: tuple[str, ...]) -> Iterator[list[float]]:
     if smi is None or not {"CUDAExecutionProvider", "TensorrtExecutionProvider"} & set(providers):
         yield peak
         return
-    done = threading.Event()
 
     def poll() -> None:
-        while not done.wait(DEVICE_POLL_S):
-            used = _device_used_mib(smi)
-            if used is not None:
-                peak[:] = [max(used, *peak)]
+        used = _device_used_mib(smi)
+        if used is not None:
+            peak[:] = [max(used, *peak)]
 
-    thread = threading.Thread(target=poll, name="facefuse-bench-gpu", daemon=True)
-    thread.start()
-    try:
+    with every(DEVICE_POLL_S, poll, "facefuse-bench-gpu"):
         yield peak
-    finally:
-        done.set()
-        thread.join()
 
 
 def _device_used_mib(smi: str) -> float | None:

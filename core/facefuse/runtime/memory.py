@@ -21,9 +21,10 @@ from __future__ import annotations
 import ctypes
 import logging
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+
+from ..periodic import every
 
 log = logging.getLogger(__name__)
 
@@ -52,18 +53,6 @@ def returning_freed_memory(interval_s: float = RETURN_INTERVAL_S) -> Iterator[No
     if trim is None:
         yield
         return
-    done = threading.Event()
-
-    def run() -> None:
-        while not done.wait(interval_s):
-            trim()
-
-    thread = threading.Thread(target=run, name="facefuse-memory", daemon=True)
-    thread.start()
-    try:
+    with every(interval_s, trim, "facefuse-memory"):
         yield
-    finally:
-        done.set()
-        thread.join()
-        trim()
-        log.debug("freed memory handed back to the system")
+    log.debug("freed memory handed back to the system")
