@@ -17,7 +17,7 @@ encodes it; the selector is `one`, so pass 1 ends before pass 2 starts) and are 
 apart ("pass_2": from RenderJob._pass_two on); the render's set-up (opening, models,
 planning) hands no frame and does not count. "frame_classes": the classes the frame came as.
 
-Prints one JSON object: per tree, the count and the modules. This tree: 17 modules, 13 of them
+Prints one JSON object: per tree, the count and the modules. This tree: 19 modules, 15 of them
 in pass 2; the frame comes as io.video's DecodedFrame, with FrameRegion, DecodedPicture and
 YuvPlanes its conversions' results inside io.video and the pipeline.
 """

@@ -26,7 +26,7 @@ from facefuse.io.video import DecodedFrame
 from facefuse.io.video import write as video_write
 from facefuse.io.video.yuv import picture_planes
 from facefuse.io.video.yuv_write import bgr_to_picture
-from facefuse.shot import render
+from facefuse.shot import pass_two
 from facefuse.shot.render import render as render_shot
 from tests import media_factory
 from tests.integration.render_helpers import read_bgr
@@ -112,7 +112,7 @@ class Capture:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.planes: list[list[np.ndarray]] = []
         self.regions: list[int] = []
-        compose, timed = video_write.compose, render._timed
+        compose, timed = video_write.compose, pass_two._timed
 
         def composing(*args: Any) -> Any:
             out = compose(*args)
@@ -126,7 +126,7 @@ class Capture:
                 yield number, frame, ms
 
         monkeypatch.setattr(video_write, "compose", composing)
-        monkeypatch.setattr(render, "_timed", reading)
+        monkeypatch.setattr(pass_two, "_timed", reading)
 
 
 def _render(monkeypatch: pytest.MonkeyPatch, request: Any, regions: bool,

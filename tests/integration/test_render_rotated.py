@@ -25,7 +25,7 @@ from facefuse.io.video import write as video_write
 from facefuse.io.video.orientation import turned_size
 from facefuse.io.video.yuv import PLANAR_8BIT, picture_planes
 from facefuse.io.video.yuv_write import bgr_to_picture
-from facefuse.shot import render
+from facefuse.shot import pass_two
 from facefuse.shot.render import render as render_shot
 from tests import media_factory
 from tests.integration.passthrough_clips import whole_frame as whole_of
@@ -75,7 +75,7 @@ class Capture:
         self.pasted: list[np.ndarray] = []
         self.whole: list[list[np.ndarray]] = []
         self.regions: list[int] = []
-        compose, timed = video_write.compose, render._timed
+        compose, timed = video_write.compose, pass_two._timed
 
         def composing(picture: Any, frame: Any, pasted: Any, target: Any, *rest: Any) -> Any:
             out = compose(picture, frame, pasted, target, *rest)
@@ -97,7 +97,7 @@ class Capture:
                 yield number, frame, ms
 
         patched.setattr(video_write, "compose", composing)
-        patched.setattr(render, "_timed", reading)
+        patched.setattr(pass_two, "_timed", reading)
 
 
 def _render(monkeypatch: pytest.MonkeyPatch, request: Any, how: str) -> Capture:

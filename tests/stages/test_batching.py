@@ -19,6 +19,7 @@ from facefuse.pipeline import Pipeline
 from facefuse.stages.embed import ArcFaceEmbedder
 from facefuse.stages.enhance import CodeFormerRestorer, FaceRestorer
 from facefuse.stages.swap import HyperswapSwapper, InswapperSwapper
+from facefuse.swapping import FaceSwap
 from facefuse.types import AlignedCrop
 from tests import contract_models as cm
 from tests.stages.batch_models import conv_swapper, free_batch
@@ -169,9 +170,9 @@ def test_the_pipeline_swaps_and_restores_the_faces_together_in_plan_order(
     with Pipeline(batched) as pipeline:
         identity = pipeline.source_identity([testdata / "media" / "obama.jpg"])
         frame, faces = _two_apart(pipeline, testdata)
-        assert pipeline._restores_together(faces, frame.shape, None)
+        assert pipeline._swapping._restores_together(faces, frame.shape, None)
         together = pipeline.swap_faces(frame, identity, faces)
-        monkeypatch.setattr(Pipeline, "_restores_together", lambda *a: False)
+        monkeypatch.setattr(FaceSwap, "_restores_together", lambda *a: False)
         kind = type(pipeline.models.swapper())
         one = kind.swap_all
         monkeypatch.setattr(kind, "swap_all", lambda self, crops, lats: [
@@ -191,5 +192,5 @@ def test_faces_whose_crops_meet_are_restored_one_by_one(settings: Settings, mode
     with Pipeline(replace(settings, enhancer=str(restorer))) as pipeline:
         face = pipeline.detect(read_image(testdata / "media" / "astronaut.png"))[0]
         near = replace(face, kps5=face.kps5 + (40.0, 0.0), bbox_xyxy=face.bbox_xyxy + 40.0)
-        assert not pipeline._restores_together([face, near], (512, 512, 3), None)
-        assert not pipeline._restores_together([face], (512, 512, 3), None)
+        assert not pipeline._swapping._restores_together([face, near], (512, 512, 3), None)
+        assert not pipeline._swapping._restores_together([face], (512, 512, 3), None)

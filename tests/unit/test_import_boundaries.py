@@ -31,6 +31,7 @@ LAYERS = (
     ("facefuse.models",),
     ("facefuse.stages",),
     ("facefuse.runtime",),
+    ("facefuse.swapping",),
     ("facefuse.pipeline",),
     ("facefuse.shot",),
     ("facefuse.review",),

@@ -36,35 +36,31 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Mapping
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any
 
 from ..cache.hashes import HashMemo
 from ..color import input_conversion
 from ..errors import InputError
 from ..io import sequences
-from ..io.video import DecodeFailure, Frame
 from ..io.video.yuv import READER_VERSION
 from ..models.manifest import ROLES
 from ..pipeline import Pipeline
 from ..runtime.memory import returning_freed_memory
-from ..timing import RenderTimings, StageClock
+from ..timing import RenderTimings
 from ..types import SourceIdentity
 from . import provenance
 from .analysis import ANALYSIS_VERSION, ShotAnalysis
-from .early_plan import AnalysisStopped, EarlyPlan
+from .early_plan import EarlyPlan
 from .frames import plan_frames
 from .inputs import ShotInput, open_input
 from .outputs import open_writer
 from .overrides import Overrides, load_overrides
 from .pass_one import PassOne
+from .pass_two import FramePrints, Identities, Output, PassTwo, Swap
 from .plan import (
     DEFAULT_SOURCE,
     PLAN_VERSION,
-    PlannedFace,
     PlanOptions,
     ShotPlan,
     make_plan,
@@ -81,15 +77,10 @@ from .request import (
     RenderRequest,
     RenderSummary,
 )
-from .streaming import stream
-from .writers import FrameWriter, Processed
+from .tally import Counts, FrameTally
+from .writers import FrameWriter
 
 log = logging.getLogger(__name__)
-
-# What pass 2's reader hands to inference: number, frame (or failure), the read's stage
-# milliseconds, the frame's planned faces and its fingerprint.
-_Read = tuple[int, Any, Mapping[str, float], tuple[PlannedFace, ...], str]
-Identities = Mapping[str, SourceIdentity]  # the identity of each source key of a plan
 
 
 def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
@@ -128,7 +119,7 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
                     finished = job.run(own, cancel or _never)
     finally:
         shot.close()
-    counts = job.counts
+    counts = job.tally.counts
     stopped_by_failure = request.fail_fast and bool(counts.failed)
     warnings = _warnings(request, counts)
     for warning in warnings:
@@ -154,22 +145,14 @@ def _warnings(request: RenderRequest, counts: Counts) -> tuple[str, ...]:
             + "those frames were written unchanged",)
 
 
-class Counts:
-    """Per-run tallies, touched only by the thread that settles frames."""
-
-    def __init__(self) -> None:
-        self.swapped = self.no_face = self.skipped = self.unselected = 0
-        self.failed: list[tuple[int, str]] = []
-
-
 class RenderJob:
-    """The checked-up-front plan of one render and the code that carries it out; the one place
-    that counts frames and reports them to the host."""
+    """The checked-up-front plan of one render and the code that carries it out: pass 1, the
+    plan, pass 2 (shot.pass_two); its tally (shot.tally) counts the frames and reports them."""
 
     def __init__(self, request: RenderRequest, shot: ShotInput,
                  report: ProgressCallback, phase: PhaseCallback,
                  timings: RenderTimings | None = None) -> None:
-        self.request, self.shot, self.report, self.phase = request, shot, report, phase
+        self.request, self.shot = request, shot
         self.timings = timings if timings is not None else RenderTimings()
         self.frames = plan_frames(shot.frame_numbers, request.frames, request.chunk, shot.label,
                                   contiguous=shot.is_sequence,
@@ -179,12 +162,9 @@ class RenderJob:
         self.colour, self.colour_name = input_conversion(request.colorspace, shot.suffix,
                                                          shot.pixel_type)
         self.writer: FrameWriter = open_writer(request, shot, self.frames.rendered, self.colour)
-        self.counts = Counts()
-        self.found: dict[int, int] = {}  # faces the analysis found, per frame number
         self.pass_one = PassOne(shot, self.frames, request.settings,
                                 (self.colour, self.colour_name), self.timings, phase)
-        self.settled = 0
-        self.todo_total = 0
+        self.tally = FrameTally(report, phase, self.timings, self.pass_one)
         self.plan: ShotPlan | None = None  # the shot plan, once made (see run)
 
     # -- the run ----------------------------------------------------------------------------
@@ -222,7 +202,7 @@ class RenderJob:
         plan = EarlyPlan(feed, (horizon or 0) if self.pass_one.alongside else 0,
                          lambda analysis: self._plan(analysis, options), stop)
         if not self.pass_one.alongside and stop():  # cancelled while pass 1 ran
-            self._settle(self.writer.finish(False))
+            self.tally.settle(self.writer.finish(False))
             return False
         if not self.pass_one.alongside:
             plan.targets(rendered[0])  # plans now: a person named wrongly stops the render here
@@ -233,8 +213,8 @@ class RenderJob:
         try:
             if not todo:
                 return True
-            return self._pass_two(pipeline, identities,
-                                  _PassTwo(plan, todo, halt, self.pass_one), metadata, cancelled)
+            work = PassTwo(self.shot, plan, todo, self.prints, halt, self.pass_one)
+            return self._pass_two(pipeline, identities, work, metadata, cancelled)
         finally:
             self.plan = plan.plan
             if plan.plans > 1:
@@ -313,177 +293,23 @@ class RenderJob:
         todo = []
         for number in self.frames.rendered:
             if self.writer.finished(number, self.prints.of(plan.plan, number)):
-                self.counts.skipped += 1
-                self.report(FrameReport(number, "skipped"))
+                self.tally.skip(number)
             else:
                 todo.append(number)
-        if self.counts.skipped:
+        skipped = self.tally.counts.skipped
+        if skipped:
             log.info("%d frames already rendered with these settings and this plan; skipping "
-                     "them (%d to render)", self.counts.skipped, len(todo))
+                     "them (%d to render)", skipped, len(todo))
         return tuple(todo)
 
-    def _settle(self, items: Iterable[Processed]) -> None:
-        """Count and report frames the writer has settled (all their files are in place)."""
-        for settled in items:
-            item = self._timed_item(settled)
-            if item.frame is None:
-                self.counts.failed.append((item.number, item.error))
-                log.error("frame %d failed: %s", item.number, item.error)
-                self.report(FrameReport(item.number, "failed", 0, item.ms, item.error,
-                                        self.found.get(item.number, 0)))
-            else:
-                found = self.found.get(item.number, 0)
-                if item.faces:
-                    self.counts.swapped += 1
-                else:
-                    self.counts.no_face += 1
-                    self.counts.unselected += int(found > 0)
-                self.report(FrameReport(item.number, "swapped" if item.faces else "no_face",
-                                        item.faces, item.ms, found=found))
-            self.settled += 1
-            self.phase(PhaseProgress("swap", self.settled, self.todo_total))
-
-    def _timed_item(self, item: Processed) -> Processed:
-        """Record a settled frame's pass-2 stage times; the item with its analysis stage times
-        (this run's, prefixed "analysis." except detect and embed) added for the host."""
-        self.timings.frame("swap", item.ms)
-        if item.frame is not None:
-            self.timings.mark("first_output")
-        analysed = self.pass_one.take_ms(item.number)
-        if not analysed:
-            return item
-        ms = {(k if k in ("detect", "embed") else f"analysis.{k}"): v for k, v in analysed.items()}
-        return replace(item, ms=MappingProxyType({**ms, **item.ms}))
-
-    # -- pass 2 -----------------------------------------------------------------------------
-    def _pass_two(self, pipeline: Pipeline, identities: Identities, work: _PassTwo,
+    def _pass_two(self, pipeline: Pipeline, identities: Identities, work: PassTwo,
                   metadata: Mapping[str, str], cancelled: CancelCheck) -> bool:
-        fail_fast, colour = self.request.fail_fast, self.colour
-        wants_matte = bool(self.request.matte or self.request.patch)
-        self.todo_total = len(work.todo)
-        # Set on this (the inference) thread as soon as a frame fails, so with --fail-fast no
-        # frame after it is processed, let alone written; frames before it still complete.
-        failed_here: list[int] = []
-
-        def process(item: _Read) -> Processed:
-            number, frame, read_ms, planned, fingerprint = item
-            if isinstance(frame, DecodeFailure):
-                failed_here.append(number)
-                if fail_fast:
-                    work.halt.set()  # a reader waiting on pass 1 gives up at once
-                return Processed(number, None, None, 0, read_ms, frame.reason)
-            # the frame is this pass's own (see _timed): paste into it, matte only if written
-            targets = [face.face for face in planned]
-            own = [identities[face.source] for face in planned]
-            result = pipeline.swap_frame(frame, identities[DEFAULT_SOURCE], targets, colour,
-                                         matte=wants_matte, identities=own)
-            return Processed(number, frame, result.matte, len(result.swapped),
-                             MappingProxyType({**read_ms, **result.timings_ms}),
-                             pasted=result.pasted, fingerprint=fingerprint)
-
-        per_frame = sequences.is_frame_pattern(self.request.output)
-
-        def sink(item: Processed) -> None:
-            own = {**metadata, provenance.FINGERPRINT: item.fingerprint} if per_frame \
-                else metadata
-            self._settle(self.writer.write(item, own))
-            if fail_fast and self.counts.failed:
-                work.halt.set()
-
-        def stop() -> bool:
-            return cancelled() or (fail_fast and bool(failed_here or self.counts.failed))
-
-        finished = False
-        try:
-            finished = stream(self._planned(work.plan, work.todo), work.guard(process),
-                              work.guard(sink), stop)
-        except AnalysisStopped:
-            work.raise_pass_two_error()  # cancelled, --fail-fast or pass 1 failed: see below
-        finally:
-            work.end(finished)  # pass 1 ends before the output does
-            self.phase(PhaseProgress("encode", 0, 1))
-            stopped = fail_fast and bool(failed_here or self.counts.failed)
-            with self.timings.measure("encode_finish"):
-                complete = finished and not stopped and work.pass_one_error is None
-                self._settle(self.writer.finish(complete))
-            self.phase(PhaseProgress("encode", 1, 1))
-        work.raise_pass_one_error()
-        return finished and not (fail_fast and bool(failed_here))
-
-    def _planned(self, plan: EarlyPlan, numbers: Sequence[int]) -> Iterator[_Read]:
-        """The frames (see _timed) with their targets, each once its targets are final (the
-        reader thread waits for the analysis here; AnalysisStopped when they will not be)."""
-        for number, frame, ms in _timed(self.shot, numbers):
-            targets = plan.targets(number)
-            self.found[number] = plan.feed.found(number)
-            assert plan.plan is not None  # made by targets()
-            yield number, frame, ms, targets, self.prints.of(plan.plan, number)
-
-
-class _PassTwo:
-    """What pass 2 works through (the frames to do and their plan) and how it ends together
-    with a pass-1 thread, if one runs: an error or early stop on either side stops the other,
-    and each error is raised as itself on the render's thread."""
-
-    def __init__(self, plan: EarlyPlan, todo: Sequence[int], halt: threading.Event,
-                 pass_one: PassOne) -> None:
-        self.plan, self.todo, self.halt, self.pass_one = plan, todo, halt, pass_one
-        self._errors: list[BaseException] = []  # of process() and sink(), when they raise
-
-    def guard(self, step: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        """`step`, halting pass 1 (and a reader waiting on it) when it raises."""
-        def guarded(item: Any) -> Any:
-            try:
-                return step(item)
-            except BaseException as exc:
-                self._errors.append(exc)
-                self.halt.set()
-                raise
-        return guarded
-
-    @property
-    def pass_one_error(self) -> BaseException | None:
-        """Pass 1's exception, if it raised one."""
-        return self.pass_one.error
-
-    def end(self, finished: bool) -> None:
-        """Wait for pass 1: it completes the analysis (and caches it) when pass 2 went through
-        its frames, and stops at its next frame otherwise."""
-        if not finished:
-            self.halt.set()
-        self.pass_one.join()
-
-    def raise_pass_two_error(self) -> None:
-        """Raise the writer's error that made the reader give up waiting, if there was one."""
-        if self._errors:
-            raise self._errors[0]
-
-    def raise_pass_one_error(self) -> None:
-        if self.pass_one_error is not None:
-            raise self.pass_one_error
-
-
-class FramePrints:
-    """Each frame's fingerprint (provenance.frame_fingerprint) under a plan: the render's
-    `base` fingerprint, the frame's plan digest and the identities its faces are swapped to."""
-
-    def __init__(self, base: str, identities: Identities) -> None:
-        self.base, self.identities = base, identities
-
-    def of(self, plan: ShotPlan, frame: int) -> str:
-        return provenance.frame_fingerprint(
-            self.base, plan.frame_digest(frame),
-            [self.identities[face.source].digest for face in plan.faces(frame)])
-
-
-def _timed(shot: ShotInput, numbers: Sequence[int]
-           ) -> Iterator[tuple[int, Frame | DecodeFailure, Mapping[str, float]]]:
-    """The frames, with the milliseconds each took to decode (and, where the reader converts
-    at once, to convert: "colour"); each frame is an object of its own (see
-    VideoSource.read), which pass 2 pastes into and hands to the writer."""
-    clock = StageClock()
-    for number, frame in shot.read(numbers, clock):
-        yield number, frame, clock.take()
+        """Pass 2 over `work`'s frames (pass_two.PassTwo.run) into this render's output."""
+        request = self.request
+        swap = Swap(pipeline, identities, self.colour, bool(request.matte or request.patch))
+        out = Output(self.writer, metadata, sequences.is_frame_pattern(request.output),
+                     self.tally)
+        return work.run(swap, out, request.fail_fast, cancelled)
 
 
 def _ignore(_report: FrameReport | PhaseProgress) -> None:

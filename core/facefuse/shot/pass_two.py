@@ -1,0 +1,197 @@
+"""Pass 2 of a render (see shot.render): the frames still to do read, swapped and written.
+
+Reading, inference and writing run in three threads joined by small bounded queues
+(streaming.stream). The reader hands on each frame once the analysis has made its targets final
+(early_plan), so where pass 1 runs on a thread of its own the two passes end together: an error
+or early stop on either side stops the other, and each error is raised as itself on the
+render's thread. Each frame the writer settles is counted and reported by the render's tally.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from ..geometry import DisplayConversion
+from ..io.video import DecodeFailure, Frame
+from ..pipeline import Pipeline
+from ..timing import StageClock
+from ..types import FrameResult, SourceIdentity
+from . import provenance
+from .early_plan import AnalysisStopped, EarlyPlan
+from .inputs import ShotInput
+from .pass_one import PassOne
+from .plan import DEFAULT_SOURCE, PlannedFace, ShotPlan
+from .request import CancelCheck, PhaseProgress
+from .streaming import stream
+from .tally import FrameTally
+from .writers import FrameWriter, Processed
+
+# What pass 2's reader hands to inference: number, frame (or failure), the read's stage
+# milliseconds, the frame's planned faces and its fingerprint.
+_Read = tuple[int, Any, Mapping[str, float], tuple[PlannedFace, ...], str]
+Identities = Mapping[str, SourceIdentity]  # the identity of each source key of a plan
+
+
+@dataclass(frozen=True)
+class Swap:
+    """How pass 2 swaps a frame: with `pipeline`, each planned face to its source's identity
+    (`identities`), the input converted by `colour`; the full-frame matte only with `matte`
+    (a matte or patch output)."""
+
+    pipeline: Pipeline
+    identities: Identities
+    colour: DisplayConversion | None
+    matte: bool
+
+    def frame(self, frame: Frame, planned: Sequence[PlannedFace]) -> FrameResult:
+        """Swap the planned faces of `frame`, pasting into the frame itself (see _timed)."""
+        targets = [face.face for face in planned]
+        own = [self.identities[face.source] for face in planned]
+        return self.pipeline.swap_frame(frame, self.identities[DEFAULT_SOURCE], targets,
+                                        self.colour, matte=self.matte, identities=own)
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where pass 2's frames go: `writer`, every file carrying `metadata` (with `per_frame`,
+    an image sequence's, each its frame's own fingerprint too), settled by `tally`."""
+
+    writer: FrameWriter
+    metadata: Mapping[str, str]
+    per_frame: bool
+    tally: FrameTally
+
+
+class PassTwo:
+    """What pass 2 works through (the frames to do of `shot`, their plan and fingerprints) and
+    how it ends together with a pass-1 thread, if one runs (see the module docstring)."""
+
+    def __init__(self, shot: ShotInput, plan: EarlyPlan, todo: Sequence[int],
+                 prints: FramePrints, halt: threading.Event, pass_one: PassOne) -> None:
+        self.shot, self.plan, self.todo, self.prints = shot, plan, todo, prints
+        self.halt, self.pass_one = halt, pass_one
+        self._errors: list[BaseException] = []  # of process() and sink(), when they raise
+
+    def run(self, swap: Swap, out: Output, fail_fast: bool, cancelled: CancelCheck) -> bool:
+        """Read, swap and write the frames to do; False when cancelled or stopped early by
+        --fail-fast. Raises pass 1's error, or the one that made the reader give up."""
+        tally = out.tally
+        tally.todo_total = len(self.todo)
+        # Set on this (the inference) thread as soon as a frame fails, so with --fail-fast no
+        # frame after it is processed, let alone written; frames before it still complete.
+        failed_here: list[int] = []
+
+        def process(item: _Read) -> Processed:
+            number, frame, read_ms, planned, fingerprint = item
+            if isinstance(frame, DecodeFailure):
+                failed_here.append(number)
+                if fail_fast:
+                    self.halt.set()  # a reader waiting on pass 1 gives up at once
+                return Processed(number, None, None, 0, read_ms, frame.reason)
+            # the frame is this pass's own (see _timed): paste into it, matte only if written
+            result = swap.frame(frame, planned)
+            return Processed(number, frame, result.matte, len(result.swapped),
+                             MappingProxyType({**read_ms, **result.timings_ms}),
+                             pasted=result.pasted, fingerprint=fingerprint)
+
+        def sink(item: Processed) -> None:
+            own = {**out.metadata, provenance.FINGERPRINT: item.fingerprint} if out.per_frame \
+                else out.metadata
+            tally.settle(out.writer.write(item, own))
+            if fail_fast and tally.counts.failed:
+                self.halt.set()
+
+        def stop() -> bool:
+            return cancelled() or (fail_fast and bool(failed_here or tally.counts.failed))
+
+        finished = False
+        try:
+            finished = stream(self._planned(tally), self.guard(process), self.guard(sink),
+                              stop)
+        except AnalysisStopped:
+            self.raise_pass_two_error()  # cancelled, --fail-fast or pass 1 failed: see below
+        finally:
+            self.end(finished)  # pass 1 ends before the output does
+            stopped = fail_fast and bool(failed_here or tally.counts.failed)
+            self._finish_output(out, finished and not stopped)
+        self.raise_pass_one_error()
+        return finished and not (fail_fast and bool(failed_here))
+
+    def _finish_output(self, out: Output, went_through: bool) -> None:
+        """Finish the writer: complete when pass 2 went through its frames (not stopped)
+        and pass 1 raised nothing; reported as the encode phase."""
+        tally = out.tally
+        tally.phase(PhaseProgress("encode", 0, 1))
+        with tally.timings.measure("encode_finish"):
+            complete = went_through and self.pass_one_error is None
+            tally.settle(out.writer.finish(complete))
+        tally.phase(PhaseProgress("encode", 1, 1))
+
+    def _planned(self, tally: FrameTally) -> Iterator[_Read]:
+        """The frames (see _timed) with their targets, each once its targets are final (the
+        reader thread waits for the analysis here; AnalysisStopped when they will not be)."""
+        plan = self.plan
+        for number, frame, ms in _timed(self.shot, self.todo):
+            targets = plan.targets(number)
+            tally.found[number] = plan.feed.found(number)
+            assert plan.plan is not None  # made by targets()
+            yield number, frame, ms, targets, self.prints.of(plan.plan, number)
+
+    def guard(self, step: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """`step`, halting pass 1 (and a reader waiting on it) when it raises."""
+        def guarded(item: Any) -> Any:
+            try:
+                return step(item)
+            except BaseException as exc:
+                self._errors.append(exc)
+                self.halt.set()
+                raise
+        return guarded
+
+    @property
+    def pass_one_error(self) -> BaseException | None:
+        """Pass 1's exception, if it raised one."""
+        return self.pass_one.error
+
+    def end(self, finished: bool) -> None:
+        """Wait for pass 1: it completes the analysis (and caches it) when pass 2 went through
+        its frames, and stops at its next frame otherwise."""
+        if not finished:
+            self.halt.set()
+        self.pass_one.join()
+
+    def raise_pass_two_error(self) -> None:
+        """Raise the writer's error that made the reader give up waiting, if there was one."""
+        if self._errors:
+            raise self._errors[0]
+
+    def raise_pass_one_error(self) -> None:
+        if self.pass_one_error is not None:
+            raise self.pass_one_error
+
+
+class FramePrints:
+    """Each frame's fingerprint (provenance.frame_fingerprint) under a plan: the render's
+    `base` fingerprint, the frame's plan digest and the identities its faces are swapped to."""
+
+    def __init__(self, base: str, identities: Identities) -> None:
+        self.base, self.identities = base, identities
+
+    def of(self, plan: ShotPlan, frame: int) -> str:
+        return provenance.frame_fingerprint(
+            self.base, plan.frame_digest(frame),
+            [self.identities[face.source].digest for face in plan.faces(frame)])
+
+
+def _timed(shot: ShotInput, numbers: Sequence[int]
+           ) -> Iterator[tuple[int, Frame | DecodeFailure, Mapping[str, float]]]:
+    """The frames, with the milliseconds each took to decode (and, where the reader converts
+    at once, to convert: "colour"); each frame is an object of its own (see
+    VideoSource.read), which pass 2 pastes into and hands to the writer."""
+    clock = StageClock()
+    for number, frame in shot.read(numbers, clock):
+        yield number, frame, clock.take()
