@@ -138,9 +138,13 @@ def _pixel_traits(codec_context: Any) -> tuple[str, int, bool]:
 def open_decoder(stream: Any) -> None:
     """Open the stream's decoder (as its first decode would) with the calling thread named
     DECODER_THREAD_PREFIX..., so the threads it starts are counted as the decoder's
-    (timing.ThreadCpu)."""
+    (timing.ThreadCpu). A decoder that cannot open is left to fail where the first decode
+    fails (each frame a DecodeFailure)."""
     with threads_named(DECODER_THREAD_PREFIX + stream.codec_context.name):
-        stream.codec_context.open(strict=False)
+        try:
+            stream.codec_context.open(strict=False)
+        except av.FFmpegError as exc:
+            logger.debug("%s decoder did not open: %s", stream.codec_context.name, exc)
 
 
 class VideoSource:
