@@ -28,7 +28,7 @@ from .models.manifest import Manifest
 from .runtime.loading import DownloadProgress, ModelLoader
 from .runtime.sessions import SessionTimer
 from .selection import largest_face, select_faces
-from .swapping import FaceSwap
+from .swapping import FaceSwap, embed_crops, embed_faces
 from .timing import StageClock
 from .types import AlignedCrop, Face, FramePart, FrameResult, Roi, SourceIdentity
 from .vectors import mean_direction
@@ -55,7 +55,7 @@ class Pipeline:
         self.hashes = HashMemo(self.cache.hashes)
         self.models = ModelLoader(settings, self.hashes, manifest, on_download, timer)
         self.embedding_cache = EmbeddingCache(self.cache.embeddings)
-        self._swapping = FaceSwap(settings, self.models, self.embed_faces)
+        self._swapping = FaceSwap(settings, self.models)
         self._reference: np.ndarray | None = None
 
     # -- identities ---------------------------------------------------------------------------
@@ -122,20 +122,13 @@ class Pipeline:
                     origin: tuple[int, int] = (0, 0)) -> tuple[Face, ...]:
         """Copies of `faces` carrying their embeddings (one batched recogniser run); `frame`
         holds the frame from pixel `origin` (see swap_faces' part)."""
-        if not faces:
-            return ()
-        spec = self.models.load("recogniser").family.crop_spec()
-        return self.embed_crops(faces, [geometry.warp_crop(frame, face.kps5, *spec, colour,
-                                                           origin) for face in faces])
+        return embed_faces(self.models, frame, faces, colour, origin)
 
     def embed_crops(self, faces: Sequence[Face], crops: Sequence[AlignedCrop]
                     ) -> tuple[Face, ...]:
         """Copies of `faces` carrying the embeddings of their recogniser crops (crops[i] is
         faces[i]'s; one batched run when the recogniser's batch is dynamic)."""
-        if not faces:
-            return ()
-        vectors = self.models.embedder().embed_many(crops)
-        return tuple(_with_embedding(face, vector) for face, vector in zip(faces, vectors))
+        return embed_crops(self.models, faces, crops)
 
     def select(self, frame: np.ndarray, faces: Sequence[Face],
                colour: DisplayConversion | None = None) -> tuple[Face, ...]:
@@ -233,7 +226,3 @@ class Pipeline:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def _with_embedding(face: Face, vector: np.ndarray) -> Face:
-    return replace(face, embedding=np.asarray(vector, np.float32))

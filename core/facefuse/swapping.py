@@ -9,7 +9,7 @@ never meet). The latents and box masks are kept across frames.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -29,18 +29,35 @@ from .types import AlignedCrop, Face, FramePart, FrameResult, Pasted, Roi, Sourc
 BLENDED_LATENTS_KEPT = 64  # targets (tracks, in a render) whose blended latent is kept
 MOUTH_REGIONS = ("mouth",)  # the parser's inside of the lips, which the mouth mask keeps
 
-# Copies of faces carrying their embeddings: (frame, faces, colour, origin), see
-# Pipeline.embed_faces.
-Embed = Callable[[np.ndarray, Sequence[Face], DisplayConversion | None, tuple[int, int]],
-                 tuple[Face, ...]]
+
+
+def embed_faces(models: ModelLoader, frame: np.ndarray, faces: Sequence[Face],
+                colour: DisplayConversion | None = None,
+                origin: tuple[int, int] = (0, 0)) -> tuple[Face, ...]:
+    """Pipeline.embed_faces with `models`: copies of `faces` carrying their embeddings."""
+    if not faces:
+        return ()
+    spec = models.load("recogniser").family.crop_spec()
+    return embed_crops(models, faces, [geometry.warp_crop(frame, face.kps5, *spec, colour,
+                                                          origin) for face in faces])
+
+
+def embed_crops(models: ModelLoader, faces: Sequence[Face], crops: Sequence[AlignedCrop]
+                ) -> tuple[Face, ...]:
+    """Pipeline.embed_crops with `models`."""
+    if not faces:
+        return ()
+    vectors = models.embedder().embed_many(crops)
+    return tuple(replace(face, embedding=np.asarray(vector, np.float32))
+                 for face, vector in zip(faces, vectors))
 
 
 class FaceSwap:
     """Swaps, masks, pastes and restores the target faces of frames (see the module docstring)
-    with `models` as `settings` say; `embed` gives a target without one its embedding."""
+    with `models` as `settings` say."""
 
-    def __init__(self, settings: Settings, models: ModelLoader, embed: Embed) -> None:
-        self.settings, self.models, self._embed = settings, models, embed
+    def __init__(self, settings: Settings, models: ModelLoader) -> None:
+        self.settings, self.models = settings, models
         self._latents: dict[bytes, np.ndarray] = {}
         self._blended: dict[bytes, np.ndarray] = {}  # latents at a swapper weight, per target
         self._box_masks: dict[int, np.ndarray] = {}
@@ -159,7 +176,7 @@ class FaceSwap:
             return self._latent(identity)
         target = face.embedding
         if target is None:
-            target = self._embed(frame, [face], colour, origin)[0].embedding
+            target = embed_faces(self.models, frame, [face], colour, origin)[0].embedding
         assert target is not None  # embed_faces always sets it
         key = b"".join(np.ascontiguousarray(v, dtype=np.float32).tobytes()
                        for v in (identity.embedding, target))
