@@ -358,3 +358,18 @@ def contract_recogniser(path: Path | str, dim: int = 512, seed: int = 0,
 def cpu_session(path: Path | str) -> ort.InferenceSession:
     """An onnxruntime CPU session for a model file (what the stage tests feed the stages)."""
     return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
+def matmul_chain(path: Path | str, links: int = 16, side: int = 256,
+                 scale: float = 1.0) -> Path:
+    """A model that only computes: y = x @ (scale * I), `links` times over, x (side, side)
+    float32 (16 links of 256: about 0.5 GFLOP a run, a few ms on the CPU). For timing and
+    CPU-accounting tests."""
+    weight = numpy_helper.from_array(np.eye(side, dtype=np.float32) * scale, "w")
+    nodes, name = [], "x"
+    for i in range(links):
+        nodes.append(helper.make_node("MatMul", [name, "w"], [f"m{i}"]))
+        name = f"m{i}"
+    nodes.append(helper.make_node("Identity", [name], ["y"]))
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [side, side]) for n in "xy"]
+    return _save(_model(nodes, io[:1], io[1:], [weight], "matmul-chain"), path)

@@ -25,27 +25,9 @@ from facefuse.timing import (
     native_group,
     thread_group,
 )
+from tests.contract_models import matmul_chain
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-
-
-def _heavy_model(path: Path) -> Path:
-    """16 chained 256 x 256 MatMuls: about 0.5 GFLOP a run, nothing else."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    weight = numpy_helper.from_array(np.eye(256, dtype=np.float32) * 0.5, "w")
-    nodes, name = [], "x"
-    for i in range(16):
-        nodes.append(helper.make_node("MatMul", [name, "w"], [f"m{i}"]))
-        name = f"m{i}"
-    nodes.append(helper.make_node("Identity", [name], ["y"]))
-    graph = helper.make_graph(nodes, "heavy",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [256, 256])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [256, 256])],
-                              [weight])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
-    return path
 
 
 def _comm(tid: int) -> str:
@@ -59,7 +41,7 @@ def test_onnxruntime_cpu_is_nearly_all_of_a_process_that_only_runs_a_model(
     alive = set(os.listdir("/proc/self/task"))
     timings = RenderTimings()
     pool = sessions.SessionPool(["CPUExecutionProvider"], timer=timings, threads=2)
-    session = pool.get(_heavy_model(tmp_path / "heavy.onnx"))
+    session = pool.get(matmul_chain(tmp_path / "heavy.onnx", scale=0.5))
     assert _comm(threading.get_native_id()) == before  # the creating thread's name is back
     named = [t for t in set(os.listdir("/proc/self/task")) - alive
              if _comm(int(t)).startswith(ORT_THREAD_PREFIX)]

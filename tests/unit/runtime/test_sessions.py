@@ -8,6 +8,7 @@ from onnx import TensorProto, helper
 from facefuse.errors import InputError
 from facefuse.runtime import sessions
 from facefuse.runtime.binding import BoundSession
+from tests.contract_models import matmul_chain
 
 
 @pytest.fixture()
@@ -105,26 +106,6 @@ def test_a_timed_pool_times_creation_and_every_run_and_answers_like_the_session(
     assert isinstance(plain, ort.InferenceSession)
 
 
-def _slow_model(path):
-    """A model whose run takes a few ms on the CPU: y = x @ w, sixteen times over."""
-    import numpy as np
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    weight = numpy_helper.from_array(np.eye(256, dtype=np.float32), "w")
-    nodes, name = [], "x"
-    for i in range(16):
-        nodes.append(helper.make_node("MatMul", [name, "w"], [f"m{i}"]))
-        name = f"m{i}"
-    nodes.append(helper.make_node("Identity", [name], ["y"]))
-    graph = helper.make_graph(nodes, "slow",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [256, 256])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [256, 256])],
-                              [weight])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
-    return path
-
-
 class _Intervals:
     def __init__(self):
         self.runs = []
@@ -149,7 +130,7 @@ def test_a_thread_budget_takes_cpu_runs_one_at_a_time_across_threads(tmp_path):
 
     timer = _Intervals()
     pool = sessions.SessionPool(["CPUExecutionProvider"], timer=timer, threads=1)
-    first, second = (pool.get(_slow_model(tmp_path / f"{name}.onnx")) for name in ("a", "b"))
+    first, second = (pool.get(matmul_chain(tmp_path / f"{name}.onnx")) for name in ("a", "b"))
     x = np.random.default_rng(0).random((256, 256), np.float32)
 
     def runs(session):
