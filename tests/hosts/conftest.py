@@ -26,6 +26,8 @@ from types import ModuleType
 
 import pytest
 
+from tests.render_media import render_settings
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO_ROOT / "packaging" / "blender" / "build.py"
 BPY_TEST_PREFIX = "test_blender"
@@ -237,3 +239,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.path.name.startswith(BPY_TEST_PREFIX):
             item.add_marker(pytest.mark.qt_no_exception_capture)
+
+
+@pytest.fixture()
+def base(render_models: Path, render_cache: Path):
+    """The Qt panel tests' settings: real YuNet, the contract recogniser, the colour swapper."""
+    return render_settings(render_models, render_cache.parent, swapper="colour")
+
+
+@pytest.fixture()
+def source(testdata: Path) -> Path:
+    return testdata / "media" / "astronaut.png"

@@ -38,10 +38,10 @@ from addon.resolve.plan import read_result
 from facefuse.config import tunable_options
 from facefuse.hosting import plugins
 from facefuse.shot.request import PhaseProgress
-from tests.render_media import face_photo, make_face_clip, render_settings
+from tests.hosts.panel_helpers import WAIT_MS, shown_window, wait_idle
+from tests.render_media import face_photo, make_face_clip
 from tests.resolve_facts import job, read_only_folder
 
-WAIT_MS = 60000
 LONG_FRAMES = 48
 
 
@@ -63,34 +63,13 @@ def clip(face_clip: Path, tmp_path: Path) -> Path:
     return Path(shutil.copy2(face_clip, tmp_path / "media" / "plate.mp4"))
 
 
-@pytest.fixture()
-def base(render_models: Path, render_cache: Path):
-    return render_settings(render_models, render_cache.parent, swapper="colour")
-
-
-@pytest.fixture()
-def source(testdata: Path) -> Path:
-    return testdata / "media" / "astronaut.png"
-
-
-def _window(qtbot, host, base) -> PanelWindow:
-    window = PanelWindow(host, base)
-    qtbot.addWidget(window)
-    window.show()
-    return window
-
-
-def _idle(qtbot, window: PanelWindow) -> None:
-    qtbot.waitUntil(lambda: not window.jobs.runner.jobs, timeout=WAIT_MS)
-
-
 def _log(window: PanelWindow) -> str:
     return window.ui.log.toPlainText()
 
 
 def test_every_tunable_has_a_control_that_reaches_the_render(qtbot, clip: Path, base,
                                                               source: Path):
-    window = _window(qtbot, FileHost(clip), base)
+    window = shown_window(qtbot, FileHost(clip), base)
     changed = {}
     for option in tunable_options():
         control = window.ui.form.controls[option.name]
@@ -127,7 +106,7 @@ def test_every_tunable_has_a_control_that_reaches_the_render(qtbot, clip: Path, 
     rendered = window.last_request.settings
     assert {name: getattr(rendered, name) for name in changed} == changed
     assert (rendered.models_dir, rendered.offline) == (base.models_dir, True)  # kept from base
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     assert "Error:" in _log(window)  # those made-up models do not exist
 
 
@@ -135,9 +114,9 @@ def test_sources_get_outlined_thumbnails_and_face_counts(qtbot, clip: Path, base
                                                           tmp_path: Path):
     blank = tmp_path / "blank.png"
     cv2.imwrite(str(blank), np.full((120, 160, 3), 128, np.uint8))
-    window = _window(qtbot, FileHost(clip), base)
+    window = shown_window(qtbot, FileHost(clip), base)
     window.ui.sources.add([source, blank])
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     texts = [window.ui.sources.list.item(i).text() for i in range(2)]
     assert texts == ["astronaut.png\n1 face(s)", "blank.png\nno face"]
     assert not window.ui.sources.list.item(0).icon().isNull()
@@ -150,11 +129,11 @@ def _pixels(image: QImage, x: int, y: int) -> tuple[int, int, int]:
 
 def test_preview_shows_the_original_left_and_the_swap_right_of_the_divider(
         qtbot, clip: Path, base, source: Path, tmp_path: Path):
-    window = _window(qtbot, FileHost(clip), base)
+    window = shown_window(qtbot, FileHost(clip), base)
     window.ui.sources.add([source])
     window.ui.frame.setValue(4)
     looks.preview(window.act)
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     view = window.ui.view
     assert view.after is not None
     area = view.picture_rect()
@@ -184,10 +163,10 @@ def test_render_of_a_short_testdata_clip_writes_every_frame(qtbot, base, source:
     shutil.copy2(testdata / "media" / "asl_yes.mp4", footage)
     host = FileHost(footage)
     host.clip = dataclasses.replace(clip_from_file(footage), frames=(1, 8))
-    window = _window(qtbot, host, base)
+    window = shown_window(qtbot, host, base)
     window.ui.sources.add([source])
     window.act.start_render()
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     written = sorted((tmp_path / "facefuse").glob("asl_yes.*.png"))
     assert [p.name for p in written] == [f"asl_yes.{n:04d}.png" for n in range(1, 9)]
     assert all(cv2.imread(str(p)).shape == (480, 640, 3) for p in written)
@@ -216,7 +195,7 @@ def fast_folder(tmp_path: Path):
 def test_cancel_stops_within_a_second_and_leaves_only_whole_frames(qtbot, base, source: Path,
                                                                    long_clip: Path,
                                                                    fast_folder: Path):
-    window = _window(qtbot, FileHost(long_clip), base)
+    window = shown_window(qtbot, FileHost(long_clip), base)
     window.ui.sources.add([source])
     window.ui.folder.setText(str(fast_folder))
     window.act.start_render()
@@ -245,13 +224,13 @@ def test_in_resolve_the_render_is_placed_at_the_items_record_frame(qtbot, clip: 
                                                                    source: Path, tmp_path: Path):
     result = tmp_path / "result.json"
     host = JobHost(_job_file(tmp_path, job(clip)), result)
-    window = _window(qtbot, host, base)
+    window = shown_window(qtbot, host, base)
     frame = window.ui.frame
     assert frame.value() == 6 and (frame.minimum(), frame.maximum()) == (4, 13)
     assert "plate.mp4 (V1, Timeline 1)" in window.ui.clip_label.text()
     window.ui.sources.add([source])
     window.act.start_render()
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     assert len(window.ui.people.cards) == 1  # the people of the item, found at once
     assert "DaVinci Resolve Studio 19.1.3: plate.mp4" in _log(window)
     window.grab().save(str(tmp_path / "panel.png"))
@@ -271,7 +250,7 @@ def test_in_resolve_closing_before_the_render_ends_places_nothing(qtbot, base, s
     result = tmp_path / "result.json"
     data = job(footage, frames=LONG_FRAMES, duration=LONG_FRAMES - 4, left_offset=2,
                name="long.mp4")
-    window = _window(qtbot, JobHost(_job_file(tmp_path, data), result), base)
+    window = shown_window(qtbot, JobHost(_job_file(tmp_path, data), result), base)
     window.ui.sources.add([source])
     window.act.start_render()
     qtbot.waitUntil(lambda: window.ui.progress.value() >= 2 and "swap" in window.ui.status.text(),
@@ -284,7 +263,7 @@ def test_in_resolve_closing_before_the_render_ends_places_nothing(qtbot, base, s
 def test_in_resolve_bad_items_are_said_and_the_panel_still_opens_on_files(qtbot, base, clip,
                                                                           tmp_path: Path):
     result = tmp_path / "result.json"
-    window = _window(qtbot, JobHost(_job_file(tmp_path, {**job(clip), "item": None}), result),
+    window = shown_window(qtbot, JobHost(_job_file(tmp_path, {**job(clip), "item": None}), result),
                      base)
     assert "Error: No clip under the playhead" in _log(window)
     assert not window.ui.render_button.isEnabled()
@@ -303,10 +282,10 @@ def test_in_resolve_a_clip_without_faces_or_a_read_only_folder_places_nothing(
                               without_face=range(6))
     result = tmp_path / "result.json"
     data = job(faceless, frames=6, duration=4, left_offset=1, name="empty.mp4")
-    window = _window(qtbot, JobHost(_job_file(tmp_path, data), result), base)
+    window = shown_window(qtbot, JobHost(_job_file(tmp_path, data), result), base)
     window.ui.sources.add([source])
     window.act.start_render()
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     assert "No face was swapped in 'empty.mp4'" in _log(window)
     read_only_folder(monkeypatch, tmp_path / "media")
     window.ui.folder.setText(str(tmp_path / "media" / "facefuse-2"))
@@ -375,9 +354,9 @@ def test_settings_the_engine_refuses_are_said_in_the_log_for_every_look(qtbot, c
                                                                          source: Path):
     """The form allows unticking every mask region; Settings refuses that. Preview, Find people
     and Render say so in the log (no exception leaves the slot, no job starts)."""
-    window = _window(qtbot, FileHost(clip), base)
+    window = shown_window(qtbot, FileHost(clip), base)
     window.ui.sources.add([source])
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     window.ui.form.controls["mask_regions"].choose(())
     looks.preview(window.act)
     looks.find_people(window.act)
@@ -385,14 +364,14 @@ def test_settings_the_engine_refuses_are_said_in_the_log_for_every_look(qtbot, c
     assert _log(window).count("must name at least one") == 3
     window.ui.sources.add([source.parent / "obama.jpg"])  # thumbnails: said, not raised
     window.ui.timeline.set_frame(3)  # the frames still show
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     assert _log(window).count("must name at least one") == 4
     assert window.ui.view.before is not None
 
 
 def test_the_bar_follows_the_swap_while_the_analysis_runs_beside_it(qtbot, base, clip: Path):
     """selector many: analysis and swap progress arrive interleaved; the bar never jumps back."""
-    window = _window(qtbot, FileHost(clip), base)
+    window = shown_window(qtbot, FileHost(clip), base)
     job = SimpleNamespace(total=0, done=0, status="")
     values = []
     steps = [PhaseProgress("analysis", n, 40) for n in range(20)]

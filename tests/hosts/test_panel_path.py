@@ -24,10 +24,10 @@ from PySide6.QtGui import QDesktopServices, QImage
 from addon.panel.host import FileHost
 from addon.panel.window import PanelWindow
 from facefuse import RenderRequest, plan_shot
+from tests.hosts.panel_helpers import WAIT_MS, wait_idle
 from tests.media_factory import marked_frame
 from tests.render_media import face_photo, render_settings
 
-WAIT_MS = 60000
 FIRST, COUNT = 1001, 10
 SIZE = (960, 340)  # width, height
 FACE = (112, 140)
@@ -77,11 +77,6 @@ class Shots:
         path = self.folder / f"{self.count:02d}-{name}.png"
         assert window.grab().save(str(path))
         return path
-
-
-def _idle(qtbot, window: PanelWindow) -> None:
-    qtbot.waitUntil(lambda: not window.jobs.runner.jobs and not window.act.pending,
-                    timeout=WAIT_MS)
 
 
 def _rgb(image: QImage, x: int, y: int) -> tuple[int, int, int]:
@@ -149,7 +144,7 @@ def test_the_artists_path_through_the_panel(qtbot, crowd: Path, base, testdata: 
     ui.sources.add([testdata / "media" / "astronaut.png"])
     qtbot.mouseClick(ui.people.find_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: ui.activity.format().startswith("Finding people"), timeout=WAIT_MS)
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     review = window.review
     assert review.folder is not None and len(ui.people.cards) == 8
     assert [c.person_id for c in ui.people.cards] == [f"p{n}" for n in range(1, 9)]
@@ -172,7 +167,7 @@ def test_the_artists_path_through_the_panel(qtbot, crowd: Path, base, testdata: 
     qtbot.waitUntil(lambda: ui.people.card("p2").skip.isVisible())
     skip = ui.people.card("p2").skip
     qtbot.mouseClick(skip, Qt.MouseButton.LeftButton, pos=QPoint(8, skip.height() // 2))
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     assert ui.people.card("p2").status.text() == "10 frames · skipped: left as filmed"
     assert ui.people.card("p3").status.text() == "10 frames · own source: biden.jpg"
     assert "p2" not in window.review.marks[1002].swapped
@@ -180,7 +175,7 @@ def test_the_artists_path_through_the_panel(qtbot, crowd: Path, base, testdata: 
     # 6. Preview a frame: the render's pixels for it, people as chosen
     ui.timeline.set_frame(1003)
     qtbot.mouseClick(ui.preview_button, Qt.MouseButton.LeftButton)
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     assert ui.view.after is not None and ui.view.labels == ("Original", "Swapped")
     previewed = ui.view.after.toImage()
     shots.grab(qtbot, window, "preview")
@@ -192,7 +187,7 @@ def test_the_artists_path_through_the_panel(qtbot, crowd: Path, base, testdata: 
     assert ui.range_label.text() == "Render: 1002-1006 (5 frames)"
     shots.grab(qtbot, window, "range")
     qtbot.mouseClick(ui.render_button, Qt.MouseButton.LeftButton)
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     out = crowd / "facefuse"
     written = sorted(p.name for p in out.glob("crowd.*.png"))
     assert written == [f"crowd.{n:04d}.png" for n in range(1002, 1007)], ui.log.toPlainText()
@@ -228,16 +223,16 @@ def test_the_artists_path_through_the_panel(qtbot, crowd: Path, base, testdata: 
     # 9. re-render the flagged frames: those files, and only those, are written again
     stamps = {p.name: p.stat().st_mtime_ns for p in out.glob("crowd.*.png")}
     qtbot.mouseClick(ui.rerender_button, Qt.MouseButton.LeftButton)
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     again = {p.name for p in out.glob("crowd.*.png") if p.stat().st_mtime_ns != stamps.get(p.name)}
     flagged = {f"crowd.{n:04d}.png" for a, b in review.flagged for n in range(a, b + 1)}
     assert again == flagged, (again, flagged)
     # 10. skip p8, render again: only the frames where p8 was swapped are written again
     stamps = {p.name: p.stat().st_mtime_ns for p in out.glob("crowd.*.png")}
     window.skip_person("p8", True)
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     qtbot.mouseClick(ui.render_button, Qt.MouseButton.LeftButton)
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     again = {p.name for p in out.glob("crowd.*.png") if p.stat().st_mtime_ns != stamps.get(p.name)}
     assert again == {f"crowd.{n}.png" for n in range(1002, 1007) if n not in MISSING}, again
     assert "already rendered" in ui.status.text()
@@ -246,12 +241,12 @@ def test_the_artists_path_through_the_panel(qtbot, crowd: Path, base, testdata: 
     ui.timeline.set_out(1003)
     menu = ui.people.card("p1").range_button.menu()
     next(a for a in menu.actions() if a.text() == "Skip in in..out").trigger()
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     assert "skip 1002-1003" in ui.people.card("p1").status.text()
     ui.timeline.set_out(1006)
     stamps = {p.name: p.stat().st_mtime_ns for p in out.glob("crowd.*.png")}
     qtbot.mouseClick(ui.render_button, Qt.MouseButton.LeftButton)
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     again = {p.name for p in out.glob("crowd.*.png") if p.stat().st_mtime_ns != stamps.get(p.name)}
     assert again == {"crowd.1002.png", "crowd.1003.png"}, again
     p1 = next(k for k in range(8) if person[k] == "p1")

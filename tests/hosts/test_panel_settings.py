@@ -23,10 +23,10 @@ from addon.panel.host import FileHost
 from addon.panel.review import FlagRow, FrameMarks, PersonRow, ShotReview
 from addon.panel.timeline import FLAG, MARGIN_PX, PERSON_PX, ROW_PX, RULER_PX, Timeline
 from addon.panel.window import PanelWindow
+from tests.hosts.panel_helpers import shown_window, wait_idle
 from tests.hosts.test_panel import _close_panels_soon
-from tests.render_media import YUNET_NAME, face_photo, make_face_clip, render_settings
+from tests.render_media import YUNET_NAME, face_photo, make_face_clip
 
-WAIT_MS = 60000
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -44,32 +44,10 @@ def clips(face_clip: Path, tmp_path: Path) -> tuple[Path, Path]:
             Path(shutil.copy2(face_clip, tmp_path / "b" / "two.mp4")))
 
 
-@pytest.fixture()
-def base(render_models: Path, render_cache: Path):
-    return render_settings(render_models, render_cache.parent, swapper="colour")
-
-
-@pytest.fixture()
-def source(testdata: Path) -> Path:
-    return testdata / "media" / "astronaut.png"
-
-
-def _window(qtbot, host, base) -> PanelWindow:
-    window = PanelWindow(host, base)
-    qtbot.addWidget(window)
-    window.show()
-    return window
-
-
-def _idle(qtbot, window: PanelWindow) -> None:
-    qtbot.waitUntil(lambda: not window.jobs.runner.jobs and not window.act.pending,
-                    timeout=WAIT_MS)
-
-
 def test_settings_sources_output_and_folder_stay_and_the_command_line_wins(
         qtbot, clips, base, source: Path, tmp_path: Path):
     one, two = clips
-    window = _window(qtbot, FileHost(one), base)
+    window = shown_window(qtbot, FileHost(one), base)
     form = window.ui.form
     form.set_value("similarity", 0.65)
     form.set_value("selector", "many")
@@ -78,9 +56,9 @@ def test_settings_sources_output_and_folder_stay_and_the_command_line_wins(
     window.ui.output.setCurrentIndex(window.ui.output.findData("exr"))
     window.ui.folder.setText(str(tmp_path / "renders"))
     window.ui.folder.editingFinished.emit()
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     window.close()
-    again = _window(qtbot, FileHost(two), base)  # another clip, the next day
+    again = shown_window(qtbot, FileHost(two), base)  # another clip, the next day
     values = again.ui.form.values()
     assert (values["similarity"], values["selector"], values["mask_regions"]) == \
         (0.65, "many", ("skin",))
@@ -89,7 +67,7 @@ def test_settings_sources_output_and_folder_stay_and_the_command_line_wins(
     assert again.ui.output.currentData() == "exr"
     assert again.ui.folder.text() == str(tmp_path / "renders")
     again.close()
-    explicit = _window(qtbot, FileHost(two), base.__class__(**{
+    explicit = shown_window(qtbot, FileHost(two), base.__class__(**{
         **{f: getattr(base, f) for f in base.__dataclass_fields__}, "similarity": 0.2}))
     assert explicit.ui.form.values()["similarity"] == 0.2  # given on the command line: wins
     assert explicit.ui.form.values()["selector"] == "many"  # not given: remembered
@@ -99,14 +77,14 @@ def test_settings_sources_output_and_folder_stay_and_the_command_line_wins(
 def test_a_new_clip_resets_its_pictures_people_and_status_and_keeps_the_settings(
         qtbot, clips, base, source: Path):
     one, two = clips
-    window = _window(qtbot, FileHost(one), base)
+    window = shown_window(qtbot, FileHost(one), base)
     window.ui.sources.add([source])
     window.ui.form.set_value("similarity", 0.3)
     looks.find_people(window.act)
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     window.ui.timeline.set_frame(3)
     looks.preview(window.act)
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     assert len(window.ui.people.cards) == 1 and window.ui.view.after is not None
     window.ui.status.setText("8 of 8 frames swapped")
     window.open(two)
@@ -114,7 +92,7 @@ def test_a_new_clip_resets_its_pictures_people_and_status_and_keeps_the_settings
     assert window.ui.people.cards == [] and window.ui.view.after is None
     assert window.ui.status.text() == "" and window.act.result is None
     assert window.ui.people.hint.text().startswith("Find people")
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     assert window.ui.view.before is not None  # the new clip's first frame, at once
     assert window.ui.timeline.frame == 1 and (window.review.first, window.review.last) == (1, 8)
     assert window.ui.sources.paths() == [source]
@@ -124,7 +102,7 @@ def test_a_new_clip_resets_its_pictures_people_and_status_and_keeps_the_settings
 
 def test_the_wheel_scrolls_the_settings_instead_of_changing_the_value_under_it(
         qtbot, clips, base):
-    window = _window(qtbot, FileHost(clips[0]), base)
+    window = shown_window(qtbot, FileHost(clips[0]), base)
     window.resize(1280, 600)
     scroll = window.ui.form_scroll
     spin = window.ui.form.controls["swapper_weight"]  # near the top of the list
@@ -170,12 +148,12 @@ def test_model_downloads_show_their_size_and_time_left_then_the_look_runs(
         return [Path("/models/inswapper_128.onnx")]
     monkeypatch.setattr(downloads, "absent_models", absent)
     monkeypatch.setattr(downloads, "fetch_models", fetch)
-    window = _window(qtbot, FileHost(clips[0]), online)
-    _idle(qtbot, window)
+    window = shown_window(qtbot, FileHost(clips[0]), online)
+    wait_idle(qtbot, window)
     seen: list[str] = []
     window.ui.activity.valueChanged.connect(lambda _: seen.append(window.ui.activity.format()))
     looks.find_people(window.act)
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     assert fetched == ["inswapper_128"]
     assert any("MB" in text and "left" in text for text in seen), seen
     assert any(text.startswith("Downloading inswapper_128: 40.0 of 40.0 MB") for text in seen)
@@ -187,13 +165,13 @@ def test_model_downloads_show_their_size_and_time_left_then_the_look_runs(
 
 def test_a_render_of_finished_frames_says_they_were_already_rendered(qtbot, clips, base,
                                                                     source: Path):
-    window = _window(qtbot, FileHost(clips[0]), base)
+    window = shown_window(qtbot, FileHost(clips[0]), base)
     window.ui.sources.add([source])
     window.act.start_render()
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     assert "8 of 8 frames swapped" in window.ui.status.text()
     window.act.start_render()
-    _idle(qtbot, window)
+    wait_idle(qtbot, window)
     assert window.ui.status.text() == \
         "Nothing to render: all 8 frames were already rendered with these settings"
     assert "Warning" not in window.ui.log.toPlainText()
