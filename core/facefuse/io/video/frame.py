@@ -67,6 +67,7 @@ from ...types import FramePart, Roi
 from .common import SUBSAMPLED_8BIT
 from .orientation import turned, turned_box, turned_size, widened
 from .passthrough import DecodedPicture, decoded_picture
+from .scaling import Scalers
 from .yuv import FAST_FORMATS, PLANAR_10BIT, YuvPlanes, yuv_planes, yuv_to_bgr
 from .yuv_write import PASTE_REACH_PX
 
@@ -157,13 +158,14 @@ class DecodedFrame:
     """One frame (see the module docstring). Made by `of_picture` (a decoded av.VideoFrame)
     or `of_array` (an engine frame already converted: an image-sequence plate)."""
 
-    __slots__ = ("_centred", "_format", "_picture", "_planes", "_region", "_shape", "_small",
-                 "_turns", "_whole", "_yuv")
+    __slots__ = ("_centred", "_format", "_picture", "_planes", "_region", "_scalers", "_shape",
+                 "_small", "_turns", "_whole", "_yuv")
 
     def __init__(self, picture: Any, array_format: str, turns: int, centred: bool,
-                 whole: np.ndarray | None = None) -> None:
+                 whole: np.ndarray | None = None, scalers: Scalers | None = None) -> None:
         self._picture, self._format, self._turns, self._centred = (
             picture, array_format, turns % 4, centred)
+        self._scalers = scalers if scalers is not None or picture is None else Scalers()
         self._whole = whole
         self._region: FrameRegion | None = None
         self._small: dict[int, SmallPicture | None] = {}
@@ -178,12 +180,13 @@ class DecodedFrame:
 
     @classmethod
     def of_picture(cls, picture: Any, array_format: str, turns: int = 0,
-                   centred: bool = False) -> DecodedFrame:
+                   centred: bool = False, scalers: Scalers | None = None) -> DecodedFrame:
         """The frame of a decoded av.VideoFrame: converted to `array_format` (PyAV's bgr24,
         bgra, bgr48le or bgra64le), turned upright by `turns` (quarter turns
         counter-clockwise); centred: its decoder sites 4:2:x chroma midway between luma
-        columns (io.video.yuv.chroma_centred of the codec)."""
-        return cls(picture, array_format, turns, centred)
+        columns (io.video.yuv.chroma_centred of the codec); swscale's work goes through
+        `scalers` (the stream's, io.video.scaling), else through contexts of its own."""
+        return cls(picture, array_format, turns, centred, scalers=scalers)
 
     @classmethod
     def of_array(cls, array: np.ndarray) -> DecodedFrame:
@@ -334,10 +337,11 @@ class DecodedFrame:
 
     def _swscale_array(self) -> np.ndarray:
         """swscale's conversion (through 4:4:4 for 8-bit subsampled pictures)."""
-        picture = self._picture
+        picture, scalers = self._picture, self._scalers
+        assert scalers is not None  # every frame of a picture has them
         if picture.format.name in SUBSAMPLED_8BIT:
-            picture = picture.reformat(format=SUBSAMPLED_8BIT[picture.format.name])
-        return picture.to_ndarray(format=self._format)
+            picture = scalers.reformat(picture, format=SUBSAMPLED_8BIT[picture.format.name])
+        return scalers.reformat(picture, format=self._format).to_ndarray()
 
     def _shrunk(self, max_side_px: int) -> SmallPicture | None:
         picture = self._picture
@@ -349,8 +353,9 @@ class DecodedFrame:
                                 or (name in PLANAR_10BIT and yuv_planes(picture) is not None)):
             return None
         size = (max(1, round(picture.width * scale)), max(1, round(picture.height * scale)))
-        small = picture.reformat(format="bgr24", width=size[0], height=size[1],
-                                 interpolation=_SMALL_FLAGS).to_ndarray()
+        assert self._scalers is not None  # every frame of a picture has them
+        small = self._scalers.reformat(picture, format="bgr24", width=size[0], height=size[1],
+                                       interpolation=_SMALL_FLAGS).to_ndarray()
         scale_xy = (float(size[0] / picture.width), float(size[1] / picture.height))
         if self._turns % 2:
             scale_xy = scale_xy[::-1]

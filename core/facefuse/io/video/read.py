@@ -53,6 +53,7 @@ from .index import (
     scan_packets,
     typical_rate,
 )
+from .scaling import Scalers
 from .yuv import chroma_centred
 
 logger = logging.getLogger(__name__)
@@ -157,6 +158,7 @@ class VideoSource:
                  decode_threads: int = _DECODE_THREADS) -> None:
         self._path = Path(path)
         self._decode_threads = max(1, decode_threads)
+        self._scalers = Scalers()  # swscale's contexts for its frames (io.video.scaling)
         self._container = open_input(self._path)
         try:
             self._setup(start_number, conform_vfr)
@@ -318,7 +320,7 @@ class VideoSource:
         unconverted until asked; other 8-bit subsampled pictures go through swscale's 4:4:4,
         deep and alpha pictures through swscale)."""
         frame = DecodedFrame.of_picture(picture, self._array_format, self._turns,
-                                        chroma_centred(self._info.codec))
+                                        chroma_centred(self._info.codec), self._scalers)
         if not frame.by_parts:
             with clock.measure("colour"):
                 frame.to_ndarray()

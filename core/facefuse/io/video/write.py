@@ -60,6 +60,7 @@ from .frame import Frame
 from .orientation import turned
 from .passthrough import EncoderTarget, compose, refusal
 from .read import VideoInfo
+from .scaling import Scalers
 from .yuv import PLANAR_10BIT, matrix_for
 from .yuv_write import bgr_to_picture
 
@@ -95,6 +96,7 @@ class VideoSink:
                  threads: int = 0) -> None:
         self._path = Path(path)
         self._threads = threads  # the encoder's thread_count (0: FFmpeg's choice)
+        self._scalers = Scalers()  # swscale's contexts for frames it converts (io.video.scaling)
         self._spec = check_output(self._path, codec, info_like.width, info_like.height)
         check_encoder_options(codec, quality if codec in CRF_CODECS else None, preset)
         self._info, self._codec = info_like, codec
@@ -247,15 +249,14 @@ class VideoSink:
             return av.VideoFrame.from_numpy_buffer(array, format=packed)
         picture = av.VideoFrame.from_ndarray(array, format=packed)
         if self._spec.rgb:
-            picture = picture.reformat(format=self._pix_fmt)
+            picture = self._scalers.reformat(picture, format=self._pix_fmt)
         else:
-            picture = picture.reformat(format=SUBSAMPLED_8BIT.get(self._pix_fmt, self._pix_fmt),
-                                       dst_colorspace=SWSCALE_COLORSPACES.get(colorspace,
-                                                                               "itu709"),
-                                       dst_color_range=_RANGE_JPEG if full_range
-                                       else _RANGE_MPEG)
+            picture = self._scalers.reformat(
+                picture, format=SUBSAMPLED_8BIT.get(self._pix_fmt, self._pix_fmt),
+                dst_colorspace=SWSCALE_COLORSPACES.get(colorspace, "itu709"),
+                dst_color_range=_RANGE_JPEG if full_range else _RANGE_MPEG)
         if picture.format.name != self._pix_fmt:
-            picture = picture.reformat(format=self._pix_fmt)
+            picture = self._scalers.reformat(picture, format=self._pix_fmt)
         return picture
 
     def _open_streams(self, alpha: bool, deep: bool) -> None:
