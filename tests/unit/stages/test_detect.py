@@ -10,15 +10,14 @@ import pytest
 
 from facefuse.errors import InputError, ModelContractError
 from facefuse.models.manifest import Family
+from facefuse.stages.boxes import box_inside_share, nms
 from facefuse.stages.detect import (
     CONTAINED_SHARE,
     ScrfdDetector,
     YunetDetector,
-    box_inside_share,
     decode_scrfd,
     decode_yunet,
     letterbox,
-    nms,
     preprocess_scrfd,
     preprocess_yunet,
     to_faces,
