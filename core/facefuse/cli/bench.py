@@ -81,6 +81,8 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--warm", action="store_true", help="render once untimed first, then time "
                    "a render that reuses the caches (analysis, embeddings, hashes)")
     p.add_argument("--codec", choices=VIDEO_CODECS, default="h264", help="for video outputs")
+    p.add_argument("--keep-yuv", action="store_true", help="ffv1 or rawvideo (.mkv): keep "
+                   "the input's own YUV pictures, as render's --keep-yuv")
     p.add_argument("--crf", type=int, metavar="N", help="h264/h265 constant rate factor")
     p.add_argument("--preset", metavar="NAME", help="h264/h265 speed preset")
     p.add_argument("--compression", metavar="NAME", help="EXR or TIFF sequence compression")
@@ -122,7 +124,7 @@ def request_from_args(args: argparse.Namespace, work: Path) -> RenderRequest:
     return RenderRequest(sources=tuple(args.source), input=args.input, output=output,
                          settings=settings, frames=_frame_range(args.input, args.frames),
                          codec=args.codec, overwrite=True, crf=args.crf, preset=args.preset,
-                         compression=args.compression)
+                         compression=args.compression, keep_yuv=args.keep_yuv)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

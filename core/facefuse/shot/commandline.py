@@ -133,6 +133,9 @@ SHOT_OPTIONS = (
            "('none': no conversion); default per format, e.g. EXR = 'Linear Rec.709 (sRGB)'"),
     Option(("--codec",), "request.codec", "text", "for video outputs; rawvideo (.mov) and ffv1 "
            "(.mkv) are lossless", "h264", tuple(VIDEO_CODECS)),
+    Option(("--keep-yuv",), "request.keep_yuv", "switch", "with --codec ffv1 or rawvideo "
+           "(.mkv): keep the input video's own YUV pictures (layout, bit depth, colour tags), "
+           "bit-exact outside the faces, instead of RGB"),
     Option(("--crf",), "request.crf", "int", f"h264/h265 constant rate factor, {CRF_RANGE[0]}.."
            f"{CRF_RANGE[1]}, lower is better ({_CRF_DEFAULTS})", metavar="N"),
     Option(("--preset",), "request.preset", "text", "h264/h265 speed preset, ultrafast .. "

@@ -20,6 +20,7 @@ from ..geometry import DisplayConversion
 from ..io import plates, sequences, video
 from ..io.video.common import check_encoder_options
 from ..io.video.encoders import check_container
+from ..io.video.keep_yuv import kept_yuv
 from ..runtime.threads import thread_budget
 from .inputs import ShotInput
 from .output_checks import check_folders, check_output_names, check_outputs, sweep_temporaries
@@ -89,7 +90,10 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
             raise InputError("--compression applies to EXR and TIFF sequence outputs only; for "
                              "a video choose the codec (--codec rawvideo or ffv1 is lossless)")
         check_encoder_options(request.codec, request.crf, request.preset)
-        check_container(video_path, request.codec)
+        check_container(video_path, request.codec, request.keep_yuv)
+        if request.keep_yuv:
+            kept_yuv(shot.video_timing(numbers).source, request.codec, shot.label,
+                     colour is not None)
         named = _extra_labels(request, extras)
         protected = check_outputs(named, video_path, shot, numbers, request)
         _check_video_output(video_path, request)
@@ -102,6 +106,9 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
 def _check_sequence_options(request: RenderRequest) -> None:
     """InputError for video encoder settings on a sequence output, or a compression its file
     format does not take (checked on the main output; the matte and patch keep zip)."""
+    if request.keep_yuv:
+        raise InputError(f"--keep-yuv applies to ffv1 and rawvideo video outputs, and "
+                         f"{request.output} is an image sequence; leave --keep-yuv out")
     for name, value in (("--crf", request.crf), ("--preset", request.preset)):
         if value is not None:
             raise InputError(f"{name} applies to h264 and h265 video outputs only, and "

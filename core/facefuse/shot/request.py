@@ -37,6 +37,8 @@ class RenderRequest:
     rate: frames per second of a video written from an image sequence (default 24).
     codec: a video output's codec (io.video.VIDEO_CODECS). crf / preset: x264/x265 rate control
     for h264 and h265 outputs (None: the defaults, crf 16 / 18 and preset medium).
+    keep_yuv: a rawvideo or ffv1 output keeps the input video's own planar YUV pictures (layout,
+    bit depth, colour tags), bit-exact outside the pasted faces (io.video.keep_yuv).
     compression: an EXR or TIFF sequence output's compression, as OIIO names it (None: the
     input plate's, else zip); see io.plates.COMPRESSIONS.
     provenance: what the outputs' metadata says about where things came from: "names" (file
@@ -78,6 +80,7 @@ class RenderRequest:
     crf: int | None = None
     preset: str | None = None
     compression: str | None = None
+    keep_yuv: bool = False
     assign: tuple[tuple[str, Path], ...] = ()
     skip: tuple[str, ...] = ()
     only: FrameRanges | None = None

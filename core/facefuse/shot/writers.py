@@ -316,10 +316,12 @@ class VideoWriter:
         threads = thread_budget(request.settings.threads).encode
         if audio is None:
             return video.VideoSink(self.path, info, codec=request.codec, metadata=metadata,
-                                   quality=request.crf, preset=request.preset, threads=threads)
+                                   quality=request.crf, preset=request.preset, threads=threads,
+                                   keep_yuv=request.keep_yuv)
         return video.VideoSink(self.path, info, codec=request.codec, metadata=metadata,
                                quality=request.crf, preset=request.preset, threads=threads,
-                               audio_from=audio.path, audio_start_s=audio.start_s,
+                               keep_yuv=request.keep_yuv, audio_from=audio.path,
+                               audio_start_s=audio.start_s,
                                audio_duration_s=audio.duration_s)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from ...errors import InputError
 from .common import DEFAULT_CRF, VIDEO_CODECS
+from .keep_yuv import check_kept_container
 from .read import VideoInfo
 from .yuv import PLANAR_8BIT, PLANAR_10BIT
 
@@ -72,13 +73,14 @@ CODECS: Mapping[str, CodecSpec] = MappingProxyType({
 })
 
 
-def check_container(path: Path, codec: str) -> None:
+def check_container(path: Path, codec: str, keep_yuv: bool = False) -> None:
     """InputError unless ``codec`` is one facefuse writes and ``path``'s container holds it
-    (checked before a render starts; the frame size is checked when the first frame comes)."""
-    spec_for(Path(path), codec)
+    (checked before a render starts; the frame size is checked when the first frame comes).
+    keep_yuv: the stream keeps the source's planar YUV (io.video.keep_yuv)."""
+    spec_for(Path(path), codec, keep_yuv)
 
 
-def spec_for(path: Path, codec: str) -> CodecSpec:
+def spec_for(path: Path, codec: str, keep_yuv: bool = False) -> CodecSpec:
     suffix = path.suffix.lower()
     if codec not in CODECS:
         raise InputError(f"unknown video codec {codec!r}; choose one of {', '.join(VIDEO_CODECS)}")
@@ -86,16 +88,21 @@ def spec_for(path: Path, codec: str) -> CodecSpec:
         raise InputError(f"{path}: cannot write {suffix or 'files without an extension'} videos; "
                          f"use one of {', '.join(sorted(CONTAINER_FORMATS))}")
     spec = CODECS[codec]
+    if keep_yuv:
+        check_kept_container(path, codec)
+        return spec
     if suffix not in spec.containers:
         raise InputError(f"{codec} cannot be stored in {suffix}{spec.container_note}; "
                          f"use {' or '.join(sorted(spec.containers))}")
     return spec
 
 
-def check_output(path: Path, codec: str, width: int, height: int) -> CodecSpec:
-    """InputError unless ``codec`` can be written to ``path`` at this size."""
-    spec = spec_for(path, codec)
-    if spec.pix_fmt.startswith("yuv420") and (width % 2 or height % 2):
+def check_output(path: Path, codec: str, width: int, height: int,
+                 keep_yuv: bool = False) -> CodecSpec:
+    """InputError unless ``codec`` can be written to ``path`` at this size (keep_yuv: see
+    check_container; the source's layout decides the size it takes)."""
+    spec = spec_for(path, codec, keep_yuv)
+    if not keep_yuv and spec.pix_fmt.startswith("yuv420") and (width % 2 or height % 2):
         raise InputError(f"{codec} needs an even width and height, and the frames are "
                          f"{width}x{height}; choose prores_4444 or mjpeg")
     if spec.encoder == "prores_ks" and spec.pix_fmt.startswith("yuv422") and width % 2:

@@ -57,6 +57,7 @@ from .common import (
 )
 from .encoders import CONTAINER_FORMATS, SWSCALE_COLORSPACES, as_writable, check_output, tags_travel
 from .frame import Frame
+from .keep_yuv import kept_yuv
 from .orientation import turned
 from .passthrough import EncoderTarget, compose, refusal
 from .read import VideoInfo
@@ -84,7 +85,9 @@ class VideoSink:
     ``codec`` is one of VIDEO_CODECS; ``quality`` is the CRF for h264/h265 (0..51, defaults
     16/18) or the JPEG q-scale for mjpeg (2-31, default 3), ignored by ProRes, DNxHR, rawvideo
     and ffv1, whose profile (or losslessness) fixes the quality. ``preset``: the x264/x265
-    preset (default medium; InputError for another codec). ``audio_from``: copy
+    preset (default medium; InputError for another codec). ``keep_yuv``: a rawvideo or ffv1
+    stream of the source's own planar YUV (io.video.keep_yuv; InputError where it cannot be,
+    also at the first frame when its picture cannot pass through). ``audio_from``: copy
     that file's audio streams packet for packet; with ``audio_start_s``/``audio_duration_s``
     (seconds on that file's timeline) only the packets overlapping that span are copied, shifted
     to start at 0 (exact to within half an audio packet, about 10 ms for AAC)."""
@@ -93,11 +96,15 @@ class VideoSink:
                  audio_from: Path | None = None, metadata: Mapping[str, str] = _EMPTY,
                  quality: int | None = None, preset: str | None = None,
                  audio_start_s: float = 0.0, audio_duration_s: float | None = None,
-                 threads: int = 0) -> None:
+                 threads: int = 0, keep_yuv: bool = False) -> None:
         self._path = Path(path)
         self._threads = threads  # the encoder's thread_count (0: FFmpeg's choice)
         self._scalers = Scalers()  # swscale's contexts for frames it converts (io.video.scaling)
-        self._spec = check_output(self._path, codec, info_like.width, info_like.height)
+        self._spec = check_output(self._path, codec, info_like.width, info_like.height,
+                                  keep_yuv)
+        # the source's own YUV stream (io.video.keep_yuv), or None: the codec's
+        self._kept = (kept_yuv(info_like, codec, info_like.path.name) if keep_yuv else None)
+        self._rgb = self._spec.rgb and self._kept is None
         check_encoder_options(codec, quality if codec in CRF_CODECS else None, preset)
         self._info, self._codec = info_like, codec
         self._preset = DEFAULT_PRESET if preset is None else preset
@@ -217,6 +224,10 @@ class VideoSink:
             samples = np.broadcast_to(np.zeros(frame.shape[2], frame.dtype), frame.shape)
         reason = refusal(decoded, target, samples, colour_transform)
         if reason is not None or decoded is None or isinstance(frame, np.ndarray):
+            if self.passes_through is None and self._kept is not None:
+                self.abort()
+                raise InputError(f"--keep-yuv cannot keep {self._info.path.name}'s pictures "
+                                 f"as decoded: {reason}; leave --keep-yuv out")
             if self.passes_through is None:
                 self.passes_through = False
                 logger.debug("%s: whole frames converted: %s", self._path, reason)
@@ -241,14 +252,14 @@ class VideoSink:
         itself, uncopied; others: swscale, through 4:4:4 for 8-bit subsampled targets (its
         direct path truncates levels)."""
         colorspace, full_range = self._matrix
-        if not self._spec.rgb and packed in ("bgr24", "bgr48le"):
+        if not self._rgb and packed in ("bgr24", "bgr48le"):
             fast = bgr_to_picture(array, self._pix_fmt, colorspace, full_range)
             if fast is not None:
                 return fast
         if packed == self._pix_fmt:
             return av.VideoFrame.from_numpy_buffer(array, format=packed)
         picture = av.VideoFrame.from_ndarray(array, format=packed)
-        if self._spec.rgb:
+        if self._rgb:
             picture = self._scalers.reformat(picture, format=self._pix_fmt)
         else:
             picture = self._scalers.reformat(
@@ -263,7 +274,9 @@ class VideoSink:
         """Create the video stream (format chosen from the first frame: with `alpha`, `deep`
         samples) and the audio copies."""
         spec = self._spec
-        if alpha and deep and spec.pix_fmt_deep_alpha:
+        if self._kept is not None:
+            self._pix_fmt = self._kept.pixel_format
+        elif alpha and deep and spec.pix_fmt_deep_alpha:
             self._pix_fmt = spec.pix_fmt_deep_alpha
         elif alpha and spec.pix_fmt_alpha:
             self._pix_fmt = spec.pix_fmt_alpha
@@ -303,7 +316,7 @@ class VideoSink:
     def _tag_colour(self, cc: Any) -> None:
         """Tag the stream (see the module docstring) and remember the matrix frames are
         converted with: (AVColorSpace, full range)."""
-        jpeg, rgb = self._spec.jpeg_range, self._spec.rgb
+        jpeg, rgb = self._spec.jpeg_range, self._rgb
         kept = self._source_tags()
         if kept is not None:
             cc.colorspace, cc.color_range, cc.color_primaries, cc.color_trc = kept
@@ -317,11 +330,14 @@ class VideoSink:
 
     def _source_tags(self) -> tuple[int, int, int, int] | None:
         """The source's (colorspace, range, primaries, transfer) for this stream, range made
-        explicit for a full-range (yuvj) source, or None where the stream takes its own tags:
-        a codec other than h264 / h265, an output and source not both 8-bit YUV or both 10-bit
-        YUV (tags_travel), a source whose matrix io.video.yuv does not read, or 10-bit full
-        range."""
+        explicit for a full-range (yuvj) source (a --keep-yuv stream: always), or None where
+        the stream takes its own tags: a codec other than h264 / h265, an output and source
+        not both 8-bit YUV or both 10-bit YUV (tags_travel), a source whose matrix io.video.yuv
+        does not read, or 10-bit full range."""
         info, spec = self._info, self._spec
+        if self._kept is not None:
+            kept = self._kept
+            return kept.colorspace, kept.color_range, kept.primaries, kept.trc
         if (not spec.keeps_source_tags or info.colour_tags is None
                 or not tags_travel(self._pix_fmt, info)):
             return None
