@@ -132,7 +132,8 @@ SHOT_OPTIONS = (
     Option(("--colorspace",), "request.colorspace", "text", "OCIO colour space of the input "
            "('none': no conversion); default per format, e.g. EXR = 'Linear Rec.709 (sRGB)'"),
     Option(("--codec",), "request.codec", "text", "for video outputs; rawvideo (.mov) and ffv1 "
-           "(.mkv) are lossless", "h264", tuple(VIDEO_CODECS)),
+           "(.mkv) are lossless (RGB; with --keep-yuv, the input's YUV in .mkv)", "h264",
+           tuple(VIDEO_CODECS)),
     Option(("--keep-yuv",), "request.keep_yuv", "switch", "with --codec ffv1 or rawvideo "
            "(.mkv): keep the input video's own YUV pictures (layout, bit depth, colour tags), "
            "bit-exact outside the faces, instead of RGB"),

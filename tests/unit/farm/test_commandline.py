@@ -37,7 +37,7 @@ REQUEST_CHANGES = {
     "patch": "o/p.####.exr", "colorspace": "ACEScg", "codec": "prores_4444", "overwrite": True,
     "fail_fast": True, "smoothing": False, "smoothing_min_cutoff": 0.7, "smoothing_beta": 2.5,
     "start_number": 1001, "conform_vfr": True, "rate": Fraction(24000, 1001),
-    "provenance": "full", "crf": 12, "preset": "slow", "compression": "piz",
+    "provenance": "full", "crf": 12, "preset": "slow", "compression": "piz", "keep_yuv": True,
     "assign": (("p2", Path("b b.jpg")), ("ref:c=d.png", Path("e.jpg"))), "skip": ("p3",),
     "only": ((1001, 1010), (1035, 1035), (1040, 1042)), "only_input": "sha256:" + "ab" * 32,
     "overrides": Path("fix/overrides.json")}

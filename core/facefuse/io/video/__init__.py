@@ -4,11 +4,11 @@ The public face of the video modules. A read gives one ``frame.DecodedFrame`` pe
 which converts lazily (the whole picture, a box, the detector's small picture, the native planes)
 and which the writer takes back. ``read`` (``VideoSource``, ``VideoInfo``) over ``index`` (the
 packet index, seeking and variable-rate conforming); ``write`` (``VideoSink``) with ``encoders``
-(the codec table and its checks) and ``audio`` (packet copy); ``passthrough`` (when decoded
-planes go to the encoder); ``yuv`` / ``yuv_write`` (the once-rounded YUV <-> BGR maths);
-``orientation`` (display rotations); ``common`` (extensions, codec names, rate and timecode
-helpers). Import from here; the module docstrings say how frames are numbered and converted,
-and what survives in which container.
+(the codec table and its checks), ``keep_yuv`` (--keep-yuv's lossless YUV outputs) and
+``audio`` (packet copy); ``passthrough`` (when decoded planes go to the encoder); ``yuv`` /
+``yuv_write`` (the once-rounded YUV <-> BGR maths); ``orientation`` (display rotations);
+``common`` (extensions, codec names, rate and timecode helpers). Import from here; the module
+docstrings say how frames are numbered and converted, and what survives in which container.
 
 The names below load their module on first use (PEP 562), so importing one light module of the
 package (``io.video.common``: the command line's codec names) loads neither PyAV nor OpenCV.

@@ -29,6 +29,10 @@ Lossless: rawvideo (.mov only: Matroska has no native raw RGB) stores bgr24, bgr
 rgb48be (deep frames; a deep frame with alpha keeps the alpha in 8-bit bgra, as FFmpeg has no
 16-bit RGBA raw tag for .mov); ffv1 (.mkv only: FFmpeg's mov muxer refuses it) is FFV1 level 3,
 intra, 16 slices with CRCs, in bgr0, bgra, gbrp16le or gbrap16le. Both decode back bit-exactly.
+With keep_yuv (--keep-yuv, io.video.keep_yuv) they store the source's own planar YUV instead, in
+.mkv: ffv1 any 8-bit or 10-bit layout, rawvideo yuv420p and yuv422p; the stream keeps the
+source's tags and display rotation, and every frame passes through (a first frame that cannot
+is an InputError), so outside the pastes the file holds the decoded samples bit for bit.
 """
 
 from __future__ import annotations
