@@ -38,6 +38,7 @@ from ..errors import ExitCode, InputError
 from ..io.sequences import parse_frame_range
 from ..io.video.common import VIDEO_CODECS
 from ..periodic import every
+from ..shot.option_types import usage_type
 from ..shot.request import RenderRequest, RenderSummary
 from ..timing import (
     INFERENCE,
@@ -50,7 +51,6 @@ from ..timing import (
     TimingReport,
 )
 from .options import engine_options, settings_from_args
-from .render import usage_type
 
 # The stages each pass reports (a stage that did not run, e.g. enhance without an enhancer,
 # is null), in the order a frame goes through them.

@@ -15,7 +15,6 @@ from ..farm.paths import check_inside
 from ..review.folder import check_report_folder
 from ..review.report import load_report
 from ..shot import commandline
-from ..shot.commandline import usage_type  # noqa: F401 - cli.bench takes it from here
 from ..shot.frames import FrameChoice
 from ..shot.output_checks import request_inputs
 from ..shot.request import FrameReport, PhaseProgress, RenderRequest, RenderSummary

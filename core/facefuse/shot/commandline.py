@@ -25,17 +25,15 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from fractions import Fraction
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, NoReturn
 
 from ..config import Settings, Tunable, tunable_options
 from ..errors import InputError
-from ..io.sequences import parse_chunk, parse_frame_range
 from ..io.video.common import CRF_RANGE, DEFAULT_CRF, DEFAULT_PRESET, VIDEO_CODECS
 from ..runtime.providers import parse_providers
-from .frames import FrameChoice, format_frame_list, parse_frame_list, parse_frames
+from .frames import FrameChoice, format_frame_list
+from .option_types import OPTION_TYPES
 from .request import PROVENANCE_MODES, RenderRequest
 
 OUTPUT_ROOT = "--output-root"
@@ -178,56 +176,6 @@ UNSPEAKABLE = tuple(f.name for f in fields(Settings)
                     if f"settings.{f.name}" not in {o.field for o in RENDER_OPTIONS})
 
 
-def usage_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    """An argparse type= from a parser that raises InputError: a bad value becomes a usage
-    error (one sentence, exit 2) instead of a traceback."""
-    def convert(text: str) -> Any:
-        try:
-            return parse(text)
-        except InputError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from exc
-
-    convert.__name__ = parse.__name__
-    return convert
-
-
-def _rate(text: str) -> Fraction:
-    try:
-        rate = Fraction(text)
-    except (ValueError, ZeroDivisionError):
-        rate = Fraction(0)
-    if rate <= 0:
-        raise InputError(f"rate {text!r} is not a positive number of frames per second, "
-                         "e.g. 24 or 24000/1001")
-    return rate
-
-
-def _assignment(text: str) -> tuple[str, Path]:
-    person, equals, image = text.rpartition("=")
-    if not equals or not person or not image:
-        raise InputError(f"--assign {text!r} is not PERSON=IMAGE, e.g. p2=actor.jpg")
-    return person, Path(image)
-
-
-def comma_list(text: str) -> tuple[str, ...]:
-    """"skin, nose" -> ("skin", "nose"); Settings checks the names."""
-    return tuple(part.strip() for part in text.split(",") if part.strip())
-
-
-def _frames(text: str) -> tuple[int, int] | FrameChoice:
-    """A --frames value: its range (A-B), or the FrameChoice of a list or a report."""
-    choice = parse_frames(text)
-    return choice.frames if choice.frames is not None and choice.only is None else choice
-
-
-_TYPES: Mapping[str, Callable[[str], Any]] = MappingProxyType({
-    "path": Path, "paths": Path, "int": int, "float": float, "choices": comma_list,
-    "range": usage_type(parse_frame_range), "chunk": usage_type(parse_chunk),
-    "frames": usage_type(_frames), "ranges": usage_type(parse_frame_list),
-    "assignments": usage_type(_assignment), "names": str,
-    "rate": usage_type(_rate)})
-
-
 # -- parsers -------------------------------------------------------------------------------------
 
 def add_option(parser: argparse.ArgumentParser, option: Option, required: bool = False) -> None:
@@ -241,8 +189,8 @@ def add_option(parser: argparse.ArgumentParser, option: Option, required: bool =
         extra["action"] = "append"
     if option.default is not None:
         extra["default"] = list(option.default) if repeatable else option.default
-    if option.kind in _TYPES:
-        extra["type"] = _TYPES[option.kind]
+    if option.kind in OPTION_TYPES:
+        extra["type"] = OPTION_TYPES[option.kind]
     parser.add_argument(*option.flags, choices=option.choices or None, metavar=option.metavar,
                         help=option.help, **extra)
 

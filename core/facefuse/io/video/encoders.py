@@ -146,3 +146,18 @@ def tags_travel(pixel_format: str, info: VideoInfo) -> bool:
         return info.pixel_format in PLANAR_8BIT
     return (pixel_format in PLANAR_10BIT and info.pixel_format in PLANAR_10BIT
             and info.codec in _VUI_DECODERS)
+
+
+def encoder_options(spec: CodecSpec, preset: str, quality: int, short_side_px: int
+                    ) -> dict[str, str]:
+    """The encoder's options for a stream of `spec`: the codec's own, x264 / x265's `preset`,
+    the crf `quality` where the codec takes one, and FFV1's slices (16, 4x4, for its threads;
+    frames too small to cut so far take fewer)."""
+    options = dict(spec.options)
+    if spec.encoder in ("libx264", "libx265"):
+        options["preset"] = preset
+    if spec.quality_option == "crf":
+        options["crf"] = str(quality)
+    if spec.encoder == "ffv1":
+        options["slices"] = "16" if short_side_px >= 8 else "4" if short_side_px >= 2 else "1"
+    return options

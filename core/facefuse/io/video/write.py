@@ -59,20 +59,25 @@ from .common import (
     TIMECODE_PATTERN,
     check_encoder_options,
 )
-from .encoders import CONTAINER_FORMATS, SWSCALE_COLORSPACES, as_writable, check_output, tags_travel
+from .encoders import (
+    CONTAINER_FORMATS,
+    SWSCALE_COLORSPACES,
+    as_writable,
+    check_output,
+    encoder_options,
+)
 from .frame import Frame
 from .keep_yuv import kept_yuv
 from .orientation import turned
 from .passthrough import EncoderTarget, compose, refusal
 from .read import VideoInfo
 from .scaling import Scalers
-from .yuv import PLANAR_10BIT, matrix_for
+from .stream_colour import BT709, RANGE_JPEG, RANGE_MPEG, stream_colour
 from .yuv_write import bgr_to_picture
 
 logger = logging.getLogger(__name__)
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
-_RGB, _BT709, _BT601, _RANGE_MPEG, _RANGE_JPEG = 0, 1, 6, 1, 2  # AVColorSpace / AVColorRange
 
 
 def _whole(frame: Frame) -> np.ndarray:
@@ -125,7 +130,7 @@ class VideoSink:
             raise
         self._stream: Any = None
         self._pix_fmt, self._deep = self._spec.pix_fmt, False
-        self._matrix = (_BT709, False)  # (AVColorSpace, full range) frames are converted with
+        self._matrix = (BT709, False)  # (AVColorSpace, full range) frames are converted with
         self._count, self._done = 0, False
         # whether decoded pictures pass through (None: no frame yet; False: refused, for good)
         self.passes_through: bool | None = None
@@ -269,7 +274,7 @@ class VideoSink:
             picture = self._scalers.reformat(
                 picture, format=SUBSAMPLED_8BIT.get(self._pix_fmt, self._pix_fmt),
                 dst_colorspace=SWSCALE_COLORSPACES.get(colorspace, "itu709"),
-                dst_color_range=_RANGE_JPEG if full_range else _RANGE_MPEG)
+                dst_color_range=RANGE_JPEG if full_range else RANGE_MPEG)
         if picture.format.name != self._pix_fmt:
             picture = self._scalers.reformat(picture, format=self._pix_fmt)
         return picture
@@ -287,14 +292,8 @@ class VideoSink:
         elif deep and spec.pix_fmt_deep:
             self._pix_fmt = spec.pix_fmt_deep
         self._deep = max(c.bits for c in av.VideoFormat(self._pix_fmt).components) > 8
-        options = dict(spec.options)
-        if spec.encoder in ("libx264", "libx265"):
-            options["preset"] = self._preset
-        if spec.quality_option == "crf":
-            options["crf"] = str(self._quality)
-        if spec.encoder == "ffv1":  # 16 slices (4x4) for threads; tiny frames cannot be cut so
-            side = min(self._info.width, self._info.height)
-            options["slices"] = "16" if side >= 8 else "4" if side >= 2 else "1"
+        options = encoder_options(spec, self._preset, self._quality,
+                                  min(self._info.width, self._info.height))
         stream = self._container.add_stream(spec.encoder, rate=self._info.rate, options=options)
         turns = self._info.rotation_deg // 90 % 4
         stream.width, stream.height = ((self._info.height, self._info.width) if turns % 2
@@ -304,7 +303,9 @@ class VideoSink:
         stream.pix_fmt, stream.thread_type = self._pix_fmt, "AUTO"
         if self._threads > 0:
             stream.codec_context.thread_count = self._threads
-        self._tag_colour(stream.codec_context)
+        colour = stream_colour(spec, self._info, self._pix_fmt, self._rgb, self._kept)
+        colour.tag(stream.codec_context)
+        self._matrix = colour.matrix
         if spec.quality_option == "q":
             self._fix_qscale(stream.codec_context)
         if spec.encoder == "libx265" and self._path.suffix.lower() != ".mkv":
@@ -316,40 +317,6 @@ class VideoSink:
         self._stream = stream
         if self._audio is not None:
             self._audio.add_streams(self._container)
-
-    def _tag_colour(self, cc: Any) -> None:
-        """Tag the stream (see the module docstring) and remember the matrix frames are
-        converted with: (AVColorSpace, full range)."""
-        jpeg, rgb = self._spec.jpeg_range, self._rgb
-        kept = self._source_tags()
-        if kept is not None:
-            cc.colorspace, cc.color_range, cc.color_primaries, cc.color_trc = kept
-            self._matrix = (kept[0], kept[1] == _RANGE_JPEG)
-            return
-        cc.colorspace = _RGB if rgb else _BT601 if jpeg else _BT709
-        cc.color_range = _RANGE_JPEG if jpeg or rgb else _RANGE_MPEG
-        if not jpeg:
-            cc.color_primaries, cc.color_trc = _BT709, _BT709
-        self._matrix = (_BT601 if jpeg else _BT709, jpeg)
-
-    def _source_tags(self) -> tuple[int, int, int, int] | None:
-        """The source's (colorspace, range, primaries, transfer) for this stream, range made
-        explicit for a full-range (yuvj) source (a --keep-yuv stream: always), or None where
-        the stream takes its own tags: a codec other than h264 / h265, an output and source
-        not both 8-bit YUV or both 10-bit YUV (tags_travel), a source whose matrix io.video.yuv
-        does not read, or 10-bit full range."""
-        info, spec = self._info, self._spec
-        if self._kept is not None:
-            kept = self._kept
-            return kept.colorspace, kept.color_range, kept.primaries, kept.trc
-        if (not spec.keeps_source_tags or info.colour_tags is None
-                or not tags_travel(self._pix_fmt, info)):
-            return None
-        colorspace, color_range, primaries, trc = info.colour_tags
-        matrix = matrix_for(colorspace, color_range, info.pixel_format)
-        if matrix is None or (matrix.full_range and self._pix_fmt in PLANAR_10BIT):
-            return None
-        return colorspace, _RANGE_JPEG if matrix.full_range else color_range, primaries, trc
 
     def _fix_qscale(self, cc: Any) -> None:
         """A constant JPEG q-scale: the flag alone is not enough, the range must be pinned too."""
