@@ -243,6 +243,7 @@ class _Workers:
         self._end: int | None = None  # index at which the items stop
         self._finished = False  # ... because the source was exhausted
         self._closed = False
+        self._failed = False  # process() raised: no more items are taken
         self._threads = [threading.Thread(target=self._work, name=f"facefuse-swap_{i}",
                                           daemon=True) for i in range(workers)]
         for thread in self._threads:
@@ -290,8 +291,8 @@ class _Workers:
     def _take(self) -> tuple[int, object] | None:
         """The next item and its index; None when the items stop (and the index says where)."""
         with self._taking:
-            if self._end is not None or self._closed:
-                return None
+            if self._end is not None or self._closed or self._failed:
+                return None  # (after a failure no result past it is handed out)
             item = _get(self._inbox, self._running)
             stopped = item is _END or item is _GONE or self._cancelled()
             with self._changed:
@@ -305,6 +306,7 @@ class _Workers:
 
     def _keep(self, index: int, error: BaseException | None, value: object) -> None:
         with self._changed:
+            self._failed = self._failed or error is not None
             self._results[index] = (error, value)
             self._changed.notify_all()
 

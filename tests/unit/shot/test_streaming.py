@@ -356,3 +356,18 @@ def test_workers_keep_the_items_in_flight_within_the_bound():
     assert stream(source(), process, sink, depth=4, workers=3) is True
     assert written == list(range(40))
     assert max(most) <= 4 + 3 - 1  # in_flight's default: depth + workers - 1
+
+
+def test_workers_take_no_item_once_one_failed():
+    taken = []
+
+    def process(x):
+        taken.append(x)
+        if x == 3:
+            raise RuntimeError("item 3")
+        time.sleep(0.05 if x < 3 else 0.001)  # the items before the failed one are slow
+        return x
+
+    with pytest.raises(RuntimeError, match="item 3"):
+        stream(iter(range(200)), process, lambda x: None, depth=100, in_flight=100, workers=2)
+    assert max(taken) <= 3 + 2  # what was taken while the failure was not yet known
