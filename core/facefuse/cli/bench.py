@@ -38,6 +38,7 @@ from ..errors import ExitCode, InputError
 from ..io.sequences import parse_frame_range
 from ..io.video.common import VIDEO_CODECS
 from ..periodic import every
+from ..runtime.threads import detector_sessions, swap_workers, thread_budget
 from ..shot.request import RenderRequest, RenderSummary
 from ..timing import (
     INFERENCE,
@@ -205,8 +206,6 @@ def _figures(request: RenderRequest, summary: RenderSummary, report: TimingRepor
 def _workers(request: RenderRequest, providers: tuple[str, ...]) -> dict[str, int]:
     """The render's pass-1 detector sessions and pass-2 swap workers, as its settings,
     providers and thread budget make them (runtime.threads)."""
-    from ..runtime.threads import detector_sessions, swap_workers, thread_budget
-
     settings = request.settings
     budget = thread_budget(settings.threads).inference
     return {"detector_sessions": detector_sessions(settings.detector_sessions, providers,
