@@ -12,9 +12,10 @@
 #    MODELS_ARGS adds options (e.g. "--light --runs 3" for a quick look).
 # 3. Stage 2, end to end, only where PyAV, OpenImageIO and OpenColorIO import and
 #    FACEFUSE_TESTDATA is set: the SCENARIOS of bench/scenarios.toml (default the 1080p
-#    one-face swap and GFPGAN stand-in runs; SCENARIOS=all: every cuda scenario) with
-#    bench/run.py -> OUT_DIR/results.json and e2e.log, at most E2E_TIMEOUT s. Otherwise one line
-#    says what is missing and the script ends after stage 1 (exit 0).
+#    one-face swap and GFPGAN stand-in runs; SCENARIOS=all: every cuda scenario), each with
+#    the SWAP_WORKERS counts (default 1,2,4: pass 2's --swap-workers; "" runs the provider's
+#    default once), with bench/run.py -> OUT_DIR/results.json and e2e.log, at most E2E_TIMEOUT
+#    s. Otherwise one line says what is missing and the script ends after stage 1 (exit 0).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
@@ -85,5 +86,10 @@ if [ "$scenarios" != "all" ]; then
   # shellcheck disable=SC2206  # a space-separated list of names
   only=(--only $scenarios)
 fi
-timeout "${E2E_TIMEOUT:-300}" "$python" "$here/run.py" --providers cuda --out "$out" \
-  --work "${WORK:-/tmp/facefuse-bench-work}" "${only[@]}" 2>&1 | tee "$out/e2e.log"
+workers=()
+if [ -n "${SWAP_WORKERS-1,2,4}" ]; then
+  workers=(--swap-workers "${SWAP_WORKERS-1,2,4}")
+fi
+timeout "${E2E_TIMEOUT:-300}" "$python" "$here/run.py" --providers "${E2E_PROVIDERS:-cuda}" \
+  --out "$out" --work "${WORK:-/tmp/facefuse-bench-work}" "${only[@]}" "${workers[@]}" 2>&1 \
+  | tee "$out/e2e.log"

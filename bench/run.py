@@ -1,6 +1,7 @@
 """Run the benchmark scenarios of bench/scenarios.toml and write their figures as JSON.
 
     python bench/run.py --providers cpu --out results/ [--only NAME ...] [--work DIR]
+                        [--swap-workers 1,2,4]
 
 It builds what the scenarios need in the work folder (never in the repository): the stand-in
 models (bench/standins.py, full and light), and 1080p / 4K clips made from the test clip
@@ -8,7 +9,8 @@ asl_yes.mp4 (upscaled with OpenCV, looped to the length needed, encoded with PyA
 Then it runs `python -m facefuse bench ... --json` once per scenario, each in a fresh process
 (so every one is cold: new sessions, empty caches), and writes OUT/results.json (all scenarios,
 plus the machine) and one OUT/<scenario>.json each. Needs FACEFUSE_TESTDATA (or --testdata)
-pointing at the test data folder.
+pointing at the test data folder. --swap-workers runs every scenario once per count given
+(`facefuse bench --swap-workers N`), each named NAME-wN.
 """
 
 from __future__ import annotations
@@ -138,6 +140,21 @@ def load_scenarios(path: Path, providers: str,
             if s["providers"] == providers and (not only or s["name"] in only)]
 
 
+def with_workers(scenarios: Sequence[dict[str, Any]],
+                 counts: Sequence[int]) -> list[dict[str, Any]]:
+    """Each scenario once per swap-worker count (named NAME-wN), or as it is without counts."""
+    if not counts:
+        return list(scenarios)
+    return [{**s, "name": f"{s['name']}-w{n}", "swap_workers": n,
+             "extra": [*s.get("extra", []), "--swap-workers", str(n)]}
+            for s in scenarios for n in counts]
+
+
+def worker_counts(text: str) -> list[int]:
+    """`--swap-workers`: comma-separated counts, e.g. "1,2,4"."""
+    return [int(part) for part in text.split(",") if part.strip()]
+
+
 def clip_for(scenario: dict[str, Any], scenarios: Sequence[dict[str, Any]], testdata: Path,
              work: Path) -> Path:
     """The scenario's clip, built in `work` long enough for every scenario using it."""
@@ -175,10 +192,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/facefuse-bench-work"))
     parser.add_argument("--testdata", type=Path, default=os.environ.get("FACEFUSE_TESTDATA"))
     parser.add_argument("--scenarios", type=Path, default=HERE / "scenarios.toml")
+    parser.add_argument("--swap-workers", type=worker_counts, default=[],
+                        help="run each scenario with these swap-worker counts (e.g. 1,2,4)")
     args = parser.parse_args(argv)
     if args.testdata is None:
         parser.error("set FACEFUSE_TESTDATA or give --testdata")
-    scenarios = load_scenarios(args.scenarios, args.providers, args.only)
+    scenarios = with_workers(load_scenarios(args.scenarios, args.providers, args.only),
+                             args.swap_workers)
     built = {kind: standins.build_all(args.work / "models", light=kind == "light")
              for kind in ("standin", "light")}
     testdata = Path(args.testdata)
@@ -204,6 +224,7 @@ def summary_line(result: dict[str, Any]) -> str:
     if "error" in result:
         return f"{name}: failed: {' '.join(result['error'])}"
     return (f"{name}: {result['frames']} frames, {result['fps']:.2f} fps, "
+            f"{result.get('swap_workers')} swap workers, "
             f"{result['cpu_s_per_frame']:.3f} CPU s/frame, first output "
             f"{result['first_output_s']} s, outside onnxruntime "
             f"{result['outside_onnxruntime'] * 100:.1f}%, peak RSS {result['peak_rss_mib']} MiB, "

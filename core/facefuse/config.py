@@ -134,6 +134,11 @@ class Settings:
                                    "analyse frames side by side, sharing the inference "
                                    "threads; 0: the provider's default", "int", "performance",
                                    "--detector-sessions", 0, 64)
+    swap_workers: int = _tune(0, "Swap Workers", "frames pass 2 swaps side by side, each "
+                              "through its own sessions of the batch-1 models, written in "
+                              "frame order; 0: the provider's default (1 on the CPU, 4 on "
+                              "CUDA and TensorRT)", "int", "performance", "--swap-workers",
+                              0, 64)
     normalise_latent: bool = True
     providers: str | tuple[str, ...] = "auto"
     models_dir: Path | None = None

@@ -2,8 +2,11 @@
 
 Built from one Settings object; owns its ModelLoader (store, sessions, stages) and caches. The
 swap of a frame's target faces (cut, swap, mask, paste, restore) is swapping.FaceSwap's.
-A Pipeline is not shared between threads; build one per worker. Two pipelines with different
-settings live side by side in one process (nothing here is module-level state).
+A Pipeline is not shared between threads (build one per worker), except that swap_frame and
+swap_faces may run on several threads at once, as pass 2's swap workers run them
+(Settings.swap_workers): its models load once under a lock, each batch-1 model of the swap has
+a session per worker, and the swap's caches lock themselves (swapping.FaceSwap). Two pipelines
+with different settings live side by side in one process (nothing here is module-level state).
 """
 
 from __future__ import annotations

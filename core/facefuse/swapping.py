@@ -4,11 +4,15 @@ Each face's crop is cut from the frame as it came in and given the latent of its
 (blended with the face's own at a swapper weight other than 0.5); every crop is swapped in one
 swapper run where it can, then masked (box, landmark hull, occlusion, regions, mouth) and
 pasted back, and with an enhancer restored (every face in one restorer run where their crops
-never meet). The latents and box masks are kept across frames.
+never meet). The latents and box masks are kept across frames, under a lock: pass 2's swap
+workers swap several frames at once with one FaceSwap, and each cached value depends on its key
+alone (an identity, a target's embedding, a crop size), so the frames' pixels do not depend on
+the order the workers reach them.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -61,6 +65,7 @@ class FaceSwap:
         self._latents: dict[bytes, np.ndarray] = {}
         self._blended: dict[bytes, np.ndarray] = {}  # latents at a swapper weight, per target
         self._box_masks: dict[int, np.ndarray] = {}
+        self._kept = threading.Lock()  # guards the three caches above (module docstring)
 
     def swap(self, frame: np.ndarray, identity: SourceIdentity, targets: Sequence[Face],
              colour: DisplayConversion | None = None, faces: Sequence[Face] | None = None,
@@ -116,8 +121,9 @@ class FaceSwap:
 
     def clear(self) -> None:
         """Forget the identities' latents (the box masks stay: they depend on settings only)."""
-        self._latents.clear()
-        self._blended.clear()
+        with self._kept:
+            self._latents.clear()
+            self._blended.clear()
 
     def _cut_face(self, frame: np.ndarray, face: Face, identity: SourceIdentity,
                   clock: StageClock, colour: DisplayConversion | None,
@@ -180,18 +186,23 @@ class FaceSwap:
         assert target is not None  # embed_faces always sets it
         key = b"".join(np.ascontiguousarray(v, dtype=np.float32).tobytes()
                        for v in (identity.embedding, target))
-        if key not in self._blended:  # a render's faces carry their track's one embedding
-            if len(self._blended) >= BLENDED_LATENTS_KEPT:
-                del self._blended[next(iter(self._blended))]  # the oldest
-            blended = blend_identity(identity.embedding, target, self.settings.swapper_weight)
-            self._blended[key] = self.models.swapper().latent(blended)
-        return self._blended[key]
+        swapper = self.models.swapper()
+        with self._kept:
+            if key not in self._blended:  # a render's faces carry their track's one embedding
+                if len(self._blended) >= BLENDED_LATENTS_KEPT:
+                    del self._blended[next(iter(self._blended))]  # the oldest
+                blended = blend_identity(identity.embedding, target,
+                                         self.settings.swapper_weight)
+                self._blended[key] = swapper.latent(blended)
+            return self._blended[key]
 
     def _latent(self, identity: SourceIdentity) -> np.ndarray:
         key = np.ascontiguousarray(identity.embedding, dtype=np.float32).tobytes()
-        if key not in self._latents:
-            self._latents[key] = self.models.swapper().latent(identity.embedding)
-        return self._latents[key]
+        swapper = self.models.swapper()
+        with self._kept:
+            if key not in self._latents:
+                self._latents[key] = swapper.latent(identity.embedding)
+            return self._latents[key]
 
     def _swap_mask(self, size_px: int, kps5_crop: np.ndarray) -> np.ndarray:
         mask = self._box_mask(size_px)
@@ -201,10 +212,11 @@ class FaceSwap:
         return mask
 
     def _box_mask(self, size_px: int) -> np.ndarray:
-        if size_px not in self._box_masks:
-            self._box_masks[size_px] = box_mask(size_px, self.settings.mask_blur,
-                                                self.settings.mask_padding)
-        return self._box_masks[size_px]
+        with self._kept:
+            if size_px not in self._box_masks:
+                self._box_masks[size_px] = box_mask(size_px, self.settings.mask_blur,
+                                                    self.settings.mask_padding)
+            return self._box_masks[size_px]
 
     def _restores_together(self, targets: Sequence[Face], shape: tuple[int, ...],
                            part: FramePart | None) -> bool:

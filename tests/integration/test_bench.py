@@ -58,6 +58,7 @@ def test_cold_bench_times_every_stage_of_both_passes(capsys: pytest.CaptureFixtu
     assert 0 < figures["outside_onnxruntime"] < 1
     assert figures["peak_rss_mib"] > 50 and figures["track_ms_per_frame"] >= 0
     assert figures["providers"] == ["CPUExecutionProvider"]
+    assert (figures["swap_workers"], figures["detector_sessions"]) == (1, 1)  # the CPU's
     # CPU split: ONNX Runtime's and the host's add up to the process's (less the bench's own)
     ort, host = figures["onnxruntime_cpu_ms_per_frame"], figures["host_cpu_ms_per_frame"]
     assert ort > 0 and host > 0
@@ -73,8 +74,10 @@ def test_cold_bench_times_every_stage_of_both_passes(capsys: pytest.CaptureFixtu
 def test_warm_bench_says_so_and_skips_the_analysis(capsys: pytest.CaptureFixture[str],
                                                    render_models: Path, testdata: Path,
                                                    tmp_path: Path) -> None:
-    figures = _bench(capsys, _bench_args(render_models, testdata, tmp_path / "b.mp4", "--warm"))
+    figures = _bench(capsys, _bench_args(render_models, testdata, tmp_path / "b.mp4", "--warm",
+                                         "--swap-workers", "2"))
     assert figures["cache"] == "warm" and figures["analysis_cached"] == FRAMES
+    assert figures["swap_workers"] == 2 and figures["frames"] == FRAMES
     assert all(stats is None for stats in figures["stages"]["analysis"].values())
     assert figures["stages"]["swap"]["swap"]["frames"] == FRAMES
 

@@ -152,6 +152,29 @@ def test_the_scenario_clip_builder_stores_a_rotated_clip_sideways(testdata: Path
             assert np.abs(a.astype(int) - b).mean() < 3  # x264's own loss apart
 
 
+def test_the_scenarios_run_once_per_swap_worker_count_as_gpu_sh_asks() -> None:
+    """bench/run.py --swap-workers 1,2,4 (gpu.sh stage 2's default): each scenario three
+    times, named -wN, with `facefuse bench --swap-workers N`."""
+    _standins()  # run.py imports it by name
+    spec = importlib.util.spec_from_file_location("bench_run", ROOT / "bench" / "run.py")
+    assert spec is not None and spec.loader is not None
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    scenarios = run.load_scenarios(ROOT / "bench" / "scenarios.toml", "cuda",
+                                   ["cuda-standin-1080p-1face-swap",
+                                    "cuda-standin-1080p-1face-gfpgan"])
+    assert len(scenarios) == 2
+    counts = run.worker_counts("1,2,4")
+    expanded = run.with_workers(scenarios, counts)
+    assert [s["name"] for s in expanded] == [f"{s['name']}-w{n}" for s in scenarios
+                                             for n in (1, 2, 4)]
+    assert all(s["extra"][-2:] == ["--swap-workers", str(s["swap_workers"])] for s in expanded)
+    assert expanded[0]["extra"][:2] == ["--codec", "rawvideo"]
+    assert run.with_workers(scenarios, []) == scenarios
+    script = (ROOT / "bench" / "gpu.sh").read_text()
+    assert '--swap-workers "${SWAP_WORKERS-1,2,4}"' in script
+
+
 def test_the_stand_ins_build_with_a_free_batch_and_as_fp16_twins(tmp_path: Path) -> None:
     standins = _standins()
     standins.build_swapper(tmp_path / "s.onnx", light=True, batch="n", dtype="float16")

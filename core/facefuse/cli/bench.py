@@ -38,6 +38,7 @@ from ..errors import ExitCode, InputError
 from ..io.sequences import parse_frame_range
 from ..io.video.common import VIDEO_CODECS
 from ..periodic import every
+from ..runtime.threads import detector_sessions, swap_workers, thread_budget
 from ..shot.option_types import usage_type
 from ..shot.request import RenderRequest, RenderSummary
 from ..timing import (
@@ -186,6 +187,7 @@ def _figures(request: RenderRequest, summary: RenderSummary, report: TimingRepor
         "analysis_cached": summary.analysis_cached, "providers": list(providers),
         "models": {role: getattr(request.settings, role) for role in
                    ("detector", "recogniser", "swapper", "enhancer")},
+        **_workers(request, providers),
         "seconds": round(summary.seconds, 3), "fps": round(summary.done / summary.seconds, 3)
         if summary.seconds > 0 else 0.0,
         "ms_per_frame": round(wall_ms / frames, 3),
@@ -201,6 +203,16 @@ def _figures(request: RenderRequest, summary: RenderSummary, report: TimingRepor
         "stages": {name: {stage: _stats(report.stages.get(name, {}).get(stage))
                           for stage in stages} for name, stages in PASS_STAGES.items()},
     }
+
+
+def _workers(request: RenderRequest, providers: tuple[str, ...]) -> dict[str, int]:
+    """The render's pass-1 detector sessions and pass-2 swap workers, as its settings,
+    providers and thread budget make them (runtime.threads)."""
+    settings = request.settings
+    budget = thread_budget(settings.threads).inference
+    return {"detector_sessions": detector_sessions(settings.detector_sessions, providers,
+                                                   budget),
+            "swap_workers": swap_workers(settings.swap_workers, providers, budget)}
 
 
 def _cpu_split(report: TimingReport, cpu_s: float, frames: int) -> dict[str, Any]:
@@ -290,7 +302,8 @@ def format_figures(figures: Mapping[str, Any]) -> str:
     outside = figures["outside_onnxruntime"]
     lines = [
         (f"{figures['frames']} frames of {figures['input']} ({figures['cache']}, analysis "
-        f"cached for {figures['analysis_cached']}) on {', '.join(figures['providers'])}"),
+        f"cached for {figures['analysis_cached']}) on {', '.join(figures['providers'])}, "
+        f"{figures['swap_workers']} swap workers"),
         (f"  {figures['fps']:.2f} frames/s end to end, {figures['ms_per_frame']:.1f} ms/frame, "
         f"{figures['cpu_s_per_frame']:.3f} CPU s/frame"),
         (f"  first output frame after {_seconds(figures['first_output_s'])}, sessions "

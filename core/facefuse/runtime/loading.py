@@ -8,6 +8,7 @@ pool and the loaded stages, and `close()` frees the sessions.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -34,9 +35,13 @@ from .precision import PrecisionStore
 from .sessions import SessionPool, SessionTimer, resolve_providers
 from .signature import Signature, pick_family, require
 from .tensorrt import ENGINES_FOLDER, EnginePlan, GpuFacts, plan_engine
-from .threads import detector_sessions, thread_budget
+from .threads import detector_sessions, swap_workers, thread_budget
 
 log = logging.getLogger(__name__)
+
+# The roles pass 2's swap workers run for every frame: with several workers each model whose
+# batch is fixed gets a session per worker (ModelLoader.replicas).
+SWAP_ROLES = ("swapper", "enhancer", "occluder", "parser")
 
 DownloadProgress = Callable[[str, int, "int | None"], None]
 """on_download(model name, bytes done, bytes total or None)."""
@@ -76,6 +81,9 @@ class ModelLoader:
         self._gpu: GpuFacts | None = None
         self._located: dict[str, LocatedModel] = {}
         self._loaded: dict[str, LoadedModel] = {}
+        # pass 2's swap workers (and pass 1 beside them) load models from several threads:
+        # each role's model is loaded once, by whichever asks first
+        self._loading = threading.RLock()
 
     def option(self, role: str) -> str:
         """The settings' model name or path for `role`; ValueError when none is configured."""
@@ -88,28 +96,56 @@ class ModelLoader:
 
     def locate(self, role: str) -> LocatedModel:
         """Where the model for `role` is (fetched and verified if needed); no session is made."""
-        if role not in self._located:
-            self._located[role] = self.store.locate(self.option(role), role)
-        return self._located[role]
+        located = self._located.get(role)
+        if located is not None:
+            return located
+        with self._loading:
+            if role not in self._located:
+                self._located[role] = self.store.locate(self.option(role), role)
+            return self._located[role]
 
     def load(self, role: str) -> LoadedModel:
         """The loaded model for `role`: session created once, contract checked, stage built."""
-        if role not in self._loaded:
-            located = self.locate(role)
-            session = self.sessions.get(located.path, self.replicas(role))
-            family = self._family_for(role, located, Signature.of_session(session))
-            model = ModelFile(located.path, self.models_dir, partial(self.sha256, role))
-            stage = FAMILY_CLASSES[family.class_name].build(session, family, self.settings, model)
-            self._loaded[role] = LoadedModel(located, family, stage)
-        return self._loaded[role]
+        loaded = self._loaded.get(role)
+        if loaded is not None:
+            return loaded
+        with self._loading:
+            if role not in self._loaded:
+                self._loaded[role] = self._load(role)
+            return self._loaded[role]
+
+    def _load(self, role: str) -> LoadedModel:
+        located = self.locate(role)
+        session = self.sessions.get(located.path, self.replicas(role),
+                                    fixed_batch_only=role in SWAP_ROLES)
+        family = self._family_for(role, located, Signature.of_session(session))
+        model = ModelFile(located.path, self.models_dir, partial(self.sha256, role))
+        stage = FAMILY_CLASSES[family.class_name].build(session, family, self.settings, model)
+        return LoadedModel(located, family, stage)
 
     def replicas(self, role: str) -> int:
         """The sessions `role`'s model gets: the detector's from the settings
-        (threads.detector_sessions), one for every other role."""
-        if role != "detector":
-            return 1
-        return detector_sessions(self.settings.detector_sessions, self.providers,
-                                 thread_budget(self.settings.threads).inference)
+        (threads.detector_sessions); for the models of SWAP_ROLES one per swap worker where
+        the model's batch is fixed (runtime.sessions.SessionPool.get: one with a free batch
+        is one session whatever the workers, see below); one for every other role.
+
+        A free-batch model shares one session among the workers: ONNX Runtime's run() is
+        thread-safe, its weights are held once (on a GPU, once rather than once a worker), and
+        the published pass-2 models whose runs are the cost (inswapper, HyperSwap, GFPGAN) fix
+        their batch at 1 and so get a session each. On CUDA the runs of one session share its
+        compute stream; bench/gpu.sh stage 2 measures the workers on batch-1 stand-ins."""
+        budget = thread_budget(self.settings.threads).inference
+        if role == "detector":
+            return detector_sessions(self.settings.detector_sessions, self.providers, budget)
+        if role in SWAP_ROLES:
+            return self.swap_workers
+        return 1
+
+    @property
+    def swap_workers(self) -> int:
+        """Pass 2's swap workers: frames swapped side by side (threads.swap_workers)."""
+        return swap_workers(self.settings.swap_workers, self.providers,
+                            thread_budget(self.settings.threads).inference)
 
     def require_models(self, roles: Sequence[str] = ROLES) -> None:
         """Every manifest model of `roles` present before any model is loaded: offline, one

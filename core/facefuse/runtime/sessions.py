@@ -1,9 +1,11 @@
 """ONNX Runtime providers and sessions: chosen once, created once per (model, providers).
 
 A model may get several sessions (replicas, SessionReplicas): a batch-1 model (YuNet, SCRFD
-det_10g) cannot take the frames of a window in one run, so each frame runs on a free replica
-from a thread of its own; every replica is the same model with the same options, so a frame's
-outputs are the bits one session gives.
+det_10g; pass 2's published inswapper, HyperSwap and GFPGAN exports) cannot take the frames of
+a window in one run, so each frame runs on a free replica from a thread of its own; every
+replica is the same model with the same options, so a frame's outputs are the bits one session
+gives. On a GPU each session runs on a compute stream of its own, so the replicas' runs overlap
+there too.
 
 The threads ONNX Runtime starts for a session (its intra-op pool) are named
 timing.ORT_THREAD_PREFIX + the model's name while the session is created (they inherit the
@@ -154,6 +156,16 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+def batch_is_free(session: Any) -> bool:
+    """Whether every input of two or more dimensions leaves its first (the batch) free, so
+    one run takes any number of crops (a scalar or 1-d input, CodeFormer's weight, is no
+    batch)."""
+    shapes = [list(node.shape or ()) for node in session.get_inputs()]
+    batched = [shape for shape in shapes if len(shape) >= 2]
+    return bool(batched) and all(not isinstance(shape[0], int) or shape[0] < 0
+                                 for shape in batched)
+
+
 class SessionTimer(Protocol):
     """Where session costs go when someone measures them (e.g. timing.RenderTimings)."""
 
@@ -244,8 +256,8 @@ class SessionReplicas:
 
 
 class SessionPool:
-    """Sessions keyed by (resolved model path, providers, replicas); each created once and then
-    reused.
+    """Sessions keyed by (resolved model path, providers, replicas, fixed_batch_only); each
+    created once and then reused.
 
     timer: when given, session creation and every run() are timed into it. threads: each
     session's intra-op threads (0: ONNX Runtime's default). With a budget (threads > 0) the
@@ -268,26 +280,32 @@ class SessionPool:
         self._engines = engines
         self._cache_dir = cache_dir
         self._timer = timer
-        self._sessions: dict[tuple[str, tuple[str, ...], int], Any] = {}
+        self._sessions: dict[tuple[str, tuple[str, ...], int, bool], Any] = {}
         self._lock = threading.Lock()
         self._cpu_gate = ThreadGate(threads) if threads > 0 else None
 
-    def get(self, model_path: Path, replicas: int = 1) -> Any:
+    def get(self, model_path: Path, replicas: int = 1, fixed_batch_only: bool = False) -> Any:
         """The session for model_path: a BoundSession (or, with bind=False, the
         InferenceSession), in a TimedSession when timed or gated; with replicas > 1, a
-        SessionReplicas of that many such sessions (fewer under a budget of fewer threads)."""
+        SessionReplicas of that many such sessions (fewer under a budget of fewer threads).
+        fixed_batch_only: replicas only for a model whose batch is fixed (batch_is_free
+        False); one with a free batch gets one session, with the threads of one replica."""
         count = max(1, min(replicas, self.threads) if self.threads > 0 else replicas)
-        key = (str(Path(model_path).resolve()), self.providers, count)
+        key = (str(Path(model_path).resolve()), self.providers, count, fixed_batch_only)
         with self._lock:
             if key not in self._sessions:
-                self._sessions[key] = self._created(Path(model_path), count)
+                self._sessions[key] = self._created(Path(model_path), count, fixed_batch_only)
             return self._sessions[key]
 
-    def _created(self, model_path: Path, replicas: int) -> Any:
+    def _created(self, model_path: Path, replicas: int, fixed_batch_only: bool = False) -> Any:
         if replicas == 1:
             return self._create(model_path, self.threads)
         threads = replica_threads(self.threads, replicas)
-        return SessionReplicas([self._create(model_path, threads) for _ in range(replicas)])
+        first = self._create(model_path, threads)
+        if fixed_batch_only and batch_is_free(first):
+            return first
+        return SessionReplicas([first, *(self._create(model_path, threads)
+                                         for _ in range(replicas - 1))])
 
     def _create(self, model_path: Path, threads: int) -> Any:
         start = time.perf_counter()

@@ -10,8 +10,9 @@ tasks); `--threads 1` keeps every pool single-threaded. With `--selector many` p
 beside pass 2 (shot.pass_one); under a budget their CPU sessions take turns (ThreadGate: a
 run holds its session's threads of the budget, runtime.sessions.SessionPool), so inference
 never keeps more than the budget's threads busy, while pass 1's decoder still works beside
-pass 2's. The replicas of one model (pass 1's detector sessions, runtime.sessions) share the
-inference threads between them (replica_threads), so several of them run at once within it.
+pass 2's. The replicas of one model (pass 1's detector sessions, pass 2's swap workers'
+sessions, runtime.sessions) share the inference threads between them (replica_threads), so
+several of them run at once within it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,13 @@ ENCODE_THREADS_MAX = 16
 # docs/performance.md for the figures they were chosen from.
 DETECTOR_SESSIONS = MappingProxyType({"CPUExecutionProvider": 1})
 DETECTOR_SESSIONS_ELSEWHERE = 1
+# Pass 2's swap workers by default, per first provider (`--swap-workers 0`): one on the CPU,
+# where the inference already takes every core; on a GPU, enough that the host work of a frame
+# (region conversion, crop warps, tensors, paste: ~12 ms at 1080p on one thread) keeps the GPU
+# fed (bench/gpu.sh stage 2 runs 1, 2 and 4).
+SWAP_WORKERS = MappingProxyType({"CPUExecutionProvider": 1, "CUDAExecutionProvider": 4,
+                                 "TensorrtExecutionProvider": 4})
+SWAP_WORKERS_ELSEWHERE = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,4 +121,13 @@ def detector_sessions(setting: int, providers: Sequence[str], threads: int = 0) 
     (> 0) has threads to share among them."""
     first = providers[0] if providers else "CPUExecutionProvider"
     count = setting if setting > 0 else DETECTOR_SESSIONS.get(first, DETECTOR_SESSIONS_ELSEWHERE)
+    return min(count, threads) if threads > 0 else count
+
+
+def swap_workers(setting: int, providers: Sequence[str], threads: int = 0) -> int:
+    """Pass 2's swap workers (frames processed at once): `setting` (Settings.swap_workers),
+    or for 0 the default of the first provider (SWAP_WORKERS); never more than a budget of
+    `threads` (> 0) has threads to share among their sessions."""
+    first = providers[0] if providers else "CPUExecutionProvider"
+    count = setting if setting > 0 else SWAP_WORKERS.get(first, SWAP_WORKERS_ELSEWHERE)
     return min(count, threads) if threads > 0 else count

@@ -1,7 +1,12 @@
 """Pass 2 of a render (see shot.render): the frames still to do read, swapped and written.
 
 Reading, inference and writing run in three threads joined by small bounded queues
-(streaming.stream). The reader hands on each frame once the analysis has made its targets final
+(streaming.stream); with several swap workers (Settings.swap_workers, the Pipeline's
+models.swap_workers) that many frames are swapped at once, each on a worker thread through its
+own sessions of the batch-1 models, and handed to the writer in frame order. Nothing a frame's
+swap reads depends on the frames before it (the Pipeline's caches are keyed by identity and
+size alone, each frame's stage times its own), so its pixels are those one worker gives. The
+reader hands on each frame once the analysis has made its targets final
 (early_plan), so where pass 1 runs on a thread of its own the two passes end together: an error
 or early stop on either side stops the other, and each error is raised as itself on the
 render's thread. Each frame the writer settles is counted and reported by the render's tally.
@@ -47,6 +52,11 @@ class Swap:
     colour: DisplayConversion | None
     matte: bool
 
+    @property
+    def workers(self) -> int:
+        """Frames swapped side by side (see the module docstring)."""
+        return self.pipeline.models.swap_workers
+
     def frame(self, frame: Frame, planned: Sequence[PlannedFace]) -> FrameResult:
         """Swap the planned faces of `frame`, pasting into the frame itself (see _timed)."""
         targets = [face.face for face in planned]
@@ -81,9 +91,12 @@ class PassTwo:
         --fail-fast. Raises pass 1's error, or the one that made the reader give up."""
         tally = out.tally
         tally.todo_total = len(self.todo)
-        # Set on this (the inference) thread as soon as a frame fails, so with --fail-fast no
-        # frame after it is processed, let alone written; frames before it still complete.
+        # Set on the inference thread as soon as a frame fails, so with --fail-fast no frame
+        # after it is processed, let alone written; frames before it still complete. With
+        # several workers the frames already taken after it may be processed, and are not
+        # written (see sink).
         failed_here: list[int] = []
+        past_failure: list[bool] = []  # the writer reached a frame that failed (--fail-fast)
 
         def process(item: _Read) -> Processed:
             number, frame, read_ms, planned, fingerprint = item
@@ -99,6 +112,10 @@ class PassTwo:
                              pasted=result.pasted, fingerprint=fingerprint)
 
         def sink(item: Processed) -> None:
+            if past_failure:
+                return  # a worker's frame after a failed one, with --fail-fast
+            if fail_fast and item.number in failed_here:
+                past_failure.append(True)
             own = {**out.metadata, provenance.FINGERPRINT: item.fingerprint} if out.per_frame \
                 else out.metadata
             tally.settle(out.writer.write(item, own))
@@ -111,7 +128,7 @@ class PassTwo:
         finished = False
         try:
             finished = stream(self._planned(tally), self.guard(process), self.guard(sink),
-                              stop)
+                              stop, workers=swap.workers)
         except AnalysisStopped:
             self.raise_pass_two_error()  # cancelled, --fail-fast or pass 1 failed: see below
         finally:

@@ -6,6 +6,7 @@ Runtime."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import pytest
 
 from facefuse.runtime.binding import BoundSession, device_of
 from facefuse.runtime.dtypes import ORT_TYPES
-from facefuse.runtime.sessions import SessionPool
+from facefuse.runtime.sessions import SessionPool, SessionReplicas
 from tests import contract_models as cm
 
 BUILDERS: dict[str, Callable[[Path], Path]] = {
@@ -151,6 +152,38 @@ def test_each_thread_runs_with_its_own_binding_and_buffers(models: Path) -> None
         thread.start()
     for thread in threads:
         thread.join()
+    assert problems == []
+
+
+@pytest.mark.parametrize("numpy_io", [True, False])  # the CPU's path, and a GPU's
+def test_swap_workers_runs_of_one_shape_at_once_each_keep_their_own_outputs(
+        models: Path, numpy_io: bool) -> None:
+    """Pass 2's swap workers: several threads run crops of one shape at once, on one shared
+    session (a free batch) and on replicas; each thread's outputs stay its own until its next
+    run, while the others run."""
+    path = cm.identity_swapper(models / "workers.onnx", batch="n")
+    shared = BoundSession(cm.cpu_session(path), numpy_io=numpy_io)
+    replicas = SessionReplicas([BoundSession(cm.cpu_session(path), numpy_io=numpy_io)
+                                for _ in range(2)])
+    problems: list[str] = []
+    start = threading.Barrier(4)
+
+    def work(seed: int, session: object) -> None:
+        start.wait()
+        for step in range(30):
+            feeds = feeds_for(shared, seed * 100 + step, batch=1)
+            got = session.run(None, feeds)[0]  # type: ignore[attr-defined]
+            held = np.array(got)
+            time.sleep(0.0005)  # the other threads run meanwhile
+            if not (np.array_equal(got, held) and np.array_equal(got, feeds["target"])):
+                problems.append(f"thread {seed} step {step}")
+
+    for session in (shared, replicas):
+        threads = [threading.Thread(target=work, args=(seed, session)) for seed in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
     assert problems == []
 
 

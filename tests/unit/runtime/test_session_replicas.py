@@ -1,6 +1,7 @@
 """Replicas of one model's session (runtime.sessions.SessionReplicas) and the thread budget
 they share (runtime.threads): runs from many threads at once give, output for output, the bits
-one session gives; replicas never exceed the budget's threads."""
+one session gives; replicas never exceed the budget's threads; pass 2's swap workers get a
+session each of a batch-1 model and share one of a free-batch model."""
 
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ import numpy as np
 import pytest
 
 from facefuse.runtime import sessions
-from facefuse.runtime.threads import ThreadGate, detector_sessions, replica_threads
+from facefuse.runtime.threads import (
+    ThreadGate,
+    detector_sessions,
+    replica_threads,
+    swap_workers,
+)
 from tests import contract_models
 from tests.conftest import YUNET_FILE
 
@@ -99,3 +105,29 @@ def test_the_thread_gate_holds_at_most_its_threads_first_come_first_served() -> 
     assert order.index("whole") == 2  # not overtaken by the smaller runs queued after it
     with pytest.raises(ValueError):
         ThreadGate(0)
+
+
+def test_swap_workers_default_per_provider_and_keep_to_a_budget() -> None:
+    assert swap_workers(0, CPU) == 1  # the CPU's default: today's one inference thread
+    assert swap_workers(0, ("CUDAExecutionProvider", *CPU)) == 4
+    assert swap_workers(0, ("TensorrtExecutionProvider", "CUDAExecutionProvider", *CPU)) == 4
+    assert swap_workers(0, ("CoreMLExecutionProvider", *CPU)) == 1
+    assert swap_workers(3, CPU) == 3 and swap_workers(4, CPU, threads=2) == 2
+    assert swap_workers(0, ("CUDAExecutionProvider", *CPU), threads=1) == 1
+
+
+def test_fixed_batch_models_get_a_replica_per_worker_and_free_batch_ones_share_one(
+        tmp_path: Path) -> None:
+    fixed = contract_models.identity_swapper(tmp_path / "fixed.onnx", batch=1)
+    free = contract_models.identity_swapper(tmp_path / "free.onnx", batch="n")
+    restorer = contract_models.identity_restorer(tmp_path / "restorer.onnx")
+    codeformer = contract_models.codeformer_contract(tmp_path / "codeformer.onnx")
+    pool = sessions.SessionPool(CPU, threads=4)
+    for path in (fixed, restorer, codeformer):
+        session = pool.get(path, replicas=3, fixed_batch_only=True)
+        assert isinstance(session, sessions.SessionReplicas) and len(session) == 3
+        assert not sessions.batch_is_free(session)
+    shared = pool.get(free, replicas=3, fixed_batch_only=True)
+    assert not isinstance(shared, sessions.SessionReplicas) and sessions.batch_is_free(shared)
+    assert pool.get(free, replicas=3, fixed_batch_only=True) is shared  # created once
+    assert isinstance(pool.get(free, replicas=3), sessions.SessionReplicas)  # the detector's way

@@ -239,3 +239,135 @@ def test_a_writer_failing_with_every_token_held_stops_the_stream() -> None:
     worker.start()
     worker.join(timeout=10)
     assert done, "the stream must end when its writer fails"
+
+
+# --- several workers (stream(workers=N)): process() side by side, results in order ------------
+
+def _jittered(x):
+    """x * 3, after a pause that differs from item to item (later items often finish first)."""
+    time.sleep(((x * 7) % 5) * 0.001)
+    return x * 3
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_workers_process_side_by_side_and_the_sink_gets_every_result_in_order(workers):
+    seen, threads = [], set()
+    before = threading.active_count()
+
+    def process(x):
+        threads.add(threading.current_thread().name)
+        return _jittered(x)
+
+    assert stream(iter(range(60)), process, seen.append, depth=2, workers=workers) is True
+    assert seen == [x * 3 for x in range(60)]
+    assert threads <= {f"facefuse-swap_{i}" for i in range(workers)} and len(threads) > 1
+    assert threading.active_count() == before  # every worker ended with the stream
+
+
+def test_workers_run_at_once():
+    busy, peak = [0], [0]
+    lock = threading.Lock()
+
+    def process(x):
+        with lock:
+            busy[0] += 1
+            peak[0] = max(peak[0], busy[0])
+        time.sleep(0.01)
+        with lock:
+            busy[0] -= 1
+        return x
+
+    stream(iter(range(24)), process, lambda x: None, workers=4)
+    assert peak[0] == 4
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_a_workers_error_is_raised_after_every_item_before_it_went_to_the_sink(workers):
+    seen = []
+    before = threading.active_count()
+
+    class Boom(Exception):
+        pass
+
+    def process(x):
+        if x == 9:
+            raise Boom("item 9")
+        return _jittered(x)
+
+    with pytest.raises(Boom, match="item 9"):
+        stream(iter(range(100)), process, seen.append, depth=2, workers=workers)
+    assert seen == [x * 3 for x in range(9)]  # in order, nothing after the failed item
+    assert threading.active_count() == before
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_a_cancel_with_workers_stops_taking_items_and_keeps_the_ones_taken(workers):
+    seen, processed = [], []
+    lock = threading.Lock()
+
+    def process(x):
+        with lock:
+            processed.append(x)
+        return _jittered(x)
+
+    assert stream(iter(range(1000)), process, seen.append, workers=workers,
+                  cancelled=lambda: len(processed) >= 10) is False
+    assert 10 <= len(processed) < 10 + workers
+    assert seen == [x * 3 for x in sorted(processed)] == [x * 3 for x in range(len(seen))]
+
+
+@pytest.mark.parametrize("where", ["source", "sink"])
+def test_a_reader_or_writer_error_with_workers_is_raised_and_nothing_hangs(where):
+    before = threading.active_count()
+
+    def source():
+        for i in range(100):
+            if where == "source" and i == 5:
+                raise RuntimeError("boom")
+            yield i
+
+    def sink(x):
+        if where == "sink" and x == 15:
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        stream(source(), _jittered, sink, depth=2, workers=3)
+    assert threading.active_count() == before
+
+
+def test_workers_keep_the_items_in_flight_within_the_bound():
+    produced, written = [], []
+
+    def source():
+        for i in range(40):
+            produced.append(i)
+            yield i
+
+    def sink(x):
+        time.sleep(0.002)
+        written.append(x)
+
+    most = []
+
+    def process(x):
+        most.append(len(produced) - len(written))
+        return x
+
+    assert stream(source(), process, sink, depth=4, workers=3) is True
+    assert written == list(range(40))
+    assert max(most) <= 4 + 3 - 1  # in_flight's default: depth + workers - 1
+
+
+def test_workers_take_no_item_once_one_failed():
+    taken = []
+
+    def process(x):
+        taken.append(x)
+        if x == 3:
+            raise RuntimeError("item 3")
+        time.sleep(0.05 if x < 3 else 0.001)  # the items before the failed one are slow
+        return x
+
+    with pytest.raises(RuntimeError, match="item 3"):
+        stream(iter(range(200)), process, lambda x: None, depth=100, in_flight=100, workers=2)
+    assert max(taken) <= 3 + 2  # what was taken while the failure was not yet known
