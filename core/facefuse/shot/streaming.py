@@ -28,7 +28,6 @@ import threading
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import fields, is_dataclass
-from itertools import count
 from typing import Any, TypeVar
 
 import numpy as np
@@ -144,13 +143,10 @@ def stream(source: Iterator[In], process: Callable[[In], Out], sink: Callable[[O
     Returns True when the source was exhausted, False when cancelled() stopped it early; items
     already processed are still handed to sink() before returning.
     """
-    if workers > 1:
-        return _stream_workers(source, process, sink, cancelled, depth, budget_bytes,
-                               in_flight if in_flight is not None else depth + workers - 1,
-                               workers)
     inbox, outbox = ByteQueue(depth, budget_bytes), ByteQueue(depth, budget_bytes)
     stop = threading.Event()
-    tokens = threading.Semaphore(max(1, in_flight if in_flight is not None else depth))
+    tokens = threading.Semaphore(max(1, in_flight if in_flight is not None
+                                     else depth + workers - 1))
 
     def write() -> None:
         while (item := outbox.get()) is not _END:
@@ -162,17 +158,15 @@ def stream(source: Iterator[In], process: Callable[[In], Out], sink: Callable[[O
     reader.thread.start()
     writer.thread.start()
     writer_alive = writer.thread.is_alive
+    pool = _Workers(inbox, process, cancelled, writer_alive, workers) if workers > 1 else None
     finished = False
     try:
-        while True:
-            item = _get(inbox, writer_alive)  # a writer that failed holds tokens for good
-            if item is _END or cancelled() or not writer_alive():
-                finished = item is _END
-                break
-            if not _put(outbox, process(item), writer_alive):  # type: ignore[arg-type]
-                break
+        finished = (_process_here(inbox, outbox, process, cancelled, writer_alive)
+                    if pool is None else _hand_on(pool, outbox, writer_alive))
     finally:
         stop.set()
+        if pool is not None:
+            pool.close()
         inbox.clear()
         _put(outbox, _END, writer_alive)
         writer.thread.join()
@@ -183,45 +177,27 @@ def stream(source: Iterator[In], process: Callable[[In], Out], sink: Callable[[O
     return finished
 
 
-def _stream_workers(source: Iterator[In], process: Callable[[In], Out],
-                    sink: Callable[[Out], None], cancelled: Callable[[], bool], depth: int,
-                    budget_bytes: int, in_flight: int, workers: int) -> bool:
-    """stream() with process() on `workers` threads (see the module docstring)."""
-    inbox, outbox = ByteQueue(depth, budget_bytes), ByteQueue(depth, budget_bytes)
-    stop = threading.Event()
-    tokens = threading.Semaphore(max(1, in_flight))
+def _process_here(inbox: ByteQueue, outbox: ByteQueue, process: Callable[[Any], object],
+                  cancelled: Callable[[], bool], writer_alive: Callable[[], bool]) -> bool:
+    """process() each item on the calling thread into `outbox`; True once the source ended."""
+    while True:
+        item = _get(inbox, writer_alive)  # a writer that failed holds tokens for good
+        if item is _END or cancelled() or not writer_alive():
+            return item is _END
+        if not _put(outbox, process(item), writer_alive):
+            return False
 
-    def write() -> None:
-        while (item := outbox.get()) is not _END:
-            sink(item)  # type: ignore[arg-type]
-            tokens.release()
 
-    reader = _Stage(lambda: _feed(source, inbox, stop, tokens), "facefuse-read")
-    writer = _Stage(write, "facefuse-write")
-    reader.thread.start()
-    writer.thread.start()
-    writer_alive = writer.thread.is_alive
-    pool = _Workers(inbox, process, cancelled, writer_alive, workers)
-    finished = False
-    try:
-        for index in count():
-            done, result = pool.result(index)
-            if done is not None:
-                finished = done
-                break
-            if not _put(outbox, result, writer_alive):
-                break
-    finally:
-        stop.set()
-        pool.close()
-        inbox.clear()
-        _put(outbox, _END, writer_alive)
-        writer.thread.join()
-        reader.thread.join()
-    for stage in (reader, writer):
-        if stage.error is not None:
-            raise stage.error
-    return finished
+def _hand_on(pool: _Workers, outbox: ByteQueue, writer_alive: Callable[[], bool]) -> bool:
+    """The workers' results into `outbox` in the items' order; True once the source ended."""
+    index = 0
+    while True:
+        done, result = pool.result(index)
+        if done is not None:
+            return done
+        if not _put(outbox, result, writer_alive):
+            return False
+        index += 1
 
 
 class _Workers:
