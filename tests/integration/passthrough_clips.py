@@ -143,6 +143,22 @@ def paste_mask(pasted: Any, shape: tuple[int, ...]) -> np.ndarray:
 
 
 
+def stored_record(out: Any, picture: Any, frame: np.ndarray, pasted: Any, target: Any,
+                  rest: tuple[Any, ...], colorspace: int, full_range: bool
+                  ) -> tuple[list[np.ndarray], np.ndarray, list[np.ndarray]]:
+    """In the picture's stored orientation: the planes compose() gave (`out`, copied), where
+    the pastes' masks are > 0, and the planes of the whole frame converted as a whole
+    (bgr_to_picture into `target`'s format with this matrix): the oracles of a passthrough."""
+    width, height = turned_size(picture.width, picture.height, target.turns)
+    upright = paste_mask(pasted, (height, width))
+    stored = np.rot90(whole_frame(picture, frame, *rest), -target.turns)
+    whole = bgr_to_picture(np.ascontiguousarray(stored), target.pixel_format, colorspace,
+                           full_range)
+    assert whole is not None
+    return ([p.copy() for p in picture_planes(out)], np.rot90(upright, -target.turns),
+            picture_planes(whole))
+
+
 def capture_composed(monkeypatch: pytest.MonkeyPatch
                      ) -> list[tuple[np.ndarray, list[np.ndarray], np.ndarray]]:
     """(frame, planes composed for the encoder, where the paste masks are > 0) of every frame

@@ -26,9 +26,7 @@ from facefuse.cli import main as cli  # imported here, while sys.stderr is pytes
 from facefuse.errors import ExitCode
 from facefuse.io.video import VideoSink, VideoSource
 from facefuse.io.video import write as video_write
-from facefuse.io.video.orientation import turned_size
 from facefuse.io.video.yuv import PLANAR, picture_planes
-from facefuse.io.video.yuv_write import bgr_to_picture
 from tests.integration.farm_helpers import (
     CLIP_FRAMES,
     Farm,
@@ -47,7 +45,7 @@ from tests.integration.passthrough_clips import (
     bt709_clip,
     deep_clip,
     planes_of,
-    whole_frame,
+    stored_record,
 )
 from tests.integration.render_helpers import Media, one_line_error
 from tests.integration.test_footage import PHONE_FRAMES, phone_clip
@@ -67,17 +65,11 @@ class Composed:
 
         def composing(picture: Any, frame: Any, pasted: Any, target: Any, *rest: Any) -> Any:
             out = compose(picture, frame, pasted, target, *rest)
-            self.planes.append([p.copy() for p in picture_planes(out)])
-            width, height = turned_size(picture.width, picture.height, target.turns)
-            upright = np.zeros((height, width), bool)
-            for paste in pasted:
-                upright[paste.roi.slices()] |= paste.mask > 0
-            self.pasted.append(np.rot90(upright, -target.turns))
-            stored = np.rot90(whole_frame(picture, frame, *rest), -target.turns)
-            today = bgr_to_picture(np.ascontiguousarray(stored), target.pixel_format,
-                                   target.colorspace, target.color_range == FULL)
-            assert today is not None
-            self.whole.append(picture_planes(today))
+            planes, mask, whole = stored_record(out, picture, frame, pasted, target, rest,
+                                                target.colorspace, target.color_range == FULL)
+            self.planes.append(planes)
+            self.pasted.append(mask)
+            self.whole.append(whole)
             return out
 
         monkeypatch.setattr(video_write, "compose", composing)

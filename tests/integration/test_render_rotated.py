@@ -22,13 +22,12 @@ import pytest
 
 from facefuse.io.video import DecodedFrame, VideoSource
 from facefuse.io.video import write as video_write
-from facefuse.io.video.orientation import turned_size
 from facefuse.io.video.yuv import PLANAR_8BIT, picture_planes
 from facefuse.io.video.yuv_write import bgr_to_picture
 from facefuse.shot import pass_two
 from facefuse.shot.render import render as render_shot
 from tests import media_factory
-from tests.integration.passthrough_clips import whole_frame as whole_of
+from tests.integration.passthrough_clips import stored_record
 from tests.integration.test_render_regions import (
     FRAMES,
     NO_FACE,
@@ -79,15 +78,11 @@ class Capture:
 
         def composing(picture: Any, frame: Any, pasted: Any, target: Any, *rest: Any) -> Any:
             out = compose(picture, frame, pasted, target, *rest)
-            self.planes.append([p.copy() for p in picture_planes(out)])
-            width, height = turned_size(picture.width, picture.height, target.turns)
-            upright = np.zeros((height, width), bool)
-            for paste in pasted:
-                upright[paste.roi.slices()] |= paste.mask > 0
-            self.pasted.append(np.rot90(upright, -target.turns))
-            stored = np.rot90(whole_of(picture, frame, *rest), -target.turns)
-            today = bgr_to_picture(np.ascontiguousarray(stored), "yuv420p", _BT709, False)
-            self.whole.append(picture_planes(today))
+            planes, mask, whole = stored_record(out, picture, frame, pasted, target, rest,
+                                                _BT709, False)
+            self.planes.append(planes)
+            self.pasted.append(mask)
+            self.whole.append(whole)
             return out
 
         def reading(*args: Any) -> Any:  # the frames left for pass 2 to convert by parts
