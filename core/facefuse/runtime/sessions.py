@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import onnxruntime as ort
 
 from ..errors import ModelError
+from ..stages import tensors
 from ..timing import ORT_THREAD_PREFIX, threads_named
 from .binding import BoundSession
 from .providers import parse_providers
@@ -157,13 +158,11 @@ def _first_line(exc: BaseException) -> str:
 
 
 def batch_is_free(session: Any) -> bool:
-    """Whether every input of two or more dimensions leaves its first (the batch) free, so
-    one run takes any number of crops (a scalar or 1-d input, CodeFormer's weight, is no
-    batch)."""
-    shapes = [list(node.shape or ()) for node in session.get_inputs()]
-    batched = [shape for shape in shapes if len(shape) >= 2]
-    return bool(batched) and all(not isinstance(shape[0], int) or shape[0] < 0
-                                 for shape in batched)
+    """Whether one run of the session takes any number of crops: every input of two or more
+    dimensions leaves its batch free (stages.tensors.batch_is_free; a scalar or 1-d input,
+    CodeFormer's weight, is no batch)."""
+    return tensors.batch_is_free([node for node in session.get_inputs()
+                                  if len(node.shape or ()) >= 2])
 
 
 class SessionTimer(Protocol):

@@ -20,7 +20,7 @@ from ..models.manifest import Family
 from ..types import AlignedCrop, Face
 from ..vectors import cosine_similarity, l2_normalise
 from .roles import ModelFile
-from .tensors import check_crop_size, crops_to_nchw, input_dtype
+from .tensors import batch_is_free, check_crop_size, crops_to_nchw, input_dtype
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +42,7 @@ class ArcFaceEmbedder:
     @property
     def batch_is_dynamic(self) -> bool:
         """True when the model's first input has a free (named or unknown) batch dimension."""
-        shape = self.session.get_inputs()[0].shape
-        return bool(shape) and not isinstance(shape[0], int)
+        return batch_is_free(self.session.get_inputs()[:1])
 
     def crop(self, frame: np.ndarray, face: Face) -> AlignedCrop:
         """Warp face (frame pixels) onto the family template.

@@ -19,7 +19,7 @@ from ..errors import InputError, ModelContractError
 from ..models.manifest import Family
 from ..types import AlignedCrop
 from .roles import ModelFile
-from .tensors import check_crop_size, crops_to_nchw, input_dtype, nchw_to_crops
+from .tensors import batch_is_free, check_crop_size, crops_to_nchw, input_dtype, nchw_to_crops
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +49,7 @@ class FaceRestorer:
     @property
     def batch_is_dynamic(self) -> bool:
         """True when the image input's batch dimension is free (a named or unknown size)."""
-        shape = self._image_node().shape
-        return bool(shape) and not isinstance(shape[0], int)
+        return batch_is_free([self._image_node()])
 
     def enhance(self, crop: AlignedCrop) -> np.ndarray:
         """Restored crop: float32 BGR 0..255 (S, S, 3). crop: AlignedCrop of the family's size."""

@@ -35,7 +35,7 @@ from ..types import AlignedCrop
 from ..vectors import l2_normalise
 from .boost import merge_phases, split_phases
 from .roles import ModelFile
-from .tensors import crops_to_nchw, input_dtype, nchw_to_crops
+from .tensors import batch_is_free, crops_to_nchw, input_dtype, nchw_to_crops
 
 log = logging.getLogger(__name__)
 
@@ -182,8 +182,7 @@ class CropSwapper:
         self.size_px = _fixed_size(nodes[TARGET_INPUT].shape, family)
         width = (nodes[SOURCE_INPUT].shape or [None])[-1]
         self.source_width = width if isinstance(width, int) else None
-        self.batch_is_dynamic = all(not isinstance(nodes[name].shape[0], int)
-                                    for name in (TARGET_INPUT, SOURCE_INPUT))
+        self.batch_is_dynamic = batch_is_free([nodes[TARGET_INPUT], nodes[SOURCE_INPUT]])
         log.debug("%s swapper: %d px crops, inputs %s, batch %s", family.name, self.size_px,
                   ", ".join(f"{n.name} {n.shape} {n.type}" for n in session.get_inputs()),
                   "free" if self.batch_is_dynamic else "fixed")

@@ -8,7 +8,7 @@ back to crop pixels with x * std + mean.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
 import cv2
@@ -23,6 +23,15 @@ ORT_FLOAT_TYPES: Mapping[str, type[np.floating]] = MappingProxyType({
     "tensor(float16)": np.float16,
     "tensor(double)": np.float64,
 })
+
+
+def batch_is_free(nodes: Iterable[ort.NodeArg]) -> bool:
+    """Whether every one of `nodes` (model inputs) leaves its first dimension, the batch, free:
+    a name or an unknown size rather than a count, so one run takes any number of crops. False
+    for no nodes, or a node without dimensions."""
+    shapes = [list(node.shape or ()) for node in nodes]
+    return bool(shapes) and all(bool(shape) and not (isinstance(shape[0], int) and shape[0] >= 0)
+                                for shape in shapes)
 
 
 def input_dtype(node: ort.NodeArg) -> type[np.floating]:
