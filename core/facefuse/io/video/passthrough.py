@@ -37,10 +37,8 @@ import numpy as np
 
 from ...types import Pasted
 from .orientation import stored_parts, turned_size
-from .yuv import PLANAR, PLANAR_10BIT, matrix_for, picture_planes
+from .yuv import PLANAR, PLANAR_10BIT, RANGE_JPEG, matrix_for, picture_planes
 from .yuv_write import PASTE_REACH_PX, paste_into_planes
-
-_RANGE_JPEG = 2  # AVColorRange: full range
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -137,7 +135,7 @@ def _depth_refusal(picture: DecodedPicture, frame: np.ndarray) -> str | None:
     if frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != (np.uint16 if deep else np.uint8):
         return ("the frames are not 16-bit BGR (alpha or 8-bit)" if deep
                 else "the frames are not 8-bit BGR (alpha or deep)")
-    if deep and picture.color_range == _RANGE_JPEG:
+    if deep and picture.color_range == RANGE_JPEG:
         return "10-bit full-range pictures are converted by swscale"
     return None
 

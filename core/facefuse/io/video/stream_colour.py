@@ -15,9 +15,10 @@ from typing import Any
 from .encoders import CodecSpec, tags_travel
 from .keep_yuv import KeptYuv
 from .read import VideoInfo
-from .yuv import PLANAR_10BIT, matrix_for
+from .yuv import PLANAR_10BIT, RANGE_JPEG, matrix_for
 
-RGB, BT709, BT601, RANGE_MPEG, RANGE_JPEG = 0, 1, 6, 1, 2  # AVColorSpace / AVColorRange
+RGB, BT709, BT601 = 0, 1, 6  # AVColorSpace
+RANGE_MPEG = 1  # AVColorRange: limited (the full range is yuv.RANGE_JPEG)
 
 
 @dataclass(frozen=True, slots=True)

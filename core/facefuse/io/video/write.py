@@ -72,7 +72,8 @@ from .orientation import turned
 from .passthrough import EncoderTarget, compose, refusal
 from .read import VideoInfo
 from .scaling import Scalers
-from .stream_colour import BT709, RANGE_JPEG, RANGE_MPEG, stream_colour
+from .stream_colour import BT709, RANGE_MPEG, stream_colour
+from .yuv import RANGE_JPEG
 from .yuv_write import bgr_to_picture
 
 logger = logging.getLogger(__name__)
