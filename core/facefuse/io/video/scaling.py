@@ -3,9 +3,9 @@
 PyAV's ``VideoFrame.reformat`` builds a new swscale context for every frame it is called on, and
 with FFmpeg's automatic threading every context starts (and ends) a thread pool of its own: a
 pool of threads started and stopped for each frame, whose work no per-thread reading can see.
-A ``Scalers`` keeps one ``VideoReformatter`` per thread instead, so the context and its threads
-live as long as the stream that uses them; swscale reconfigures a kept context when a frame's
-size or format differs. The pictures are the same bits either way.
+A ``Scalers`` keeps a ``VideoReformatter`` per thread and per set of options instead, so the
+context and its threads live as long as the stream that uses them; swscale reconfigures a kept
+context when a picture's size or format differs. The pictures are the same bits either way.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from av.video.reformatter import VideoReformatter
 
 
 class Scalers:
-    """One swscale context (PyAV VideoReformatter) per thread that reformats through it."""
+    """swscale contexts (PyAV VideoReformatter) per thread and per kind of reformat: a writer
+    that goes through 4:4:4 and then to its format keeps one context for each step rather
+    than reconfiguring one back and forth every frame."""
 
     __slots__ = ("_local",)
 
@@ -26,8 +28,13 @@ class Scalers:
 
     def reformat(self, picture: Any, **options: Any) -> Any:
         """`picture` reformatted as VideoFrame.reformat(**options) does, through this thread's
-        kept context."""
-        reformatter = getattr(self._local, "reformatter", None)
+        kept context for these options."""
+        kept: dict[tuple[tuple[str, str], ...], VideoReformatter] | None = getattr(
+            self._local, "kept", None)
+        if kept is None:
+            kept = self._local.kept = {}
+        key = tuple(sorted((name, str(value)) for name, value in options.items()))
+        reformatter = kept.get(key)
         if reformatter is None:
-            reformatter = self._local.reformatter = VideoReformatter()
+            reformatter = kept[key] = VideoReformatter()
         return reformatter.reformat(picture, **options)
