@@ -48,10 +48,14 @@ def test_cold_bench_times_every_stage_of_both_passes(capsys: pytest.CaptureFixtu
            for name, stages in figures["stages"].items()}
     assert ran["analysis"] == {"decode", "colour", "detect", "embed"}
     assert ran["swap"] == {"decode", "colour", "swap", "paste", "encode"}  # no enhancer
+    # pass 2 decoded nothing: it took every frame as pass 1 decoded it (shot.held_frames)
+    assert figures["decoded_once"] == FRAMES and 0 < figures["held_mib"] < 8
+    assert figures["stages"]["swap"]["decode"]["p95_ms"] == 0.0
     for stages in figures["stages"].values():
         for stats in filter(None, stages.values()):
             assert stats["frames"] == FRAMES
-            assert 0 < stats["median_ms"] <= stats["p95_ms"]
+            if stats is not figures["stages"]["swap"]["decode"]:
+                assert 0 < stats["median_ms"] <= stats["p95_ms"]
     assert figures["fps"] > 0 and figures["cpu_s_per_frame"] > 0
     assert 0 < figures["first_output_s"] < figures["seconds"]
     assert figures["sessions_ms"] > 0 and figures["onnxruntime_ms_per_frame"] > 0
@@ -71,6 +75,17 @@ def test_cold_bench_times_every_stage_of_both_passes(capsys: pytest.CaptureFixtu
     assert sum(row["onnxruntime"] for row in threads.values()) == pytest.approx(ort, abs=0.05)
 
 
+def test_a_bench_without_frame_memory_decodes_every_frame_twice(
+        capsys: pytest.CaptureFixture[str], render_models: Path, testdata: Path,
+        tmp_path: Path) -> None:
+    figures = _bench(capsys, _bench_args(render_models, testdata, tmp_path / "b.mp4",
+                                         "--frame-memory", "0"))
+    assert (figures["decoded_once"], figures["held_mib"]) == (0, 0.0)
+    for name in ("analysis", "swap"):
+        decode = figures["stages"][name]["decode"]
+        assert decode["frames"] == FRAMES and 0 < decode["median_ms"] <= decode["p95_ms"]
+
+
 def test_warm_bench_says_so_and_skips_the_analysis(capsys: pytest.CaptureFixture[str],
                                                    render_models: Path, testdata: Path,
                                                    tmp_path: Path) -> None:
@@ -78,6 +93,7 @@ def test_warm_bench_says_so_and_skips_the_analysis(capsys: pytest.CaptureFixture
                                          "--swap-workers", "2"))
     assert figures["cache"] == "warm" and figures["analysis_cached"] == FRAMES
     assert figures["swap_workers"] == 2 and figures["frames"] == FRAMES
+    assert figures["decoded_once"] == 0  # pass 1 decoded nothing to hand on
     assert all(stats is None for stats in figures["stages"]["analysis"].values())
     assert figures["stages"]["swap"]["swap"]["frames"] == FRAMES
 

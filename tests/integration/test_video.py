@@ -487,6 +487,7 @@ def test_variable_frame_rate_is_refused_then_conformed(tmp_path: Path) -> None:
     ("00:00:00;00", Fraction(30000, 1001), 19999, "00:11:07;09"),
     ("00:00:59;59", Fraction(60000, 1001), 1, "00:01:00;04"),
     ("00:00:59:29", Fraction(30000, 1001), 1, "00:01:00:00"),  # non-drop 29.97
+    ("01:00:00:0", Fraction(4), 5, "01:00:01:01"),  # FFmpeg's one digit below 10 frames/s
 ])
 def test_offset_timecode(start: str, rate: Fraction, frames: int, expected: str) -> None:
     assert offset_timecode(start, rate, frames) == expected

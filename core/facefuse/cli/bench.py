@@ -184,7 +184,8 @@ def _figures(request: RenderRequest, summary: RenderSummary, report: TimingRepor
     return {
         "input": request.input, "output": request.output, "frames": summary.done,
         "failed": len(summary.failed), "cache": "warm" if warm else "cold",
-        "analysis_cached": summary.analysis_cached, "providers": list(providers),
+        "analysis_cached": summary.analysis_cached, "decoded_once": summary.decoded_once,
+        "held_mib": summary.held_mib, "providers": list(providers),
         "models": {role: getattr(request.settings, role) for role in
                    ("detector", "recogniser", "swapper", "enhancer")},
         **_workers(request, providers),
@@ -303,7 +304,8 @@ def format_figures(figures: Mapping[str, Any]) -> str:
     lines = [
         (f"{figures['frames']} frames of {figures['input']} ({figures['cache']}, analysis "
         f"cached for {figures['analysis_cached']}) on {', '.join(figures['providers'])}, "
-        f"{figures['swap_workers']} swap workers"),
+        f"{figures['swap_workers']} swap workers, {figures['decoded_once']} frames decoded "
+        f"once ({figures['held_mib']} MiB held at most)"),
         (f"  {figures['fps']:.2f} frames/s end to end, {figures['ms_per_frame']:.1f} ms/frame, "
         f"{figures['cpu_s_per_frame']:.3f} CPU s/frame"),
         (f"  first output frame after {_seconds(figures['first_output_s'])}, sessions "

@@ -168,7 +168,8 @@ def summary_record(summary: RenderSummary) -> dict[str, Any]:
                         "failed": [{"frame": n, "error": e} for n, e in summary.failed],
                         "seconds": round(summary.seconds, 3), "fps": round(summary.fps, 3),
                         "cancelled": summary.cancelled, "warnings": list(summary.warnings),
-                        "analysis_cached": summary.analysis_cached}}
+                        "analysis_cached": summary.analysis_cached,
+                        "decoded_once": summary.decoded_once, "held_mib": summary.held_mib}}
 
 
 def cmd_render(args: argparse.Namespace) -> int:

@@ -55,6 +55,7 @@ from ..types import Face, Roi
 from .analysis import AnalysisCache, AnalysisKey, ShotAnalysis, analyse_frame, missing_frames
 from .early_plan import AnalysisFeed
 from .frames import FramePlan
+from .held_frames import MIB, HeldFrames
 from .inputs import ShotInput
 from .request import CancelCheck, PhaseCallback, PhaseProgress
 from .streaming import prefetch
@@ -166,6 +167,8 @@ class PassOne:
         # Stage times of rendered frames analysed in this run, until pass 2 takes them.
         self._ms: dict[int, Mapping[str, float]] = {}
         self._ms_lock = threading.Lock()  # written by pass 1, taken by pass 2's writer
+        # The rendered frames pass 1 decodes, held on for pass 2 (shot.held_frames).
+        self.held = HeldFrames(frames.rendered, settings.frame_memory_mib * MIB)
 
     @property
     def alongside(self) -> bool:
@@ -311,6 +314,8 @@ class PassOne:
                 found.update(part.faces)
                 signatures.update(part.signatures)
                 analysed(number)
+                if not isinstance(current[0], DecodeFailure):
+                    self.held.offer(number, current[0])  # before pass 2 may ask for it
                 if feed is not None:
                     feed.add(part, (number,))
         return ShotAnalysis(found, signatures)

@@ -15,7 +15,8 @@ render's thread. Each frame the writer settles is counted and reported by the re
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -27,6 +28,7 @@ from ..timing import StageClock
 from ..types import FrameResult, SourceIdentity
 from . import provenance
 from .early_plan import AnalysisStopped, EarlyPlan
+from .held_frames import HeldFrames
 from .inputs import ShotInput
 from .pass_one import PassOne
 from .plan import DEFAULT_SOURCE, PlannedFace, ShotPlan
@@ -39,6 +41,8 @@ from .writers import FrameWriter, Processed
 # milliseconds, the frame's planned faces and its fingerprint.
 _Read = tuple[int, Any, Mapping[str, float], tuple[PlannedFace, ...], str]
 Identities = Mapping[str, SourceIdentity]  # the identity of each source key of a plan
+# a held frame's read (shot.held_frames): pass 2 spent nothing decoding it
+_NOT_DECODED: Mapping[str, float] = MappingProxyType({"decode": 0.0})
 
 
 @dataclass(frozen=True)
@@ -152,11 +156,14 @@ class PassTwo:
         """The frames (see _timed) with their targets, each once its targets are final (the
         reader thread waits for the analysis here; AnalysisStopped when they will not be)."""
         plan = self.plan
-        for number, frame, ms in _timed(self.shot, self.todo):
-            targets = plan.targets(number)
-            tally.found[number] = plan.feed.found(number)
-            assert plan.plan is not None  # made by targets()
-            yield number, frame, ms, targets, self.prints.of(plan.plan, number)
+        with closing(_timed(self.shot, self.todo, self.pass_one.held)) as frames:
+            for number in self.todo:
+                # first the targets: a frame pass 1 holds on is held once they are final
+                targets = plan.targets(number)
+                _, frame, ms = next(frames)
+                tally.found[number] = plan.feed.found(number)
+                assert plan.plan is not None  # made by targets()
+                yield number, frame, ms, targets, self.prints.of(plan.plan, number)
 
     def guard(self, step: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """`step`, halting pass 1 (and a reader waiting on it) when it raises."""
@@ -180,6 +187,7 @@ class PassTwo:
         if not finished:
             self.halt.set()
         self.pass_one.join()
+        self.pass_one.held.close()
 
     def raise_pass_two_error(self) -> None:
         """Raise the writer's error that made the reader give up waiting, if there was one."""
@@ -204,11 +212,19 @@ class FramePrints:
             [self.identities[face.source].digest for face in plan.faces(frame)])
 
 
-def _timed(shot: ShotInput, numbers: Sequence[int]
-           ) -> Iterator[tuple[int, Frame | DecodeFailure, Mapping[str, float]]]:
-    """The frames, with the milliseconds each took to decode (and, where the reader converts
-    at once, to convert: "colour"); each frame is an object of its own (see
-    VideoSource.read), which pass 2 pastes into and hands to the writer."""
+def _timed(shot: ShotInput, numbers: Sequence[int], held: HeldFrames
+           ) -> Generator[tuple[int, Frame | DecodeFailure, Mapping[str, float]], None, None]:
+    """The frames, those pass 1 holds on first (shot.held_frames) and the rest decoded, with
+    the milliseconds each took to decode (and, where the reader converts at once, to convert:
+    "colour"); each frame is an object of its own (see VideoSource.read), which pass 2 pastes
+    into and hands to the writer. A frame is taken from `held` only when it is asked for."""
     clock = StageClock()
-    for number, frame in shot.read(numbers, clock):
-        yield number, frame, clock.take()
+    first_decoded = len(numbers)
+    for index, number in enumerate(numbers):
+        frame = held.take(number)
+        if frame is None:
+            first_decoded = index
+            break
+        yield number, frame, _NOT_DECODED
+    for number, decoded in shot.read(numbers[first_decoded:], clock):
+        yield number, decoded, clock.take()

@@ -26,7 +26,7 @@ FINGERPRINT = f"{PREFIX}fingerprint"
 # Settings fields that do not change pixels and stay out of the fingerprint.
 NOT_PIXEL_SETTINGS = frozenset({"providers", "models_dir", "cache_dir", "offline",
                                 "use_embedding_cache", "threads", "detector_sessions",
-                                "swap_workers"})
+                                "swap_workers", "frame_memory_mib"})
 # Settings named by path: the fingerprint takes their contents' sha256 instead, so farm
 # machines that mount the same files at other paths still recognise finished frames.
 BY_CONTENT_SETTINGS = frozenset({"detector", "recogniser", "swapper", "enhancer",

@@ -53,6 +53,7 @@ from . import provenance
 from .analysis import ANALYSIS_VERSION, ShotAnalysis
 from .early_plan import EarlyPlan
 from .frames import plan_frames
+from .held_frames import MIB
 from .inputs import ShotInput, open_input
 from .outputs import open_writer
 from .overrides import Overrides, load_overrides
@@ -129,7 +130,9 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
                          failed=tuple(counts.failed), seconds=time.perf_counter() - started,
                          cancelled=not finished and not stopped_by_failure,
                          unselected=counts.unselected, warnings=warnings,
-                         analysis_cached=job.pass_one.cached)
+                         analysis_cached=job.pass_one.cached,
+                         decoded_once=job.pass_one.held.taken,
+                         held_mib=round(job.pass_one.held.peak_bytes / MIB, 1))
 
 
 def _warnings(request: RenderRequest, counts: Counts) -> tuple[str, ...]:

@@ -159,7 +159,9 @@ class RenderSummary:
     cancelled (failed: (frame, reason) pairs). unselected: frames counted in no_face where faces
     were found but none was selected; warnings: sentences the host should show the user.
     analysis_cached: frames whose analysis (pass 1) came from the cache instead of being run:
-    timings of a render with cached analysis are warm."""
+    timings of a render with cached analysis are warm. decoded_once: frames pass 2 took as
+    pass 1 decoded them instead of decoding them again (shot.held_frames); held_mib: the most
+    those held at once."""
 
     frames: int
     swapped: int
@@ -171,6 +173,8 @@ class RenderSummary:
     unselected: int = 0
     warnings: tuple[str, ...] = ()
     analysis_cached: int = 0
+    decoded_once: int = 0
+    held_mib: float = 0.0
 
     @property
     def done(self) -> int:

@@ -21,7 +21,8 @@ DEFAULT_CRF = MappingProxyType({"h264": 16, "h265": 18})
 DEFAULT_PRESET = "medium"
 PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
            "veryslow", "placebo")  # what libx264 and libx265 both accept
-TIMECODE_PATTERN = re.compile(r"^\d{2}:\d{2}:\d{2}[:;.]\d{2,3}$")
+# FFmpeg writes the frames field with as few digits as the rate needs: one below 10 frames/s
+TIMECODE_PATTERN = re.compile(r"^\d{2}:\d{2}:\d{2}[:;.]\d{1,3}$")
 
 
 def is_video_path(path: Path | str) -> bool:

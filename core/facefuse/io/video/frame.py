@@ -29,6 +29,9 @@ on the object, so asking twice converts once):
                           encodes them with only the pasted samples converted, or None.
     converted()           the pixels converted so far (the whole frame, or the region that
                           was), where the pastes are: what a passthrough writer converts from.
+    for_another_pass()    a new frame of the same decoded picture, nothing of its own
+                          converted yet (pass 1 hands its frames on to pass 2 this way:
+                          shot.held_frames).
     drop_planes()         lets the decoded picture go once the whole frame is converted (it
                           converts it first): a writer that converts the whole frame calls it
                           as it takes the frame, so what is kept after (the writer's stand-in
@@ -153,6 +156,8 @@ class Frame(Protocol):
 
     def drop_planes(self) -> None: ...
 
+    def for_another_pass(self) -> Frame: ...
+
 
 class DecodedFrame:
     """One frame (see the module docstring). Made by `of_picture` (a decoded av.VideoFrame)
@@ -193,6 +198,17 @@ class DecodedFrame:
         """The frame of an engine frame already converted (upright, BGR(A)); to_ndarray()
         gives `array` itself."""
         return cls(None, "", 0, False, array)
+
+    def for_another_pass(self) -> DecodedFrame:
+        """A frame of its own of the same decoded picture (and of the whole conversion, where
+        the reader made it at once), without this one's region and small pictures: what a
+        later pass pastes into instead of decoding the frame again. Only for a frame nothing
+        was pasted into (pass 1's)."""
+        if self._picture is None:
+            return DecodedFrame.of_array(self.to_ndarray())
+        return DecodedFrame(self._picture, self._format, self._turns, self._centred,
+                            whole=None if self._yuv is not None else self.to_ndarray(),
+                            scalers=self._scalers)
 
     # -- what it is -------------------------------------------------------------------------
     @property
