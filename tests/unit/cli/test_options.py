@@ -19,7 +19,7 @@ TUNED = {
     "detector_size_px": 320, "mask_blur": 0.55, "landmark_mask": True, "enhancer_blend": 0.6,
     "codeformer_fidelity": 0.9, "swapper_weight": 0.8, "pixel_boost": 512, "occluder": "xseg_3",
     "parser": "my/parser.onnx", "mask_regions": ("skin", "nose"), "mouth_mask": True,
-    "threads": 3, "detector_sessions": 2, "swap_workers": 3,
+    "threads": 3, "detector_sessions": 2, "swap_workers": 3, "frame_memory_mib": 256,
 }
 
 

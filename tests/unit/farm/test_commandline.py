@@ -48,7 +48,7 @@ SETTINGS_CHANGES = {
     "landmark_mask": True, "enhancer_blend": 0.6, "codeformer_fidelity": 0.9,
     "swapper_weight": 0.7, "pixel_boost": 256, "occluder": "xseg_1",
     "parser": "bisenet_resnet_34", "mask_regions": ("skin", "nose"), "mouth_mask": True,
-    "threads": 4, "detector_sessions": 2, "swap_workers": 3,
+    "threads": 4, "detector_sessions": 2, "swap_workers": 3, "frame_memory_mib": 512,
     "providers": ("CUDAExecutionProvider", "CPUExecutionProvider"),
     "models_dir": Path("/models"), "cache_dir": Path("/cache"), "offline": True,
     "use_embedding_cache": False}
