@@ -80,6 +80,29 @@ def test_a_reused_pid_is_told_apart_by_its_start_time(tmp_path: Path) -> None:
     assert _sweep(tmp_path) == [reused.name]
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process states from /proc")
+def test_a_killed_writer_its_parent_has_not_reaped_yet_is_gone(tmp_path: Path) -> None:
+    """A render killed with SIGKILL whose parent has not waited for it yet (a zombie) writes
+    nothing more: its temporaries are swept and its locks taken over at once."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        started = owners.process_start(child.pid)
+        owner = owners.ProcessOwner(child.pid, owners.here(), started)
+        assert not owners.owner_is_gone(owner)  # running
+        child.kill()
+        deadline = time.monotonic() + 10
+        while not owners.process_ended(child.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert owners.process_start(child.pid) == started  # its pid still shows, unreaped
+        assert owners.owner_is_gone(owner)
+        stale = _temporary(tmp_path, child.pid, owner.place, started)
+        assert _sweep(tmp_path) == [stale.name]
+    finally:
+        child.kill()
+        child.wait()
+    assert not owners.process_ended(child.pid)  # reaped: no process to speak of
+
+
 def test_temporary_names_record_the_owner_the_sweep_reads(tmp_path: Path) -> None:
     tmp = files.temporary_path(tmp_path / "o.0001.png", keep_suffix=True)
     match = files._TEMP.match(tmp.name)
