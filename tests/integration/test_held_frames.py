@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from facefuse.io.video.frame import DecodedFrame
+from facefuse.shot.planning import plan_shot
 from facefuse.shot.render import render
 from tests.render_media import (
     face_frame,
@@ -86,6 +88,26 @@ def test_a_budget_that_holds_some_frames_decodes_the_rest_and_renders_the_same(
                         tmp_path / "some.mov", 1, codec="rawvideo")
     assert 0 < some.decoded_once < FRAMES and some.held_mib <= 1.0
     assert got == expected
+
+
+def test_a_plan_alone_holds_no_frame(clips: dict[str, Path], render_models: Path,
+                                     testdata: Path, tmp_path: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    handed: list[int] = []
+    original = DecodedFrame.for_another_pass
+
+    def counted(frame: DecodedFrame) -> DecodedFrame:
+        handed.append(1)
+        return original(frame)
+
+    monkeypatch.setattr(DecodedFrame, "for_another_pass", counted)
+    request = render_request(render_models, tmp_path / "cache", testdata / SOURCE,
+                             clips["h264"], tmp_path / "o.mov", codec="rawvideo")
+    plan = plan_shot(request)  # what preview and review plan on: no pass 2 takes frames
+    assert plan.faces(plan.frames[0]) and not handed
+    summary, _ = _render(render_models, tmp_path, testdata, clips["h264"],
+                         tmp_path / "r" / "o.mov", 1024, codec="rawvideo")
+    assert len(handed) == summary.decoded_once == FRAMES
 
 
 def test_a_chunk_holds_only_its_own_frames(clips: dict[str, Path], render_models: Path,

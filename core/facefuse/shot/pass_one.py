@@ -55,7 +55,7 @@ from ..types import Face, Roi
 from .analysis import AnalysisCache, AnalysisKey, ShotAnalysis, analyse_frame, missing_frames
 from .early_plan import AnalysisFeed
 from .frames import FramePlan
-from .held_frames import MIB, HeldFrames
+from .held_frames import HeldFrames
 from .inputs import ShotInput
 from .request import CancelCheck, PhaseCallback, PhaseProgress
 from .streaming import prefetch
@@ -149,14 +149,16 @@ class PassOne:
 
     colour / colour_name: the shot's conversion to display space and its name (None: display
     referred). timings gets every analysed frame's stage times; phase the "analysis" progress
-    (from the pass-1 thread when one runs). After start(): `cached` frames came from the cache;
+    (from the pass-1 thread when one runs). hold_bytes: what the rendered frames it decodes
+    may hold for pass 2 (`held`, shot.held_frames; 0 for an analysis no pass 2 follows).
+    After start(): `cached` frames came from the cache;
     `error` is what the pass-1 thread raised, for the render's thread to raise once join()ed;
     `key` is the analysis's cache key (it names the shot: plan.shot_id_of).
     """
 
     def __init__(self, shot: ShotInput, frames: FramePlan, settings: Settings,
                  colour: tuple[DisplayConversion | None, str | None], timings: RenderTimings,
-                 phase: PhaseCallback) -> None:
+                 phase: PhaseCallback, hold_bytes: int = 0) -> None:
         self.shot, self.frames, self.settings = shot, frames, settings
         self.colour, self.colour_name = colour
         self.timings, self.phase = timings, phase
@@ -167,8 +169,8 @@ class PassOne:
         # Stage times of rendered frames analysed in this run, until pass 2 takes them.
         self._ms: dict[int, Mapping[str, float]] = {}
         self._ms_lock = threading.Lock()  # written by pass 1, taken by pass 2's writer
-        # The rendered frames pass 1 decodes, held on for pass 2 (shot.held_frames).
-        self.held = HeldFrames(frames.rendered, settings.frame_memory_mib * MIB)
+        # The rendered frames pass 1 decodes, held on for a pass 2 (shot.held_frames).
+        self.held = HeldFrames(frames.rendered, hold_bytes)
 
     @property
     def alongside(self) -> bool:

@@ -166,7 +166,8 @@ class RenderJob:
                                                          shot.pixel_type)
         self.writer: FrameWriter = open_writer(request, shot, self.frames.rendered, self.colour)
         self.pass_one = PassOne(shot, self.frames, request.settings,
-                                (self.colour, self.colour_name), self.timings, phase)
+                                (self.colour, self.colour_name), self.timings, phase,
+                                request.settings.frame_memory_mib * MIB)
         self.tally = FrameTally(report, phase, self.timings, self.pass_one)
         self.plan: ShotPlan | None = None  # the shot plan, once made (see run)
 
