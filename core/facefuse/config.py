@@ -139,9 +139,9 @@ class Settings:
                               "frame order; 0: the provider's default (1 on the CPU, 4 on "
                               "CUDA and TensorRT)", "int", "performance", "--swap-workers",
                               0, 64)
-    frame_memory_mib: int = _tune(1024, "Frame Memory", "MiB of decoded frames the analysis "
-                                  "holds for the swap, so that the frames of a range that fits "
-                                  "are decoded once, not twice; 0: decode every frame twice",
+    frame_memory_mib: int = _tune(1024, "Frame Memory (MiB)", "MiB of decoded frames the "
+                                  "analysis holds for the swap, so that the frames of a range "
+                                  "that fits are decoded once, not twice; 0: decode twice",
                                   "int", "performance", "--frame-memory", 0, 2**20)
     normalise_latent: bool = True
     providers: str | tuple[str, ...] = "auto"
