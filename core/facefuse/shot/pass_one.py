@@ -207,6 +207,7 @@ class PassOne:
                 analysis = _saved(entry, cached, new)
                 return AnalysisFeed.complete(wanted, analysis)
             feed = AnalysisFeed(wanted, cached)
+            self.held.close()  # beside pass 2, each pass decodes its own (shot.held_frames)
 
             def stopped() -> bool:
                 return cancelled() or halt.is_set()
