@@ -15,8 +15,7 @@ render's thread. Each frame the writer settles is counted and reported by the re
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from contextlib import closing
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -156,14 +155,11 @@ class PassTwo:
         """The frames (see _timed) with their targets, each once its targets are final (the
         reader thread waits for the analysis here; AnalysisStopped when they will not be)."""
         plan = self.plan
-        with closing(_timed(self.shot, self.todo, self.pass_one.held)) as frames:
-            for number in self.todo:
-                # first the targets: a frame pass 1 holds on is held once they are final
-                targets = plan.targets(number)
-                _, frame, ms = next(frames)
-                tally.found[number] = plan.feed.found(number)
-                assert plan.plan is not None  # made by targets()
-                yield number, frame, ms, targets, self.prints.of(plan.plan, number)
+        for number, frame, ms in _timed(self.shot, self.todo, self.pass_one.held):
+            targets = plan.targets(number)
+            tally.found[number] = plan.feed.found(number)
+            assert plan.plan is not None  # made by targets()
+            yield number, frame, ms, targets, self.prints.of(plan.plan, number)
 
     def guard(self, step: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """`step`, halting pass 1 (and a reader waiting on it) when it raises."""
@@ -213,11 +209,11 @@ class FramePrints:
 
 
 def _timed(shot: ShotInput, numbers: Sequence[int], held: HeldFrames
-           ) -> Generator[tuple[int, Frame | DecodeFailure, Mapping[str, float]], None, None]:
-    """The frames, those pass 1 holds on first (shot.held_frames) and the rest decoded, with
-    the milliseconds each took to decode (and, where the reader converts at once, to convert:
-    "colour"); each frame is an object of its own (see VideoSource.read), which pass 2 pastes
-    into and hands to the writer. A frame is taken from `held` only when it is asked for."""
+           ) -> Iterator[tuple[int, Frame | DecodeFailure, Mapping[str, float]]]:
+    """The frames, those pass 1 holds on first (shot.held_frames: only where pass 1 ran
+    before pass 2) and the rest decoded, with the milliseconds each took to decode (and,
+    where the reader converts at once, to convert: "colour"); each frame is an object of its
+    own (see VideoSource.read), which pass 2 pastes into and hands to the writer."""
     clock = StageClock()
     first_decoded = len(numbers)
     for index, number in enumerate(numbers):
