@@ -222,5 +222,7 @@ def _timed(shot: ShotInput, numbers: Sequence[int], held: HeldFrames
             first_decoded = index
             break
         yield number, frame, _NOT_DECODED
+    if first_decoded == len(numbers):
+        return  # every frame was held: no decoder to open
     for number, decoded in shot.read(numbers[first_decoded:], clock):
         yield number, decoded, clock.take()
