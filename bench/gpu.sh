@@ -10,12 +10,13 @@
 #    (default cuda, plus tensorrt where its libraries are installed) -> OUT_DIR/models.json
 #    (written after every model) and models.log, at most MODELS_TIMEOUT s.
 #    MODELS_ARGS adds options (e.g. "--light --runs 3" for a quick look).
-# 3. Stage 2, end to end, only where PyAV, OpenImageIO and OpenColorIO import and
-#    FACEFUSE_TESTDATA is set: the SCENARIOS of bench/scenarios.toml (default the 1080p
-#    one-face swap and GFPGAN stand-in runs; SCENARIOS=all: every cuda scenario), each with
-#    the SWAP_WORKERS counts (default 1,2,4: pass 2's --swap-workers; "" runs the provider's
-#    default once), with bench/run.py -> OUT_DIR/results.json and e2e.log, at most E2E_TIMEOUT
-#    s. Otherwise one line says what is missing and the script ends after stage 1 (exit 0).
+# 3. Stage 2, end to end, only where PyAV, OpenImageIO, OpenColorIO, platformdirs and
+#    threadpoolctl import and FACEFUSE_TESTDATA is set: the SCENARIOS of bench/scenarios.toml
+#    (default the 1080p one-face swap and GFPGAN stand-in runs; SCENARIOS=all: every cuda
+#    scenario), each with the SWAP_WORKERS counts (default 1,2,4: pass 2's --swap-workers;
+#    "" runs the provider's default once), with bench/run.py -> OUT_DIR/results.json and
+#    e2e.log, at most E2E_TIMEOUT s. Otherwise one line says what is missing and the script
+#    ends after stage 1 (exit 0).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
@@ -70,7 +71,8 @@ fi
 
 missing="$("$python" -c '
 import importlib.util
-print(" ".join(m for m in ("av", "OpenImageIO", "PyOpenColorIO") if importlib.util.find_spec(m) is None))')"
+media = ("av", "OpenImageIO", "PyOpenColorIO", "platformdirs", "threadpoolctl")
+print(" ".join(m for m in media if importlib.util.find_spec(m) is None))')"
 why="${missing:+the media wheels are not installed (missing: $missing)}"
 if [ -z "${FACEFUSE_TESTDATA:-}" ]; then
   why="${why:+$why; }FACEFUSE_TESTDATA is not set"

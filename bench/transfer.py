@@ -51,7 +51,7 @@ PIECE_MIB = 56
 CHUNK = 4 * MIB
 BUNDLES = {
     "models": ["onnxruntime-gpu==1.31.1"],
-    "media": ["av", "OpenImageIO", "opencolorio", "platformdirs"],
+    "media": ["av", "OpenImageIO", "opencolorio", "platformdirs", "threadpoolctl"],
 }
 TESTDATA_FILES = ("media/asl_yes.mp4", "media/obama.jpg",
                   "models/face_detection_yunet_2023mar.onnx")

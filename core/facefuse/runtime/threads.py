@@ -12,7 +12,8 @@ run holds its session's threads of the budget, runtime.sessions.SessionPool), so
 never keeps more than the budget's threads busy, while pass 1's decoder still works beside
 pass 2's. The replicas of one model (pass 1's detector sessions, pass 2's swap workers'
 sessions, runtime.sessions) share the inference threads between them (replica_threads), so
-several of them run at once within it.
+several of them run at once within it. numpy's BLAS pool is kept to one thread for the length
+of a render or a plan (blas_on_one_thread).
 """
 
 from __future__ import annotations
@@ -131,3 +132,20 @@ def swap_workers(setting: int, providers: Sequence[str], threads: int = 0) -> in
     first = providers[0] if providers else "CPUExecutionProvider"
     count = setting if setting > 0 else SWAP_WORKERS.get(first, SWAP_WORKERS_ELSEWHERE)
     return min(count, threads) if threads > 0 else count
+
+
+@contextmanager
+def blas_on_one_thread() -> Iterator[None]:
+    """numpy's BLAS (OpenBLAS, MKL, ...) on one thread for the length of the block, then as it
+    was before (threadpoolctl). The engine's matrix products are small: a 512-wide embedding
+    through the swapper's 512 x 512 matrix, the similarities of a frame's faces to the shot's
+    people. A BLAS that splits one of them over threads leaves every worker but the caller
+    spinning for about 100 ms afterwards: 100 ms of CPU a call on 2 cores (docs/performance.md),
+    and a worker more for each core more. The limit is the process's; a block inside another,
+    or beside one on another thread, puts back what it found when it ends."""
+    # imported here: the sessions import this module, and bench/gpu.sh's models-only stage
+    # runs them where only onnxruntime, numpy and onnx are installed
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..color import input_conversion
 from ..pipeline import Pipeline
+from ..runtime.threads import blas_on_one_thread
 from ..timing import RenderTimings
 from ..types import SourceIdentity
 from .early_plan import AnalysisStopped
@@ -39,10 +40,11 @@ def plan_shot(request: RenderRequest, pipeline: Pipeline | None = None,
     input's errors (InputError, NoFaceError, ...) as a render raises them."""
     if pipeline is not None and pipeline.settings != request.settings:
         raise ValueError("the pipeline given to plan_shot() was built from other settings")
-    if pipeline is None:
-        with Pipeline(request.settings) as own:
-            return _plan(request, own, on_phase, cancel)
-    return _plan(request, pipeline, on_phase, cancel)
+    with blas_on_one_thread():  # runtime.threads
+        if pipeline is None:
+            with Pipeline(request.settings) as own:
+                return _plan(request, own, on_phase, cancel)
+        return _plan(request, pipeline, on_phase, cancel)
 
 
 def _plan(request: RenderRequest, pipeline: Pipeline, on_phase: PhaseCallback | None,

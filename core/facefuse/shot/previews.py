@@ -46,6 +46,7 @@ from ..io.images import decode_image, encode_image, read_image_bytes
 from ..io.plates import read_plate
 from ..io.video import DecodeFailure
 from ..pipeline import Pipeline
+from ..runtime.threads import blas_on_one_thread
 from ..selection import largest_face
 from ..types import Face
 from .inputs import open_input
@@ -175,13 +176,14 @@ def reference_face(request: RenderRequest, frame_number: int, face_index: int,
 
 @contextmanager
 def _pipeline(settings: Settings, given: Pipeline | None) -> Iterator[Pipeline]:
-    if given is not None:
-        if given.settings != settings:
-            raise ValueError("the pipeline given was built from other settings")
-        yield given
-        return
-    with Pipeline(settings) as pipeline:
-        yield pipeline
+    if given is not None and given.settings != settings:
+        raise ValueError("the pipeline given was built from other settings")
+    with blas_on_one_thread():  # runtime.threads
+        if given is not None:
+            yield given
+            return
+        with Pipeline(settings) as pipeline:
+            yield pipeline
 
 
 @contextmanager

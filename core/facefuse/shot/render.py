@@ -47,6 +47,7 @@ from ..io.video.yuv import READER_VERSION
 from ..models.manifest import ROLES
 from ..pipeline import Pipeline
 from ..runtime.memory import returning_freed_memory
+from ..runtime.threads import blas_on_one_thread
 from ..timing import RenderTimings
 from ..types import SourceIdentity
 from . import provenance
@@ -112,7 +113,8 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
                       request.settings.threads)
     try:
         job = RenderJob(request, shot, on_progress or _ignore, on_phase or _ignore, timings)
-        with returning_freed_memory():  # a flat peak however long the shot (runtime.memory)
+        # a flat peak however long the shot (runtime.memory); no BLAS workers left spinning
+        with returning_freed_memory(), blas_on_one_thread():
             if pipeline is not None:
                 finished = job.run(pipeline, cancel or _never)
             else:
