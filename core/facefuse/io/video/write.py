@@ -3,8 +3,9 @@
 ``VideoSink`` encodes frames (the io.video.frame.DecodedFrame a read gave, or engine frames) with
 the source's exact rate (a Fraction) and timecode, stores provenance as container metadata, and
 copies audio packet for packet (no re-encode). The file is written under a temporary name in the
-same folder and renamed on a successful ``close()``, so a failed render never leaves half a video
-under the final name.
+same folder, pushed to disk and out of the page cache as it grows (io.write_behind), synced and
+renamed on a successful ``close()``, so a failed render never leaves half a video under the
+final name, nor a renamed one that a crash could still lose.
 
 What survives where (PyAV 18 / FFmpeg 8 muxers and demuxers):
     .mov/.mp4  timecode: a tmcd track, read back as the video stream's ``timecode``;
@@ -51,6 +52,7 @@ from ...errors import FacefuseError, InputError
 from ...timing import ENCODER_THREAD_PREFIX, threads_named
 from ...types import Pasted
 from ..files import create_temporary, is_write_failure, write_error
+from ..write_behind import WriteBehind
 from .audio import AudioCopy
 from .common import (
     CRF_CODECS,
@@ -137,12 +139,13 @@ class VideoSink:
         self.passes_through: bool | None = None
 
     def _make_temp(self) -> Path:
-        """The hidden temporary beside the output; its mode follows the umask, as images'."""
+        """The hidden temporary beside the output (its mode follows the umask, as images'),
+        followed by a io.write_behind.WriteBehind while FFmpeg writes it."""
         try:
             fd, name = create_temporary(self._path, keep_suffix=True)
         except OSError as exc:
             raise write_error(self._path, exc) from exc
-        os.close(fd)
+        self._behind = WriteBehind(fd)
         return name
 
     def _failed(self, exc: Exception) -> FacefuseError:
@@ -211,6 +214,7 @@ class VideoSink:
             self._container.mux(packets)
             if self._audio is not None:
                 self._audio.copy_until(self._container, float(self._count / self._info.rate))
+            self._behind.advance()
         except (av.FFmpegError, OSError) as exc:
             raise self._failed(exc) from exc
 
@@ -338,6 +342,7 @@ class VideoSink:
                 self._audio.copy_until(self._container, None)
                 self._audio.close()
             self._container.close()
+            self._behind.finish()  # on disk before it takes the final name
             os.replace(self._tmp, self._path)
             self._done = True
             logger.info("wrote %s (%d frames, %s)", self._path, self._count, self._codec)
@@ -354,7 +359,8 @@ class VideoSink:
             self._cleanup()
 
     def _cleanup(self) -> None:
-        closers = [getattr(self, "_container", None), self._audio]
+        closers = [getattr(self, "_container", None), self._audio,
+                   getattr(self, "_behind", None)]
         for closer in (c for c in closers if c is not None):
             try:
                 closer.close()
