@@ -1,6 +1,6 @@
 """Before/after in one run: one scenario of bench/scenarios.toml rendered by several source
-trees (checkouts of facefuse), interleaved round by round so load on the machine hits them
-alike, and the median of each figure per tree.
+trees (checkouts of facefuse), interleaved round by round (the order reversed every other
+round) so load on the machine hits them alike, and the median of each figure per tree.
 
     python bench/compare.py --scenario cpu-same-work-1080p-h264 --rounds 3 \\
         --tree before=/path/to/old/checkout --tree after=.
@@ -66,7 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     models = run.models_for(scenario, built, args.testdata)
     runs: dict[str, list[dict]] = {name: [] for name in trees}
     for round_ in range(args.rounds):
-        for name, tree in trees.items():
+        # every other round in the reverse order: an effect of a run's place in the sequence
+        # (on the test VM, every second run's writes got slower fresh pages) falls on each alike
+        order = list(trees.items()) if round_ % 2 == 0 else list(trees.items())[::-1]
+        for name, tree in order:
             env = {**os.environ, "PYTHONPATH": f"{Path(tree).resolve() / 'core'}"}
             own = {**scenario, "extra": [*scenario.get("extra", []), *extras.get(name, [])]}
             result = run.run_scenario(own, clip, args.testdata / "media" / "obama.jpg",
