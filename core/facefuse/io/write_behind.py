@@ -1,34 +1,35 @@
 """Outputs pushed to disk while they are written, and let go of by the page cache.
 
-A render writes far more than it will read back: 186 MB a minute of 1080p lossless YUV at 24
-frames/s, 12 MB a 4K rawvideo frame, 6 MB a 1080p TIFF. Left to the kernel, all of it stays in
-the page cache as dirty pages until the end, so three things happen:
+A render writes far more than it will read back: 3.1 MB a frame of 1080p lossless YUV (4.5 GB
+a minute at 24 frames/s), 12 MB a 4K rawvideo frame, 6 MB a 1080p TIFF. Left to the kernel, all
+of it stays in the page cache, dirty until the kernel's own writeback comes round, so:
 - every page written is a fresh page, which the kernel must find, zero and map;
 - the artist's own cache (the plates they are scrubbing, the edit) is pushed out by a file
   nobody reads;
-- the writeback is all left for the end.
+- what is still dirty at the end is written back then.
 
-Writing a new 180 MB file cost 0.38-0.52 s of system CPU on the 2-core test machine (a VM:
-each fresh page costs the host a fault too). When the writer keeps giving the same few pages
-back to the kernel, it costs 0.04 s (docs/performance.md).
+Writing a new 180 MB file cost 0.38-0.54 s of system CPU on the 2-core test machine (a VM:
+each fresh page costs the host a fault too); written behind, 0.06-0.07 s, sync included
+(docs/performance.md).
 
 `WriteBehind` follows a file that a library writes through its own descriptor (FFmpeg's
 muxer). Each time another CHUNK_BYTES has been written, it starts the writeback of that chunk
 (sync_file_range), waits for the chunk before it, and drops that one from the cache
-(posix_fadvise DONTNEED). So at most two chunks are in memory at once, and the next writes get
-the same pages back. `finish()` makes the whole file durable (fdatasync) before the caller
-renames it into place. `release_written(fd)` drops a file just fsynced, as the image sequence
-writers do for each frame.
+(posix_fadvise DONTNEED). So little more than two chunks are in memory at once, and the next
+writes get the same pages back. `finish()` makes the whole file durable (fdatasync) before
+the caller renames it into place. `release_written(fd)` drops a file just fsynced, as the
+image sequence writers do for each frame.
 
-On Linux all of it works. On macOS, without sync_file_range, only the sync at the end and the
-drop remain; on Windows nothing. The cache is a hint: a file system that refuses it (some
-network ones) is written as before, and the refusal is logged at debug. Bytes are never
+On Linux all of it works. On macOS, without sync_file_range and posix_fadvise, only the sync
+at the end remains; on Windows nothing. The cache is a hint: a file system that refuses it
+(some network ones) is written as before, and the refusal is logged at debug. Bytes are never
 changed by any of this.
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
 import logging
 import os
 import sys
@@ -39,6 +40,10 @@ log = logging.getLogger(__name__)
 CHUNK_BYTES = 32 << 20  # 32 MiB: a few 1080p frames, under three 4K rawvideo ones
 _START = 2  # SYNC_FILE_RANGE_WRITE: start writing back the range's dirty pages
 _WAIT = 1 | 2 | 4  # ..._WAIT_BEFORE | ..._WRITE | ..._WAIT_AFTER: the range is on disk on return
+
+# what a file system without range syncs answers (the others are the storage's own failures)
+_UNSUPPORTED = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP,
+                          errno.ESPIPE})
 
 RangeSync = Callable[[int, int, int, int], None]
 
@@ -90,7 +95,8 @@ class WriteBehind:
 
     def advance(self) -> None:
         """Start the writeback of what was written since the last chunk once it is a chunk,
-        after waiting for the chunk before it and dropping it."""
+        after waiting for the chunk before it and dropping it. OSError when the storage fails
+        that chunk's writeback (a full disk, an I/O error)."""
         if self._fd is None or self._sync is None:
             return
         size = os.fstat(self._fd).st_size
@@ -103,8 +109,11 @@ class WriteBehind:
                 self._dropped = self._started
             self._sync(self._fd, self._started, size - self._started, _START)
             self._started = size
-        except OSError as exc:  # a file system without it: written as before from here on
-            log.debug("no write-behind for this file: %s", exc)
+        except OSError as exc:
+            # A failed writeback is reported once per descriptor: raised here, or lost.
+            if exc.errno not in _UNSUPPORTED:
+                raise
+            log.debug("no write-behind for this file: %s", exc)  # written as before from here
             self._sync = None
 
     def finish(self) -> None:

@@ -77,6 +77,24 @@ def test_a_file_system_refusing_range_syncs_is_written_as_before(
     assert path.read_bytes() == b"".join(pieces)
 
 
+def test_a_failed_writeback_of_a_chunk_is_raised_not_swallowed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing(fd: int, offset: int, length: int, flags: int) -> None:
+        if flags & 4:  # the wait: the writeback's outcome
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(write_behind, "_range_sync", lambda: failing)
+    path = tmp_path / "out.bin"
+    writer, behind = _writer_and_behind(path)
+    with pytest.raises(OSError) as raised:
+        for piece in _pieces(12):
+            os.write(writer, piece)
+            behind.advance()
+    assert raised.value.errno == errno.ENOSPC
+    os.close(writer)
+    behind.close()
+
+
 def test_finish_reports_what_the_storage_refuses_and_closes_the_descriptor(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def full(fd: int) -> None:
