@@ -84,8 +84,10 @@ def test_the_same_bytes_with_the_blas_on_one_thread_as_on_two(
     for name in ("one", "two"):
         if name == "two":  # the render as it was before the limit
             monkeypatch.setattr(render_module, "blas_on_one_thread", contextlib.nullcontext)
+        # rawvideo: every pixel compared (h264 renders in one process may differ, a known defect)
         request = render_request(render_models, tmp_path / f"cache-{name}", testdata / SOURCE,
-                                 clip, tmp_path / f"{name}.mov", swapper="colour")
+                                 clip, tmp_path / f"{name}.mov", swapper="colour",
+                                 codec="rawvideo")
         assert render(request).swapped == 6
         outputs[name] = (tmp_path / f"{name}.mov").read_bytes()
     assert outputs["one"] == outputs["two"]
