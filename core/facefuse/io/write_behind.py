@@ -17,8 +17,8 @@ muxer). Each time another CHUNK_BYTES has been written, it starts the writeback 
 (sync_file_range), waits for the chunk before it, and drops that one from the cache
 (posix_fadvise DONTNEED). So little more than two chunks are in memory at once, and the next
 writes get the same pages back. `finish()` makes the whole file durable (fdatasync) before
-the caller renames it into place. `release_written(fd)` drops a file just fsynced, as the
-image sequence writers do for each frame.
+the caller renames it into place. `sync_and_release(fd)` does the same for a file written
+whole, as the image sequence writers do for each frame.
 
 On Linux all of it works. On macOS, without sync_file_range and posix_fadvise, only the sync
 at the end remains; on Windows nothing. The cache is a hint: a file system that refuses it
@@ -78,6 +78,16 @@ def release_written(fd: int, offset: int = 0, length: int = 0) -> None:
         log.debug("the page cache kept a written file: %s", exc)
 
 
+def sync_and_release(fd: int) -> None:
+    """`fd`'s file on disk (fdatasync, fsync where there is none; OSError as the storage
+    reports it, a full disk included), then out of the page cache."""
+    if hasattr(os, "fdatasync"):
+        os.fdatasync(fd)
+    else:  # macOS, Windows
+        os.fsync(fd)
+    release_written(fd)
+
+
 class WriteBehind:
     """The file of descriptor `fd` (which it owns and closes), while a library writes it
     through a descriptor of its own, pushed to disk and dropped from the cache CHUNK_BYTES at
@@ -122,11 +132,7 @@ class WriteBehind:
         if self._fd is None:
             return
         try:
-            if hasattr(os, "fdatasync"):
-                os.fdatasync(self._fd)
-            else:  # macOS
-                os.fsync(self._fd)
-            release_written(self._fd)
+            sync_and_release(self._fd)
         finally:
             self.close()
 

@@ -27,7 +27,7 @@ import OpenImageIO as oiio
 
 from ...errors import InputError
 from ..files import create_temporary, is_write_failure, write_error
-from ..write_behind import release_written
+from ..write_behind import sync_and_release
 from .formats import (
     CARRIED_ATTRIBUTES,
     PlateFormat,
@@ -209,14 +209,7 @@ def _write_file(path: Path, spec: Any, pixels: np.ndarray) -> None:
         _probe_room(path)
         raise InputError(f"cannot write {path}: {error}")
     with open(path, "rb") as written:
-        _sync_and_release(written.fileno())
-
-
-def _sync_and_release(fd: int) -> None:
-    """The frame's file on disk, then out of the page cache (io.write_behind): the next
-    frame's writes get its pages back instead of fresh ones."""
-    os.fsync(fd)
-    release_written(fd)
+        sync_and_release(written.fileno())
 
 
 def _encode_in_memory(path: Path, spec: Any, pixels: np.ndarray) -> None:
@@ -234,7 +227,7 @@ def _encode_in_memory(path: Path, spec: Any, pixels: np.ndarray) -> None:
             while chunk := os.pread(memory, DRAIN_CHUNK, offset):
                 _write_all(out, chunk)
                 offset += len(chunk)
-            _sync_and_release(out.fileno())
+            sync_and_release(out.fileno())
     finally:
         os.close(memory)
 
@@ -294,7 +287,7 @@ class _Drain:
             with open(self.path, "wb", buffering=0) as out:
                 while chunk := os.read(self.read_end, DRAIN_CHUNK):
                     _write_all(out, chunk)
-                _sync_and_release(out.fileno())
+                sync_and_release(out.fileno())
         except OSError as exc:
             self.error = exc
         finally:
