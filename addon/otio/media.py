@@ -8,8 +8,9 @@ render's start number), and an image sequence's frames keep their file numbers (
 rendered sequence's file number is also its frame's media time, which is how editors read a
 sequence's timecode.
 
-Paths: a `file://` URL or a plain path; a relative one is taken from the .otio file's folder.
-Only video files (ExternalReference) and image sequences (ImageSequenceReference, frame step 1)
+Paths: a `file://` URL or a plain path; a relative one is taken from the timeline file's folder
+(paths.local_path); each media remembers how its timeline named it (paths.PathStyle). Only
+video files (ExternalReference) and image sequences (ImageSequenceReference, frame step 1)
 are swapped; every other reference, and a still picture, is refused in one sentence naming the
 clip.
 """
@@ -19,14 +20,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from urllib.parse import urlparse
-from urllib.request import url2pathname
+from urllib.parse import unquote
 
 import opentimelineio as otio
 from opentimelineio.opentime import RationalTime
 
 from facefuse import FramePattern, InputError
 
+from .paths import PathStyle, local_path, style_of
 from .times import exact_rate, frames_of, rate_text, time_at
 
 # a single picture in an ExternalReference (a photo cut into the edit), not footage
@@ -38,7 +39,7 @@ STILL_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".tif", ".tiff", ".exr", ".
 class Media:
     """A clip's media. input: what the engine reads (a file, or folder/prefix####suffix);
     rate: exact; start: the media time of frame number `first_number`; count: the frames the
-    media has (its available range); urls: whether the timeline wrote file:// URLs."""
+    media has (its available range); style: how the timeline names its file."""
 
     input: str
     sequence: bool
@@ -46,15 +47,20 @@ class Media:
     start: RationalTime
     first_number: int
     count: int
-    urls: bool
+    style: PathStyle
 
     @property
     def last_number(self) -> int:
         return self.first_number + self.count - 1
 
     def number(self, time: RationalTime) -> int:
-        """The engine's frame number at media time `time`."""
+        """The engine's frame number at media time `time` (the nearest frame)."""
         return self.first_number + frames_of(time - self.start, self.rate)
+
+    def time_of(self, number: int) -> RationalTime:
+        """The media time of the frame the engine numbers `number`, at the media's stored
+        rate: renders keep their media's times, so a swap and its plate share one time axis."""
+        return self.start + time_at(number - self.first_number, self.start.rate)
 
     def missing(self, first: int, last: int) -> str | None:
         """The first file of frames first..last that is not there, or None."""
@@ -63,6 +69,19 @@ class Media:
         pattern = FramePattern.parse(self.input)
         return next((str(pattern.path(n)) for n in range(first, last + 1)
                      if not pattern.path(n).is_file()), None)
+
+
+def not_footage(clip: otio.schema.Clip) -> str | None:
+    """What a clip shows when it is not footage ("a still image (a.png)", "a generator
+    (SolidColor)": a title, a colour matte), or None."""
+    ref = clip.media_reference
+    if isinstance(ref, otio.schema.GeneratorReference):
+        return f"a generator ({ref.generator_kind or 'no kind'})"
+    if isinstance(ref, otio.schema.ExternalReference):
+        name = ref.target_url.replace("\\", "/").rsplit("/", 1)[-1]
+        if Path(name).suffix.lower() in STILL_SUFFIXES:
+            return f"a still image ({unquote(name)})"
+    return None
 
 
 def media_of(clip: otio.schema.Clip, label: str, base: Path) -> Media:
@@ -82,7 +101,8 @@ def _unsupported(ref: object, label: str) -> str:
                "the timeline again"
     if isinstance(ref, otio.schema.GeneratorReference):
         return f"{label} is a generator ({ref.generator_kind or 'no kind'}), not footage: " \
-               "only clips of video files and image sequences are swapped"
+               "only clips of video files and image sequences are swapped (--all leaves it " \
+               "alone)"
     kind = ref.schema_name() if isinstance(ref, otio.core.SerializableObject) else type(ref)
     return f"{label} has media of the kind {kind}: only video files (ExternalReference) and " \
            "image sequences (ImageSequenceReference) are swapped"
@@ -92,7 +112,8 @@ def _video(ref: otio.schema.ExternalReference, label: str, base: Path) -> Media:
     path = local_path(ref.target_url, base)
     if path.suffix.lower() in STILL_SUFFIXES:
         raise InputError(f"{label} is a still image ({path.name}): only movies and image "
-                         "sequences are swapped (swap a picture with `facefuse swap`)")
+                         "sequences are swapped (swap a picture with `facefuse swap`; --all "
+                         "leaves it alone)")
     available = _available(ref, label)
     rate = exact_rate(available.duration.rate)
     first = frames_of(available.start_time, rate)
@@ -101,7 +122,7 @@ def _video(ref: otio.schema.ExternalReference, label: str, base: Path) -> Media:
                          f"({available.start_time.value:g} frames): facefuse numbers frames "
                          "from its start time")
     return Media(str(path), False, rate, time_at(first, available.start_time.rate), first,
-                 frames_of(available.duration, rate), _is_url(ref.target_url))
+                 frames_of(available.duration, rate), style_of(ref.target_url))
 
 
 def _sequence(ref: otio.schema.ImageSequenceReference, label: str, base: Path) -> Media:
@@ -118,7 +139,7 @@ def _sequence(ref: otio.schema.ImageSequenceReference, label: str, base: Path) -
     token = "#" * max(ref.frame_zero_padding, 1)
     pattern = str(folder / f"{ref.name_prefix}{token}{ref.name_suffix}")
     return Media(pattern, True, rate, available.start_time, ref.start_frame,
-                 frames_of(available.duration, rate), _is_url(ref.target_url_base))
+                 frames_of(available.duration, rate), style_of(ref.target_url_base))
 
 
 def _available(ref: otio.core.MediaReference, label: str) -> otio.opentime.TimeRange:
@@ -127,24 +148,3 @@ def _available(ref: otio.core.MediaReference, label: str) -> otio.opentime.TimeR
                          "be numbered: export the timeline with media ranges (the editor's "
                          "OTIO export writes them)")
     return ref.available_range
-
-
-def _is_url(target: str) -> bool:
-    return urlparse(target).scheme == "file"
-
-
-def local_path(target: str, base: Path) -> Path:
-    """The file a target URL names: a file:// URL or a plain path (relative: from `base`)."""
-    parsed = urlparse(target)
-    if parsed.scheme == "file":
-        path = Path(url2pathname(parsed.path))
-    else:
-        path = Path(target)
-    return path if path.is_absolute() else base / path
-
-
-def target_of(path: Path, urls: bool) -> str:
-    """How the swapped timeline names `path`: a file:// URL where the editor wrote URLs,
-    else the absolute path."""
-    absolute = path.absolute()
-    return absolute.as_uri() if urls else str(absolute)

@@ -1,14 +1,17 @@
 """The render request of each clip to swap, and where its render goes.
 
 Each clip renders its media over its used range and handles (selection.ClipSwap.frames, in the
-engine's numbers: see media) into the output folder, as `<clip>.v001.####.exr` (or .png, .tif,
-.dpx), or with `same` as the kind of its media: a sequence with its extension, a movie with its
-container (the request's codec). Versions are never overwritten: each clip takes the version
-after the highest one of its name already in the folder (v001, v002, ...), so an editor that
-imported an earlier swap keeps its frames. Clips of the same name get `_2`, `_3`, ... in
-timeline order. The requests are exactly what `facefuse render` runs (a farm runs their
-`render_args`), made from one template request the command line gives. With reports, each
-clip's review report goes to `<render>.review/` (`facefuse render --report`).
+engine's numbers: see media) into the output folder, by default as a movie `<clip>.v001.mov`
+(ProRes 4444 unless the command names another codec: every editor and every OpenTimelineIO
+adapter links a movie, while an image sequence cannot leave OTIO for FCP 7 XML or AAF), or as a
+sequence `<clip>.v001.####.exr` (or .png, .tif, .dpx), or with `same` as the kind of its media:
+a sequence with its extension, a movie with its container (the request's codec). Versions are
+never overwritten: each clip takes the version after the highest one of its name already in the
+folder (v001, v002, ...), so an editor that imported an earlier swap keeps its frames. Clips of
+the same name get `_2`, `_3`, ... in timeline order. The requests are exactly what `facefuse
+render` runs (a farm runs their `render_args`), made from one template request the command line
+gives. With reports, each clip's review report goes to `<render>.review/` (`facefuse render
+--report`).
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ from facefuse import InputError, RenderRequest, check_folder_writable, safe_name
 from .selection import ClipSwap
 
 SEQUENCE_KINDS = ("exr", "png", "tif", "dpx")
+MOVIE = "mov"
+MOVIE_CODEC = "prores_4444"
 SAME = "same"
-OUTPUT_CHOICES = (*SEQUENCE_KINDS, SAME)
-DEFAULT_KIND = "exr"
+OUTPUT_CHOICES = (MOVIE, *SEQUENCE_KINDS, SAME)
+DEFAULT_KIND = MOVIE
 PADDING = 4
 REVIEW_SUFFIX = ".review"  # a clip's review report folder: <render>.review/report.json
 REPORT_NAME = "report.json"
@@ -50,15 +55,19 @@ class ClipRender:
 
 
 def plan_renders(swaps: Sequence[ClipSwap], template: RenderRequest, folder: Path,
-                 kind: str = DEFAULT_KIND, report: bool = False) -> tuple[ClipRender, ...]:
+                 kind: str = DEFAULT_KIND, report: bool = False,
+                 codec: str | None = None) -> tuple[ClipRender, ...]:
     """A render per clip into `folder` (see the module docstring). template: the render
     options (its input, output, frames and start number are each clip's own). report: each
-    clip's review report goes to `<render>.review/` beside it. InputError for an unknown kind,
-    OutputError when the folder cannot be written."""
+    clip's review report goes to `<render>.review/` beside it. codec: the movie kind's codec
+    when the command names one (else MOVIE_CODEC). InputError for an unknown kind, OutputError
+    when the folder cannot be written."""
     if kind not in OUTPUT_CHOICES:
         raise InputError(f"the output kind must be one of {', '.join(OUTPUT_CHOICES)}, "
                          f"not {kind!r}")
     check_folder_writable(folder)
+    if kind == MOVIE:
+        template = replace(template, codec=codec or MOVIE_CODEC)
     return tuple(_render(swap, stem, template, folder, kind, report)
                  for swap, stem in zip(swaps, unique_stems(swaps)))
 
@@ -88,13 +97,14 @@ def _render(swap: ClipSwap, stem: str, template: RenderRequest, folder: Path,
             kind: str, report: bool) -> ClipRender:
     name = f"{stem}.v{next_version(folder, stem):03d}"
     media = swap.media
-    suffix = Path(media.input).suffix
-    sequence = media.sequence or kind != SAME
-    extension = kind if kind != SAME else suffix.lstrip(".")
+    suffix = f".{MOVIE}" if kind == MOVIE else Path(media.input).suffix
+    sequence = kind in SEQUENCE_KINDS or (kind == SAME and media.sequence)
+    extension = kind if kind in SEQUENCE_KINDS else suffix.lstrip(".")
     output = folder / (f"{name}.{'#' * PADDING}.{extension}" if sequence else f"{name}{suffix}")
     request = replace(template, input=media.input, output=str(output), frames=swap.frames,
                       chunk=None, chunk_frames=None,
                       start_number=template.start_number if media.sequence
-                      else media.first_number)
+                      else media.first_number,
+                      rate=media.rate if media.sequence else template.rate)
     review = folder / f"{name}{REVIEW_SUFFIX}" / REPORT_NAME if report else None
     return ClipRender(swap, request, name, sequence, review)

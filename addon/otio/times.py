@@ -10,6 +10,7 @@ read back compares equal to the editor's own.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from opentimelineio.opentime import RationalTime, TimeRange
@@ -17,6 +18,8 @@ from opentimelineio.opentime import RationalTime, TimeRange
 NTSC_RATES = tuple(Fraction(n * 1000, 1001) for n in (24, 30, 48, 60, 120))
 # "23.976" or "23.98" is 24000/1001, while 24 is 24: the NTSC rates sit 0.024 and more from them
 _NTSC_TOLERANCE = Fraction(1, 200)
+# a time a double's hair from a frame boundary is on it (editors store times as doubles)
+_ON_FRAME = Fraction(1, 1000)
 
 
 def exact_rate(rate: float) -> Fraction:
@@ -34,9 +37,22 @@ def rate_text(rate: Fraction) -> str:
     return f"{float(rate):.3f}".rstrip("0").rstrip(".")
 
 
+def exact_frames(time: RationalTime, rate: Fraction) -> Fraction:
+    """`time` in frames at `rate`, exactly (a fraction where it falls between frames)."""
+    return Fraction(time.value) * rate / exact_rate(time.rate)
+
+
 def frames_of(time: RationalTime, rate: Fraction) -> int:
     """`time` as a whole number of frames at `rate`, the nearest one."""
-    return round(Fraction(time.value) * rate / exact_rate(time.rate))
+    return round(exact_frames(time, rate))
+
+
+def frame_at_or_before(time: RationalTime, rate: Fraction) -> int:
+    """The frame at `rate` that is showing at `time` (where `time` falls between frames, the
+    one before it)."""
+    frames = exact_frames(time, rate)
+    nearest = round(frames)
+    return nearest if abs(frames - nearest) < _ON_FRAME else math.floor(frames)
 
 
 def time_at(frames: int, rate: float) -> RationalTime:

@@ -78,8 +78,12 @@ def test_markers_select_by_clip_or_by_track_range_and_all_takes_every_video_clip
     made = e.timeline("edit", [v1, v2, audio])
     marked = selection.select_clips(made, "swap", 0, tmp_path)
     # b by "Swap ", c by the track marker (and d too: the 3-frame marker reaches frame 13)
-    assert [s.clip.name for s in marked] == ["a", "b", "c", "d"]
-    everything = selection.select_clips(made, None, 2, tmp_path)
+    assert [s.clip.name for s in marked.swaps] == ["a", "b", "c", "d"]
+    # the nested clip's marker is seen, and said to select nothing
+    assert marked.notes == (("clip 'n' carries a 'swap' marker inside a nested stack: clips "
+                             "in nested stacks are not swapped (swap the nested timeline's own "
+                             "export)"),)
+    everything = selection.select_clips(made, None, 2, tmp_path).swaps
     assert [s.clip.name for s in everything] == ["a", "b", "c", "d"]
     assert [s.frames for s in everything] == [
         (86400, 86405), (86402, 86409), (86406, 86413), (86410, 86417)]
@@ -106,8 +110,14 @@ def test_versions_follow_the_highest_in_the_folder_and_names_repeat_apart(
     assert swap.path == out / "edit.swapped.otio"
     same = commands.plan_swap(edit, TEMPLATE, out, "swap", kind="same").renders[0]
     assert same.request.output == str(out / "A001.v004.mp4") and not same.sequence
+    assert same.request.codec == "h264"  # the command's codec, here the request's default
+    movie_kind = commands.plan_swap(edit, TEMPLATE, out, "swap").renders[0]
+    assert movie_kind.request.output == str(out / "A001.v004.mov") and not movie_kind.sequence
+    assert movie_kind.request.codec == "prores_4444"
+    named = commands.plan_swap(edit, TEMPLATE, out, "swap", codec="dnxhr_444").renders[0]
+    assert named.request.codec == "dnxhr_444"
     with pytest.raises(InputError, match="output kind must be one of"):
-        commands.plan_swap(edit, TEMPLATE, out, "swap", kind="mov")
+        commands.plan_swap(edit, TEMPLATE, out, "swap", kind="avi")
 
 
 @pytest.mark.skipif("otio" not in installed_hosts(), reason="the otio host entry point is not "
@@ -120,7 +130,8 @@ def test_print_requests_gives_a_farm_the_render_lines_and_the_timeline(
     edit = e.write(made, tmp_path / "edit.otio")
     out = tmp_path / "out"
     assert main(["timeline", "swap", str(edit), "-s", "me.jpg", "-o", str(out), "--handles",
-                 "2", "--print-requests", "--crf", "12", "--codec", "ffv1", "--report"]) == 0
+                 "2", "--print-requests", "--crf", "12", "--codec", "ffv1", "--report",
+                 "--format", "exr"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [shlex.split(line)[-2:] for line in lines] == [
         ["--report", str(out / "A.v001.review")], ["--report", str(out / "B.v001.review")]]
@@ -203,11 +214,24 @@ def test_review_flags_become_markers_on_their_frames(tmp_path: Path):
         ("identity_jump", 86402, 86404, "p1", "the face changes identity"),
         ("low_confidence", 86410, 86410, "p2", "the detector is unsure")],
         first=86400, last=86420)), encoding="utf-8")
-    markers = markers_from_report(report, e.FILM)
+    markers = markers_from_report(report, e.t)
     assert [(m.name, m.marked_range, m.color, m.comment) for m in markers] == [
         ("facefuse identity_jump", e.span(86402, 3), "RED", "p1: the face changes identity"),
         ("facefuse low_confidence", e.span(86410, 1), "RED", "p2: the detector is unsure")]
+    # the frames of a render of plate.1001.exr.. whose first frame is at media time 0
+    shifted = markers_from_report(report, lambda number: e.t(number - 86400))
+    assert [m.marked_range for m in shifted] == [e.span(2, 3), e.span(10, 1)]
     report.write_text('{"flags": [{"kind": "x"}]}', encoding="utf-8")
     with pytest.raises(InputError, match="is not a facefuse review report|has schema"):
-        markers_from_report(report, e.FILM)
+        markers_from_report(report, e.t)
     assert plan.ClipRender.__dataclass_fields__["report"].default is None
+
+
+def test_adapter_arguments_read_as_numbers_fractions_or_text():
+    from facefuse.cli.timeline import adapter_args
+
+    assert adapter_args(["rate=25", "rate2=24000/1001", "strict=true", "style=avid"]) == {
+        "rate": 25, "rate2": 24000 / 1001, "strict": True, "style": "avid"}
+    for bad in ("rate", "=25", "two words=1"):
+        with pytest.raises(InputError, match="--adapter-arg takes KEY=VALUE"):
+            adapter_args([bad])

@@ -55,9 +55,10 @@ BAD_CLIPS: dict[str, tuple[Bad, str]] = {
                                         markers=("swap",)), "is a still image (photo.jpg)"),
     "no available range": (lambda root: e.clip("bad", otio.schema.ExternalReference(
         target_url=str(root / "A001.mp4")), 0, 4, markers=("swap",)), "has no available range"),
-    "rate": (lambda root: e.clip("bad", _movie(root), e.HOUR_FILM, 4, rate=25,
-                                 markers=("swap",)),
-             "runs at 25 fps in the edit but its media at 23.976 fps"),
+    # 01:00:00:00 at 25 fps is 3456 s, before the media's first frame at 3603.6 s
+    "times outside the media": (lambda root: e.clip("bad", _movie(root), e.HOUR_FILM, 4,
+                                                    rate=25, markers=("swap",)),
+                                "uses frames 82861-82863 of its media"),
     "linear time warp": (_retimed(otio.schema.LinearTimeWarp(time_scalar=2.0)),
                          "is retimed (LinearTimeWarp)"),
     "freeze frame": (_retimed(otio.schema.FreezeFrame()), "is retimed (FreezeFrame)"),
@@ -123,7 +124,7 @@ def test_nothing_marked_says_so_and_points_at_a_timeline_marker(
 
 @pytest.mark.parametrize("content, expected", [
     (None, "does not exist"), ("not json", "cannot read the timeline"),
-    (otio.schema.Clip(name="x").to_json_string(), "holds Clip, not one timeline")])
+    (otio.schema.Clip(name="x").to_json_string(), "holds Clip, not a timeline")])
 def test_a_file_that_is_not_a_timeline_is_refused(content: str | None, expected: str,
                                                   tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]):

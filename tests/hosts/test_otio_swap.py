@@ -52,14 +52,17 @@ def local(url: str) -> Path:
 
 
 def shown_files(clip: otio.schema.Clip) -> list[Path]:
-    """The file of every frame a clip shows, in record order, from its media reference."""
+    """The file of every frame a clip shows, in record order, from its media reference (the
+    image number of a media time is counted by OpenTimelineIO from the available range)."""
     ref = clip.media_reference
     start, rate = clip.source_range.start_time, clip.source_range.duration.rate
-    numbers = [round(start.value) + k for k in range(round(clip.source_range.duration.value))]
-    assert start.rate == rate
+    frames = round(clip.source_range.duration.value)
     if isinstance(ref, otio.schema.ImageSequenceReference):
-        return [local(ref.target_url_for_image_number(n - ref.start_frame)) for n in numbers]
-    return [local(ref.target_url)] * len(numbers)
+        first = ref.available_range.start_time
+        return [local(ref.target_url_for_image_number(
+            round((start + otio.opentime.RationalTime(k, rate) - first).to_frames(ref.rate))))
+            for k in range(frames)]
+    return [local(ref.target_url)] * frames
 
 
 def assert_swapped(path: Path, marker: int, face: np.ndarray) -> None:
@@ -76,7 +79,9 @@ def tracks_by_name(made: otio.schema.Timeline) -> dict[str, otio.schema.Track]:
 
 
 def clips_of(track: otio.schema.Track) -> list[otio.schema.Clip]:
-    return [item for item in track if isinstance(item, otio.schema.Clip)]
+    """The swaps of a track (not the copies of a neighbour a dissolve shows)."""
+    return [item for item in track if isinstance(item, otio.schema.Clip)
+            and "dissolve" not in item.metadata.get("facefuse", {})]
 
 
 # --- a 23.976 edit: two video tracks, a dissolve, a sequence -------------------------------------
@@ -126,7 +131,8 @@ def edit(tmp_path_factory: pytest.TempPathFactory, testdata: Path, render_models
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
         code = main(swap_args(render_models, render_cache, path, out,
-                              testdata / "media" / "obama.jpg", "--handles", "1"))
+                              testdata / "media" / "obama.jpg", "--handles", "1", "--format",
+                              "exr"))
     swapped = otio.adapters.read_from_file(str(out / "edit.swapped.otio"))
     return Edit(root, path, out, face, original, swapped, printed.getvalue(), code)
 
@@ -148,7 +154,7 @@ def test_each_swap_is_on_a_new_track_directly_above_its_clip(edit: Edit):
 def test_record_and_source_ranges_are_exact(edit: Edit):
     tracks, before = tracks_by_name(edit.swapped), tracks_by_name(edit.original)
     pairs = [(before["V1"][1], clips_of(tracks["V1 facefuse"])[0], e.span(e.HOUR_FILM + 2, 6)),
-             (before["V1"][5], clips_of(tracks["V1 facefuse"])[1], e.span(1003, 5)),
+             (before["V1"][5], clips_of(tracks["V1 facefuse"])[1], e.span(2, 5)),
              (before["V2"][1], clips_of(tracks["V2 facefuse"])[0],
               e.span(e.HOUR_FILM + 10, 4))]
     for original, swap, source in pairs:
@@ -174,16 +180,23 @@ def test_references_carry_handles_and_the_dissolve_frames(edit: Edit):
     assert a.media_reference.available_range == e.span(e.HOUR_FILM + 1, 10)
     assert a.media_reference.start_frame == e.HOUR_FILM + 1
     assert a.media_reference.rate == e.FILM
-    assert plate.media_reference.available_range == e.span(1002, 7)
+    # the sequence keeps its plate's media times (0 is file 1001) and its file numbers
+    assert plate.media_reference.available_range == e.span(1, 7)
+    assert plate.media_reference.start_frame == 1002
     for number in range(e.HOUR_FILM + 1, e.HOUR_FILM + 11):
         assert_swapped(edit.out / f"A001.v001.{number}.exr", number - e.HOUR_FILM, edit.face)
     assert sorted(p.name for p in edit.out.glob("plate.v001.*")) == [
         f"plate.v001.{n}.exr" for n in range(1002, 1009)]
-    # the dissolve after A001 is on the new track too, between the swap and a gap
+    # the dissolve after A001 is on the new track too, into a copy of the 2 frames of A002 it
+    # shows (the swap dissolves into A002 as the plate does), then a gap for the rest of A002
     items = list(tracks["V1 facefuse"])
     assert isinstance(items[2], otio.schema.Transition)
     assert items[2].in_offset == e.t(2) and items[2].out_offset == e.t(2)
-    assert isinstance(items[3], otio.schema.Gap)
+    copy = items[3]
+    assert copy.name == "A002" and copy.metadata["facefuse"] == {"dissolve": "A002"}
+    assert copy.source_range == e.span(e.HOUR_FILM + 8, 2)
+    assert copy.range_in_parent() == e.span(10, 2) and not copy.markers
+    assert isinstance(items[4], otio.schema.Gap) and items[4].duration() == e.t(3)
 
 
 def test_markers_come_along_but_not_the_one_that_selected_the_clip(edit: Edit):

@@ -10,12 +10,13 @@ render takes every option of `facefuse render` but those the clip decides (PER_C
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import ExitCode
+from ..errors import ExitCode, InputError
 from ..farm.commandline import absolute_paths, render_command
 from ..hosting.plugins import host_module
 from ..review.folder import check_report_folder
@@ -31,7 +32,7 @@ PER_CLIP = frozenset({"--frames", "--chunk", "--chunk-frames", commandline.OUTPU
 # the host's own defaults (addon/otio: selection.DEFAULT_MARKER, plan.OUTPUT_CHOICES), repeated
 # so that --help needs no OpenTimelineIO
 DEFAULT_MARKER = "swap"
-KINDS = ("exr", "png", "tif", "dpx", "same")
+KINDS = ("mov", "exr", "png", "tif", "dpx", "same")
 
 
 def add_parser(commands: Any) -> None:
@@ -41,7 +42,13 @@ def add_parser(commands: Any) -> None:
     swap = actions.add_parser("swap", help="swap the marked clips of EDIT.otio and write "
                               "OUTDIR/EDIT.swapped.otio with the swaps on new tracks")
     swap.add_argument("timeline", type=Path, help="the edit: an .otio file (or any format an "
-                      "installed OpenTimelineIO adapter reads)")
+                      "installed OpenTimelineIO adapter reads: .xml, .aaf, .edl, ...)")
+    swap.add_argument("--adapter-arg", action="append", default=[], metavar="KEY=VALUE",
+                      help="an argument for the adapter that reads the edit (repeatable), e.g. "
+                      "rate=25 for a 25 fps EDL")
+    swap.add_argument("--timeline", dest="timeline_name", metavar="NAME", help="of a file "
+                      "that holds several timelines (a Premiere AAF of two sequences), the one "
+                      "called NAME")
     swap.add_argument("-o", "--output-dir", type=Path, required=True, help="where the renders "
                       "and the swapped timeline go")
     which = swap.add_mutually_exclusive_group()
@@ -51,8 +58,10 @@ def add_parser(commands: Any) -> None:
     which.add_argument("--all", action="store_true", help="swap every clip of the video tracks")
     swap.add_argument("--handles", type=int, default=0, metavar="N", help="render N frames "
                       "more on each side of each clip's used range, as far as its media goes")
-    swap.add_argument("--format", choices=KINDS, default="exr", help="what each render "
-                      "writes: an image sequence, or the same kind as the clip's media (same)")
+    swap.add_argument("--format", choices=KINDS, default="mov", help="what each render "
+                      "writes: a movie (mov: ProRes 4444 unless --codec; every editor and "
+                      "adapter links it), an image sequence, or the same kind as the clip's "
+                      "media (same)")
     swap.add_argument("--report", action="store_true", help="write each clip's review report "
                       "beside its render (<render>.review/, as render --report) and put its "
                       "flags on the swapped clip as markers")
@@ -62,37 +71,72 @@ def add_parser(commands: Any) -> None:
     commandline.add_settings_options(swap)
     commandline.add_options(swap, [o for o in commandline.SHOT_OPTIONS
                                    if o.flags[-1] not in PER_CLIP])
-    swap.set_defaults(handler=cmd_swap)
+    # None unless given: the movie kind's codec is ProRes 4444 unless the command names one
+    swap.set_defaults(handler=cmd_swap, codec=None)
 
 
 def template_request(args: argparse.Namespace) -> RenderRequest:
     """The render options of the command line as a request; each clip sets its input,
     output and frames."""
-    return commandline.request_from_namespace(
-        argparse.Namespace(**{**vars(args), "input": "-", "output": "-"}))
+    given = {**vars(args), "input": "-", "output": "-"}
+    if given.get("codec") is None:
+        given["codec"] = RenderRequest.__dataclass_fields__["codec"].default
+    return commandline.request_from_namespace(argparse.Namespace(**given))
+
+
+def adapter_args(pairs: list[str]) -> dict[str, Any]:
+    """--adapter-arg KEY=VALUE pairs as keyword arguments: a value that reads as JSON (25,
+    23.976, true) is that value, a fraction (24000/1001) its float, anything else the text."""
+    parsed: dict[str, Any] = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key.strip().isidentifier():
+            raise InputError(f"--adapter-arg takes KEY=VALUE (such as rate=25), not {pair!r}")
+        parsed[key.strip()] = _adapter_value(value.strip())
+    return parsed
+
+
+def _adapter_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    numerator, slash, denominator = text.partition("/")
+    if slash and numerator.isdigit() and denominator.isdigit() and int(denominator):
+        return int(numerator) / int(denominator)
+    return text
 
 
 def cmd_swap(args: argparse.Namespace) -> int:
     commands = host_module("otio", "commands")
     swap = commands.plan_swap(args.timeline, template_request(args), args.output_dir,
                               None if args.all else args.marker, args.handles, args.format,
-                              args.report)
+                              args.report, args.codec, adapter_args(args.adapter_arg),
+                              args.timeline_name)
     inputs = [Path(args.timeline), *(path for clip in swap.renders
                                      for path in (Path(clip.request.input),
                                                   *request_inputs(clip.request)))]
-    check_not_input("the swapped timeline", swap.path, inputs)
+    for path in swap.paths:
+        check_not_input("the swapped timeline", path, inputs)
     reports = {clip.request.output: clip.report.parent for clip in swap.renders
                if clip.report is not None}
     for folder in reports.values():
         check_report_folder(folder, inputs)
     if args.print_requests:
+        for note in swap.notes:
+            print(note, file=sys.stderr)
         for clip in swap.renders:
             report = ["--report", str(reports[clip.request.output])] if clip.report else []
             print(shlex.join(render_command(absolute_paths(clip.request)) + report))
-        path = commands.write_swapped(swap)
-        print(f"wrote {path}: run the {len(swap.renders)} render(s) above, then import it",
+        paths, problem = commands.write_swapped(swap)
+        if problem:
+            print(f"facefuse: warning: {problem}", file=sys.stderr)
+        written = " and ".join(str(path) for path in paths)
+        print(f"wrote {written}: run the {len(swap.renders)} render(s) above, then import it",
               file=sys.stderr)
         return ExitCode.OK
+    for note in swap.notes:
+        print(note)
     code, sentence = commands.run_swap(swap, lambda r: _render(r, reports.get(r.output)), print)
     if code != ExitCode.OK:
         print(f"facefuse: error: {sentence}", file=sys.stderr)
