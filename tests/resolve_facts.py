@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from addon.resolve.job_file import JOB_VERSION
 from facefuse.io import files
 
 
@@ -32,7 +33,7 @@ def job(media: Path | str | None, *, start: int = 86400 + 48, duration: int = 10
         item["media"] = {"File Path": str(media), "Type": kind, "FPS": clip_fps or rate,
                          "Frames": str(frames), "Clip Name": name}
     return {
-        "schema": "facefuse-resolve-job", "version": 2, "product": product,
+        "schema": "facefuse-resolve-job", "version": JOB_VERSION, "product": product,
         "resolve_version": version, "platform": "Linux", "sandboxed": False,
         "project": "Project 1",
         "timeline": {"name": "Timeline 1", "start_frame": start_frame,

@@ -9,8 +9,10 @@ plan.py, not here.
 Resolve's API reports failure by returning None or False rather than raising; every call whose
 result matters is checked and turned into a BridgeError sentence, and what AppendToTimeline
 placed is read back from the track rather than taken from its return value (over a taken range
-it returns an empty item). Methods a Resolve may lack (unique ids, source frames, track locks)
-are called only where present.
+it returns an empty item). Methods a Resolve may lack (unique ids, source frames and seconds,
+track locks) are called only where `dir()` lists them: hasattr() is True for every name on a
+Resolve object (measured). It makes no Studio-only call, and runs only once GetProductName()
+says Studio (a Studio-only call on Free raises a modal that makes later calls fail).
 """
 
 from __future__ import annotations
@@ -27,9 +29,15 @@ from facefuse import HostError
 
 from .job_file import JOB_SCHEMA, JOB_VERSION
 from .plan import Placement
+from .source_frames import whole_frame
 
 MODULE = "DaVinciResolveScript"
 CLIP_PROPERTIES = ("File Path", "Type", "FPS", "Frames", "Start", "End", "Clip Name")
+# the item's source readers, job key -> method (job_file.py and source_frames.py read them)
+SOURCE_READERS = {"source_start": "GetSourceStartFrame", "source_end": "GetSourceEndFrame",
+                  "source_start_time": "GetSourceStartTime",
+                  "source_end_time": "GetSourceEndTime"}
+RATE_TOLERANCE = 0.01  # fps: 23.976 and 24000/1001 are one rate, 23.976 and 24 are not
 _API_FOLDERS = {
     "linux": ("/opt/resolve/Developer/Scripting", "/home/resolve/Developer/Scripting"),
     "darwin": (("/Library/Application Support/Blackmagic Design/DaVinci Resolve/Developer"
@@ -139,18 +147,17 @@ def _item_facts(timeline: Any, item: Any) -> dict[str, Any]:
     facts: dict[str, Any] = {
         "name": item.GetName(), "id": _call(item, "GetUniqueId") or "",
         "start": item.GetStart(), "end": item.GetEnd(), "duration": item.GetDuration(),
-        "left_offset": item.GetLeftOffset(), "source_start": _call(item, "GetSourceStartFrame"),
-        "source_end": _call(item, "GetSourceEndFrame"), "track": _track_of(timeline, item),
+        "left_offset": item.GetLeftOffset(), "track": _track_of(timeline, item),
         "media": None}
+    facts.update({key: _call(item, method) for key, method in SOURCE_READERS.items()})
     if media:
         facts["media"] = {name: media.GetClipProperty(name) for name in CLIP_PROPERTIES}
     return facts
 
 
 def _call(thing: Any, method: str, *args: Any) -> Any:
-    """thing.method(*args), or None where this Resolve has no such method."""
-    found = getattr(thing, method, None)
-    return found(*args) if callable(found) else None
+    """thing.method(*args), or None where this Resolve has no such method (not in dir())."""
+    return getattr(thing, method)(*args) if method in dir(thing) else None
 
 
 def _track_locked(timeline: Any, track: int) -> bool:
@@ -269,6 +276,7 @@ def _target_track(timeline: Any, placement: Placement, track: int) -> int:
 def _append(pool: Any, timeline: Any, clip: Any, placement: Placement, track: int) -> Any:
     """Append the clip and read back what Resolve placed; BridgeError unless it is exactly the
     planned start, duration and track (a wrong item is removed again)."""
+    _check_rate(pool, clip, placement)
     base = _number(clip.GetClipProperty("Start"))
     pool.AppendToTimeline([{
         "mediaPoolItem": clip, "startFrame": base + placement.start_frame,
@@ -288,6 +296,21 @@ def _append(pool: Any, timeline: Any, clip: Any, placement: Placement, track: in
         return item
     raise BridgeError(f"Resolve could not place {placement.name} on video track {track} at "
                       f"frame {placement.record_frame} (nothing there on reading back)")
+
+
+def _check_rate(pool: Any, clip: Any, placement: Placement) -> None:
+    """BridgeError (the clip removed again) when Resolve imported the swap at another rate than
+    the timeline's: AppendToTimeline would floor its frames into timeline frames."""
+    try:
+        clip_fps = float(str(clip.GetClipProperty("FPS")).split()[0])
+    except (ValueError, IndexError):
+        return
+    if placement.fps and abs(clip_fps - placement.fps) >= RATE_TOLERANCE:
+        pool.DeleteClips([clip])
+        raise BridgeError(f"Resolve imported {placement.name} at {clip_fps:g} fps but the "
+                          f"timeline runs at {placement.fps:.5g} fps: nothing placed (Resolve "
+                          "would retime it; render a ProRes 4444 or DNxHR 444 movie, which "
+                          "carries the clip's rate)")
 
 
 def _finish(plate: Any, item: Any, placement: Placement) -> list[str]:
@@ -310,9 +333,10 @@ def _finish(plate: Any, item: Any, placement: Placement) -> list[str]:
 
 
 def _number(value: Any) -> int:
+    """A clip property's whole number, rounded (a hair off reads as the frame), 0 if none."""
     try:
-        return int(float(str(value).strip()))
-    except ValueError:
+        return whole_frame(float(str(value).strip()))
+    except (ValueError, OverflowError):
         return 0
 
 

@@ -5,16 +5,22 @@
 -- must block while the panel is open), then reads the result file and carries out the
 -- placement it describes, step for step as addon/resolve/bridge.py does: the job's timeline made
 -- current, the media imported into a bin, the track directly above the plate (inserted there
--- when it is busy, locked or disabled now), the append, a read-back of what was placed, then the
--- plate's grade, Inspector settings and the review markers onto the swap. Every decision, frame
--- mapping included, is made by facefuse in Python (addon/resolve/plan.py). Installed, with the
--- command line below filled in, by `facefuse resolve install`; $FACEFUSE_RESOLVE_COMMAND
--- overrides it. Lua 5.1 (Resolve's LuaJIT) to 5.4.
+-- when it is busy, locked or disabled now), the imported clip's rate checked, the append, a
+-- read-back of what was placed, then the plate's grade, Inspector settings and the review markers
+-- onto the swap. Every decision, frame mapping included, is made by facefuse in Python
+-- (addon/resolve/plan.py). It makes no Studio-only call: on Free one raises a modal dialog that
+-- makes later calls fail. Installed, with the command line below filled in, by `facefuse
+-- resolve install`; $FACEFUSE_RESOLVE_COMMAND overrides it. Lua 5.1 (Resolve's LuaJIT) to 5.4.
 
 local INSTALLED_COMMAND = ""
-local JOB_SCHEMA, JOB_VERSION = "facefuse-resolve-job", 2
-local RESULT_SCHEMA, RESULT_VERSION = "facefuse-resolve-result", 2
+local JOB_SCHEMA, JOB_VERSION = "facefuse-resolve-job", 3
+local RESULT_SCHEMA, RESULT_VERSION = "facefuse-resolve-result", 3
 local CLIP_PROPERTIES = {"File Path", "Type", "FPS", "Frames", "Start", "End", "Clip Name"}
+-- the item's source readers, job key -> method (addon/resolve/bridge.py's SOURCE_READERS)
+local SOURCE_READERS = {source_start = "GetSourceStartFrame", source_end = "GetSourceEndFrame",
+                        source_start_time = "GetSourceStartTime",
+                        source_end_time = "GetSourceEndTime"}
+local RATE_TOLERANCE = 0.01
 local WINDOWS = package.config:sub(1, 1) == "\\"
 
 local function say(text)
@@ -213,9 +219,12 @@ local function items_on(timeline, track)
   return timeline:GetItemListInTrack("video", track) or {}
 end
 
--- obj:method(...), or nil where this Resolve has no such method
+-- obj:method(...), or nil where this Resolve has no such method (or reading it fails)
 local function call(obj, method, ...)
-  if obj[method] then return obj[method](obj, ...) end
+  local found, f = pcall(function() return obj[method] end)
+  if not found or f == nil then return nil end
+  local ok, result = pcall(f, obj, ...)
+  if ok then return result end
   return nil
 end
 
@@ -264,8 +273,8 @@ local function item_facts(timeline, item)
   local facts = {name = item:GetName(), id = call(item, "GetUniqueId") or "",
                  start = item:GetStart(), ["end"] = item:GetEnd(),
                  duration = item:GetDuration(), left_offset = item:GetLeftOffset(),
-                 source_start = call(item, "GetSourceStartFrame"),
-                 source_end = call(item, "GetSourceEndFrame"), track = track_of(timeline, item)}
+                 track = track_of(timeline, item)}
+  for key, method in pairs(SOURCE_READERS) do facts[key] = call(item, method) end
   local media = item:GetMediaPoolItem()
   if media then
     facts.media = {}
@@ -399,8 +408,23 @@ local function target_track(timeline, p, track)
   return nil, "Resolve added no free video track for " .. p.name
 end
 
+-- nil, or why the swap is not placed: Resolve imported it at another rate than the timeline's,
+-- and AppendToTimeline would floor its frames into timeline frames
+local function wrong_rate(pool, clip, p)
+  local fps = tonumber(tostring(clip:GetClipProperty("FPS")):match("^%s*([%d.]+)"))
+  if not fps or not p.fps or p.fps == 0 or math.abs(fps - p.fps) < RATE_TOLERANCE then
+    return nil
+  end
+  pool:DeleteClips({clip})
+  return string.format("Resolve imported %s at %g fps but the timeline runs at %.5g fps: " ..
+                       "nothing placed (Resolve would retime it; render a ProRes 4444 or " ..
+                       "DNxHR 444 movie, which carries the clip's rate)", p.name, fps, p.fps)
+end
+
 local function append(pool, timeline, clip, p, track)
-  local base = math.floor(tonumber(clip:GetClipProperty("Start")) or 0)
+  local rate_problem = wrong_rate(pool, clip, p)
+  if rate_problem then return nil, rate_problem end
+  local base = math.floor((tonumber(clip:GetClipProperty("Start")) or 0) + 0.5)
   pool:AppendToTimeline({{mediaPoolItem = clip, startFrame = base + p.start_frame,
                           endFrame = base + p.end_frame, trackIndex = track,
                           recordFrame = p.record_frame, mediaType = 1}})
@@ -531,6 +555,7 @@ local function main(app)
     say("the project was closed before the swap could be placed")
     return false
   end
+  say(result.message or "rendered")
   local placed, message = place(project, result.placement)
   say(message)
   return placed

@@ -3,7 +3,7 @@
 The Lua menu script (addon/resolve/facefuse.lua) and the Studio bridge (addon/resolve/bridge.py)
 only collect raw facts of the timeline item under the playhead and write them as JSON:
 
-    {"schema": "facefuse-resolve-job", "version": 2,
+    {"schema": "facefuse-resolve-job", "version": 3,
      "product": "DaVinci Resolve" | "DaVinci Resolve Studio", "resolve_version": "19.1.3.7",
      "platform": "Linux" | "Windows" | "Mac", "sandboxed": false, "project": "name",
      "timeline": {"name", "id", "start_frame": 86400, "start_timecode": "01:00:00:00",
@@ -12,18 +12,22 @@ only collect raw facts of the timeline item under the playhead and write them as
                   "busy": {"2": [[86400, 86450], ...], ...},     # item [start, end) per track
                   "locked": [3], "disabled": [2]},               # video tracks, optional
      "item": null | {"name", "id", "start", "end", "duration", "left_offset", "track",
-                     "source_start", "source_end",   # optional (Resolve 19+), end inclusive
+                     "source_start", "source_end",            # optional: GetSource*Frame
+                     "source_start_time", "source_end_time",  # optional: GetSource*Time (s)
                      "media": null | {"File Path", "Type", "FPS", "Frames", "Start", "End",
                                       "Clip Name"}},
      "review_report": "/path/report.json"}                        # optional: markers
 
-Numbers may arrive as numbers or strings (Resolve gives clip properties as strings but FPS as a
-number, Lua writes what it gets), "drop_frame" as "0"/"1" or a bool. Everything a user can get
+The source readers are written as Resolve gives them (source_frames.py says what they mean);
+version 2 jobs (no seconds) are read too. Numbers may arrive as numbers or strings (Resolve gives
+clip properties as strings but FPS as a number, Lua writes what it gets), a hair off a whole
+frame (1299.9999: read as 1300), "drop_frame" as "0"/"1" or a bool. Everything a user can get
 wrong (no timeline, no clip under the playhead, a title or generator, an offline clip, a clip
-whose rate differs from the timeline's, a speed change) is a ClipError: one sentence, nothing
-placed; a field that is not a finite whole number in range is an InputError. Under a retime
-Resolve warps the offsets and the record span alike, so only the source frames (source_start,
-source_end) show it. The plan built from these facts is in plan.py.
+whose rate differs from the timeline's, a speed change or a reversed clip) is a ClipError: one
+sentence, nothing placed; a field that is not a finite whole number in range is an InputError.
+Where Resolve gives no source frames (0/0 on timelines imported from FCP7 or Premiere XML) the
+retime check cannot be made: the clip is swapped from its left offset and ClipFacts.caveats says
+so. The plan built from these facts is in plan.py.
 """
 
 from __future__ import annotations
@@ -38,6 +42,15 @@ from typing import Any
 
 from facefuse import InputError
 
+from .source_frames import (
+    HAIR,
+    NORMAL,
+    REVERSED,
+    UNKNOWN,
+    SourceReadback,
+    speed_verdict,
+    whole_frame,
+)
 from .timeline import (
     ENGINE_START_NUMBER,
     ItemSpan,
@@ -49,7 +62,8 @@ from .timeline import (
 )
 
 JOB_SCHEMA = "facefuse-resolve-job"
-JOB_VERSION = 2
+JOB_VERSION = 3
+READABLE_VERSIONS = (2, 3)
 # frame numbers and counts beyond this are not a real timeline's (Resolve counts in 32 bits)
 FRAME_LIMIT = 2 ** 31
 TRACK_LIMIT = 10_000
@@ -92,7 +106,8 @@ class ClipFacts:
     disabled: video tracks Resolve will not take an append on, or does not show.
     current_timecode: "" when Resolve gave none (a page without a playhead). timeline_id,
     item_id: Resolve's unique ids ("" when it gave none). review_report: a review report whose
-    flags become markers on the placed swap.
+    flags become markers on the placed swap. caveats: sentences the user is told with the
+    result (the retime check could not be made).
     """
 
     edition: Edition
@@ -114,6 +129,7 @@ class ClipFacts:
     timeline_id: str = ""
     item_id: str = ""
     review_report: Path | None = None
+    caveats: tuple[str, ...] = ()
 
     @property
     def is_sequence(self) -> bool:
@@ -135,7 +151,7 @@ def parse_job(data: Any) -> ClipFacts:
     """Check the job's facts (see the module docstring) and build ClipFacts from them."""
     if not isinstance(data, dict) or data.get("schema") != JOB_SCHEMA:
         raise InputError(f"not a facefuse Resolve job (schema {JOB_SCHEMA!r} expected)")
-    if _integer(data.get("version"), "version") != JOB_VERSION:
+    if _integer(data.get("version"), "version") not in READABLE_VERSIONS:
         raise InputError(f"Resolve job version {data.get('version')} is not supported "
                          f"(this facefuse reads version {JOB_VERSION}): reinstall the launcher "
                          "with `facefuse resolve install`")
@@ -154,7 +170,7 @@ def parse_job(data: Any) -> ClipFacts:
     media_path, input_spec, first_number = _media(item.get("media"), name, rate)
     span = _span(item, name, first_number)
     _check_frames(item.get("media") or {}, span, name)
-    _check_source_frames(item, span, name)
+    caveats = _check_speed(item, span, name, rate)
     tracks = _integer(timeline.get("video_tracks"), "video track count", 1, TRACK_LIMIT)
     report = data.get("review_report")
     return ClipFacts(
@@ -168,7 +184,7 @@ def parse_job(data: Any) -> ClipFacts:
         locked=_tracks(timeline.get("locked"), "locked tracks"),
         disabled=_tracks(timeline.get("disabled"), "disabled tracks"),
         timeline_id=str(timeline.get("id") or ""), item_id=str(item.get("id") or ""),
-        review_report=Path(str(report)) if report else None)
+        review_report=Path(str(report)) if report else None, caveats=caveats)
 
 
 def _edition(data: dict[str, Any]) -> Edition:
@@ -235,17 +251,33 @@ def _span(item: dict[str, Any], name: str, first_number: int) -> ItemSpan:
                     first_number=first_number)
 
 
-def _check_source_frames(item: dict[str, Any], span: ItemSpan, name: str) -> None:
-    """Resolve 19+ gives the source frames an item shows (last one included); under a retime
-    they are not the item's duration, though its offsets and record span agree."""
-    if item.get("source_start") in (None, "") or item.get("source_end") in (None, ""):
-        return
-    first = _integer(item["source_start"], "item source start")
-    last = _integer(item["source_end"], "item source end")
-    if last - first + 1 != span.duration:
-        raise ClipError(f"Clip '{name}' is retimed (it shows {last - first + 1} source frames "
-                        f"over {span.duration} timeline frames): facefuse does not swap retimed "
-                        "clips yet; swap the clip at 100% speed, then retime the result")
+def _check_speed(item: dict[str, Any], span: ItemSpan, name: str,
+                 rate: TimelineRate) -> tuple[str, ...]:
+    """ClipError for a retimed or reversed item (source_frames.py says how it shows); the
+    caveat to tell the user when Resolve gave no source frames to check."""
+    read = SourceReadback(*(_reading(item.get(key), f"item {key.replace('_', ' ')}") for key in
+                            ("source_start", "source_end", "source_start_time",
+                             "source_end_time")))
+    media_fps = _clip_rate(item.get("media") or {}, name)
+    verdict, shown = speed_verdict(read, span.duration, media_fps, rate.fps)
+    if verdict == NORMAL:
+        return ()
+    if verdict == UNKNOWN:
+        why = ("this Resolve has no source readers" if read == SourceReadback() else
+               "0/0, as on timelines imported from FCP7 or Premiere XML")
+        caveat = (f"Resolve gave no source frames for '{name}' ({why}), so the retime check "
+                  "could not be made: it is swapped from its left offset as if it plays at "
+                  "100% speed")
+        return (caveat,)
+    if verdict == REVERSED:
+        frames = "" if read.start_frame is None or read.end_frame is None else (
+            f" (Resolve reads its source frames from {whole_frame(read.start_frame)} down to "
+            f"{whole_frame(read.end_frame)})")
+        raise ClipError(f"Clip '{name}' plays in reverse{frames}: facefuse does not swap "
+                        "reversed clips; swap it forwards, then reverse the result")
+    raise ClipError(f"Clip '{name}' is retimed (it shows {shown:.4g} source frames over "
+                    f"{span.duration} timeline frames): facefuse does not swap retimed clips "
+                    "yet; swap the clip at 100% speed, then retime the result")
 
 
 def _check_frames(media: dict[str, Any], span: ItemSpan, name: str) -> None:
@@ -290,20 +322,37 @@ def _tracks(data: Any, what: str) -> frozenset[int]:
 
 
 def _integer(value: Any, what: str, low: int = -FRAME_LIMIT, high: int = FRAME_LIMIT) -> int:
-    """A whole number in [low, high]; InputError for text, NaN, infinity or out of range."""
-    if isinstance(value, bool):
-        raise InputError(f"the Resolve job's {what} is not a number: {value!r}")
-    try:
-        number = float(str(value).strip())
-    except ValueError:
-        raise InputError(f"the Resolve job's {what} is not a number: {value!r}") from None
+    """A whole number in [low, high] (a hair off one is that one: 1299.9999 -> 1300);
+    InputError for text, NaN, infinity or out of range, ClipError for a fraction."""
+    number = _number(value, what)
     if not math.isfinite(number) or not low <= number <= high:
         raise InputError(f"the Resolve job's {what} ({value!r}) is not a number from {low} to "
                          f"{high}")
-    if number != int(number):
+    if abs(number - whole_frame(number)) >= HAIR:
         raise ClipError(f"the {what} ({number}) is not a whole frame: facefuse works on whole "
                         "frames")
-    return int(number)
+    return whole_frame(number)
+
+
+def _reading(value: Any, what: str) -> float | None:
+    """A source reader's number as Resolve gave it (None: not given); InputError for text,
+    NaN or infinity."""
+    if value is None or value == "":
+        return None
+    number = _number(value, what)
+    if not math.isfinite(number):
+        raise InputError(f"the Resolve job's {what} ({value!r}) is not a finite number")
+    return number
+
+
+def _number(value: Any, what: str) -> float:
+    """A job field as a float (NaN and infinity included); InputError for text or a bool."""
+    if isinstance(value, bool):
+        raise InputError(f"the Resolve job's {what} is not a number: {value!r}")
+    try:
+        return float(str(value).strip())
+    except ValueError:
+        raise InputError(f"the Resolve job's {what} is not a number: {value!r}") from None
 
 
 def _text(value: Any, what: str) -> str:

@@ -22,16 +22,23 @@ markers on it. Nothing else is decided there.
 
 The result file (`write_result`, read by the Lua launcher):
 
-    {"schema": "facefuse-resolve-result", "version": 2, "status": "place" | "nothing",
+    {"schema": "facefuse-resolve-result", "version": 3, "status": "place" | "nothing",
      "message": "one sentence",
      "placement": {"media", "sequence": true, "start_index", "end_index", "bin", "name",
                    "timeline", "timeline_id", "plate_id", "plate_track", "track", "insert",
-                   "record_frame", "duration", "start_frame", "end_frame", "properties": [...],
+                   "record_frame", "duration", "start_frame", "end_frame", "fps",
+                   "properties": [...],
                    "markers": [{"frame", "duration", "color", "name", "note", "custom"}]} | null}
 
-start_frame / end_frame are frames of the imported clip counted from its first frame, end
-exclusive as AppendToTimeline counts them on Resolve 19.1-21 (measured): the placer adds the
-clip's own `Start` property (0 for a movie, the first file number for an image sequence).
+The placement is planned in timeline frames: `duration` frames from `record_frame`, and what is
+read back is compared in timeline frames. start_frame / end_frame are frames of the imported
+clip counted from its first frame, end exclusive as AppendToTimeline counts them on Resolve
+19.1-21 (measured): the placer adds the clip's own `Start` property (0 for a movie, the first
+file number for an image sequence). They are timeline frames only while the imported clip runs
+at the timeline's rate, `fps`: AppendToTimeline takes source frames and floors their conversion
+to timeline frames (measured), so a clip Resolve imported at another rate would be placed
+retimed or a frame short. The placer compares the imported clip's FPS with `fps` first and
+places nothing when they differ (0: not checked).
 """
 
 from __future__ import annotations
@@ -62,7 +69,7 @@ from .review import Marker
 from .timeline import playhead_frame
 
 RESULT_SCHEMA = "facefuse-resolve-result"
-RESULT_VERSION = 2
+RESULT_VERSION = 3
 BIN_NAME = "facefuse"
 # a clip name's share of an output file name (file systems take 255 bytes a name)
 STEM_LIMIT = 100
@@ -93,6 +100,7 @@ class Placement:
     duration: int
     start_frame: int
     end_frame: int
+    fps: float = 0.0
     properties: tuple[str, ...] = PROPERTIES
     markers: tuple[Marker, ...] = ()
 
@@ -146,7 +154,7 @@ def plan(facts: ClipFacts, sources: tuple[Path, ...], settings: Settings,
         end_index=end_index, bin=BIN_NAME, name=f"{stem} facefuse", timeline=facts.timeline,
         timeline_id=facts.timeline_id, plate_id=facts.item_id, plate_track=facts.track,
         track=track, insert=insert, record_frame=span.record_start, duration=span.duration,
-        start_frame=0, end_frame=span.duration,
+        start_frame=0, end_frame=span.duration, fps=float(facts.rate.fps),
         markers=review.markers(facts.review_report, span) if facts.review_report else ())
     return ResolvePlan(facts, request, placement, previous)
 
@@ -245,6 +253,8 @@ def outcome(swap: ResolvePlan, summary: RenderSummary) -> tuple[Placement | None
         return None, (f"No face was swapped in '{name}' ({why} in its {summary.frames} "
                       "frames): nothing placed")
     earlier = f" ({summary.skipped} done by an earlier render)" if summary.skipped else ""
+    caveats = "".join(f"; note: {caveat}" for caveat in swap.facts.caveats)
     return swap.placement, (f"Swapped {summary.swapped} of {summary.frames} "
                             f"frames of '{name}'{earlier}; it goes on video track "
-                            f"{swap.placement.track} at frame {swap.placement.record_frame}")
+                            f"{swap.placement.track} at frame {swap.placement.record_frame}"
+                            f"{caveats}")

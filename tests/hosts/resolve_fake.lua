@@ -1,24 +1,60 @@
 -- A fake `resolve` global for running addon/resolve/facefuse.lua under lupa, behaving as a live
--- Resolve 19.1-21 was measured to behave (shared/REFERENCE.md section 6), as resolve_fake.py does:
--- methods called with ':', lists as 1-based tables, clip properties as strings except FPS (a
--- number), 1-based track indices; AppendToTimeline appends to the current timeline with an
+-- Resolve 19.1-21 was measured to behave, row by row of the facts table
+-- tests/hosts/resolve_facts.json (its rows' `fake` parameters come in as `facts`, keyed by row
+-- id), as resolve_fake.py does: methods called with ':', lists as 1-based tables, clip
+-- properties as strings except FPS (a number), 1-based track indices. GetSourceEndFrame is
+-- exclusive when the media's rate equals the timeline's and inclusive when they differ;
+-- GetSourceStartTime/EndTime count in the media's timecode space (media `start_seconds`); under a
+-- retime (item speed) the source span shows it while GetLeftOffset/GetRightOffset follow the
+-- warped timing; a reversed item reads start > end, one of a timeline imported from XML 0/0,
+-- `hair` whole frames a hair under. AppendToTimeline appends to the current timeline with an
 -- exclusive endFrame in the clip's own frame space (Start..End: 0..N-1 for a movie, the file
--- numbers for an image sequence), and over an occupied range or on a locked track it is dropped
--- and returns an empty shell; under a retime (item speed) GetLeftOffset follows the warped timing
--- and only GetSourceStartFrame/GetSourceEndFrame (inclusive) show the source; GetCurrentTimecode
--- is "" off the edit pages; a path already in the pool imports nothing; "Show Individual Frames"
--- imports a sequence as stills; AddTrack("video", {index = n}) inserts at n. Failures return
--- nil / false / an empty table, never raise. `new(config)` returns the resolve object and its
--- state (what tests inspect).
+-- numbers for an image sequence), floors a clip at another rate into timeline frames, and over
+-- an occupied range or on a locked track it is dropped and returns an empty shell (no
+-- GetUniqueId). A Studio-only call on Free returns false and raises the modal: every later call
+-- fails. GetCurrentTimecode is "" off the edit pages; a path already in the pool imports
+-- nothing; "Show Individual Frames" imports a sequence as stills; a sequence (and a movie) is
+-- imported at the current timeline's rate (assumed); AddTrack("video", {index = n}) inserts at n.
+-- An absent method reads nil (assumed for Lua). Failures return nil / false / an empty table,
+-- never raise. `new(config, facts)` returns the resolve object and its state (what tests
+-- inspect).
 --
 -- config: product, version, no_project, no_timeline, tracks (count), start_frame,
 -- start_timecode, current_timecode, page, playhead, rate, drop, no_track_index (Resolve before
--- 19), refuse_add_track, no_insert_index (AddTrack ignores the index), locked = {track, ...},
--- disabled = {track, ...}, individual_frames, short_by (a build that places fewer frames than
--- asked),
--- items = {{name, start, duration, left_offset, track, speed, properties, media = {props}}}
+-- 19), absent = {method, ...} (an older build's items), refuse_add_track, no_insert_index
+-- (AddTrack ignores the index), locked = {track, ...}, disabled = {track, ...},
+-- individual_frames, sequence_fps (sequences imported at another rate), short_by (a build that
+-- places fewer frames than asked),
+-- items = {{name, start, duration, left_offset, source_start, track, speed, reverse,
+--           xml_imported, hair, properties, media = {props}, start_seconds}}
 
 local fake = {}
+local facts = {}  -- the facts table's `fake` parameters, by row id (set by new)
+local session = {studio = true, modal = false}
+local RATE_TOLERANCE = 0.01
+
+local function fps_of(rate)
+  return tonumber(tostring(rate):match("^%s*([%d.]+)")) or 24
+end
+
+-- every method of obj fails once a Studio-only call on Free has raised the modal
+local function guarded(obj)
+  for name, method in pairs(obj) do
+    if type(method) == "function" and name:match("^%u") then
+      obj[name] = function(...)
+        if session.modal then return facts.studio_only_modal.returns end
+        return method(...)
+      end
+    end
+  end
+  return obj
+end
+
+local function studio_only()
+  if session.studio then return true end
+  session.modal = true
+  return facts.studio_only_modal.returns
+end
 
 local next_id = 0
 local function uid()
@@ -40,8 +76,8 @@ local INSPECTOR = {Pan = 0, Tilt = 0, ZoomX = 1, ZoomY = 1, ZoomGang = true, Rot
                    Opacity = 100, Distortion = 0, RetimeProcess = 0, MotionEstimation = 0,
                    Scaling = 0, ResizeFilter = 0}
 
-local function media_item(props)
-  local item = {props = {}, id = uid()}
+local function media_item(props, start_seconds)
+  local item = {props = {}, id = uid(), start_seconds = start_seconds or 0}
   for k, v in pairs(props) do
     if k == "FPS" then item.props[k] = tonumber(v) or v else item.props[k] = tostring(v) end
   end
@@ -51,7 +87,8 @@ local function media_item(props)
     return self.props[name] or ""
   end
   function item:GetUniqueId() return self.id end
-  return item
+  function item:TranscribeAudio() return studio_only() end
+  return guarded(item)
 end
 
 local function span_of(clip)
@@ -61,23 +98,56 @@ local function span_of(clip)
   return start, last + 1
 end
 
-local function timeline_item(config, no_track_index)
+-- the source side (frames, seconds) of an item, as the facts table's rows say Resolve reads it
+local function source_side(item)
+  local timeline = item.timeline_fps
+  local media = item.media and tonumber(item.media.props.FPS) or timeline
+  if math.abs(media - timeline) < RATE_TOLERANCE then media = timeline end
+  local first = item.source_start or item.left_offset
+  local shown = item.duration * item.speed * media / timeline
+  local row = media == timeline and facts.source_end_equal_rates or facts.source_end_differing_rates
+  local last = math.ceil(first + shown - 1e-9) - row.end_minus
+  local origin = 0
+  if item.media and facts.source_time_origin.origin == "media_start_timecode" then
+    origin = item.media.start_seconds
+  end
+  local frames = {first, last}
+  local seconds = {origin + first / media, origin + (first + shown) / media}
+  if item.reverse then
+    frames, seconds = {last, first}, {seconds[2], seconds[1]}
+  end
+  if item.hair then
+    local under = facts.hair_under_whole_frame.under_by
+    frames = {frames[1] - under, frames[2] - under}
+  end
+  if item.xml_imported then
+    frames, seconds = facts.xml_import_zero.frames, facts.xml_import_zero.seconds
+  end
+  return frames, seconds
+end
+
+local function timeline_item(config, rate, no_track_index, absent)
   local item = {name = config.name, start = config.start, duration = config.duration,
-                left_offset = config.left_offset or 0, track = config.track, id = uid(),
-                speed = config.speed or 1, properties = {}, markers = {}, graded_onto = {}}
+                left_offset = config.left_offset or 0, source_start = config.source_start,
+                track = config.track, id = uid(), speed = config.speed or 1,
+                reverse = config.reverse, xml_imported = config.xml_imported, hair = config.hair,
+                timeline_fps = fps_of(rate), properties = {}, markers = {}, graded_onto = {}}
   for k, v in pairs(INSPECTOR) do item.properties[k] = v end
   for k, v in pairs(config.properties or {}) do item.properties[k] = v end
   if config.media then item.media = config.media.GetClipProperty and config.media
-                                    or media_item(config.media) end
+                                    or media_item(config.media, config.start_seconds) end
   function item:GetName() return self.name end
   function item:GetStart() return self.start end
   function item:GetEnd() return self.start + self.duration end
   function item:GetDuration() return self.duration end
-  function item:GetLeftOffset() return math.floor(self.left_offset / self.speed + 0.5) end
-  function item:GetSourceStartFrame() return self.left_offset end
-  function item:GetSourceEndFrame()
-    return self.left_offset + math.floor(self.duration * self.speed + 0.5) - 1
+  function item:GetLeftOffset()  -- warped under a retime (left_offset_warped)
+    return math.floor((self.source_start or self.left_offset) / self.speed + 0.5)
   end
+  function item:GetRightOffset() return self:GetLeftOffset() + self.duration end
+  function item:GetSourceStartFrame() return source_side(self)[1] end
+  function item:GetSourceEndFrame() return source_side(self)[2] end
+  function item:GetSourceStartTime() local _, s = source_side(self); return s[1] end
+  function item:GetSourceEndTime() local _, s = source_side(self); return s[2] end
   function item:GetMediaPoolItem() return self.media end
   function item:GetUniqueId() return self.id end
   function item:GetProperty(key)
@@ -106,6 +176,16 @@ local function timeline_item(config, no_track_index)
   if not no_track_index then
     function item:GetTrackTypeAndIndex() return {"video", self.track} end
   end
+  for _, name in ipairs(absent or {}) do item[name] = nil end
+  return guarded(item)
+end
+
+-- what a dropped append returns (append_returns_shells): on no track, no unique id
+local function shell()
+  local item = timeline_item({name = "", start = 0, duration = 0, track = 0}, 24, true)
+  local kept = {}
+  for _, name in ipairs(facts.append_returns_shells.shell_has) do kept[name] = true end
+  if not kept.GetUniqueId then item.GetUniqueId = nil end
   return item
 end
 
@@ -122,10 +202,10 @@ local function folder(name)
     for i, clip in ipairs(self.clips) do list[i] = clip end
     return list
   end
-  return f
+  return guarded(f)
 end
 
-local function import_one(entry, individual)
+local function import_one(entry, individual, fps)
   if type(entry) == "table" then
     local paths = {}
     for n = entry.StartIndex, entry.EndIndex do
@@ -148,17 +228,18 @@ local function import_one(entry, individual)
              string.format(f, entry.EndIndex) .. "]"
     end)
     return {media_item({["File Path"] = shown, ["Clip Name"] = shown, Type = "Video",
-                        Frames = #paths, FPS = 24.0, Start = entry.StartIndex,
+                        Frames = #paths, FPS = fps, Start = entry.StartIndex,
                         End = entry.EndIndex})}
   end
   if not exists(entry) then return nil end
   local frames = fake.movie_frames or 0
   return {media_item({["File Path"] = entry, ["Clip Name"] = entry, Type = "Video",
-                      Frames = frames, FPS = 24.0, Start = 0, End = frames - 1})}
+                      Frames = frames, FPS = fps, Start = 0, End = frames - 1})}
 end
 
 local function make_timeline(config, state, name)
-  local timeline = {name = name, id = uid(), tracks = {}, locked = {}, disabled = {}}
+  local timeline = {name = name, id = uid(), tracks = {}, locked = {}, disabled = {},
+                    rate = config.rate or "24"}
   for t = 1, config.tracks or 1 do timeline.tracks[t] = {} end
   for _, t in ipairs(config.locked or {}) do timeline.locked[t] = true end
   for _, t in ipairs(config.disabled or {}) do timeline.disabled[t] = true end
@@ -172,7 +253,7 @@ local function make_timeline(config, state, name)
     return config.current_timecode or "01:00:00:00"
   end
   function timeline:GetSetting(setting)
-    if setting == "timelineFrameRate" then return config.rate or "24" end
+    if setting == "timelineFrameRate" then return self.rate end
     if setting == "timelineDropFrameTimecode" then return config.drop or "0" end
     return ""
   end
@@ -231,18 +312,30 @@ local function make_timeline(config, state, name)
     end
     return nil
   end
+  function timeline:CreateSubtitlesFromAudio() return studio_only() end
   function timeline:busy(track, first, last)
     for _, item in ipairs(self.tracks[track]) do
       if item.start < last and first < item.start + item.duration then return true end
     end
     return false
   end
-  return timeline
+  return guarded(timeline)
 end
 
-function fake.new(config)
+-- timeline frames `frames` source frames of a clip take (append_mixed_rate_floor)
+local function record_length(frames, clip, timeline)
+  local clip_fps, rate = tonumber(clip:GetClipProperty("FPS")), fps_of(timeline.rate)
+  if not clip_fps or math.abs(clip_fps - rate) < RATE_TOLERANCE then return frames end
+  assert(facts.append_mixed_rate_floor.record_frames == "floor")
+  return math.floor(frames * rate / clip_fps + 1e-9)
+end
+
+function fake.new(config, known)
+  facts = known
+  session.studio = (config.product or "DaVinci Resolve"):lower():find("studio") ~= nil
+  session.modal = false
   local state = {calls = {}, root = folder("Master"), page = config.page or "edit",
-                 timelines = {}}
+                 timelines = {}, session = session}
   local function log(name) state.calls[#state.calls + 1] = name end
   local timeline = make_timeline(config, state, "Timeline 1")
   state.timelines[1] = timeline
@@ -260,7 +353,7 @@ function fake.new(config)
 
   -- the user puts an item on a timeline
   function state.add_item(target, spec)
-    local item = timeline_item(spec)
+    local item = timeline_item(spec, target.rate)
     target.tracks[spec.track][#target.tracks[spec.track] + 1] = item
     return item
   end
@@ -293,8 +386,9 @@ function fake.new(config)
   function pool:ImportMedia(entries)
     log("ImportMedia")
     local imported, known = {}, known_paths()
+    local fps = config.sequence_fps or fps_of(state.current.rate)
     for _, entry in ipairs(entries) do
-      local clips = import_one(entry, config.individual_frames)
+      local clips = import_one(entry, config.individual_frames, fps)
       if not clips then return {} end
       for _, clip in ipairs(clips) do
         if not known[clip:GetClipProperty("File Path")] then imported[#imported + 1] = clip end
@@ -326,13 +420,13 @@ function fake.new(config)
       local first, last = info.startFrame, info.endFrame
       local lo, hi = span_of(clip)
       if first < lo or last <= first or last > hi then return {} end
-      last = last - (config.short_by or 0)
+      local length = record_length(last - first, clip, target) - (config.short_by or 0)
       local item = timeline_item({name = clip:GetName(), start = info.recordFrame,
-                                  duration = last - first, left_offset = first - lo,
-                                  track = track, media = clip})
+                                  duration = length, left_offset = first - lo,
+                                  track = track, media = clip}, target.rate)
       if target.locked[track] or target:busy(track, info.recordFrame,
-                                             info.recordFrame + last - first) then
-        placed[i] = timeline_item({name = "", start = 0, duration = 0, track = 0})
+                                             info.recordFrame + length) then
+        placed[i] = shell()
       else
         target.tracks[track][#target.tracks[track] + 1] = item
         placed[i] = item
@@ -372,10 +466,11 @@ function fake.new(config)
   function resolve:OpenPage(name) state.page = name; return true end
 
   for _, spec in ipairs(config.items or {}) do
-    local item = timeline_item(spec, config.no_track_index)
+    local item = timeline_item(spec, timeline.rate, config.no_track_index, config.absent)
     timeline.tracks[spec.track][#timeline.tracks[spec.track] + 1] = item
   end
-  return resolve, state
+  guarded(pool); guarded(project); guarded(manager)
+  return guarded(resolve), state
 end
 
 return fake

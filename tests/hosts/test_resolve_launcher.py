@@ -20,13 +20,16 @@ import pytest
 from addon.resolve import install
 from addon.resolve import plan as resolve_plan
 from addon.resolve.job_file import parse_job
+from tests.hosts.resolve_lua import (
+    RUNTIMES,
+    Launcher,
+    use_planner,
+)
+from tests.hosts.resolve_lua import launcher_config as _config
+from tests.hosts.resolve_lua import placed as _placed
 from tests.render_media import YUNET_NAME, face_photo, make_face_clip
 from tests.review_reports import review_report
 
-HERE = Path(__file__).resolve().parent
-LAUNCHER = HERE.parents[1] / "addon" / "resolve" / "facefuse.lua"
-FAKE = HERE / "resolve_fake.lua"
-RUNTIMES = ("lupa.luajit21", "lupa.lua51", "lupa.lua54")
 START, DURATION, LEFT = 86448, 10, 3
 STUB = """
 import os, shutil, sys
@@ -38,49 +41,6 @@ if known != "-":
 sys.stderr.write("the stub says hello\\n")
 sys.exit(int(os.environ.get("STUB_EXIT", "0")))
 """
-
-
-class Launcher:
-    """One Lua runtime with the fake Resolve as `resolve`, print captured."""
-
-    def __init__(self, runtime: str, config: dict[str, Any]) -> None:
-        self.lua = importlib.import_module(runtime).LuaRuntime()
-        self.printed: list[str] = []
-        self.lua.globals().print = lambda *parts: self.printed.append(
-            " ".join(str(p) for p in parts))
-        fake = self.lua.execute(FAKE.read_text(encoding="utf-8"))
-        self.resolve, self.state = fake.new(self.lua.table_from(_lua_ready(config),
-                                                                recursive=True))
-
-    def run(self, with_resolve: bool = True) -> Any:
-        self.lua.globals().resolve = self.resolve if with_resolve else None
-        return self.lua.execute(LAUNCHER.read_text(encoding="utf-8"))
-
-    def track(self, index: int) -> list[Any]:
-        items = self.state.tracks[index]
-        return [] if items is None else list(items.values())
-
-    @property
-    def output(self) -> str:
-        return "\n".join(self.printed)
-
-
-def _lua_ready(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _lua_ready(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_lua_ready(v) for v in value]
-    return value
-
-
-def _config(media: Path | None, **changes: Any) -> dict[str, Any]:
-    props = None if media is None else {"File Path": str(media), "Type": "Video + Audio",
-                                        "FPS": "24", "Frames": "20", "Clip Name": media.name}
-    item = {"name": media.name if media else "Text+", "start": START, "duration": DURATION,
-            "left_offset": LEFT, "track": 1, "media": props}
-    config = {"product": "DaVinci Resolve", "version": "19.1.3.7", "tracks": 1,
-              "playhead": START + 2, "current_timecode": "01:00:02:02", "items": [item]}
-    return {**config, **changes}
 
 
 @pytest.fixture()
@@ -291,58 +251,11 @@ def test_the_written_command_reads_back_in_lua_whatever_brackets_it_holds(runtim
 
 # -- against what a live Resolve was measured to do (resolve_fake.lua) ---------------------------
 
-PLANNER = """
-import json, os, sys
-from pathlib import Path
-from addon.resolve import plan as resolve_plan
-from addon.resolve.job_file import parse_job
-from facefuse import FacefuseError, Settings
-args = sys.argv[1:]
-job = Path(args[args.index("--job") + 1])
-result = Path(args[args.index("--result") + 1])
-data = json.loads(job.read_text(encoding="utf-8"))
-Path(os.environ["PLANNER_SEEN"]).write_text(json.dumps(data))
-if os.environ.get("PLANNER_REPORT"):
-    data["review_report"] = os.environ["PLANNER_REPORT"]
-try:
-    swap = resolve_plan.plan(parse_job(data), (), Settings())
-except FacefuseError as exc:
-    resolve_plan.write_result(result, None, str(exc))
-    sys.exit(2)
-resolve_plan.prepare(swap)
-p = swap.placement
-Path(p.media).parent.mkdir(parents=True, exist_ok=True)
-for number in range(p.start_index, p.end_index + 1):
-    Path(p.media % number).write_bytes(b"png")
-resolve_plan.write_result(result, p, "planned")
-"""
-
-
 @pytest.fixture()
 def planner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The launcher runs Python's real job reading and plan (no render: the frames are written
     as files); returns where the job the launcher wrote is copied."""
-    script = tmp_path / "planner.py"
-    script.write_text(PLANNER)
-    seen = tmp_path / "job-seen.json"
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
-    monkeypatch.setenv("PLANNER_SEEN", str(seen))
-    monkeypatch.delenv("APP_SANDBOX_CONTAINER_ID", raising=False)
-    monkeypatch.setenv("FACEFUSE_RESOLVE_COMMAND", " ".join(
-        shlex.quote(p) for p in (sys.executable, str(script))))
-    return seen
-
-
-def _placed(launcher: Launcher, timeline: Any = None) -> list[tuple[int, int, int, int]]:
-    """(track, start, duration, left offset) of every facefuse item on the job's timeline."""
-    timeline = timeline if timeline is not None else launcher.state.timeline
-    found = []
-    for track, items in timeline.tracks.items():
-        for item in items.values():
-            media = item.media
-            if media is not None and "facefuse" in str(media.props["File Path"]):
-                found.append((track, item.start, item.duration, item.left_offset))
-    return sorted(found)
+    return use_planner(tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
@@ -419,7 +332,8 @@ def test_measured_a_retimed_clip_is_refused(media: Path, planner: Path):
     launcher = Launcher(RUNTIMES[0], _config(media, items=[item]))
     launcher.run()
     seen = json.loads(planner.read_text())
-    assert seen["item"]["source_end"] - seen["item"]["source_start"] + 1 == 2 * DURATION
+    # at the timeline's rate GetSourceEndFrame is exclusive (source_end_equal_rates)
+    assert seen["item"]["source_end"] - seen["item"]["source_start"] == 2 * DURATION
     assert "retime" in launcher.output and _placed(launcher) == []
 
 
