@@ -21,7 +21,7 @@ from facefuse import (
 
 from .frames import START_NUMBER, SwapPlan, image_input, movie_input, selected_numbers
 from .settings import engine_settings, in_blender
-from .strips import StripError, require_swappable
+from .strips import StripError, require_own_picture, require_swappable
 
 DEFAULT_OUTPUT = "//facefuse/"
 STAGE_FOLDER = "input"
@@ -48,6 +48,7 @@ def plan_swap(scene: Any, strip: Any, frames: tuple[int, int] | None = None,
     user; nothing is written before every check has passed.
     """
     require_swappable(strip)
+    require_own_picture(scene.sequence_editor, strip)
     props = strip.facefuse
     settings = engine_settings(props)
     out_dir, out_setting = output_folder(strip)

@@ -4,7 +4,9 @@ or image strip's trimmed frames.
 The engine numbers a movie's frames from START_NUMBER = 1, as `facefuse render` does by default
 (so a farm render with the CLI and one from Blender share outputs and resume each other): the
 movie frame shown at timeline frame f is number `f - frame_start + animation_offset_start + 1`,
-and `<strip>.0001.png` holds the movie's first frame. Image strips keep the numbers their files
+held at the first and last frame the strip can show (a Hard split or a Hold Offset leaves it
+animation_offset_start .. animation_offset_start + frame_duration - 1), and `<strip>.0001.png`
+holds the movie's first frame. Image strips keep the numbers their files
 carry (`plate.1001.exr` -> 1001) when the used files form one numbered sequence; any other list
 of files (stills, held or reordered frames) is linked into `<output>/input/src.####.<ext>`
 numbered 1.. in order of first use. Every trimmed timeline frame frame_final_start ..
@@ -99,18 +101,32 @@ def selected_numbers(strip: Any, numbers: tuple[int, ...],
 
 
 def movie_input(strip: Any) -> tuple[str, tuple[int, ...]]:
+    """The movie's path and the engine number at each trimmed frame; timeline frames past
+    the frames the strip can show (a handle dragged beyond them) hold the nearest one."""
     path = Path(bpy.path.abspath(strip.filepath))
     if not path.is_file():
         raise StripError(f"The movie of strip '{strip.name}' is missing: {strip.filepath}")
-    retimed = len(getattr(strip, "retiming_keys", ())) > 0 or strip.strobe > 1.0
-    if strip.use_reverse_frames or retimed:
-        raise StripError(f"Strip '{strip.name}' is reversed or retimed: swap the plain strip, "
-                         "then reverse or retime the result")
-    last = max(1, strip.frame_duration)
-    offset = strip.animation_offset_start - int(strip.frame_start) + START_NUMBER
-    numbers = tuple(min(max(f + offset, START_NUMBER), last - 1 + START_NUMBER)
+    retimed = _movie_retime(strip)
+    if retimed:
+        raise StripError(f"Strip '{strip.name}' {retimed}")
+    first = strip.animation_offset_start + START_NUMBER
+    last = first + max(1, strip.frame_duration) - 1
+    offset = first - int(strip.frame_start)
+    numbers = tuple(min(max(f + offset, first), last)
                     for f in range(strip.frame_final_start, strip.frame_final_end))
     return str(path), numbers
+
+
+def _movie_retime(strip: Any) -> str:
+    """How a movie strip is retimed, "" when it is not: which media frame it then shows is not
+    in the API (image strips have strip_elem_from_frame, which follows all three)."""
+    if len(getattr(strip, "retiming_keys", ())) > 0:
+        return "is retimed (retiming keys): swap it without them, then retime the result strip"
+    if strip.use_reverse_frames:
+        return "plays reversed: swap it forwards, then reverse the result strip"
+    if strip.strobe > 1.0:
+        return "is strobed: swap it without Strobe, then strobe the result strip"
+    return ""
 
 
 def image_input(strip: Any, stage: Path, prepare: bool) -> tuple[str, tuple[int, ...]]:

@@ -1,7 +1,11 @@
-"""Swapped frames -> an image strip on the channel above the source, frame-aligned with it.
+"""Swapped frames -> an image strip on the channel above the source, frame-aligned with it and
+drawn exactly over it.
 
 Data API only (strips.new_image, then elements.append per frame): it works headless and with
-bpy as a module, where the strip-add operators have no sequencer area to run in.
+bpy as a module, where the strip-add operators have no sequencer area to run in. The swapped
+frames have the source's pixel size, so the source's transform (where Add > Movie/Image put
+its fit to the project), crop, flips, blend and Color settings make the result draw as the
+source does. Its modifiers are not repeated (the swap message says so).
 """
 
 from __future__ import annotations
@@ -15,6 +19,10 @@ from .frames import SwapPlan
 from .strips import StripError, all_strips, container_of
 
 NAME_LIMIT = 63
+TRANSFORM = ("offset_x", "offset_y", "scale_x", "scale_y", "rotation", "origin", "filter")
+CROP = ("min_x", "max_x", "min_y", "max_y")
+DRAWING = ("use_flip_x", "use_flip_y", "blend_type", "blend_alpha", "alpha_mode",
+           "color_saturation", "color_multiply", "multiply_alpha")
 
 
 def find_strip(plan: SwapPlan) -> tuple[Any, Any]:
@@ -49,7 +57,7 @@ def add_result_strip(plan: SwapPlan) -> Any:
         raise StripError(f"{len(missing)} frame(s) of '{plan.strip}' are not rendered yet "
                          f"({shown}); press Swap Strip again to finish them")
     strips = container_of(scene.sequence_editor, source)
-    _remove_previous(strips, source)
+    mute = _remove_previous(strips, source)
     start, end = plan.frame_start, plan.frame_start + len(plan.numbers)
     channel = free_channel(strips, start, end, source.channel + 1)
     names = [plan.output_name(n) for n in plan.numbers]
@@ -60,6 +68,8 @@ def add_result_strip(plan: SwapPlan) -> Any:
     for file_name in names[1:]:
         strip.elements.append(file_name)
     strip.directory = folder
+    draw_as(strip, source, same_encoding=_keeps_encoding(plan))
+    strip.mute = mute
     strip.facefuse.result_of = source.name
     source.facefuse.result_strip = strip.name
     return strip
@@ -77,10 +87,36 @@ def free_channel(strips: Any, start: int, end: int, lowest: int) -> int:
     return channel
 
 
-def _remove_previous(strips: Any, source: Any) -> None:
+def draw_as(strip: Any, source: Any, same_encoding: bool) -> None:
+    """Give `strip` the framing, compositing and Color settings of `source` (same pixel size),
+    and its colour space when `same_encoding` (the files hold the source's encoding)."""
+    for name in TRANSFORM:
+        setattr(strip.transform, name, getattr(source.transform, name))
+    for name in CROP:
+        setattr(strip.crop, name, getattr(source.crop, name))
+    for name in DRAWING:
+        setattr(strip, name, getattr(source, name))
+    if same_encoding:
+        strip.colorspace_settings.name = source.colorspace_settings.name
+
+
+def _keeps_encoding(plan: SwapPlan) -> bool:
+    # the engine writes an EXR from display-referred input as scene-linear (facefuse.color),
+    # which Blender reads as linear by default; every other output keeps the input's encoding
+    output, source = (Path(plan.request.output).suffix.lower(),
+                      Path(plan.request.input).suffix.lower())
+    return output != ".exr" or source == ".exr"
+
+
+def _remove_previous(strips: Any, source: Any) -> bool:
+    """Remove the source's previous result strip: whether it was muted (the new one keeps
+    that)."""
     previous = strips.get(source.facefuse.result_strip) if source.facefuse.result_strip else None
-    if previous is not None and previous.facefuse.result_of == source.name:
-        strips.remove(previous)
+    if previous is None or previous.facefuse.result_of != source.name:
+        return False
+    mute = bool(previous.mute)
+    strips.remove(previous)
+    return mute
 
 
 def resolved(strip: Any, frame: int) -> Path:

@@ -56,7 +56,36 @@ def active_strip(context: Any) -> tuple[Any, Any]:
 
 
 def require_swappable(strip: Any) -> None:
+    if strip.type == 'META':
+        raise StripError(f"Strip '{strip.name}' is a meta strip: open it (Tab) and swap the "
+                         "movie or image strips inside")
     if strip.type not in SWAPPABLE:
         kind = strip.type.lower().replace("_", " ")
         raise StripError(f"Strip '{strip.name}' is a {kind} strip: face swap works on movie "
                          "and image strips")
+
+
+def require_own_picture(editor: Any, strip: Any) -> None:
+    """StripError when Blender shows something other than the strip's own frames: an effect
+    (Speed Control, a transition, a blur...) takes it, or a meta strip holding it, as input,
+    or a meta strip holding it plays reversed or strobed."""
+    holder = strip
+    while holder is not None:
+        where = f"Strip '{strip.name}' is " + (
+            "" if holder == strip else f"inside meta strip '{holder.name}', ")
+        effect = _effect_taking(editor, holder)
+        if effect is not None:
+            kind = effect.bl_rna.properties["type"].enum_items[effect.type].name
+            raise StripError(f"{where}the input of the {kind} effect '{effect.name}': swap it "
+                             "without the effect, then apply the effect to the result strip")
+        if holder != strip and (holder.use_reverse_frames or holder.strobe > 1.0):
+            raise StripError(f"{where}which plays reversed or strobed: swap it outside "
+                             "the meta strip")
+        holder = holder.parent_meta()
+
+
+def _effect_taking(editor: Any, strip: Any) -> Any:
+    """The first effect strip with `strip` as an input, or None."""
+    return next((effect for effect in all_strips(editor)
+                 if strip in (getattr(effect, "input_1", None),
+                              getattr(effect, "input_2", None))), None)

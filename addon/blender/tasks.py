@@ -88,9 +88,14 @@ def swap_outcome(plan: SwapPlan, summary: Any) -> Message:
     counts = f"{summary.swapped} swapped, {summary.no_face} without a face, " \
              f"{summary.skipped} already done"
     strip = result.add_result_strip(plan)
-    return Message('INFO', f"Face swap of '{plan.strip}' done ({counts}) in "
-                           f"{summary.seconds:.1f} s: strip '{strip.name}' on channel "
-                           f"{strip.channel}")
+    done = f"Face swap of '{plan.strip}' done ({counts}) in {summary.seconds:.1f} s: strip " \
+           f"'{strip.name}' on channel {strip.channel}"
+    _, source = result.find_strip(plan)
+    if len(source.modifiers):
+        return Message('WARNING', f"{done}, without the {len(source.modifiers)} modifier(s) of "
+                                  f"'{plan.strip}' (move them to an Adjustment Layer above both "
+                                  "to grade the swap too)")
+    return Message('INFO', done)
 
 
 def review_job(plan: SwapPlan, folder: Path) -> Job:

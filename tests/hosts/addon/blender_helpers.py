@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -138,6 +140,77 @@ def blender_render(scene: Any, frame: int, folder: Path) -> np.ndarray:
     scene.render.filepath = str(folder / f"blender.{frame:04d}.png")
     bpy.ops.render.render(write_still=True)
     return cv2.imread(scene.render.filepath)
+
+
+# -- strips made as the Sequencer's own operators make them --------------------------------------
+
+
+@contextmanager
+def sequencer_ui(scene: Any) -> Iterator[None]:
+    """A context in which the Sequencer's strip operators run with bpy as a module.
+
+    The window's first area is a Sequencer meanwhile and the workspace's sequencer scene is
+    `scene` (5.0 polls context.sequencer_scene, which the workspace holds). No region: with the
+    area's WINDOW region movie_strip_add crashes bpy 5.0.1.
+    """
+    window = bpy.context.window_manager.windows[0]
+    area = window.screen.areas[0]
+    kind, area.type = area.type, 'SEQUENCE_EDITOR'
+    window.workspace.sequencer_scene = scene
+    try:
+        with bpy.context.temp_override(window=window, screen=window.screen, area=area,
+                                       space_data=area.spaces.active):
+            yield
+    finally:
+        area.type = kind
+
+
+def ui_add_movie(scene: Any, clip: Path, channel: int = CHANNEL, start: int = 1) -> Any:
+    """Add > Movie with the operator's defaults (fit_method 'FIT', its sound strip): the movie
+    strip, active."""
+    with sequencer_ui(scene):
+        assert bpy.ops.sequencer.movie_strip_add(
+            filepath=str(clip), directory=f"{clip.parent}/", files=[{"name": clip.name}],
+            frame_start=start, channel=channel) == {'FINISHED'}
+    strip = scene.sequence_editor.active_strip
+    assert strip.type == 'MOVIE', strip.type
+    return strip
+
+
+def ui_split(scene: Any, strip: Any, frame: int, method: str = 'HARD') -> Any:
+    """Split `strip` alone at `frame` (Shift+K: HARD, K: SOFT): its right part, active."""
+    editor = scene.sequence_editor
+    with sequencer_ui(scene):
+        for other in editor.strips_all:
+            other.select = other == strip
+        assert bpy.ops.sequencer.split(frame=frame, type=method, side='BOTH') == {'FINISHED'}
+    right = next(s for s in editor.strips_all
+                 if s.type == strip.type and s.frame_final_start == frame and s != strip)
+    editor.active_strip = right
+    return right
+
+
+def ui_meta(scene: Any, strips: list[Any]) -> Any:
+    """Make Meta Strip (Ctrl+G) of `strips`: the meta strip."""
+    editor = scene.sequence_editor
+    with sequencer_ui(scene):
+        for other in editor.strips_all:
+            other.select = other in strips
+        editor.active_strip = strips[0]
+        assert bpy.ops.sequencer.meta_make() == {'FINISHED'}
+    return editor.active_strip
+
+
+@contextmanager
+def muted(*strips: Any) -> Iterator[None]:
+    """`strips` muted while the block runs."""
+    for strip in strips:
+        strip.mute = True
+    try:
+        yield
+    finally:
+        for strip in strips:
+            strip.mute = False
 
 
 # -- operators and jobs --------------------------------------------------------------------------
