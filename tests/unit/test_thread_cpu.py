@@ -49,7 +49,9 @@ def test_onnxruntime_cpu_is_nearly_all_of_a_process_that_only_runs_a_model(
     x = np.random.default_rng(0).random((256, 256), np.float32)
     timings.sample_threads()
     start = os.times()
-    for _ in range(40):
+    # about half a second of work: the few ticks a session's start and end cost beside it
+    # (whole 10 ms ticks, counted per thread) stay well under the share asserted
+    for _ in range(200):
         session.run(None, {"x": x})
     pool.close()  # samples the threads before the session (and its pool thread) ends
     used_ms = (os.times().user + os.times().system - start.user - start.system) * 1000.0
