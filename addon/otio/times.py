@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from opentimelineio.opentime import RationalTime, TimeRange
+from opentimelineio.opentime import RationalTime
 
 NTSC_RATES = tuple(Fraction(n * 1000, 1001) for n in (24, 30, 48, 60, 120))
 # "23.976" or "23.98" is 24000/1001, while 24 is 24: the NTSC rates sit 0.024 and more from them
@@ -59,9 +59,3 @@ def time_at(frames: int, rate: float) -> RationalTime:
     """`frames` frames at `rate` (a rate as the timeline stores it)."""
     return RationalTime(float(frames), rate)
 
-
-def frame_span(span: TimeRange, rate: Fraction) -> tuple[int, int]:
-    """The (first, last) frame of `span` at `rate`, inclusive: a range's start and its
-    exclusive end, each counted in frames."""
-    first = frames_of(span.start_time, rate)
-    return first, first + frames_of(span.duration, rate) - 1

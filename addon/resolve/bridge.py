@@ -25,11 +25,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from facefuse import HostError
+from facefuse import HostError, InputError
 
 from .job_file import JOB_SCHEMA, JOB_VERSION
 from .plan import Placement
 from .source_frames import whole_frame
+from .timeline import parse_rate, same_rate
 
 MODULE = "DaVinciResolveScript"
 CLIP_PROPERTIES = ("File Path", "Type", "FPS", "Frames", "Start", "End", "Clip Name")
@@ -37,7 +38,6 @@ CLIP_PROPERTIES = ("File Path", "Type", "FPS", "Frames", "Start", "End", "Clip N
 SOURCE_READERS = {"source_start": "GetSourceStartFrame", "source_end": "GetSourceEndFrame",
                   "source_start_time": "GetSourceStartTime",
                   "source_end_time": "GetSourceEndTime"}
-RATE_TOLERANCE = 0.01  # fps: 23.976 and 24000/1001 are one rate, 23.976 and 24 are not
 _API_FOLDERS = {
     "linux": ("/opt/resolve/Developer/Scripting", "/home/resolve/Developer/Scripting"),
     "darwin": (("/Library/Application Support/Blackmagic Design/DaVinci Resolve/Developer"
@@ -302,12 +302,12 @@ def _check_rate(pool: Any, clip: Any, placement: Placement) -> None:
     """BridgeError (the clip removed again) when Resolve imported the swap at another rate than
     the timeline's: AppendToTimeline would floor its frames into timeline frames."""
     try:
-        clip_fps = float(str(clip.GetClipProperty("FPS")).split()[0])
-    except (ValueError, IndexError):
+        clip_fps = parse_rate(clip.GetClipProperty("FPS"))
+    except InputError:
         return
-    if placement.fps and abs(clip_fps - placement.fps) >= RATE_TOLERANCE:
+    if placement.fps and not same_rate(clip_fps, parse_rate(placement.fps)):
         pool.DeleteClips([clip])
-        raise BridgeError(f"Resolve imported {placement.name} at {clip_fps:g} fps but the "
+        raise BridgeError(f"Resolve imported {placement.name} at {float(clip_fps):g} fps but the "
                           f"timeline runs at {placement.fps:.5g} fps: nothing placed (Resolve "
                           "would retime it; render a ProRes 4444 or DNxHR 444 movie, which "
                           "carries the clip's rate)")

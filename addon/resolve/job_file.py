@@ -132,6 +132,11 @@ class ClipFacts:
     caveats: tuple[str, ...] = ()
 
     @property
+    def caveat_note(self) -> str:
+        """The caveats as they close a sentence ("; note: ..."), "" without any."""
+        return "".join(f"; note: {caveat}" for caveat in self.caveats)
+
+    @property
     def is_sequence(self) -> bool:
         return self.input != str(self.media)
 

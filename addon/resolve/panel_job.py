@@ -37,8 +37,7 @@ def clip_from_facts(facts: ClipFacts) -> Any:
     label = f"{facts.name} (V{facts.track}, {facts.timeline})"
     first, last = facts.span.engine_frames
     note = (f"{facts.edition.label}: {label}, frames {first}-{last} of {facts.media.name} at "
-            f"timeline frame {facts.span.record_start}"
-            + "".join(f"; note: {caveat}" for caveat in facts.caveats))
+            f"timeline frame {facts.span.record_start}{facts.caveat_note}")
     return _panel("host").Clip(input=facts.input, label=label,
                                folder=default_output_folder(facts), frames=(first, last),
                                preview_frame=preview_frame_number(facts),

@@ -253,8 +253,7 @@ def outcome(swap: ResolvePlan, summary: RenderSummary) -> tuple[Placement | None
         return None, (f"No face was swapped in '{name}' ({why} in its {summary.frames} "
                       "frames): nothing placed")
     earlier = f" ({summary.skipped} done by an earlier render)" if summary.skipped else ""
-    caveats = "".join(f"; note: {caveat}" for caveat in swap.facts.caveats)
     return swap.placement, (f"Swapped {summary.swapped} of {summary.frames} "
                             f"frames of '{name}'{earlier}; it goes on video track "
                             f"{swap.placement.track} at frame {swap.placement.record_frame}"
-                            f"{caveats}")
+                            f"{swap.facts.caveat_note}")
