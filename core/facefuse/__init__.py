@@ -10,7 +10,9 @@ to it); every other module is the engine's own and may change shape.
   ``write_image`` read and write the frames it takes (BGR(A) numpy arrays).
 - One shot: a ``RenderRequest`` goes to ``render(request, on_progress, cancel, on_phase)``, which
   reports a ``FrameReport`` per frame and ``PhaseProgress`` per phase step and returns a
-  ``RenderSummary``; ``plan_frames`` says which frames a request renders; ``FramePattern`` and
+  ``RenderSummary``; ``replaced_frames(request)`` -> ``Replacement``, asked before a render:
+  the finished frames of its output it would replace, made with other choices, and what
+  differs; ``plan_frames`` says which frames a request renders; ``FramePattern`` and
   the parsers read sequence patterns, ``--frames A-B`` and ``--chunk N/M``.
 - Its command line: ``render_args(request)`` -> the ``facefuse render`` arguments,
   ``request_from_args(args)`` -> the request back.
@@ -29,7 +31,8 @@ to it); every other module is the engine's own and may change shape.
 - Errors: ``FacefuseError`` and its subclasses carry their ``ExitCode``.
 
 - The shot plan (what a render decides, for a host to show and edit): ``plan_shot``,
-  ``ShotPlan``, ``PlannedPerson``, ``PlannedFace``; the review report: ``write_review``,
+  ``ShotPlan``, ``PlannedPerson``, ``PlannedFace``, ``people_without_source`` (who a render
+  would refuse to swap for want of a source); the review report: ``write_review``,
   ``load_report``; a host's corrections of the plan: ``Override``, ``Overrides``,
   ``load_overrides``, ``write_overrides``.
 
@@ -81,7 +84,14 @@ if TYPE_CHECKING:
     from .hosting.plugins import HOST_GROUP, host_module, installed_hosts, prefer_source_tree
     from .io.files import atomic_write_bytes, check_folder_writable
     from .io.images import read_image, write_image
-    from .io.sequences import FramePattern, is_frame_pattern, parse_chunk, parse_frame_range
+    from .io.sequences import (
+        SEQUENCE_SUFFIXES,
+        FramePattern,
+        is_frame_pattern,
+        parse_chunk,
+        parse_frame_range,
+        sequence_of_frame,
+    )
     from .pipeline import Pipeline
     from .review.report import load_report
     from .review.writing import write_review
@@ -89,7 +99,7 @@ if TYPE_CHECKING:
     from .shot.frames import FramePlan, plan_frames
     from .shot.overrides import Override, Overrides, load_overrides, write_overrides
     from .shot.plan import PlannedFace, PlannedPerson, ShotPlan
-    from .shot.planning import plan_shot
+    from .shot.planning import people_without_source, plan_shot
     from .shot.previews import (
         face_pictures,
         faces_overlay,
@@ -99,7 +109,14 @@ if TYPE_CHECKING:
         source_preview,
     )
     from .shot.render import render
-    from .shot.request import FrameReport, PhaseProgress, RenderRequest, RenderSummary
+    from .shot.replacement import replaced_frames
+    from .shot.request import (
+        FrameReport,
+        PhaseProgress,
+        RenderRequest,
+        RenderSummary,
+        Replacement,
+    )
     from .timing import PhaseRate
 
 # public name -> the module (relative to this package) that defines it
@@ -110,18 +127,19 @@ _WHERE = MappingProxyType({
                      "DownloadError"), ".errors"),
     "Pipeline": ".pipeline",
     **dict.fromkeys(("read_image", "write_image"), ".io.images"),
-    **dict.fromkeys(("RenderRequest", "FrameReport", "PhaseProgress", "RenderSummary"),
-                    ".shot.request"),
+    **dict.fromkeys(("RenderRequest", "FrameReport", "PhaseProgress", "RenderSummary",
+                     "Replacement"), ".shot.request"),
     "render": ".shot.render",
-    "plan_shot": ".shot.planning",
+    "replaced_frames": ".shot.replacement",
+    **dict.fromkeys(("plan_shot", "people_without_source"), ".shot.planning"),
     **dict.fromkeys(("ShotPlan", "PlannedPerson", "PlannedFace"), ".shot.plan"),
     "write_review": ".review.writing",
     **dict.fromkeys(("Override", "Overrides", "load_overrides", "write_overrides"),
                     ".shot.overrides"),
     "load_report": ".review.report",
     **dict.fromkeys(("plan_frames", "FramePlan"), ".shot.frames"),
-    **dict.fromkeys(("FramePattern", "is_frame_pattern", "parse_frame_range", "parse_chunk"),
-                    ".io.sequences"),
+    **dict.fromkeys(("FramePattern", "is_frame_pattern", "parse_frame_range", "parse_chunk",
+                     "sequence_of_frame", "SEQUENCE_SUFFIXES"), ".io.sequences"),
     **dict.fromkeys(("preview_frame", "frame_picture", "faces_overlay", "face_pictures",
                      "reference_face", "source_preview"), ".shot.previews"),
     **dict.fromkeys(("Job", "JobRunner", "Message", "Report", "HostError"), ".hosting.jobs"),
@@ -146,10 +164,13 @@ __all__ = [  # noqa: RUF022 - grouped as the docstring lists them
     "Pipeline", "read_image", "write_image",
     # one shot
     "RenderRequest", "FrameReport", "PhaseProgress", "RenderSummary", "render", "plan_frames",
+    "replaced_frames", "Replacement",
     "FramePlan", "FramePattern", "is_frame_pattern", "parse_frame_range", "parse_chunk",
+    "sequence_of_frame", "SEQUENCE_SUFFIXES",
     "render_args", "request_from_args",
     # the shot plan and its review
-    "plan_shot", "ShotPlan", "PlannedPerson", "PlannedFace", "write_review", "load_report",
+    "plan_shot", "ShotPlan", "PlannedPerson", "PlannedFace", "people_without_source",
+    "write_review", "load_report",
     "Override", "Overrides", "load_overrides", "write_overrides",
     # quick looks
     "preview_frame", "frame_picture", "faces_overlay", "face_pictures", "reference_face",

@@ -35,6 +35,7 @@ from facefuse.cli.main import main
 from facefuse.config import Settings
 from facefuse.errors import InputError
 from facefuse.pipeline import Pipeline
+from facefuse.review.writing import write_review
 from facefuse.selection import largest_face
 from facefuse.shot import previews
 from facefuse.shot.inputs import open_input
@@ -491,3 +492,86 @@ def test_a_still_over_a_file_the_preview_reads_is_refused(shot: Shot, tmp_path: 
     assert main(args) == 2
     assert "is a file this preview reads" in capsys.readouterr().err
     assert source.read_bytes() == before
+
+
+# --- casting without a default source (-s) ------------------------------------------------------
+
+def _cast(shot: Shot, *who: str, selector: str = "many") -> RenderRequest:
+    """A request without -s where each of `who` is assigned the render's usual source."""
+    request = shot.request(selector=selector,
+                           assign=tuple((_id_of(shot, name), shot.source) for name in who))
+    return replace(request, sources=())
+
+
+def test_every_person_cast_needs_no_default_source(shot: Shot, tmp_path: Path) -> None:
+    """Render, preview and the hosts' preview_frame of a request whose swapped people all have
+    their own source give the pixels of the same faces swapped with -s."""
+    cast = _cast(shot, MAN, WOMAN, SIGNER)
+    shot.rendered("many", shot.selector("many"))
+    stills = render_stills(cast, (1, 21, 41), tmp_path / "cast")
+    for number in (1, 21, 41):
+        assert np.array_equal(_read(stills[number]), shot.frame("many", number))
+    summary = render(replace(cast, output=str(tmp_path / "out" / "f.####.png"),
+                             only=((11, 12),)))
+    assert (summary.swapped, summary.failed) == (2, ())
+    png = previews.preview_frame(cast, 21, out_dir=tmp_path / "previews")
+    assert np.array_equal(_read(png), shot.frame("many", 21))
+
+
+def test_a_person_swapped_without_a_source_is_named_before_anything_is_written(
+        shot: Shot, tmp_path: Path) -> None:
+    man = _id_of(shot, MAN)
+    cast = _cast(shot, WOMAN, SIGNER)  # the man, chosen by selector many, has nothing
+    with pytest.raises(InputError) as caught:
+        render(replace(cast, output=str(tmp_path / "out" / "f.####.png")))
+    assert str(caught.value).startswith(f"{man} is swapped but has no source")
+    assert f"--assign {man}=PHOTO" in str(caught.value)
+    assert not (tmp_path / "out").exists()
+    stills = render_stills(cast, (21,), tmp_path / "signer")  # the signer's shot: all cast
+    assert 21 in stills
+    with pytest.raises(InputError, match=f"{man} is swapped but has no source"):
+        previews.preview_frame(cast, 41, out_dir=tmp_path / "previews")
+    skipped = replace(cast, skip=(man,))  # or leave him out
+    assert render(replace(skipped, output=str(tmp_path / "ok" / "f.####.png"),
+                          only=((1, 1),))).swapped == 1
+
+
+def test_finding_people_and_their_review_need_no_source(shot: Shot, tmp_path: Path) -> None:
+    """plan_shot and write_review of a request with no source at all: the people and flags,
+    before pictures, and no after picture where someone swapped has no source yet."""
+    bare = replace(shot.request(selector="many"), sources=())
+    assert sorted(p.person_id for p in plan_shot(bare).people) == ["p1", "p2", "p3"]
+    result = write_review(bare, tmp_path / "review")
+    samples = result.report["samples"]
+    assert samples and all(s["after"] is None and s["before"] for s in samples)
+    assert "without a source" in result.page.read_text()
+    man = _id_of(shot, MAN)
+    partly = write_review(_cast(shot, WOMAN, SIGNER), tmp_path / "partly").report["samples"]
+    for sample in partly:
+        in_shot_b = CUTS[0] <= sample["frame"] < CUTS[1]
+        assert (sample["after"] is not None) == in_shot_b, sample
+        assert list(sample["unsourced"]) == ([] if in_shot_b else [man])
+
+
+@pytest.mark.parametrize("command", ["render", "preview", "review"])
+def test_the_command_line_takes_assign_without_s(shot: Shot, tmp_path: Path, command: str,
+                                                 capsys: pytest.CaptureFixture) -> None:
+    assigned = [arg for name in (MAN, WOMAN, SIGNER)
+                for arg in ("--assign", f"{_id_of(shot, name)}={shot.source}")]
+    args = _preview_args(shot, tmp_path / "still.png", "--selector", "many", *assigned)
+    args.remove("-s")
+    args.remove(str(shot.source))
+    if command == "preview":
+        args += ["--frame", "21"]
+    else:
+        args[0] = command
+        args[args.index("-o") + 1] = str(tmp_path / ("review" if command == "review"
+                                                     else "f.####.png"))
+        args += ["--frames", "20-22"] if command == "render" else []
+    assert main(args) == 0, capsys.readouterr().err
+    bare = [a for a in args if a not in assigned]
+    bare[bare.index("-o") + 1] = str(tmp_path / "bare" / Path(bare[bare.index("-o") + 1]).name)
+    if command != "review":  # a review needs no source at all
+        assert main(bare) == 2
+        err = capsys.readouterr().err.strip()
+        assert "there is no source face to swap in" in err and len(err.splitlines()) == 1

@@ -14,11 +14,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from facefuse.cli.main import main
+from facefuse.review.writing import write_review
+from facefuse.shot.planning import plan_shot
 from facefuse.shot.render import render
 from facefuse.shot.request import FrameReport, RenderRequest
 from tests.integration.render_helpers import Media, one_line_error
@@ -64,7 +67,8 @@ def test_overrides_rewrite_only_the_frames_whose_plan_they_change(
                                          overrides=fix))
     after = _state(out)
     assert _changed(before, after) == [8, 9, 12]
-    assert (fixed.skipped, fixed.no_face, fixed.swapped) == (13, 3, 0)
+    assert (fixed.skipped, fixed.no_face, fixed.unselected, fixed.corrected, fixed.swapped) == (
+        13, 0, 3, 3, 0)
     assert sorted(r.frame for r in reports if r.status != "skipped") == [8, 9, 12]
 
     again, _ = run_render(_request(media, render_models, render_cache, out, overrides=fix))
@@ -127,7 +131,6 @@ def test_a_video_is_rendered_whole_again(media: Media, render_models: Path, rend
 
 @pytest.mark.parametrize("case, needle", [
     ("person", "names person p9, whom this shot does not have (its people: p1)"),
-    ("range", "frames 10-40 are outside the analysed range 1-16"),
     ("shot", "is for shot 00000000deadbeef, not this one"),
     ("json", "is not JSON"),
     ("action", "action 'blur' is not one of skip, keep, swap, hold"),
@@ -140,7 +143,6 @@ def test_bad_overrides_and_reports_are_one_sentence_and_write_nothing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     fix = tmp_path / "fix.json"
     entries = {"person": {"frames": "1-2", "person": "p9", "action": "skip"},
-               "range": {"frames": "10-40", "action": "keep"},
                "action": {"frames": "1-2", "person": "p1", "action": "blur"}}
     _overrides(fix, entries.get(case, {"frames": "1-2", "action": "keep"}),
                **({"shot": "00000000deadbeef"} if case == "shot" else {}))
@@ -162,3 +164,41 @@ def test_bad_overrides_and_reports_are_one_sentence_and_write_nothing(
     line = one_line_error(capsys.readouterr().err)
     assert needle in line, line
     assert not out.exists() and not (tmp_path / "out.mp4").exists()
+
+
+def test_a_part_of_the_shot_takes_the_whole_shots_corrections_and_ignores_the_rest(
+        media: Media, render_models: Path, render_cache: Path, tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """--frames 5-10 with corrections made for the whole shot (its shot id): frames 5-10 as
+    the whole shot's render makes them, the corrections outside them named in one note."""
+    whole = _request(media, render_models, render_cache, tmp_path / "whole")
+    shot_id = plan_shot(whole).shot_id
+    fix = _overrides(tmp_path / "fix.json", {"frames": "8-9", "action": "keep"},
+                     {"frames": "12-14", "action": "keep"},
+                     {"frames": "10-11", "person": "p1", "action": "skip"}, shot=shot_id)
+    reference, _ = run_render(replace(whole, overrides=fix))
+    part = _request(media, render_models, render_cache, tmp_path / "part", frames=(5, 10),
+                    overrides=fix)
+    with caplog.at_level(logging.INFO, logger="facefuse.shot.render"):
+        summary, _ = run_render(part)
+    assert (summary.frames, summary.swapped, summary.corrected) == (6, 3, 3)
+    assert summary.notes == ((f"overrides file {fix}: the corrections outside frames 5-10 are "
+                             "ignored here: 1 entry wholly (12-14) and 1 in part (11)"),)
+    assert caplog.text.count("the corrections outside frames 5-10") == 1
+    made = _state(tmp_path / "part")
+    assert {k: v[0] for k, v in made.items()} == {
+        k: v[0] for k, v in _state(tmp_path / "whole").items() if 5 <= int(k.split(".")[1]) <= 10}
+    assert plan_shot(part).shot_id == shot_id  # previews and reviews plan the same shot
+    assert write_review(part, tmp_path / "review").report["shot_id"] == shot_id
+    assert reference.corrected == 7
+
+
+def test_corrections_without_a_shot_id_outside_the_range_are_ignored_with_a_note(
+        media: Media, render_models: Path, render_cache: Path, tmp_path: Path) -> None:
+    fix = _overrides(tmp_path / "fix.json", {"frames": "6", "action": "keep"},
+                     {"frames": "10-40", "action": "keep"})
+    summary, _ = run_render(_request(media, render_models, render_cache, tmp_path / "out",
+                                     frames=(3, 8), overrides=fix))
+    assert (summary.frames, summary.corrected, summary.swapped) == (6, 1, 3)
+    assert summary.notes == ((f"overrides file {fix}: the corrections outside frames 3-8 are "
+                             "ignored here: 1 entry wholly (10-40)"),)

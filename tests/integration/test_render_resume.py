@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from facefuse.shot import render as render_module
+from facefuse.shot import prints as prints_module
 from tests.integration.render_helpers import Media, read_bgr
 from tests.media_factory import read_marker
 from tests.render_media import face_frame, render_request, run_render, write_plate_oiio
@@ -128,6 +128,6 @@ def test_a_new_analysis_plan_or_reader_version_rerenders_the_frames(
     request = render_request(render_models, render_cache, media.source, plates / "p.#.png",
                              out / "o.#.png")
     assert run_render(request)[0].swapped == 2
-    monkeypatch.setattr(render_module, version, getattr(render_module, version) + 1)
+    monkeypatch.setattr(prints_module, version, getattr(prints_module, version) + 1)
     again = run_render(request)[0]
     assert (again.swapped, again.skipped) == (2, 0)

@@ -77,12 +77,48 @@ def test_faces_found_but_none_selected_are_reported_and_warned(
     lines = _json_lines(captured.out)
     frames = [line for line in lines if "frame" in line]
     assert [f["frame"] for f in frames] == list(range(first, last + 1))
-    assert all((f["status"], f["faces"], f["found"]) == ("no_face", 0, 1) for f in frames)
+    assert all((f["status"], f["faces"], f["found"], f["corrected"]) == ("unselected", 0, 1,
+                                                                         False) for f in frames)
     summary = lines[-1]["summary"]
-    assert (summary["swapped"], summary["no_face"], summary["unselected"]) == (0, 3, 3)
-    assert len(summary["warnings"]) == 1 and "none was swapped" in summary["warnings"][0]
+    assert (summary["swapped"], summary["no_face"], summary["unselected"],
+            summary["corrected"], summary["done"]) == (0, 0, 3, 0, 3)
+    assert len(summary["warnings"]) == 1 and "selector chose none" in summary["warnings"][0]
     # on stderr through logging (pytest's handler takes the place of main()'s stderr one)
-    assert "faces were found in 3 frames but none was swapped" in caplog.text
+    assert "faces were found in 3 frames but the selector chose none of them" in caplog.text
+
+
+@pytest.mark.parametrize("correction", ["skip", "overrides"])
+def test_frames_left_by_the_users_corrections_are_no_failure(
+        correction: str, media: Media, render_models: Path, cli_cache: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture) -> None:
+    """A frame whose faces the user's own corrections leave (--skip, an override) is reported
+    "unselected" and corrected, counted apart from frames without a face, and warned of nowhere:
+    "3 left as they are by your corrections", not "0 of 3 swapped"."""
+    first, last = FACE_FRAMES
+    extra = ["--skip", "p1"]
+    if correction == "overrides":
+        fix = tmp_path / "fix.json"
+        fix.write_text(json.dumps({"schema": "facefuse.overrides/1", "overrides": [
+            {"frames": f"{first}-{last}", "action": "keep"}]}))
+        extra = ["--overrides", str(fix)]
+    rc = cli.main(cli_args(render_models, media.source, media.clip,
+                           tmp_path / "out" / "o.####.png", "--frames", f"{first - 2}-{last}",
+                           "--progress", "json", *extra))
+    captured = capsys.readouterr()
+    assert rc == ExitCode.OK, captured.err
+    lines = _json_lines(captured.out)
+    status = {f["frame"]: (f["status"], f.get("corrected")) for f in lines if "frame" in f}
+    assert status == {first - 2: ("no_face", None), first - 1: ("no_face", None),
+                      **{n: ("unselected", True) for n in range(first, last + 1)}}
+    summary = lines[-1]["summary"]
+    assert (summary["no_face"], summary["unselected"], summary["corrected"],
+            summary["warnings"]) == (2, 3, 3, [])
+    assert "WARNING" not in caplog.text.upper()
+    rc = cli.main(cli_args(render_models, media.source, media.clip,
+                           tmp_path / "line" / "o.####.png", "--frames", f"{first - 2}-{last}",
+                           *extra))
+    assert ("5 frames: 0 swapped, 2 without a face, 3 left as they are by your corrections"
+            in capsys.readouterr().out)
 
 
 def test_swapped_frames_report_faces_found_and_swapped(media: Media, render_models: Path,

@@ -48,7 +48,8 @@ LAZY_MODULES = {"facefuse.farm.dask_jobs"}
 LAZY_MODULES |= {"facefuse.shot.render", "facefuse.shot.stills", "facefuse.shot.inputs",
                  "facefuse.pipeline", "facefuse.color", "facefuse.io.images",
                  "facefuse.runtime.sessions", "facefuse.runtime.doctor",
-                 "facefuse.review.writing", "facefuse.shot.planning"}
+                 "facefuse.review.writing", "facefuse.shot.planning",
+                 "facefuse.shot.replacement"}
 
 
 def _module_name(path: Path) -> str:

@@ -47,7 +47,7 @@ def add_parser(commands: Any) -> None:
     jd = engines.add_parser("openjd", help="write an Open Job Description job bundle (AWS "
                             "Deadline Cloud; `openjd run` runs it on this machine)")
     known = {action.dest for action in jd._actions}
-    render_options(jd, sources_required=False)
+    render_options(jd)
     _job_options(jd)
     jd.set_defaults(shot_options=tuple(  # what a --blend job takes from the .blend instead
         (action.option_strings[-1], action.dest, action.default) for action in jd._actions
@@ -93,8 +93,9 @@ def _shot_request(args: argparse.Namespace) -> tuple[RenderRequest, Path]:
         if getattr(args, dest, None):
             raise InputError(f"{option} is not for farm jobs: the job chooses each task's "
                              "frames (set --chunk-size)")
-    if not args.source:
-        raise InputError("a shot job needs -s SOURCE (or --blend FILE for a .blend job)")
+    if not args.source and not args.assign:
+        raise InputError("a shot job needs -s SOURCE or --assign PERSON=PHOTO (or --blend FILE "
+                         "for a .blend job)")
     request = request_from_args(args)
     if not args.allow_downloads:  # workers never download in the middle of a job
         request = replace(request, settings=replace(request.settings, offline=True))

@@ -45,3 +45,18 @@ def engine_options(p: argparse.ArgumentParser, sources_required: bool = True) ->
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """The Settings a `swap` or `render` command line asks for."""
     return commandline.settings_from_namespace(args)
+
+
+def track_given_settings(parser: argparse.ArgumentParser) -> None:
+    """Leave the settings options the command line does not give out of its parse (their
+    default is SUPPRESS), so `given_settings` can tell a value given equal to its default from
+    one not given; settings_from_args still fills those from Settings' defaults."""
+    dests = {o.dest for o in commandline.SETTINGS_OPTIONS}
+    for action in parser._actions:  # set_defaults would hand SUPPRESS to the options' types
+        if action.dest in dests:
+            action.default = argparse.SUPPRESS
+
+
+def given_settings(args: argparse.Namespace) -> frozenset[str]:
+    """The Settings fields the command line gave (of a parser `track_given_settings` set up)."""
+    return frozenset(o.name for o in commandline.SETTINGS_OPTIONS if hasattr(args, o.dest))

@@ -40,7 +40,7 @@ def add_parser(commands: Any) -> None:
     commandline.add_options(p, (INPUT, STILL))
     p.add_argument("--frame", type=int, required=True, metavar="N",
                    help="the frame, in the input's own numbering (inside --frames)")
-    commandline.add_settings_options(p)
+    commandline.add_settings_options(p, sources_required=False)
     commandline.add_options(p, SHOT_OPTIONS)
     p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
                    help="analysis progress: a bar on stderr (auto: on a terminal), JSON lines "
@@ -118,6 +118,8 @@ def cmd_preview(args: argparse.Namespace) -> int:
     if args.json or progress.mode == "json":
         print(json.dumps({"still": str(still), "frame": args.frame, "status": report.status,
                           "faces": report.faces, "found": report.found,
+                          **({"corrected": report.corrected}
+                             if report.status == "unselected" else {}),
                           "seconds": round(time.perf_counter() - started, 3)}), flush=True)
     else:
         print(still)

@@ -15,7 +15,7 @@ from ..farm.paths import check_inside
 from ..review.folder import check_report_folder
 from ..review.report import load_report
 from ..shot import commandline
-from ..shot.frames import FrameChoice
+from ..shot.frames import FrameChoice, format_frame_list
 from ..shot.output_checks import request_inputs
 from ..shot.request import FrameReport, PhaseProgress, RenderRequest, RenderSummary
 from ..timing import PhaseRate
@@ -26,17 +26,21 @@ BAR_WIDTH = 24
 def add_parser(commands: Any) -> None:
     p = commands.add_parser("render", help="swap faces through a whole shot (video or sequence)",
                             description="Swap faces through a whole shot: a video file or an "
-                            "image sequence in, a video or an image sequence out.")
+                            "image sequence in, a video or an image sequence out. The faces put "
+                            "in: -s PHOTO for everyone the selector chooses, --assign "
+                            "PERSON=PHOTO per person (`facefuse review` lists the people), or "
+                            "both. Finished frames made with other choices that the render "
+                            "replaces are named first.")
     render_options(p)
     p.add_argument("--report", metavar="DIR", help="after the render, write its review report "
                    "(DIR/report.json, DIR/index.html: see `facefuse review`)")
     p.set_defaults(handler=cmd_render)
 
 
-def render_options(p: argparse.ArgumentParser, sources_required: bool = True) -> None:
+def render_options(p: argparse.ArgumentParser) -> None:
     """The options of `facefuse render`: those of a RenderRequest (shot.commandline) and the
-    command's own (farm commands take the same ones; a .blend farm job needs no -s)."""
-    commandline.add_render_options(p, sources_required, after={
+    command's own (farm commands take the same ones)."""
+    commandline.add_render_options(p, after={
         "--colorspace": _colorspace_list_option, "--smooth-beta": _report_options})
 
 
@@ -71,8 +75,9 @@ def flagged_choice(path: Path) -> FrameChoice:
 class Progress:
     """Progress of every phase (analysis, swap, encode): a bar on stderr on a terminal, JSON
     lines on stdout with --progress json (one per frame, {"frame", "status", "faces", "found",
-    "ms"}, and one per phase step, {"phase", "done", "total", "percent", "fps", "eta_s"}), or
-    nothing. Called from the render's threads; one lock keeps lines whole."""
+    "ms"}, with "corrected" for an unselected frame, and one per phase step, {"phase", "done",
+    "total", "percent", "fps", "eta_s"}), or nothing. Called from the render's threads; one
+    lock keeps lines whole."""
 
     def __init__(self, mode: str, stream: TextIO | None = None) -> None:
         self.stream = stream if stream is not None else sys.stderr
@@ -95,6 +100,8 @@ class Progress:
                 print(json.dumps({"frame": report.frame, "status": report.status,
                                   "faces": report.faces, "found": report.found,
                                   "ms": dict(report.ms),
+                                  **({"corrected": report.corrected}
+                                     if report.status == "unselected" else {}),
                                   **({"error": report.error} if report.error else {})}),
                       flush=True)
             elif self.mode == "bar":
@@ -164,6 +171,9 @@ def summary_record(summary: RenderSummary) -> dict[str, Any]:
     return {"summary": {"frames": summary.frames, "done": summary.done,
                         "swapped": summary.swapped,
                         "no_face": summary.no_face, "unselected": summary.unselected,
+                        "corrected": summary.corrected, "replaced": summary.replaced,
+                        "replaced_frames": [list(r) for r in summary.replaced_ranges],
+                        "notes": list(summary.notes),
                         "skipped": summary.skipped,
                         "failed": [{"frame": n, "error": e} for n, e in summary.failed],
                         "seconds": round(summary.seconds, 3), "fps": round(summary.fps, 3),
@@ -186,18 +196,37 @@ def cmd_render(args: argparse.Namespace) -> int:
         check_inside(Path(args.output_root), (request.output, request.matte, request.patch,
                                               *([str(report / "report.json")] if report else [])))
     progress = Progress(args.progress)
-    if report is None:
-        summary, terminated = run_render(request, progress)
-        _print_summary(summary, progress.mode, args.json)
-        return _exit_code(summary, terminated)
     from ..pipeline import Pipeline  # the engine loads here, when a render runs
 
-    with Pipeline(request.settings) as pipeline:  # one model load for render and review
+    with Pipeline(request.settings) as pipeline:  # one model load for all it does
+        say_replaced(request, pipeline, progress)
         summary, terminated = run_render(request, progress, pipeline)
         _print_summary(summary, progress.mode, args.json)
-        if not summary.cancelled:
+        if report is not None and not summary.cancelled:
             _write_report(request, report, summary, pipeline)
     return _exit_code(summary, terminated)
+
+
+def say_replaced(request: RenderRequest, pipeline: Any, progress: Progress) -> None:
+    """Before rendering, say which finished frames of the output the render replaces because
+    they were made with other choices, and what differs (shot.replacement): a line on stderr,
+    or with --progress json a {"replaces": ...} line on stdout. Nothing when it replaces none."""
+    from ..shot.replacement import replaced_frames  # the engine loads here, when a render runs
+
+    replacement = replaced_frames(request, pipeline, on_phase=progress.phase)
+    if not replacement:
+        return
+    if progress.mode == "json":
+        print(json.dumps({"replaces": {
+            "output": replacement.output, "count": replacement.count,
+            "frames": [list(r) for r in replacement.frames],
+            "whole_file": replacement.whole_file,
+            "differences": list(replacement.differences),
+            "message": replacement.message}}), flush=True)
+        return
+    if progress.mode == "bar":
+        sys.stderr.write("\n")
+    print(f"facefuse: note: {replacement.message}", file=sys.stderr, flush=True)
 
 
 def _exit_code(summary: RenderSummary, terminated: bool) -> int:
@@ -239,12 +268,31 @@ def _print_summary(summary: RenderSummary, mode: str, as_json: bool = False) -> 
     if mode == "json" or as_json:
         print(json.dumps(summary_record(summary)), flush=True)
         return
+    for note in summary.notes:
+        print(f"facefuse: note: {note}", file=sys.stderr, flush=True)
     if mode == "openjd":
         print(f"openjd_status: {summary.done} done, {summary.skipped} already done, "
               f"{len(summary.failed)} failed of {summary.frames} frames", flush=True)
     failed = ", ".join(str(n) for n, _ in summary.failed) or "none"
-    unselected = f" (faces found but none selected in {summary.unselected})" \
-        if summary.unselected else ""
     print(f"{summary.frames} frames: {summary.swapped} swapped, {summary.no_face} without a "
-          f"swapped face{unselected}, {summary.skipped} already done, failed: {failed}; "
+          f"face{kept_as_they_are(summary)}, {summary.skipped} already done"
+          f"{replaced_note(summary)}, failed: {failed}; "
           f"{summary.fps:.2f} fps{' (cancelled)' if summary.cancelled else ''}")
+
+
+def replaced_note(summary: RenderSummary) -> str:
+    """The summary line's part on finished frames made with other choices that were rewritten."""
+    if not summary.replaced:
+        return ""
+    return (f" ({summary.replaced} frames made with other choices replaced: "
+            f"{format_frame_list(summary.replaced_ranges)})")
+
+
+def kept_as_they_are(summary: RenderSummary) -> str:
+    """The summary line's part on frames with faces the plan left as they are: by the
+    selector's choice, by the user's corrections (skips, overrides); "" for none."""
+    chosen = summary.unselected - summary.corrected
+    parts = ([f", {chosen} with faces the selector did not choose"] if chosen else []) + \
+        ([f", {summary.corrected} left as they are by your corrections (skips, overrides)"]
+         if summary.corrected else [])
+    return "".join(parts)

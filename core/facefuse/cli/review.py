@@ -29,11 +29,12 @@ def add_parser(commands: Any) -> None:
         description="Analyse and plan a shot exactly as `facefuse render` would with the same "
         "options, flag the frames to look at, and write DIR/report.json and DIR/index.html "
         "(with thumbnails, before/after stills of sampled and flagged frames, plots). Only the "
-        "stills are rendered.")
+        "stills are rendered. No source is needed: without one (-s or --assign) for a person "
+        "swapped, a still shows that frame before only.")
     commandline.add_options(p, (commandline.INPUT,))
     p.add_argument("-o", "--output", required=True, metavar="DIR",
                    help="the report folder (created; a file there is refused)")
-    commandline.add_settings_options(p)
+    commandline.add_settings_options(p, sources_required=False)
     commandline.add_options(p, commandline.SHOT_OPTIONS)
     p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
                    help="analysis progress: a bar on stderr (auto: on a terminal), JSON lines "

@@ -68,7 +68,7 @@ def add_parser(commands: Any) -> None:
     swap.add_argument("--print-requests", action="store_true", help="render nothing: print "
                       "each clip's `facefuse render` command (for a farm) and write the "
                       "swapped timeline that points at their outputs")
-    commandline.add_settings_options(swap)
+    commandline.add_settings_options(swap, sources_required=False)
     commandline.add_options(swap, [o for o in commandline.SHOT_OPTIONS
                                    if o.flags[-1] not in PER_CLIP])
     # None unless given: the movie kind's codec is ProRes 4444 unless the command names one

@@ -16,7 +16,7 @@ from typing import Any
 from ..config import tunable_options
 from ..models.locations import looks_like_model_path
 from ..shot.commandline import OUTPUT_ROOT, render_args
-from ..shot.request import RenderRequest
+from ..shot.request import REFERENCE_PREFIX, RenderRequest
 
 
 def render_command(request: RenderRequest, executable: str = "facefuse",
@@ -43,7 +43,18 @@ def absolute_paths(request: RenderRequest) -> RenderRequest:
         Path(absolute(p)) for p in settings.reference_images))
     return replace(request, settings=settings,
                    sources=tuple(Path(absolute(p)) for p in request.sources),
+                   assign=tuple((absolute_person(person), Path(absolute(image)))
+                                for person, image in request.assign),
+                   skip=tuple(absolute_person(person) for person in request.skip),
                    input=absolute(request.input), output=absolute(request.output),
                    matte=absolute(request.matte) if request.matte else None,
                    patch=absolute(request.patch) if request.patch else None,
                    overrides=Path(absolute(request.overrides)) if request.overrides else None)
+
+
+def absolute_person(person: str) -> str:
+    """A person of --assign/--skip with a ref:PICTURE's path made absolute (an id unchanged)."""
+    if not person.startswith(REFERENCE_PREFIX):
+        return person
+    return REFERENCE_PREFIX + os.path.abspath(os.path.expanduser(
+        person.removeprefix(REFERENCE_PREFIX)))

@@ -22,6 +22,9 @@ from pathlib import Path
 from ..errors import InputError
 
 _TOKEN = re.compile(r"#+|%(0\d+)?d")
+_NUMBER = re.compile(r"\d+")
+# picture formats a sequence is made of: one of these picked is taken as a frame of its sequence
+SEQUENCE_SUFFIXES = (".exr", ".dpx", ".tif", ".tiff", ".png", ".jpg", ".jpeg")
 _RANGE = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
 _CHUNK = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 
@@ -91,6 +94,35 @@ class FramePattern:
 def is_frame_pattern(text: str) -> bool:
     """Whether the file name in `text` holds a frame token (``#``, ``%d``, ``%04d``)."""
     return _TOKEN.search(Path(text).name) is not None
+
+
+def sequence_of_frame(path: str | Path) -> tuple[FramePattern, int] | None:
+    """The image sequence one picked picture belongs to, as Nuke and Resolve find it, and the
+    picture's frame number: ``plate.1001.png`` -> (``plate.####.png``, 1001). The frame is the
+    last run of digits in the name, padded as written (``plate.0042.png`` -> ``####``) unless
+    the unpadded pattern holds more files (``plate.10.png`` beside plate.1 and plate.2 ->
+    ``plate.#.png``); a lone numbered picture is a sequence of one frame. None for a pattern,
+    a file that is not a picture (SEQUENCE_SUFFIXES) or not there, or a name without a number."""
+    path = Path(path)
+    name = path.name
+    if path.suffix.lower() not in SEQUENCE_SUFFIXES or is_frame_pattern(name) or \
+            not path.is_file():
+        return None
+    for digits in reversed(list(_NUMBER.finditer(path.stem))):
+        found = [(pattern, number) for pattern in _patterns_around(path, digits)
+                 if (number := pattern.number_of(name)) is not None]
+        if found:  # the padding that holds the most files; as written on a tie
+            return max(found, key=lambda pair: len(pair[0].scan()))
+    return None
+
+
+def _patterns_around(path: Path, digits: re.Match[str]) -> list[FramePattern]:
+    """The patterns `digits` of `path`'s name can stand for: padded as written, and, for a
+    number without a leading zero, unpadded too (``plate.10.png`` of plate.1 ... plate.10)."""
+    name, text = path.name, digits.group()
+    tokens = ["#" * len(text)] + (["#"] if len(text) > 1 and text[0] != "0" else [])
+    return [FramePattern.parse(str(path.parent / f"{name[:digits.start()]}{token}"
+                                   f"{name[digits.end():]}")) for token in tokens]
 
 
 def parse_frame_range(text: str) -> tuple[int, int]:

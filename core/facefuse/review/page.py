@@ -250,12 +250,17 @@ def _sheets(report: Mapping[str, Any]) -> Iterator[str]:
 def _figure(sample: Mapping[str, Any], flags: Sequence[Mapping[str, Any]]) -> str:
     frame = sample["frame"]
     words = "; ".join(f"{f['kind']} ({f['person']}, {f['first']}-{f['last']})" for f in flags)
-    caption = f"frame {frame}: before, after" + (f". {words}" if words else "")
+    after = sample["after"]
+    unsourced = ", ".join(sample.get("unsourced") or ())
+    missing = f"{unsourced} without a source" if unsourced else "no source given"
+    shown = "before, after" if after is not None else f"before (no after: {missing})"
+    caption = f"frame {frame}: {shown}" + (f". {words}" if words else "")
     css = ' class="flagged"' if sample["why"] == "flagged" else ""
+    second = (f'<img src="{_e(after)}" alt="frame {_e(frame)} after" loading="lazy">'
+              if after is not None else "")
     return (f'<figure id="f{_e(frame)}"{css}><div class="pair">'
             f'<img src="{_e(sample["before"])}" alt="frame {_e(frame)} before" loading="lazy">'
-            f'<img src="{_e(sample["after"])}" alt="frame {_e(frame)} after" loading="lazy">'
-            f"</div><figcaption>{_e(caption)}</figcaption></figure>")
+            f"{second}</div><figcaption>{_e(caption)}</figcaption></figure>")
 
 
 def _plots(report: Mapping[str, Any], plots: Collection[str]) -> Iterator[str]:

@@ -31,12 +31,14 @@ PAGE_NAME = "index.html"
 @dataclass(frozen=True, slots=True)
 class Sample:
     """One frame of the before/after contact sheet: why it was picked ("sampled" or
-    "flagged"), and its two pictures (file names relative to the report folder)."""
+    "flagged"), and its two pictures (file names relative to the report folder); after is None
+    where the frame swaps people who have no source yet (`unsourced`, their ids)."""
 
     frame: int
     why: str
     before: str
-    after: str
+    after: str | None
+    unsourced: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

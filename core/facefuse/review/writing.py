@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from typing import Any
 from ..pipeline import Pipeline
 from ..shot.output_checks import request_inputs
 from ..shot.plan import ShotPlan
-from ..shot.planning import plan_shot
+from ..shot.planning import fitted_request, people_without_source, plan_shot
 from ..shot.request import CancelCheck, PhaseCallback, PhaseProgress, RenderRequest
 from .flags import Thresholds, find_flags, person_series
 from .folder import ReportFolder, check_report_folder
@@ -69,6 +69,7 @@ def _review(request: RenderRequest, folder: Path, pipeline: Pipeline,
             render: Mapping[str, Any] | None, on_phase: PhaseCallback | None,
             cancel: CancelCheck | None) -> ReviewResult:
     started = time.perf_counter()
+    request = fitted_request(request, pipeline)  # the stills are of the shot it plans
     first: list[PhaseProgress] = []  # the analysis's first step: how much was cached
 
     def phase(step: PhaseProgress) -> None:
@@ -118,6 +119,14 @@ def sample_frames(plan: ShotPlan, flags: Sequence[Flag]) -> dict[int, str]:
     return dict(sorted(picked.items()))
 
 
+def after_frames(request: RenderRequest, plan: ShotPlan, picked: Iterable[int]) -> list[int]:
+    """The picked frames whose swap a render of `request` can show: those whose swapped people
+    all have a source (planning.people_without_source), none without any source at all."""
+    if not request.sources and not request.assign:
+        return []
+    return [frame for frame in picked if not people_without_source(plan, request, (frame,))]
+
+
 class PictureSteps:
     """The "pictures" phase: each still decoded, each still rendered, then one step for the
     plots; `on_phase` hears each step."""
@@ -152,21 +161,24 @@ def _pictures(request: RenderRequest, plan: ShotPlan, flags: Sequence[Flag],
     phase's steps, the plots' still to come)."""
     picked = sample_frames(plan, flags)
     decoded = sorted({*picked, *(frame for frame, _ in best_faces(plan).values())})
-    steps = PictureSteps(len(decoded), len(picked), on_phase)
+    swappable = after_frames(request, plan, picked)
+    steps = PictureSteps(len(decoded), len(swappable), on_phase)
     pictures = Pictures(request, cancel)
     try:
         before = pictures.before(decoded, steps.decoded_one)
-        after = pictures.after(list(picked), pipeline, steps.rendering)
+        after = pictures.after(swappable, pipeline, steps.rendering) if swappable else {}
     finally:
         pictures.close()
     samples = []
     for frame, why in picked.items():
-        if frame in before and frame in after:
+        if frame in before:
             samples.append(Sample(frame, why,
                                   out.write(f"samples/{frame:06d}-before.jpg",
                                             sheet_picture(before[frame])),
                                   out.write(f"samples/{frame:06d}-after.jpg",
-                                            sheet_picture(after[frame]))))
+                                            sheet_picture(after[frame]))
+                                  if frame in after else None,
+                                  people_without_source(plan, request, (frame,))))
     people = {pid: out.write(f"people/{pid}.jpg", data)
               for pid, data in thumbnails(plan, before).items()}
     return samples, people, steps

@@ -79,8 +79,10 @@ def _tunable(option: Tunable) -> Option:
                   choices)
 
 
-SOURCE = Option(("-s", "--source"), "request.sources", "paths", "source face image (repeat to "
-                "average several photos of one person)")
+SOURCE = Option(("-s", "--source"), "request.sources", "paths", "source face image given to "
+                "everyone the selector chooses who has no --assign (repeat to average several "
+                "photos of one person); not needed when --assign gives each swapped person a "
+                "source")
 MODEL_OPTIONS = (
     Option(("--models-dir",), "settings.models_dir", "path", "where models live (default: "
            "$FACEFUSE_MODELS, else the user cache folder)"),
@@ -115,7 +117,8 @@ SHOT_OPTIONS = (
            "shot is refused (flagged: sets it)", metavar="ID"),
     Option(("--overrides",), "request.overrides", "path", "JSON file of per-frame, per-person "
            "corrections (skip, keep, swap, hold; see docs/overrides.md); a re-render rewrites "
-           "only the frames they change", metavar="FILE"),
+           "only the frames they change; with --frames A-B, the whole shot's corrections plan "
+           "that shot and those outside A-B are ignored (one note)", metavar="FILE"),
     Option(("--chunk",), "request.chunk", "chunk", "render the Nth of M equal slices of the "
            "range (farm work)", metavar="N/M"),
     Option(("--chunk-frames",), "request.chunk_frames", "range", "render only frames A-B of the "
@@ -157,7 +160,8 @@ SHOT_OPTIONS = (
            "(3.0)"),
     Option(("--assign",), "request.assign", "assignments", "give one person of the shot their "
            "own source: PERSON=IMAGE, PERSON a person id (p1, p2, ...: see `facefuse review`) "
-           "or ref:PICTURE (the person who looks like PICTURE); repeatable", (),
+           "or ref:PICTURE (the person who looks like PICTURE); repeatable; without -s every "
+           "person swapped needs one (or --skip)", (),
            metavar="PERSON=IMAGE"),
     Option(("--skip",), "request.skip", "names", "leave this person untouched (a person id, "
            "or ref:PICTURE); repeatable", (), metavar="PERSON"),
@@ -217,13 +221,14 @@ def add_settings_options(parser: argparse.ArgumentParser, sources_required: bool
     add_options(parser, SETTINGS_OPTIONS)
 
 
-def add_render_options(parser: argparse.ArgumentParser, sources_required: bool = True,
+def add_render_options(parser: argparse.ArgumentParser,
                        after: Mapping[str, Callable[[argparse.ArgumentParser], None]] | None
                        = None) -> None:
     """Every option of a RenderRequest, in `facefuse render --help` order (farm commands take
-    the same; a .blend farm job needs no -s). after: as for add_options."""
+    the same). -s is optional: --assign may give every swapped person a source (the engine
+    refuses a request that swaps someone with none). after: as for add_options."""
     add_options(parser, (INPUT, OUTPUT), after)
-    add_settings_options(parser, sources_required)
+    add_settings_options(parser, sources_required=False)
     add_options(parser, SHOT_OPTIONS, after)
 
 

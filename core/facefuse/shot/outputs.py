@@ -82,7 +82,7 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
             raise InputError("--chunk and --chunk-frames need an image-sequence output: a video "
                              "is written in one pass (render a sequence on the farm, then "
                              "encode it)")
-        if request.only is not None:
+        if request.only is not None and len(request.only) > 1:  # one run: a part of the shot
             raise InputError("a list of frames (--frames LIST or flagged:) needs an "
                              "image-sequence output: a video is written whole, in one pass "
                              "(render the whole video again, or a sequence)")

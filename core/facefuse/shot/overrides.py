@@ -14,7 +14,8 @@ the shot plan names them) and an action:
 A later entry wins over an earlier one for the same frame and person. `load_overrides` reads
 and checks a file on its own (InputError, one sentence: missing, not JSON, another schema, an
 unknown action or key, a bad range); `Overrides.check` checks it against the shot it is
-applied to (its analysed range, its people and its shot id) before anything is written.
+applied to (its people and its shot id) before anything is written. Entries, or parts of them,
+outside the frames a render covers change nothing there; `Overrides.outside_note` names them.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ ACTIONS = ("skip", "keep", "swap", "hold")
 NEEDS_PERSON = ("skip", "swap", "hold")
 SWAPPED = ("swap", "hold")  # the actions after which the person is swapped in the frame
 ENTRY_KEYS = ("frames", "person", "action", "note")
-FILE_KEYS = ("schema", "shot", "overrides", "note")
+FILE_KEYS = ("schema", "shot", "analysed", "overrides", "note")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,30 +59,48 @@ class Override:
 @dataclass(frozen=True, slots=True)
 class Overrides:
     """The entries of one overrides file, in order; shot: the shot id it is for (None: any);
-    sha256: of the file's bytes (what a render records); label: the file, for messages."""
+    analysed: the analysed range (inclusive) that shot id names, where the file says (a render
+    of part of that range plans on all of it: shot.override_fit); sha256: of the file's bytes
+    (what a render records); label: the file, for messages."""
 
     entries: tuple[Override, ...]
     shot: str | None = None
     sha256: str = ""
     label: str = "overrides"
+    analysed: tuple[int, int] | None = None
 
     def check(self, analysed: tuple[int, int], people: Sequence[str], shot_id: str) -> None:
-        """InputError, one sentence, when the file is for another shot, an entry's frames
-        reach outside `analysed` (inclusive) or it names a person not in `people`."""
+        """InputError, one sentence, when the file is for another shot or an entry names a
+        person not in `people`. Frames outside `analysed` change nothing (outside_note says
+        which)."""
         if self.shot is not None and self.shot != shot_id:
-            raise InputError(f"{self.label} is for shot {self.shot}, not this one ({shot_id}); "
-                             "make the overrides from this shot's review report")
-        first, last = analysed
+            raise InputError(f"{self.label} is for shot {self.shot}, not this one ({shot_id}): "
+                             "another clip, or other detection options; make the overrides "
+                             "from this shot's review report")
         for number, entry in enumerate(self.entries, 1):
-            outside = [r for r in entry.frames if r[0] < first or r[1] > last]
-            if outside:
-                raise InputError(f"{self.label} entry {number}: frames "
-                                 f"{format_frame_list(tuple(outside))} are outside the analysed "
-                                 f"range {first}-{last}")
             if entry.person is not None and entry.person not in people:
                 known = ", ".join(people) if people else "none"
                 raise InputError(f"{self.label} entry {number} names person {entry.person}, "
                                  f"whom this shot does not have (its people: {known})")
+
+    def outside_note(self, span: tuple[int, int]) -> str | None:
+        """One sentence naming the entries, or parts of them, outside the inclusive frames
+        `span` (they change nothing there); None when every entry lies inside."""
+        first, last = span
+        wholly: list[str] = []
+        partly: list[str] = []
+        for entry in self.entries:
+            outside = _outside(entry.frames, first, last)
+            if outside:
+                inside = any(a <= last and b >= first for a, b in entry.frames)
+                (partly if inside else wholly).append(format_frame_list(outside))
+        if not wholly and not partly:
+            return None
+        said = [f"{len(wholly)} {_entries(len(wholly))} wholly ({', '.join(wholly)})"] \
+            if wholly else []
+        said += [f"{len(partly)} in part ({', '.join(partly)})"] if partly else []
+        return (f"{self.label}: the corrections outside frames {first}-{last} are ignored "
+                f"here: {' and '.join(said)}")
 
     def actions(self, frames: Iterable[int], people: Sequence[str]
                 ) -> dict[str, dict[int, str]]:
@@ -94,6 +113,22 @@ class Overrides:
             for person in (people if entry.person is None else (entry.person,)):
                 table.setdefault(person, {}).update(dict.fromkeys(covered, entry.action))
         return table
+
+
+def _outside(ranges: tuple[tuple[int, int], ...], first: int, last: int
+             ) -> tuple[tuple[int, int], ...]:
+    """The parts of inclusive `ranges` outside first-last."""
+    parts: list[tuple[int, int]] = []
+    for a, b in ranges:
+        if a < first:
+            parts.append((a, min(b, first - 1)))
+        if b > last:
+            parts.append((max(a, last + 1), b))
+    return tuple(parts)
+
+
+def _entries(count: int) -> str:
+    return "entry" if count == 1 else "entries"
 
 
 def load_overrides(path: Path) -> Overrides:
@@ -110,9 +145,9 @@ def load_overrides(path: Path) -> Overrides:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         where = f" at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
         raise InputError(f"{label} is not JSON ({_first_line(exc)}{where})") from None
-    shot, entries = _file_fields(data, label)
+    shot, analysed, entries = _file_fields(data, label)
     return Overrides(tuple(_entry(entry, n, label) for n, entry in enumerate(entries, 1)),
-                     shot, hashlib.sha256(raw).hexdigest(), label)
+                     shot, hashlib.sha256(raw).hexdigest(), label, analysed)
 
 
 def overrides_bytes(overrides: Overrides) -> bytes:
@@ -125,7 +160,9 @@ def overrides_bytes(overrides: Overrides) -> bytes:
         if entry.person is not None:
             record["person"] = entry.person
         entries.append(record)
-    shot = {"shot": overrides.shot} if overrides.shot is not None else {}
+    shot: dict[str, Any] = {"shot": overrides.shot} if overrides.shot is not None else {}
+    if overrides.analysed is not None:
+        shot["analysed"] = f"{overrides.analysed[0]}-{overrides.analysed[1]}"
     data = {"schema": SCHEMA, **shot, "overrides": entries}
     return (json.dumps(data, indent=1) + "\n").encode("utf-8")
 
@@ -145,7 +182,8 @@ def write_overrides(path: Path, overrides: Overrides) -> Path:
     return path
 
 
-def _file_fields(data: Any, label: str) -> tuple[str | None, list[Any]]:
+def _file_fields(data: Any, label: str
+                 ) -> tuple[str | None, tuple[int, int] | None, list[Any]]:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         schema = data.get("schema") if isinstance(data, dict) else None
         raise InputError(f"{label} is not a {SCHEMA} file (its schema is {schema!r})")
@@ -158,7 +196,21 @@ def _file_fields(data: Any, label: str) -> tuple[str | None, list[Any]]:
         raise InputError(f"{label}: shot must be a shot id such as 3fa2c81d09be4e77")
     if not isinstance(entries, list):
         raise InputError(f"{label}: overrides must be a list of entries")
-    return shot, entries
+    return shot, _analysed(data.get("analysed"), label), entries
+
+
+def _analysed(value: Any, label: str) -> tuple[int, int] | None:
+    """The file's "analysed" range ("A-B"), if it has one."""
+    if value is None:
+        return None
+    try:
+        ranges = parse_frame_list(value) if isinstance(value, str) else ()
+    except InputError:
+        ranges = ()
+    if len(ranges) != 1:
+        raise InputError(f"{label}: analysed must be the range the shot id names, such as "
+                         "1001-1240")
+    return ranges[0]
 
 
 def _entry(entry: Any, number: int, label: str) -> Override:

@@ -250,10 +250,7 @@ class PassOne:
 
     def _cache_entry(self, pipeline: Pipeline, content_sha256: str,
                      cancelled: CancelCheck) -> _CacheEntry:
-        settings = self.settings
-        key = AnalysisKey(content_sha256, pipeline.models.identity("detector"),
-                          pipeline.models.identity("recogniser"), settings.detector_size_px,
-                          settings.detector_score, self.colour_name)
+        key = analysis_key(pipeline, content_sha256, self.colour_name)
         cache = AnalysisCache(pipeline.cache.analysis)
         try:
             cache.directory.mkdir(parents=True, exist_ok=True)
@@ -396,3 +393,13 @@ def _sum_ms(*parts: Mapping[str, float]) -> Mapping[str, float]:
         for stage, ms in part.items():
             total[stage] = round(total.get(stage, 0.0) + ms, 3)
     return MappingProxyType(total)
+
+
+def analysis_key(pipeline: Pipeline, content_sha256: str, colour_name: str | None) -> AnalysisKey:
+    """The analysis cache key of a shot whose content is `content_sha256`, decoded with the
+    conversion named `colour_name`, with `pipeline`'s detector, recogniser and detection options
+    (its digest names the shot: plan.shot_id_of)."""
+    settings = pipeline.settings
+    return AnalysisKey(content_sha256, pipeline.models.identity("detector"),
+                       pipeline.models.identity("recogniser"), settings.detector_size_px,
+                       settings.detector_score, colour_name)

@@ -30,7 +30,8 @@ from .early_plan import AnalysisStopped, EarlyPlan
 from .held_frames import HeldFrames
 from .inputs import ShotInput
 from .pass_one import PassOne
-from .plan import DEFAULT_SOURCE, PlannedFace, ShotPlan
+from .plan import PlannedFace, ShotPlan
+from .planning import default_identity
 from .request import CancelCheck, PhaseProgress
 from .streaming import stream
 from .tally import FrameTally
@@ -64,7 +65,7 @@ class Swap:
         """Swap the planned faces of `frame`, pasting into the frame itself (see _timed)."""
         targets = [face.face for face in planned]
         own = [self.identities[face.source] for face in planned]
-        return self.pipeline.swap_frame(frame, self.identities[DEFAULT_SOURCE], targets,
+        return self.pipeline.swap_frame(frame, default_identity(self.identities), targets,
                                         self.colour, matte=self.matte, identities=own)
 
 
@@ -159,6 +160,8 @@ class PassTwo:
             targets = plan.targets(number)
             tally.found[number] = plan.feed.found(number)
             assert plan.plan is not None  # made by targets()
+            if number in plan.plan.corrected:
+                tally.corrected.add(number)
             yield number, frame, ms, targets, self.prints.of(plan.plan, number)
 
     def guard(self, step: Callable[[Any], Any]) -> Callable[[Any], Any]:

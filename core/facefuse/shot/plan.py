@@ -54,6 +54,7 @@ PLAN_VERSION = 3
 # decisions for that frame are final (see plan_horizon).
 PLAN_LOOKAHEAD_S = 2.0
 DEFAULT_SOURCE = "default"  # the identity key of the render's own sources (-s)
+SKIPPED = "skipped"  # PlannedPerson.why of a person the request skips
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -103,7 +104,9 @@ class ShotPlan:
     shot_id: names the shot (its analysis key and analysed range; see shot_id_of).
     frames: the analysed frames. cuts: the frames that start a new shot. people: by person_id
     order. planned: the faces to swap per frame, in paste order (frames with none are absent).
-    analysis: what the plan was made from.
+    analysis: what the plan was made from. corrected: the frames where the user's own
+    corrections take a face out of the swap: a skipped person's face is found there, or an
+    override leaves a face the plan would swap as it is.
     """
 
     shot_id: str
@@ -112,6 +115,7 @@ class ShotPlan:
     people: tuple[PlannedPerson, ...]
     planned: Mapping[int, tuple[PlannedFace, ...]]
     analysis: ShotAnalysis = field(default_factory=ShotAnalysis)
+    corrected: frozenset[int] = frozenset()
 
     def faces(self, frame: int) -> tuple[PlannedFace, ...]:
         """What is swapped in `frame`, in paste order (() for nothing)."""
@@ -224,11 +228,23 @@ def make_plan(analysis: ShotAnalysis, options: PlanOptions, shot_id: str = "",
              sum(len(p.person.tracks) for p in swapped))
     analysed = tuple(frames if frames is not None else sorted(analysis.faces))
     faces = {n: tuple(f) for n, f in sorted(planned.items())}
+    corrected = {n for p in people if p.why == SKIPPED for n in p.frames}
     if options.overrides is not None:
+        chosen_faces = faces
         faces = apply_overrides(options.overrides, faces, [p.person_id for p in people],
                                 [p.person_id for p in swapped], analysed, cuts, shot_id)
+        corrected |= _overridden(chosen_faces, faces, {p.person_id for p in swapped})
         people = _forced_people(people, faces)
-    return ShotPlan(shot_id, analysed, cuts, people, faces, analysis)
+    return ShotPlan(shot_id, analysed, cuts, people, faces, analysis, frozenset(corrected))
+
+
+def _overridden(chosen: Mapping[int, tuple[PlannedFace, ...]],
+                faces: Mapping[int, tuple[PlannedFace, ...]], swapped: set[str]) -> set[int]:
+    """The frames where overrides took out a face of a person the plan swaps (`chosen`: the
+    faces before the overrides, `faces` after)."""
+    return {n for n, before in chosen.items()
+            if {f.person_id for f in before if f.person_id in swapped}
+            - {f.person_id for f in faces.get(n, ())}}
 
 
 def _forced_people(people: Sequence[PlannedPerson],
@@ -259,7 +275,7 @@ def decide_people(people: Sequence[Person], options: PlanOptions) -> tuple[Plann
     for person in planned:
         name, number = person.person_id, person.person.person_id
         if name in skipped:
-            decided.append(replace(person, why="skipped"))
+            decided.append(replace(person, why=SKIPPED))
         elif name in assigned:
             decided.append(replace(person, source=assigned[name], why="assigned"))
         elif number in selected:

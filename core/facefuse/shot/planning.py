@@ -3,16 +3,21 @@
 It analyses the request's range the way a render's pass 1 does (from the analysis cache where it
 has it, else analysing and caching, with "analysis" progress) and makes the plan with the
 render's own options (plan_options, also below), so a review, a preview or a host sees exactly the
-decisions the render carries out.
+decisions the render carries out (its overrides fitted to its frames as the render fits them:
+shot.override_fit).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+import numpy as np
+
 from ..color import input_conversion
+from ..errors import InputError
 from ..pipeline import Pipeline
 from ..runtime.threads import blas_on_one_thread
 from ..timing import RenderTimings
@@ -20,11 +25,14 @@ from ..types import SourceIdentity
 from .early_plan import AnalysisStopped
 from .frames import plan_frames
 from .inputs import open_input
+from .override_fit import fit_overrides
 from .overrides import Overrides, load_overrides
 from .pass_one import PassOne
 from .plan import DEFAULT_SOURCE, PlanOptions, ShotPlan, make_plan, shot_id_of
 from .request import REFERENCE_PREFIX, CancelCheck, PhaseCallback, PhaseProgress, RenderRequest
 from .smoothing import OneEuroParams
+
+log = logging.getLogger(__name__)
 
 
 class PlanCancelled(Exception):
@@ -50,14 +58,20 @@ def plan_shot(request: RenderRequest, pipeline: Pipeline | None = None,
 def _plan(request: RenderRequest, pipeline: Pipeline, on_phase: PhaseCallback | None,
           cancel: CancelCheck | None) -> ShotPlan:
     cancelled: Callable[[], bool] = cancel or (lambda: False)
+    overrides = load_overrides(request.overrides) if request.overrides is not None else None
     shot = open_input(request.input, request.start_number, request.conform_vfr,
                       request.settings.threads)
     try:
+        fitted = fit_overrides(request, shot, pipeline, overrides)
+        if fitted.note is not None:
+            log.info("%s", fitted.note)
+        request = fitted.request
         frames = plan_frames(shot.frame_numbers, request.frames, None, shot.label,
                              contiguous=shot.is_sequence)
         colour = input_conversion(request.colorspace, shot.suffix, shot.pixel_type)
         pipeline.models.require_models()
-        options = plan_options(request, pipeline, float(shot.rate) if shot.rate else None)
+        options = plan_options(request, pipeline, float(shot.rate) if shot.rate else None,
+                               overrides)
         pass_one = PassOne(shot, frames, request.settings, colour, RenderTimings(),
                            on_phase or _ignore)
         feed = pass_one.start(pipeline, shot.content_sha256(pipeline.hashes), cancelled, None,
@@ -74,6 +88,21 @@ def _plan(request: RenderRequest, pipeline: Pipeline, on_phase: PhaseCallback | 
     key = pass_one.key
     shot_id = shot_id_of(key.digest if key is not None else "", frames.analysed)
     return make_plan(analysis, options, shot_id, frames.analysed)
+
+
+def fitted_request(request: RenderRequest, pipeline: Pipeline) -> RenderRequest:
+    """`request` as it is planned with its overrides (shot.override_fit: a part of the shot
+    the overrides were made for is planned over that shot); itself without overrides or
+    without --frames."""
+    if request.overrides is None or request.frames is None:
+        return request
+    overrides = load_overrides(request.overrides)
+    shot = open_input(request.input, request.start_number, request.conform_vfr,
+                      request.settings.threads)
+    try:
+        return fit_overrides(request, shot, pipeline, overrides).request
+    finally:
+        shot.close()
 
 
 def smoothing_of(request: RenderRequest) -> OneEuroParams | None:
@@ -112,11 +141,58 @@ def plan_options(request: RenderRequest, pipeline: Pipeline, rate_hz: float | No
 
 def source_identities(request: RenderRequest, pipeline: Pipeline) -> dict[str, SourceIdentity]:
     """The identity of every source key a plan of `request` can use: DEFAULT_SOURCE (the
-    request's sources) and each assigned image (InputError / NoFaceError for a bad one)."""
-    identities = {DEFAULT_SOURCE: pipeline.source_identity(request.sources)}
+    request's sources; absent without any) and each assigned image (InputError / NoFaceError
+    for a bad one)."""
+    identities = ({DEFAULT_SOURCE: pipeline.source_identity(request.sources)}
+                  if request.sources else {})
     for _, image in request.assign:
         identities.setdefault(str(image), pipeline.source_identity([image]))
     return identities
+
+
+def default_identity(identities: Mapping[str, SourceIdentity]) -> SourceIdentity:
+    """The identity of the request's own sources (DEFAULT_SOURCE), or, for a request without
+    any, the empty identity (no embedding, no sources) its fingerprint and provenance name."""
+    found = identities.get(DEFAULT_SOURCE)
+    if found is not None:
+        return found
+    return SourceIdentity(np.zeros(0, np.float32), ())
+
+
+def check_casting(request: RenderRequest) -> None:
+    """InputError, before anything is analysed, for a request that swaps faces with nothing:
+    no sources (-s) and nobody assigned one (--assign)."""
+    if not request.sources and not request.assign:
+        raise InputError("there is no source face to swap in: give -s PHOTO (the face given "
+                         "to everyone the selector chooses) or --assign p1=PHOTO per person "
+                         "(`facefuse review` lists the people)")
+
+
+def people_without_source(plan: ShotPlan, request: RenderRequest,
+                          frames: Iterable[int] | None = None) -> tuple[str, ...]:
+    """The people `plan` swaps in `frames` (None: all its frames) with the request's own
+    sources (DEFAULT_SOURCE) while the request has none: chosen by the selector or swapped by
+    an override, and assigned nothing. () when the request has sources."""
+    if request.sources:
+        return ()
+    numbers = plan.planned if frames is None else frames
+    missing = {face.person_id for number in numbers for face in plan.faces(number)
+               if face.source == DEFAULT_SOURCE}
+    return tuple(p.person_id for p in plan.people if p.person_id in missing)
+
+
+def check_sources(plan: ShotPlan, request: RenderRequest,
+                  frames: Iterable[int] | None = None) -> None:
+    """InputError naming the people swapped in `frames` who have no source
+    (people_without_source), and how to give them one."""
+    missing = people_without_source(plan, request, frames)
+    if not missing:
+        return
+    names = ", ".join(missing)
+    verb = "is" if len(missing) == 1 else "are"
+    raise InputError(f"{names} {verb} swapped but {'has' if len(missing) == 1 else 'have'} no "
+                     f"source: give -s PHOTO (everyone the selector chooses), "
+                     f"--assign {missing[0]}=PHOTO per person, or --skip {missing[0]}")
 
 
 def _ignore(_progress: PhaseProgress) -> None:

@@ -31,45 +31,39 @@ the whole video again; render a sequence for farm work).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import threading
 import time
 from collections.abc import Mapping
-from pathlib import Path
 
-from ..cache.hashes import HashMemo
 from ..color import input_conversion
 from ..errors import InputError
 from ..io import sequences
-from ..io.video.yuv import READER_VERSION
-from ..models.manifest import ROLES
 from ..pipeline import Pipeline
 from ..runtime.memory import returning_freed_memory
 from ..runtime.threads import blas_on_one_thread
 from ..timing import RenderTimings
-from ..types import SourceIdentity
-from . import provenance
-from .analysis import ANALYSIS_VERSION, ShotAnalysis
+from .analysis import ShotAnalysis
 from .early_plan import EarlyPlan
 from .frames import plan_frames
 from .held_frames import MIB
 from .inputs import ShotInput, open_input
 from .outputs import open_writer
+from .override_fit import fit_overrides
 from .overrides import Overrides, load_overrides
 from .pass_one import PassOne
-from .pass_two import FramePrints, Identities, Output, PassTwo, Swap
+from .pass_two import Identities, Output, PassTwo, Swap
 from .plan import (
     DEFAULT_SOURCE,
-    PLAN_VERSION,
     PlanOptions,
     ShotPlan,
     make_plan,
     plan_horizon,
     shot_id_of,
 )
-from .planning import plan_options, smoothing_of, source_identities
+from .planning import check_casting, check_sources, plan_options
+from .prints import RenderPrints, render_prints
+from .replacement import made_outputs, replacement_of
 from .request import (
     CancelCheck,
     FrameReport,
@@ -78,6 +72,7 @@ from .request import (
     ProgressCallback,
     RenderRequest,
     RenderSummary,
+    Replacement,
 )
 from .tally import Counts, FrameTally
 from .writers import FrameWriter
@@ -109,16 +104,19 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
     started = time.perf_counter()
     if pipeline is not None and pipeline.settings != request.settings:
         raise ValueError("the pipeline given to render() was built from other settings")
+    check_casting(request)
+    overrides = load_overrides(request.overrides) if request.overrides is not None else None
     shot = open_input(request.input, request.start_number, request.conform_vfr,
                       request.settings.threads)
     try:
-        job = RenderJob(request, shot, on_progress or _ignore, on_phase or _ignore, timings)
         # a flat peak however long the shot (runtime.memory); no BLAS workers left spinning
         with returning_freed_memory(), blas_on_one_thread():
             if pipeline is not None:
+                job = _job(request, overrides, shot, pipeline, on_progress, on_phase, timings)
                 finished = job.run(pipeline, cancel or _never)
             else:
                 with Pipeline(request.settings, timer=timings) as own:
+                    job = _job(request, overrides, shot, own, on_progress, on_phase, timings)
                     finished = job.run(own, cancel or _never)
     finally:
         shot.close()
@@ -131,23 +129,41 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
                          no_face=counts.no_face, skipped=counts.skipped,
                          failed=tuple(counts.failed), seconds=time.perf_counter() - started,
                          cancelled=not finished and not stopped_by_failure,
-                         unselected=counts.unselected, warnings=warnings,
+                         unselected=counts.unselected, corrected=counts.corrected,
+                         replaced=job.replaced.count, replaced_ranges=job.replaced.frames,
+                         notes=job.notes, request_fingerprint=job.request_fingerprint,
+                         warnings=warnings,
                          analysis_cached=job.pass_one.cached,
                          decoded_once=job.pass_one.held.taken,
                          held_mib=round(job.pass_one.held.peak_bytes / MIB, 1))
 
 
+def _job(request: RenderRequest, overrides: Overrides | None, shot: ShotInput,
+         pipeline: Pipeline, on_progress: ProgressCallback | None,
+         on_phase: PhaseCallback | None, timings: RenderTimings | None) -> RenderJob:
+    """The render of `request` with its overrides fitted to its frames (shot.override_fit);
+    the note on corrections it ignores is logged and kept for the summary."""
+    fitted = fit_overrides(request, shot, pipeline, overrides)
+    job = RenderJob(fitted.request, shot, on_progress or _ignore, on_phase or _ignore, timings,
+                    overrides)
+    if fitted.note is not None:
+        log.info("%s", fitted.note)
+        job.notes = (fitted.note,)
+    return job
+
+
 def _warnings(request: RenderRequest, counts: Counts) -> tuple[str, ...]:
-    """What the user must hear although nothing failed: faces found but nothing swapped."""
-    if counts.swapped or not counts.unselected:
+    """What the user must hear although nothing failed: faces found, nothing swapped, and
+    not because of the user's own corrections (skips, overrides: those are choices)."""
+    chosen = counts.unselected - counts.corrected  # left by the selector
+    if counts.swapped or not chosen:
         return ()
     settings = request.settings
     why = (f"selector {settings.selector}, similarity {settings.similarity}"
            if settings.selector == "reference" else f"selector {settings.selector}")
-    if request.overrides is not None:
-        why += f", overrides {request.overrides.name}"
-    return (f"faces were found in {counts.unselected} frames but none was swapped ({why}); "
-            + "those frames were written unchanged",)
+    warning = (f"faces were found in {chosen} frames but the selector chose none of them "
+               f"({why}); those frames were written unchanged")
+    return (warning,)
 
 
 class RenderJob:
@@ -156,14 +172,14 @@ class RenderJob:
 
     def __init__(self, request: RenderRequest, shot: ShotInput,
                  report: ProgressCallback, phase: PhaseCallback,
-                 timings: RenderTimings | None = None) -> None:
+                 timings: RenderTimings | None = None,
+                 overrides: Overrides | None = None) -> None:
         self.request, self.shot = request, shot
         self.timings = timings if timings is not None else RenderTimings()
         self.frames = plan_frames(shot.frame_numbers, request.frames, request.chunk, shot.label,
                                   contiguous=shot.is_sequence,
                                   chunk_frames=request.chunk_frames, only=request.only)
-        self.overrides: Overrides | None = (load_overrides(request.overrides)
-                                            if request.overrides is not None else None)
+        self.overrides = overrides  # request.overrides, read
         self.colour, self.colour_name = input_conversion(request.colorspace, shot.suffix,
                                                          shot.pixel_type)
         self.writer: FrameWriter = open_writer(request, shot, self.frames.rendered, self.colour)
@@ -172,6 +188,9 @@ class RenderJob:
                                 request.settings.frame_memory_mib * MIB)
         self.tally = FrameTally(report, phase, self.timings, self.pass_one)
         self.plan: ShotPlan | None = None  # the shot plan, once made (see run)
+        self.replaced = Replacement(request.output)  # what it rewrites that was made otherwise
+        self.notes: tuple[str, ...] = ()  # what the user should hear (not warnings)
+        self.request_fingerprint = ""  # the whole request's (RenderPrints.whole), once known
 
     # -- the run ----------------------------------------------------------------------------
     def run(self, pipeline: Pipeline, cancelled: CancelCheck) -> bool:
@@ -179,25 +198,23 @@ class RenderJob:
         docstring); False when cancelled or stopped early by --fail-fast."""
         pipeline.models.require_models()
         pipeline.check_options()
-        identities = source_identities(self.request, pipeline)
-        identity = identities[DEFAULT_SOURCE]
-        memo = pipeline.hashes
-        content = self.shot.content_sha256(memo)
-        self._check_only_input(f"sha256:{content}")
-        base = self._fingerprint(pipeline, identity, content, memo)
-        self.prints = FramePrints(base, identities)
-        metadata = provenance.provenance(self.request.settings, pipeline.models.used(),
-                                         identity, self._whole_fingerprint(base, memo),
-                                         self.shot.label,
-                                         full=self.request.provenance == "full")
-        if self.overrides is not None:
-            metadata[f"{provenance.PREFIX}overrides_sha256"] = self.overrides.sha256
+        prints = render_prints(self.request, pipeline, self.shot, self.frames.analysed,
+                               self.colour_name, self.overrides)
+        self._check_only_input(f"sha256:{prints.content_sha256}")
+        identities, content, metadata = prints.identities, prints.content_sha256, prints.metadata
+        self.prints, self.request_fingerprint = prints.frames, prints.whole
         rendered = self.frames.rendered
         if not rendered:
             return True
         options = plan_options(self.request, pipeline, self._rate(), self.overrides)
+        made = made_outputs(self.request.output, rendered)  # results it may replace
         resuming = not self.request.overwrite and self.writer.started(rendered)
-        whole_first = resuming or (self.request.only_input or "").startswith("shot:")
+        # the plan decides which made frames a sequence replaces (replacement_of) and, without
+        # sources of the render's own, that it swaps nobody with them (check_sources): such
+        # renders plan on the whole analysis first
+        whole_first = (resuming or (bool(made) and self.is_sequence)
+                       or (self.request.only_input or "").startswith("shot:")
+                       or DEFAULT_SOURCE not in identities)
         horizon = None if whole_first else self._horizon(rendered[0], options)
         halt = threading.Event()  # pass 2 ended early: pass 1 stops too
 
@@ -214,6 +231,9 @@ class RenderJob:
             plan.targets(rendered[0])  # plans now: a person named wrongly stops the render here
             assert plan.plan is not None
             self._check_only_input(f"shot:{plan.plan.shot_id}")
+            check_sources(plan.plan, self.request, rendered)
+        if made:
+            self._say_replaced(made, plan.plan, prints)
         todo = self._todo(plan) if resuming else rendered
         self._say_video_is_whole()
         try:
@@ -249,12 +269,26 @@ class RenderJob:
                              f"{self.shot.label} as these options analyse it ({found[:23]}); "
                              "review it again with these options")
 
+    def _say_replaced(self, made: Mapping[int, Mapping[str, str]], plan: ShotPlan | None,
+                      prints: RenderPrints) -> None:
+        """Work out (shot.replacement) and log which finished frames made with other choices
+        this render rewrites; the summary reports them."""
+        self.replaced = replacement_of(self.request.output, made, self.frames.rendered,
+                                       plan if self.is_sequence else None, prints)
+        if self.replaced:
+            log.info("%s", self.replaced.message)
+
     def _say_video_is_whole(self) -> None:
         if self.request.overrides is not None and not sequences.is_frame_pattern(
                 self.request.output):
             log.info("%s is a video, written whole: all %d frames are rendered again (a video "
                      "cannot be rewritten in part; render a sequence to rewrite only the frames "
                      "the overrides change)", self.request.output, len(self.frames.rendered))
+
+    @property
+    def is_sequence(self) -> bool:
+        """Whether the output is an image sequence (else a video)."""
+        return sequences.is_frame_pattern(self.request.output)
 
     def _rate(self) -> float | None:
         return float(self.shot.rate) if self.shot.rate else None
@@ -266,31 +300,6 @@ class RenderJob:
         shot_id = shot_id_of(key.digest if key is not None else "", self.frames.analysed)
         with self.timings.measure("track"):
             return make_plan(analysis, options, shot_id)
-
-    def _fingerprint(self, pipeline: Pipeline, identity: SourceIdentity, content_sha256: str,
-                     memo: HashMemo) -> str:
-        roles = [r for r in ROLES if r != "enhancer" or self.request.settings.enhancer]
-        models = {role: pipeline.models.sha256(role) for role in roles}
-        references = [memo.sha256(Path(p)) for p in self.request.settings.reference_images]
-        memo.flush()
-        analysed = self.frames.analysed
-        extra = {"smoothing": repr(smoothing_of(self.request)),
-                 "frames": (analysed[0], analysed[-1]),
-                 "analysis": ANALYSIS_VERSION, "plan": PLAN_VERSION, "reader": READER_VERSION,
-                 "start_number": self.request.start_number, "input": content_sha256,
-                 "reference": references, "enhancer": bool(self.request.settings.enhancer),
-                 "conform_vfr": self.request.conform_vfr}
-        return provenance.fingerprint(self.request.settings, models, identity, self.colour_name,
-                                      extra)
-
-    def _whole_fingerprint(self, base: str, memo: HashMemo) -> str:
-        """The fingerprint of the whole render (a video's): the render's with what the plan
-        is told (assignments, skips, the overrides file's content)."""
-        told = {"assign": [(person, memo.sha256(image)) for person, image in
-                           self.request.assign], "skip": list(self.request.skip),
-                "overrides": self.overrides.sha256 if self.overrides is not None else None}
-        text = base + json.dumps(told, sort_keys=True)
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def _todo(self, plan: EarlyPlan) -> tuple[int, ...]:
         """The rendered frames whose files are not finished with their fingerprint under the

@@ -17,7 +17,7 @@ from types import MappingProxyType
 
 from ..config import Settings, check_smoothing
 from ..errors import InputError
-from .frames import FrameRanges, normalise_ranges
+from .frames import FrameRanges, format_frame_list, normalise_ranges
 
 PROVENANCE_MODES = ("names", "full")
 
@@ -124,11 +124,15 @@ def check_person(person: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class FrameReport:
-    """One finished frame: status is "swapped", "no_face" (nothing swapped: none found, or none
-    of those found selected), "skipped" or "failed".
+    """One finished frame: status is "swapped", "no_face" (no face found: written unchanged),
+    "unselected" (faces found, none swapped by the plan: written unchanged), "skipped" (done
+    by an earlier render) or "failed".
 
     faces: faces swapped; found: faces the analysis found in the frame (0 when not analysed);
-    ms: milliseconds per stage (decode, detect, swap, paste, ...); error: why it failed."""
+    ms: milliseconds per stage (decode, detect, swap, paste, ...); error: why it failed;
+    corrected: an "unselected" frame the user's own corrections left as it is (a skipped
+    person's face is there, or an override keeps a face the plan would swap), not the
+    selector's choice."""
 
     frame: int
     status: str
@@ -136,6 +140,7 @@ class FrameReport:
     ms: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     error: str = ""
     found: int = 0
+    corrected: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,8 +161,16 @@ class PhaseProgress:
 @dataclass(frozen=True, slots=True)
 class RenderSummary:
     """The outcome of one render: frames in its range, how each ended, and whether it was
-    cancelled (failed: (frame, reason) pairs). unselected: frames counted in no_face where faces
-    were found but none was selected; warnings: sentences the host should show the user.
+    cancelled (failed: (frame, reason) pairs). no_face: frames where no face was found;
+    unselected: frames where faces were found but the plan swapped none (both written
+    unchanged); corrected: those of `unselected` the user's own corrections (skips, overrides)
+    left as they are, the rest being the selector's choice; warnings: sentences the host should
+    show the user (never about corrected frames). replaced / replaced_ranges: the finished
+    frames of the output made with other choices (another fingerprint) that this render
+    rewrote, or set out to (shot.replacement; a video's: all its frames). request_fingerprint:
+    the fingerprint of the whole request its frames were made with, what the plan is told
+    included (what Replacement.made_by names later; "" when it stopped before). notes: sentences
+    worth telling the user that are no problem (corrections outside the frames rendered).
     analysis_cached: frames whose analysis (pass 1) came from the cache instead of being run:
     timings of a render with cached analysis are warm. decoded_once: frames pass 2 took as
     pass 1 decoded them instead of decoding them again (shot.held_frames); held_mib: the most
@@ -175,14 +188,51 @@ class RenderSummary:
     analysis_cached: int = 0
     decoded_once: int = 0
     held_mib: float = 0.0
+    corrected: int = 0
+    replaced: int = 0
+    replaced_ranges: FrameRanges = ()
+    notes: tuple[str, ...] = ()
+    request_fingerprint: str = ""
 
     @property
     def done(self) -> int:
-        return self.swapped + self.no_face
+        """The frames this render wrote."""
+        return self.swapped + self.no_face + self.unselected
 
     @property
     def fps(self) -> float:
         return self.done / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Replacement:
+    """What a render would replace in its output: `frames`, inclusive ranges of finished frames
+    made another way (`count` frames; a video's: all its frames, `whole_file` True), and
+    `differences`, short phrases of what differs ("swapper_weight 0.5 -> 0.7", "the plan
+    (people, sources or corrections) in frames 8-9"), and `made_by`, the request fingerprints
+    (RenderSummary.request_fingerprint) of the renders those frames were made by, so a host can
+    tell frames its own earlier renders made from others. Falsy when nothing is replaced."""
+
+    output: str
+    frames: FrameRanges = ()
+    count: int = 0
+    whole_file: bool = False
+    differences: tuple[str, ...] = ()
+    made_by: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    @property
+    def message(self) -> str:
+        """One sentence for the user ("" when nothing is replaced)."""
+        if not self:
+            return ""
+        what = (f"the whole of {self.output}" if self.whole_file else
+                f"{self.count} finished frames ({format_frame_list(self.frames)}) of "
+                f"{self.output}")
+        why = "; ".join(self.differences) or "another way"
+        return f"this render replaces {what}, made with other choices: {why}"
 
 
 ProgressCallback = Callable[[FrameReport], None]

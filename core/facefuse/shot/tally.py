@@ -24,7 +24,7 @@ class Counts:
     """Per-run tallies, touched only by the thread that settles frames."""
 
     def __init__(self) -> None:
-        self.swapped = self.no_face = self.skipped = self.unselected = 0
+        self.swapped = self.no_face = self.skipped = self.unselected = self.corrected = 0
         self.failed: list[tuple[int, str]] = []
 
 
@@ -37,6 +37,7 @@ class FrameTally:
         self.report, self.phase, self.timings, self.pass_one = report, phase, timings, pass_one
         self.counts = Counts()
         self.found: dict[int, int] = {}  # faces the analysis found, per frame number
+        self.corrected: set[int] = set()  # frames the plan says the user's corrections keep
         self.settled = 0
         self.todo_total = 0
 
@@ -55,16 +56,28 @@ class FrameTally:
                 self.report(FrameReport(item.number, "failed", 0, item.ms, item.error,
                                         self.found.get(item.number, 0)))
             else:
-                found = self.found.get(item.number, 0)
-                if item.faces:
-                    self.counts.swapped += 1
-                else:
-                    self.counts.no_face += 1
-                    self.counts.unselected += int(found > 0)
-                self.report(FrameReport(item.number, "swapped" if item.faces else "no_face",
-                                        item.faces, item.ms, found=found))
+                self._count(item)
             self.settled += 1
             self.phase(PhaseProgress("swap", self.settled, self.todo_total))
+
+    def _count(self, item: Processed) -> None:
+        """Count and report a written frame: swapped, no face found, or faces found and none
+        swapped (unselected; corrected where the user's corrections decided so)."""
+        found = self.found.get(item.number, 0)
+        corrected = False
+        if item.faces:
+            self.counts.swapped += 1
+            status = "swapped"
+        elif found == 0:
+            self.counts.no_face += 1
+            status = "no_face"
+        else:
+            self.counts.unselected += 1
+            corrected = item.number in self.corrected
+            self.counts.corrected += int(corrected)
+            status = "unselected"
+        self.report(FrameReport(item.number, status, item.faces, item.ms, found=found,
+                                corrected=corrected))
 
     def _timed_item(self, item: Processed) -> Processed:
         """Record a settled frame's pass-2 stage times; the item with its analysis stage times

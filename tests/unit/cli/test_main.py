@@ -9,6 +9,8 @@ import argparse
 import pytest
 
 from facefuse.cli import main as cli
+from facefuse.cli.options import given_settings, settings_from_args
+from facefuse.config import Settings
 from facefuse.errors import ExitCode
 
 
@@ -74,9 +76,21 @@ def test_panel_takes_the_model_and_settings_options_of_render() -> None:
                             "--faces-overlay", "--overwrite"}
     missing = {option for option in shared if option not in panel}
     assert not missing, missing
-    for option in shared:
-        assert (panel[option].dest, panel[option].default) == \
-            (swap[option].dest, swap[option].default), option
+    for option in shared:  # a settings option the panel is not given stays out of its parse
+        default = panel[option].default
+        assert panel[option].dest == swap[option].dest, option
+        assert default in (swap[option].default, argparse.SUPPRESS), option
+    assert settings_from_args(cli.build_parser().parse_args(["panel"])) == Settings()
+
+
+def test_panel_knows_which_settings_the_command_line_gave() -> None:
+    """Given equal to its default, an option still wins over the panel's remembered value."""
+    default = Settings().detector_score
+    args = cli.build_parser().parse_args(["panel", "--detector-score", str(default),
+                                          "--offline"])
+    assert given_settings(args) == {"detector_score", "offline"}
+    assert settings_from_args(args).detector_score == default
+    assert given_settings(cli.build_parser().parse_args(["panel"])) == frozenset()
 
 
 def test_preview_takes_every_render_option() -> None:

@@ -29,7 +29,7 @@ def _install_fake_host(folder: Path, host: str, package: str) -> None:
     (folder / package / "app.py").write_text(textwrap.dedent("""\
         STARTED = []
 
-        def run_standalone(clip, base=None, sources=()):
+        def run_standalone(clip, base=None, sources=(), given=None):
             STARTED.append(clip)
             return 0
         """))

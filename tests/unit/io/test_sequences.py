@@ -14,6 +14,7 @@ from facefuse.io.sequences import (
     is_frame_pattern,
     parse_chunk,
     parse_frame_range,
+    sequence_of_frame,
 )
 
 
@@ -146,3 +147,27 @@ def test_find_gaps() -> None:
     assert find_gaps({3, 1, 2}) == ()
     assert find_gaps([]) == ()
     assert find_gaps([9]) == ()
+
+
+@pytest.mark.parametrize(("names", "picked", "pattern", "number"), [
+    (("plate.1001.png", "plate.1002.png"), "plate.1001.png", "plate.####.png", 1001),
+    (("plate.0042.exr",), "plate.0042.exr", "plate.####.exr", 42),
+    (("plate.1.png", "plate.2.png", "plate.10.png"), "plate.10.png", "plate.#.png", 10),
+    (("shot_v2_0100.dpx", "shot_v2_0101.dpx"), "shot_v2_0101.dpx", "shot_v2_####.dpx", 101),
+    (("take3.tif",), "take3.tif", "take#.tif", 3),  # a lone numbered picture: one frame
+])
+def test_a_picked_frame_names_its_sequence(tmp_path: Path, names, picked, pattern, number):
+    for name in names:
+        (tmp_path / name).write_bytes(b"x")
+    found = sequence_of_frame(tmp_path / picked)
+    assert found is not None
+    assert found[0].display == str(tmp_path / pattern) and found[1] == number
+    assert found[0].scan()[number] == tmp_path / picked
+
+
+@pytest.mark.parametrize("name", ["clip.0001.mov", "plate.png", "plate.####.png", "gone.1001.png"])
+def test_no_sequence_for_a_movie_an_unnumbered_picture_a_pattern_or_a_missing_file(
+        tmp_path: Path, name):
+    for existing in ("clip.0001.mov", "plate.png"):
+        (tmp_path / existing).write_bytes(b"x")
+    assert sequence_of_frame(tmp_path / name) is None

@@ -58,7 +58,9 @@ def test_a_file_reads_back_as_its_entries_in_order(tmp_path):
     ({"schema": "facefuse.overrides/2", "overrides": []},
      r"is not a facefuse\.overrides/1 file \(its schema is 'facefuse\.overrides/2'\)$"),
     ([], r"its schema is None"),
-    (_file(frames_typo=1), r"has unknown keys frames_typo \(it takes schema, shot, overrides"),
+    (_file(frames_typo=1), (r"has unknown keys frames_typo \(it takes schema, shot, analysed, "
+                              r"overrides")),
+    (_file(analysed="1-5,9"), r"analysed must be the range the shot id names"),
     (_file({"frames": "1-2", "person": "p1", "action": "blur"}),
      r"entry 1: action 'blur' is not one of skip, keep, swap, hold$"),
     (_file({"frames": "1-2", "action": "keep"}, {"frames": "1-2", "action": "swap"}),
@@ -94,9 +96,7 @@ def test_a_missing_file_is_refused(tmp_path):
 def test_the_check_against_the_shot_names_what_is_wrong():
     overrides = Overrides((Override(((1001, 1005),), "p2", "skip"),
                            Override(((1050, 1070),), None, "keep")), label="fix.json")
-    with pytest.raises(InputError, match=r"^fix\.json entry 2: frames 1050-1070 are outside "
-                                         r"the analysed range 1001-1060$"):
-        overrides.check((1001, 1060), ("p1", "p2"), "a" * 16)
+    overrides.check((1001, 1060), ("p1", "p2"), "a" * 16)  # outside: ignored (outside_note)
     with pytest.raises(InputError, match=r"^fix\.json entry 1 names person p2, whom this shot "
                                          r"does not have \(its people: p1\)$"):
         overrides.check((1001, 1100), ("p1",), "a" * 16)
@@ -207,9 +207,8 @@ def test_overrides_that_do_not_fit_the_shot_are_refused():
     with pytest.raises(InputError, match=r"entry 1 names person p7, whom this shot does not "
                                          r"have \(its people: p1, p2\)$"):
         _plan(Overrides((Override(((1, 2),), "p7", "skip"),)))
-    with pytest.raises(InputError, match=r"entry 1: frames 15-25 are outside the analysed "
-                                         r"range 1-20$"):
-        _plan(Overrides((Override(((15, 25),), None, "keep"),)))
+    kept = _plan(Overrides((Override(((15, 25),), None, "keep"),)))  # 21-25: no such frames
+    assert all(not kept.faces(n) for n in range(15, 21))
     with pytest.raises(InputError, match=r"is for shot 0123456789abcdef, not this one"):
         _plan(Overrides((), shot="0123456789abcdef"))
 
@@ -244,3 +243,14 @@ def test_an_overrides_file_the_storage_refuses_is_one_sentence_with_code_6(
         write_overrides(path, Overrides((Override(((1, 2),), None, "skip"),)))
     assert str(info.value) == f"cannot write {path}: {reason}"
     assert info.value.exit_code == ExitCode.OUTPUT
+
+
+def test_the_corrections_outside_the_frames_rendered_are_named_in_one_note():
+    overrides = Overrides((Override(((1, 4),), None, "keep"),
+                           Override(((8, 12), (30, 31)), "p1", "skip"),
+                           Override(((40, 45),), "p2", "hold"),
+                           Override(((50, 50),), None, "keep")), label="fix.json")
+    assert overrides.outside_note((1, 50)) is None
+    assert overrides.outside_note((5, 20)) == (
+        "fix.json: the corrections outside frames 5-20 are ignored here: 3 entries wholly "
+        "(1-4, 40-45, 50) and 1 in part (30-31)")

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .common import (
         VIDEO_CODECS,
         VIDEO_EXTENSIONS,
+        container_tags,
         format_rate,
         is_video_path,
         offset_timecode,
@@ -35,7 +36,8 @@ if TYPE_CHECKING:
 
 _HOMES = MappingProxyType({
     "VIDEO_CODECS": "common", "VIDEO_EXTENSIONS": "common", "format_rate": "common",
-    "is_video_path": "common", "offset_timecode": "common", "DecodedFrame": "frame",
+    "is_video_path": "common", "offset_timecode": "common", "container_tags": "common",
+    "DecodedFrame": "frame",
     "Frame": "frame", "FrameRegion": "frame", "SmallPicture": "frame",
     "STANDARD_RATES": "index", "DecodeFailure": "read", "VideoInfo": "read",
     "VideoSource": "read", "VideoSink": "write",
@@ -53,6 +55,7 @@ __all__ = [
     "VideoInfo",
     "VideoSink",
     "VideoSource",
+    "container_tags",
     "format_rate",
     "is_video_path",
     "offset_timecode",

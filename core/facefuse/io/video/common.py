@@ -49,6 +49,16 @@ def open_input(path: Path, what: str = "video") -> Any:
                          "or a PNG image sequence (name.####.png)") from exc
 
 
+def container_tags(path: Path) -> dict[str, str]:
+    """A media file's container metadata (key -> value, as the demuxer reads it back: Matroska
+    upper-cases keys); InputError as open_input."""
+    container = open_input(path)
+    try:
+        return {str(key): str(value) for key, value in container.metadata.items()}
+    finally:
+        container.close()
+
+
 def check_encoder_options(codec: str, crf: int | None, preset: str | None) -> None:
     """InputError unless ``crf`` and ``preset`` (None: the codec's default) suit ``codec``: both
     are for h264 and h265 only, crf within CRF_RANGE and preset one of PRESETS."""
