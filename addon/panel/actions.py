@@ -3,7 +3,8 @@ activity bar, and what a finished job starts next.
 
 Job kinds: "frame" (frames.py: the clip's frame under the playhead, and the result's), "look"
 (looks.py: thumbnails, Find people, who is swapped, Preview: one at a time, a look asked for
-while another runs waits for it), "download" (downloads.py: missing models, with size and time
+while another runs waits for it; live.py's swap of the playhead's frame runs as a look once
+no other waits), "download" (downloads.py: missing models, with size and time
 left) and "render" (rendering.py). Any job that can take seconds shows itself in the activity
 bar; a new clip makes the old clip's outcomes stale (`generation`), so they are dropped.
 """
@@ -28,7 +29,8 @@ from facefuse import (
 from . import frames, looks
 from .downloads import DOWNLOAD, with_models
 from .frames import FRAME
-from .host import OPEN_HINT
+from .host import OPEN_HINT, Clip
+from .live import LiveSwap
 from .looks import LOOK
 from .rendering import RENDER, Result, render_finished, start_render
 from .review import ranges_text
@@ -47,10 +49,12 @@ class Actions:
         self.pending_thumbnails: list[Path] = []
         self.thumbnailed: set[Path] = set()
         self.frame_dirty = False
+        self.open_waiting: tuple[Clip, bool] | None = None  # a clip opened while FRAME ran
         self.preview_at: tuple[int, Path, Path] | None = None
         self.result: Result | None = None
         self.rates: dict[str, PhaseRate] = {}
         self.render_steps: dict[str, PhaseProgress] = {}
+        self.live = LiveSwap(self)
 
     def reset(self) -> None:
         """Forget the shown clip's preview, result and running looks' outcomes."""
@@ -58,6 +62,8 @@ class Actions:
         self.pending = []
         self.w.jobs.cancel(LOOK)
         self.w.jobs.cancel(FRAME)
+        self.live.reset()
+        self.open_waiting = None
         self.preview_at = None
         self.result = None
         self.ui.show_result.setChecked(False)
@@ -78,6 +84,27 @@ class Actions:
                              output=str(clip.folder / "look.####.png"),
                              settings=settings or self.settings(), frames=clip.frames,
                              start_number=clip.start_number, **self.w.people_choices())
+
+    def casting_problem(self) -> str | None:
+        """Why Preview and Render cannot swap yet (one line), or None: with no photo under
+        Sources, every person the plan swaps needs their own source (before Find people: at
+        least one person given one)."""
+        if self.ui.sources.paths():
+            return None
+        w = self.w
+        if not w.review.planned:
+            return None if w.assigned else ("Add a source photo (Sources > Add…), or Find "
+                                            "people and give each person their own source")
+        bare = [p.person_id for p in w.review.people
+                if p.swapped and p.person_id not in w.assigned and p.person_id not in w.skipped]
+        if not bare:
+            return None if w.assigned or not w.review.people else \
+                "Nobody is swapped: give a person their own source, or add a source photo"
+        names = ", ".join(bare)
+        one = len(bare) == 1
+        return (f"{names} {'is' if one else 'are'} swapped but {'has' if one else 'have'} no "
+                f"source photo: give {'them their' if one else 'each their'} own (Source… on "
+                "the card), skip them, or add a photo under Sources for everyone")
 
     def settings_or_base(self) -> Settings:
         try:
@@ -166,7 +193,14 @@ class Actions:
             self.activity(None)
             if message.level == "ERROR":
                 self.pending = []
-        if kind == FRAME and self.frame_dirty:
+        if kind == FRAME and message.level == "ERROR" and not self.w.jobs.busy(LOOK) \
+                and not self.w.jobs.busy(DOWNLOAD):
+            self.activity(None)  # a refused clip leaves no busy bar behind
+        if kind == FRAME and self.open_waiting is not None:
+            clip, counted = self.open_waiting
+            self.open_waiting = None
+            frames.open_clip(self, clip, counted)
+        elif kind == FRAME and self.frame_dirty:
             self.frame_dirty = False
             frames.show_frame(self)
         if kind in (LOOK, DOWNLOAD) and not self.w.jobs.busy(LOOK):
@@ -174,3 +208,5 @@ class Actions:
                 self.pending.pop(0)[1]()
             else:
                 looks.next_thumbnail(self)
+        if kind in (LOOK, DOWNLOAD):
+            self.live.resume()  # the live swap waits for the looks

@@ -80,17 +80,18 @@ def application() -> QApplication:
 
 
 def run_standalone(clip: Path | None, base: Settings | None = None,
-                   sources: tuple[Path, ...] = ()) -> int:
-    run_host(FileHost(clip), base, sources=sources)
+                   sources: tuple[Path, ...] = (), given: frozenset[str] | None = None) -> int:
+    run_host(FileHost(clip), base, sources=sources, given=given)
     return ExitCode.OK
 
 
 def run_host(host: Host, base: Settings | None = None, raise_window: bool = False,
-             sources: tuple[Path, ...] = ()) -> None:
+             sources: tuple[Path, ...] = (), given: frozenset[str] | None = None) -> None:
     """The panel on `host`'s clip until the window is closed (raised above others: when
-    another application started it). sources: photos to add to the remembered ones."""
+    another application started it). sources: photos to add to the remembered ones; given:
+    the Settings fields the command line gave (they win over remembered values)."""
     app = application()
-    window = PanelWindow(host, base)
+    window = PanelWindow(host, base, given=given)
     if sources:
         window.ui.sources.add(list(sources))
     window.show()

@@ -1,14 +1,26 @@
 """Models a job needs, fetched first when they are not on this computer: the "download" job,
 its bar giving the model's name, megabytes done of the total and the time left. Offline
-settings (`--offline`) name every missing model in the log instead of downloading."""
+settings (`--offline`) name every missing model with its size in one line of the log instead
+of downloading."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from facefuse import Job, Message, PhaseRate, Settings, absent_models, fetch_models, missing_models
+from facefuse import (
+    Job,
+    Message,
+    ModelMissingError,
+    PhaseRate,
+    Pipeline,
+    Settings,
+    absent_models,
+    fetch_models,
+    missing_models,
+)
 
 if TYPE_CHECKING:
     from .actions import Actions
@@ -26,7 +38,7 @@ def with_models(act: Actions, settings: Settings, roles: tuple[str, ...],
         then()
         return
     if settings.offline:
-        for line in missing_models(settings, roles):
+        for line in offline_lines(settings, roles):
             act.ui.log.say(line, "ERROR")
         return
     names = list(dict.fromkeys(name for _, name in absent))
@@ -43,6 +55,20 @@ def with_models(act: Actions, settings: Settings, roles: tuple[str, ...],
     act.ui.log.say(f"Downloading the models these settings need: {', '.join(names)}")
     act.start_job(Job(kind=DOWNLOAD, label="Downloading models", work=work, on_done=fetched,
                       on_progress=lambda _job, item: _progress(act, rate, item)))
+
+
+def offline_lines(settings: Settings, roles: tuple[str, ...]) -> list[str]:
+    """What the panel says when offline settings miss models: a line per model name or file
+    that is wrong, and one line for every manifest model not here, with sizes (the engine's
+    sentence, as `facefuse render --offline` says it) and the panel's own way out."""
+    lines = missing_models(replace(settings, offline=False), roles)
+    try:
+        Pipeline(settings).models.require_models(roles)  # file checks only: nothing loads
+    except ModelMissingError as exc:
+        text = str(exc)
+        lines.append(f"{text[:1].upper()}{text[1:]}; or start the panel without --offline "
+                     "and it fetches what it needs itself")
+    return lines
 
 
 def _progress(act: Actions, rate: list[PhaseRate], item: tuple[str, int, int | None]) -> None:

@@ -1,38 +1,50 @@
 """The "frame" job: a clip opened (its frames counted, the first one shown) and the frame under
-the playhead as decoded, beside its preview or the result's frame. It needs no model, so
-scrubbing never waits behind a look."""
+the playhead as decoded, beside its swap (live.py) or the result's frame. It needs no model, so
+scrubbing never waits behind a look; an original already fetched comes from live.py's cache."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from PySide6.QtGui import QImage, QPixmap
+
 from facefuse import CacheLayout, Message, RenderRequest, Settings, clip_frames, frame_picture
 
+from . import looks
 from .host import Clip
 from .review import ShotReview
 from .worker import look_job
 
 if TYPE_CHECKING:
     from .actions import Actions
+    from .rendering import Result
 
 FRAME = "frame"
+RENDERED = "Rendered"
 
 
 def open_clip(act: Actions, clip: Clip, counted: bool) -> None:
-    """Count the clip's frames (unless known) and show the frame under the playhead."""
+    """Count the clip's frames (unless known) and show the frame under the playhead; while
+    the previous clip's frame job ends (cancelled), the opening waits for it."""
+    if act.w.jobs.busy(FRAME):
+        act.frame_dirty = False
+        act.open_waiting = (clip, counted)
+        act.activity(f"Opening {clip.label}…")
+        return
     request = act.frame_request()
     if request is None:
         return
-    wanted = act.ui.timeline.frame
+    wanted = act.ui.timeline.frame if counted or clip.preview_frame is None \
+        else clip.preview_frame  # a frame picked from a sequence: shown first
     scrub = _scrub_folder(request.settings)
 
-    def work(_p: Any, _report: Any, _cancelled: Any) -> tuple[tuple[int, ...], int, Path]:
+    def work(_p: Any, _report: Any, _cancelled: Any) -> tuple[tuple[int, ...], int, QImage]:
         numbers = () if counted else clip_frames(clip.input, clip.start_number)
         frame = wanted if counted or wanted in numbers else numbers[0]
-        return numbers, frame, frame_picture(request, frame, scrub)
+        return numbers, frame, QImage(str(frame_picture(request, frame, scrub)))
 
-    def shown(result: tuple[tuple[int, ...], int, Path]) -> Message:
+    def shown(result: tuple[tuple[int, ...], int, QImage]) -> Message:
         numbers, frame, picture = result
         if numbers:
             act.ui.timeline.blockSignals(True)  # the frame is here: no job for it
@@ -40,7 +52,11 @@ def open_clip(act: Actions, clip: Clip, counted: bool) -> None:
             act.ui.timeline.set_frame(frame)
             act.ui.timeline.blockSignals(False)
             act.w.frame_moved(frame, show=False)
-        act.ui.view.show_pair(picture, None)
+        before = QPixmap.fromImage(picture)
+        act.live.keep_original(request, frame, before)
+        act.ui.view.set_frame(frame)
+        act.ui.view.show_before(before, frame)
+        act.live.show(frame)
         act.activity(None)
         count = len(numbers) or act.w.review.last - act.w.review.first + 1
         return Message("INFO", f"{clip.label}: {count} frames "
@@ -51,43 +67,85 @@ def open_clip(act: Actions, clip: Clip, counted: bool) -> None:
 
 
 def busy_showing(act: Actions) -> bool:
-    """True while the frame under the playhead is still being fetched."""
-    return act.w.jobs.busy(FRAME) or act.frame_dirty
+    """True while the frame under the playhead is still being fetched, or its swap."""
+    return act.w.jobs.busy(FRAME) or act.frame_dirty or act.live.waiting()
 
 
 def show_frame(act: Actions) -> None:
-    """The frame under the playhead as decoded, beside its preview or the result's frame."""
+    """The frame under the playhead: the original (from the cache at once, else the "frame"
+    job) and its swap (the rendered result's frame with Show render, else the live swap)."""
     frame = act.ui.timeline.frame
     if act.w.host.clip is None:
         return
-    if act.preview_at is not None and act.preview_at[0] == frame \
-            and not act.ui.show_result.isChecked():
-        act.ui.view.show_pair(act.preview_at[1], act.preview_at[2])
-        return
-    if act.w.jobs.busy(FRAME):
-        act.frame_dirty = True
-        return
+    view = act.ui.view
+    view.set_frame(frame)
     request = act.frame_request()
     if request is None:
+        act.live.drop()
         return
     result = act.result if act.ui.show_result.isChecked() else None
+    number = result.frame_of(frame) if result is not None else None
+    before = act.live.original(request, frame)
+    previewed = act.preview_at is not None and act.preview_at[0] == frame and number is None
+    if previewed and act.preview_at is not None:
+        view.show_pair(act.preview_at[1], act.preview_at[2])
+    elif before is not None and number is None:
+        view.show_before(before, frame)
+    elif act.w.jobs.busy(FRAME):
+        act.frame_dirty = True
+    else:
+        _fetch(act, request, frame, result, number)
+    if number is None and not previewed:
+        act.live.show(frame)
+    else:
+        act.live.drop()  # the rendered frame, or Preview's, is the result shown
+
+
+def _fetch(act: Actions, request: RenderRequest, frame: int, result: Result | None,
+           number: int | None) -> None:
+    """The "frame" job: the original of `frame`, and the result's frame `number` (not None)."""
     scrub = _scrub_folder(request.settings)
 
-    def work(_p: Any, _report: Any, _cancelled: Any) -> tuple[Path, Path | None]:
-        before = frame_picture(request, frame, scrub)
-        number = result.frame_of(frame) if result is not None else None
+    def work(_p: Any, _report: Any, _cancelled: Any) -> tuple[QImage, QImage | None]:
+        before = QImage(str(frame_picture(request, frame, scrub)))
         if result is None or number is None:
             return before, None
         rendered = RenderRequest(sources=(), input=result.output, output=request.output,
                                  settings=request.settings)
-        return before, frame_picture(rendered, number, scrub / "result")
+        return before, QImage(str(frame_picture(rendered, number, scrub / "result")))
 
-    def shown(pair: tuple[Path, Path | None]) -> Message:
-        if frame == act.ui.timeline.frame:
-            act.ui.view.show_pair(pair[0], pair[1], ("Original", "Result"))
+    def shown(pair: tuple[QImage, QImage | None]) -> Message:
+        before = QPixmap.fromImage(pair[0])
+        act.live.keep_original(request, frame, before)
+        view = act.ui.view
+        if frame == act.ui.timeline.frame or view.after is None:  # a late frame while dragging
+            view.show_before(before, frame)
+        if frame == act.ui.timeline.frame and pair[1] is not None:
+            view.set_after(QPixmap.fromImage(pair[1]), RENDERED, frame)
         return Message("DEBUG", f"frame {frame}")
     act.start_job(look_job(FRAME, f"Frame {frame}", act.w.jobs.runner, None, work,
                            act.current(shown)))
+
+
+def mode_changed(act: Actions, mode: str) -> None:
+    """Original stops the live swap; Result and Split ask for the playhead's swap."""
+    if mode == "original":
+        act.live.stop()
+        act.ui.view.set_note("")
+    else:
+        show_frame(act)
+
+
+def preview(act: Actions) -> None:
+    """Preview: the swap of the playhead's frame beside the original (Split when the original
+    alone is shown); the live swap's when it can make one, else looks.preview (which says why
+    not, or fetches the models first)."""
+    view = act.ui.view
+    if view.mode == "original":
+        view.set_mode("split")
+    act.live.show(act.ui.timeline.frame)
+    if not act.live.waiting() and view.after is None:
+        looks.preview(act)
 
 
 def _scrub_folder(settings: Settings) -> Path:

@@ -28,6 +28,7 @@ from facefuse import (
     check_folder_writable,
     output_target,
     safe_name,
+    sequence_of_frame,
 )
 
 log = logging.getLogger(__name__)
@@ -67,8 +68,14 @@ class Host(Protocol):
 
 
 def clip_from_file(path: Path) -> Clip:
-    """A plain video or image sequence: every frame, results in a facefuse folder beside it."""
+    """A plain video or image sequence (a pattern, or one frame of it picked: the sequence,
+    shown at that frame): every frame, results in a facefuse folder beside it."""
     path = Path(path)
+    found = sequence_of_frame(path)
+    if found is not None:
+        pattern, number = found
+        return Clip(input=pattern.display, label=Path(pattern.display).name,
+                    folder=path.parent / OUTPUT_FOLDER, preview_frame=number)
     return Clip(input=str(path), label=path.name, folder=path.parent / OUTPUT_FOLDER)
 
 
@@ -99,13 +106,32 @@ def only_frames(request: RenderRequest, ranges: tuple[tuple[int, int], ...],
 
 def render_sentence(summary: RenderSummary) -> str:
     """What a finished render of a plain clip says: frames finished by an earlier render of
-    the same settings are counted apart, not as frames left unswapped."""
+    the same settings are counted apart, and so are frames left as they are on purpose (by
+    the user's corrections, or faces the selector did not choose), not as frames left
+    unswapped."""
     done = summary.frames - summary.skipped
     text = f"{summary.swapped} of {done} frames swapped" if done else "Nothing to render"
+    chosen = summary.unselected - summary.corrected
+    for count, words in ((summary.corrected, "left as they are by your corrections"),
+                         (chosen, "with faces the selector did not choose"),
+                         (summary.no_face, "without a face")):
+        if count and done:
+            text += f", {count} {words}"
     if summary.skipped:
         text += (f", {summary.skipped} already rendered" if done else
                  f": all {summary.skipped} frames were already rendered with these settings")
     return text + (" (stopped before the end)" if summary.cancelled else "")
+
+
+def render_went_well(summary: RenderSummary) -> bool:
+    """Whether a render ended as asked: not cancelled, nothing failed, and frames swapped,
+    already rendered, or left as they are by the user's corrections only (a render that swapped
+    nothing because no face was found or chosen is worth a warning)."""
+    if summary.cancelled or summary.failed:
+        return False
+    unplanned = summary.no_face + summary.unselected - summary.corrected
+    return summary.swapped > 0 or summary.skipped > 0 or (summary.corrected > 0
+                                                          and not unplanned)
 
 
 class FileHost:

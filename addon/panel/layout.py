@@ -1,10 +1,11 @@
 """The panel window's widgets and where they sit; window.py wires them to the host and jobs.
 
 Left, a fixed width: the source photos, the people (a scroll area of fixed height) and the
-settings form (scrolls). Right: the before/after view (takes what height there is), the
-timeline, the transport row (flags, frames, in/out), the view row (Preview, Show result, Open
-folder), the output row, the render row, the progress of the running render, the activity of
-the other jobs (opening, analysing, downloading) and the log.
+settings form (scrolls). Right: the viewer's bar (Original / Result / Split, the zooms), the
+viewer (takes what height there is), the timeline, the transport row (flags, frames, in/out),
+the view row (Preview, Show render, Open folder), the output row, the render row, the progress
+of the running render, the activity of the other jobs (opening, analysing, downloading) and
+the log.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ from facefuse import OUTPUT_KINDS, Settings
 from .people import PeopleGrid
 from .settings import SettingsForm
 from .timeline import Timeline
-from .widgets import LogPane, SourceList, SplitView
+from .viewer import Viewer
+from .viewer_bar import ViewerBar
+from .widgets import LogPane, SourceList
 
 OUTPUT_LABELS = {"png": "PNG sequence", "exr": "EXR sequence", "tif": "TIFF sequence",
                  "prores_4444": "ProRes 4444 movie", "dnxhr_444": "DNxHR 444 movie"}
@@ -53,7 +56,8 @@ class PanelLayout:
         self.form_scroll.setWidget(self.form)
         self.form_scroll.setWidgetResizable(True)
         self.form_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.view = SplitView(window)
+        self.view = Viewer(window)
+        self.view_bar = ViewerBar(self.view, window)
         self.timeline = Timeline(window)
         self._transport(window)
         self._outputs(window)
@@ -90,7 +94,8 @@ class PanelLayout:
         self.clear_range = QPushButton("Whole clip", window)
         self.range_label = QLabel("", window)
         self.flag_label = QLabel("", window)
-        self.flag_label.setFixedHeight(LINE_PX)
+        self.flag_label.setWordWrap(True)  # two lines: the window says which text fits
+        self.flag_label.setFixedHeight(2 * LINE_PX)
         for button in (self.prev_flag, self.next_flag):
             button.setToolTip("The previous / next flagged range (Shift+Left / Shift+Right)")
         for button, width in ((self.prev_frame, 36), (self.next_frame, 36), (self.play, 48),
@@ -102,10 +107,16 @@ class PanelLayout:
 
     def _outputs(self, window: QWidget) -> None:
         self.preview_button = QPushButton("Preview", window)
-        self.show_result = QCheckBox("Show result", window)
+        self.show_result = QCheckBox("Show render", window)
+        self.show_result.setToolTip("Result and Split show the rendered file's frame where "
+                                    "there is one (else the live swap)")
         self.show_result.setEnabled(False)
         self.open_folder = QPushButton("Open folder", window)
         self.open_folder.setEnabled(False)
+        self.open_report = QPushButton("Review report", window)
+        self.open_report.setEnabled(False)
+        self.open_report.setToolTip("The review of the shot in the browser: people, flags, "
+                                    "contact sheet (Find people writes it)")
         self.output = QComboBox(window)
         for kind in OUTPUT_KINDS:
             self.output.addItem(OUTPUT_LABELS[kind], kind)
@@ -130,6 +141,7 @@ class PanelLayout:
             left.addWidget(box)
         left.addWidget(self.form_scroll, 1)
         right = QVBoxLayout()
+        right.addWidget(self.view_bar)
         right.addWidget(self.view, 1)
         right.addWidget(self.timeline)
         rows: tuple[tuple[QWidget, ...], ...] = (
@@ -137,8 +149,8 @@ class PanelLayout:
                      self.play, self.next_flag, self.set_in, self.set_out, self.clear_range,
                      self.range_label),
                     (self.flag_label,),
-                    (self.preview_button, self.show_result, self.open_folder, self.output,
-                     self.folder, self.browse),
+                    (self.preview_button, self.show_result, self.open_folder,
+                     self.open_report, self.output, self.folder, self.browse),
                     (self.render_button, self.rerender_button, self.cancel_button,
                      self.progress),
                     (self.status,), (self.activity_label, self.activity))

@@ -28,7 +28,15 @@ from facefuse import (
 )
 
 from .downloads import DOWNLOAD
-from .review import ranges_text, review_from_plan, review_from_report, review_with_plan, with_boxes
+from .review import (
+    people_text,
+    ranges_text,
+    review_from_plan,
+    review_from_report,
+    review_with_plan,
+    with_boxes,
+    with_fixed,
+)
 from .worker import Look, look_job
 
 if TYPE_CHECKING:
@@ -39,13 +47,14 @@ LOOK = "look"
 
 def look(act: Actions, key: str, label: str, work: Look, done: Callable[[Any], Message],
          settings: Settings, roles: tuple[str, ...] = MODEL_ROLES,
-         progress: bool = False) -> None:
+         progress: bool = False, any_clip: bool = False) -> None:
     """Run `work` as the one look job, once the models for `roles` are here; a look asked
-    for while another runs waits (a newer one of the same key replaces it)."""
+    for while another runs waits (a newer one of the same key replaces it). Its outcome is
+    dropped once another clip is shown, unless `any_clip` (a source's thumbnail)."""
     if act.w.jobs.busy(LOOK) or act.w.jobs.busy(DOWNLOAD):
         act.pending = [(k, s) for k, s in act.pending if k != key or not key]
         act.pending.append((key, lambda: look(act, key, label, work, done, settings,
-                                              roles, progress)))
+                                              roles, progress, any_clip)))
         return
 
     def on_progress(job: Job, item: Any) -> None:
@@ -54,8 +63,9 @@ def look(act: Actions, key: str, label: str, work: Look, done: Callable[[Any], M
     def start() -> None:
         act.activity(f"{label}…")
         act.rates.pop(LOOK, None)
-        act.start_job(look_job(LOOK, label, act.w.jobs.runner, settings, work,
-                               act.current(done), on_progress if progress else None))
+        on_done = (lambda _job, result: done(result)) if any_clip else act.current(done)
+        act.start_job(look_job(LOOK, label, act.w.jobs.runner, settings, work, on_done,
+                               on_progress if progress else None))
     act.with_models(settings, roles, start)
 
 
@@ -77,12 +87,15 @@ def next_thumbnail(act: Actions) -> None:
         return
     path = act.pending_thumbnails.pop(0)
 
-    def shown(result: tuple[Path, int]) -> Message:
+    def shown(result: tuple[Path, int] | None) -> Message:
+        if result is None:  # stopped by another clip's opening: once more
+            act.pending_thumbnails.append(path)
+            return Message("DEBUG", f"thumbnail of {path.name} again")
         act.ui.sources.set_thumbnail(path, *result)
         return Message("INFO", f"{path.name}: {result[1]} face(s)")
     look(act, "", f"Thumbnail of {path.name}",
          lambda p, _r, _c: source_preview(path, p.settings, pipeline=p), shown,
-         settings, LOOK_ROLES)
+         settings, LOOK_ROLES, any_clip=True)
 
 
 def find_people(act: Actions) -> None:
@@ -96,32 +109,41 @@ def find_people(act: Actions) -> None:
     def planned(plan: Any) -> Message:
         act.w.set_review(review_from_plan(plan, *span), keep_range=True)
         _review(act, request)
-        return Message("INFO", f"{len(plan.people)} people in frames {span[0]}-{span[1]}: "
+        return Message("INFO", f"{people_text(len(plan.people))} in frames {span[0]}-{span[1]}: "
                                "now the review (flags, thumbnails)")
     look(act, "plan", "Finding people (analysing the shot the first time)",
          lambda p, report, cancelled: plan_shot(request, p, report, cancelled),
          planned, request.settings, progress=True)
 
 
-def _review(act: Actions, request: RenderRequest) -> None:
+def _review(act: Actions, request: RenderRequest, again: bool = False) -> None:
+    """The review of `request` on the timeline and the cards; again: after a people change
+    (the flags of the earlier review that a correction made go are shown as fixed)."""
     folder = _review_folder(request)
 
     def shown(result: Any) -> Message:
-        review = with_boxes(review_from_report(result.report, result.folder), act.w.review)
+        before = act.w.review
+        review = with_boxes(review_from_report(result.report, result.folder, result.page),
+                            before)
+        if again:
+            review = with_fixed(review, before, act.w.corrections.entries)
         act.w.set_review(review, keep_range=True)
+        act.w.remember()
         flagged = (f"flagged {ranges_text(review.flagged)}" if review.flagged
                    else "nothing flagged")
         cuts = len(review.cuts)
-        return Message("INFO", f"Review of {review.first}-{review.last}: {len(review.people)}"
-                               f" people, {cuts} cut{'s' if cuts != 1 else ''}, {flagged}")
+        return Message("INFO", f"Review of {review.first}-{review.last}: "
+                               f"{people_text(len(review.people))}, {cuts} "
+                               f"cut{'s' if cuts != 1 else ''}, {flagged}")
     look(act, "review", "Reviewing the shot (flags, thumbnails)",
          lambda p, report, cancelled: write_review(request, folder, p, on_phase=report,
                                                    cancel=cancelled),
          shown, request.settings, progress=True)
 
 
-def replan(act: Actions) -> None:
-    """After a person got a source or was skipped: who is swapped now, on the timeline."""
+def replan(act: Actions, review: bool = True) -> None:
+    """After a person got a source or was skipped, or a correction: who is swapped now, on
+    the timeline, then (review) the flags again: a reviewed shot's review is written again."""
     act.preview_at = None
     if not act.w.review.planned:
         return
@@ -131,6 +153,8 @@ def replan(act: Actions) -> None:
 
     def shown(plan: Any) -> Message:
         act.w.set_review(review_with_plan(act.w.review, plan), keep_range=True)
+        if review and act.w.review.reviewed:
+            _review(act, request, again=True)
         swapped = sum(p.swapped for p in plan.people)
         return Message("INFO", f"{swapped} of {len(plan.people)} people swapped")
     look(act, "replan", "Updating who is swapped",
@@ -140,8 +164,9 @@ def replan(act: Actions) -> None:
 
 def preview(act: Actions) -> None:
     """The frame under the playhead as the render makes it, beside the original."""
-    if not act.ui.sources.paths() and not act.w.assigned:
-        act.ui.log.say("Add a source photo first (Sources > Add…)", "ERROR")
+    problem = act.casting_problem()
+    if problem is not None:
+        act.ui.log.say(problem, "ERROR")
         return
     request, frame = act.checked_request(), act.ui.timeline.frame
     if request is None:

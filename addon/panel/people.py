@@ -2,7 +2,7 @@
 colour), where they are seen, and what the render does with them. Each card lets its person
 have their own source photo or be skipped; everyone else is swapped as the settings' "Swap"
 choice decides. The cards sit in a scroll area of a fixed height, so many people (eight in one
-frame) scroll instead of squeezing the preview.
+frame) scroll instead of squeezing the preview; a card grows to show its whole status.
 
 Each card's "In–out" menu corrects the plan over the timeline's in..out range only (the
 engine's overrides): skip the person there, swap them there, hold their face over frames where
@@ -20,7 +20,7 @@ from functools import partial
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QPixmap
+from PySide6.QtGui import QPixmap, QResizeEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QFrame,
@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .review import PersonRow, ShotReview, person_rgb, ranges_text
+from .review import PersonRow, ShotReview, people_text, person_rgb, ranges_text
 
 THUMB_PX = 52
 CARD_COLUMNS = 2
@@ -53,7 +53,7 @@ class PersonCard(QFrame):
         self.person_id = person.person_id
         self.setObjectName(f"person_{person.person_id}")
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setFixedHeight(CARD_HEIGHT_PX)
+        self.setMinimumHeight(CARD_HEIGHT_PX)  # taller when the status needs more lines
         colour = "#{:02x}{:02x}{:02x}".format(*rgb)
         self.setStyleSheet(f"QFrame#person_{person.person_id} {{ border: 1px solid #999; "
                            f"border-left: 6px solid {colour}; }}")
@@ -110,6 +110,14 @@ class PersonCard(QFrame):
 
     def mousePressEvent(self, event: object) -> None:
         self.grid.person_clicked.emit(self.person_id)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """Taller when the status needs more lines at this width (the scroll area does not ask
+        its cards for their height at a width)."""
+        super().resizeEvent(event)
+        extra = self.status.heightForWidth(self.status.width()) - self.status.height()
+        if extra > 0:
+            self.setMinimumHeight(self.height() + extra)
 
 
 RANGE_ACTIONS = (("skip", "Skip in in..out"), ("swap", "Swap in in..out"),
@@ -186,8 +194,8 @@ class PeopleGrid(QWidget):
             self.hint.setText("Nobody found in the analysed frames")
         else:
             swapped = sum(p.swapped for p in review.people)
-            self.hint.setText(f"{len(review.people)} people, {swapped} swapped: give one their "
-                              "own source or skip them")
+            self.hint.setText(f"{people_text(len(review.people))}, {swapped} swapped: give one "
+                              "their own source or skip them")
 
     def card(self, person_id: str) -> PersonCard:
         return next(c for c in self.cards if c.person_id == person_id)

@@ -2,14 +2,20 @@
 its progress on the render bar, and what its end shows (the result beside the original).
 
 A render that finds every frame finished by an earlier render of the same request says so
-("already rendered"), not that frames were left unswapped.
+("already rendered"), not that frames were left unswapped. A render that would replace finished
+frames made with other choices (another casting, corrections, settings: facefuse's
+replaced_frames, checked as a look first) asks before it starts, saying which frames and what
+differs; Cancel keeps them. Re-render flagged, asked for by name, does not ask.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from PySide6.QtWidgets import QMessageBox, QPushButton, QWidget
 
 from facefuse import (
     MODEL_ROLES,
@@ -20,27 +26,35 @@ from facefuse import (
     Message,
     PhaseProgress,
     PhaseRate,
+    RenderRequest,
     RenderSummary,
+    Replacement,
     is_frame_pattern,
+    replaced_frames,
 )
 
 from .frames import show_frame
-from .host import only_frames
+from .host import OPEN_HINT, only_frames, render_went_well
+from .looks import look
 from .worker import render_job
 
 if TYPE_CHECKING:
     from .actions import Actions
 
 RENDER = "render"
+KEPT_RENDERS = 16  # the render fingerprints a shot's result remembers (Result.made_by)
 
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """A finished render: its output (sequence pattern or movie) and the clip frames in it."""
+    """A finished render: its output (sequence pattern or movie), the clip frames in it, and
+    the render fingerprints of this shot's renders into it (the latest last): frames they made
+    are the user's own work, which a render replaces without asking."""
 
     output: str
     first: int
     last: int
+    made_by: tuple[str, ...] = ()
 
     @property
     def folder(self) -> Path:
@@ -53,22 +67,33 @@ class Result:
         return frame if is_frame_pattern(self.output) else frame - self.first + 1
 
 
+def render_request(act: Actions, ranges: tuple[tuple[int, int], ...] | None = None,
+                   force: bool = False) -> tuple[RenderRequest, Any]:
+    """The request Render sends for the shown clip (the host's, with the user's people
+    choices; only `ranges` when given) and the host's plan of it. Raises the engine's and
+    the host's errors."""
+    w, ui = act.w, act.ui
+    if w.host.clip is None:
+        raise HostError(OPEN_HINT)
+    request, plan = w.host.build_render(w.host.clip, tuple(ui.sources.paths()), act.settings(),
+                                        ui.output.currentData(), Path(ui.folder.text()))
+    request = replace(request, **w.people_choices())
+    return (only_frames(request, ranges, force) if ranges else request), plan
+
+
 def start_render(act: Actions, ranges: tuple[tuple[int, int], ...] | None,
                  force: bool) -> None:
     w, ui = act.w, act.ui
     clip = w.host.clip
     if clip is None or w.jobs.busy(RENDER):
         return
-    if not ui.sources.paths() and not w.assigned:
-        ui.log.say("Add a source photo first (Sources > Add…)", "ERROR")
+    problem = act.casting_problem()
+    if problem is not None:
+        ui.log.say(problem, "ERROR")
         return
     w.remember()
     try:
-        request, plan = w.host.build_render(clip, tuple(ui.sources.paths()), act.settings(),
-                                            ui.output.currentData(), Path(ui.folder.text()))
-        request = replace(request, **w.people_choices())
-        if ranges:
-            request = only_frames(request, ranges, force)
+        request, plan = render_request(act, ranges, force)
     except (FacefuseError, HostError) as exc:
         ui.log.say(str(exc), "ERROR")
         return
@@ -95,7 +120,57 @@ def start_render(act: Actions, ranges: tuple[tuple[int, int], ...] | None,
         ui.status.setText("Starting the render…")
         ui.log.say(f"Rendering frames {first}-{last} to {request.output}")
     w.last_request = request
-    act.with_models(request.settings, MODEL_ROLES, start)
+
+    def checked(replacement: Replacement) -> Message:
+        if not replacement or force:  # nothing made otherwise, or a re-render asked for
+            start()
+            return Message("DEBUG", "no finished frames made with other choices")
+        if own_work(act.result, replacement):  # the user changed their own render's choices
+            start()
+            return Message("INFO", f"{replacement.message[:1].upper()}"
+                                   f"{replacement.message[1:]}")
+        _confirm(act, replacement, start, generation)  # the job is delivered: no re-entry
+        return Message("DEBUG", replacement.message)
+    look(act, "replaces", "Checking the finished frames",
+         lambda p, report, cancelled: replaced_frames(request, p, report, cancelled),
+         checked, request.settings, MODEL_ROLES, progress=True)
+
+
+def own_work(result: Result | None, replacement: Replacement) -> bool:
+    """Whether every frame `replacement` replaces was made by this shot's own renders."""
+    return (result is not None and result.output == replacement.output
+            and bool(replacement.made_by) and set(replacement.made_by) <= set(result.made_by))
+
+
+def replace_box(parent: QWidget, replacement: Replacement) -> tuple[QMessageBox, QPushButton]:
+    """The question asked before a render replaces finished frames made with other choices:
+    which frames, what differs; Replace or Cancel (the default: the result is kept)."""
+    box = QMessageBox(QMessageBox.Icon.Question, "Replace finished frames?",
+                      f"{replacement.message[:1].upper()}{replacement.message[1:]}.", parent=parent)
+    box.setInformativeText("Replace them with this render? Cancel keeps the finished result.")
+    if replacement.differences:
+        box.setDetailedText("What differs:\n" + "\n".join(replacement.differences))
+    replace_button = box.addButton("Replace", QMessageBox.ButtonRole.AcceptRole)
+    box.setDefaultButton(box.addButton(QMessageBox.StandardButton.Cancel))
+    return box, replace_button
+
+
+def ask_replace(parent: QWidget, replacement: Replacement) -> bool:
+    """Whether the user lets the render replace the finished frames (replace_box)."""
+    box, replace_button = replace_box(parent, replacement)
+    box.exec()
+    return box.clickedButton() is replace_button
+
+
+def _confirm(act: Actions, replacement: Replacement, start: Callable[[], None],
+             generation: int) -> None:
+    if generation != act.generation:
+        return  # another clip was opened meanwhile
+    if ask_replace(act.w, replacement):
+        start()
+    else:
+        act.ui.log.say(f"Render not started: the finished frames of {replacement.output} are "
+                       "kept")
 
 
 def _progress(act: Actions, job: Job, item: Any) -> None:
@@ -128,13 +203,14 @@ def _done(act: Actions, plan: Any, summary: RenderSummary, output: str,
     for warning in summary.warnings:
         ui.log.say(warning, "WARNING")
     message = act.w.host.rendered(plan, summary)
-    done = summary.swapped > 0 or summary.skipped > 0
-    ok = not summary.cancelled and not summary.failed and done
+    ok = render_went_well(summary)
     if summary.done and generation == act.generation:
         old = act.result
+        made_by: tuple[str, ...] = (summary.request_fingerprint,)
         if old is not None and old.output == output:
             first, last = min(first, old.first), max(last, old.last)
-        act.result = Result(output, first, last)
+            made_by = (*[f for f in old.made_by if f != made_by[0]], *made_by)
+        act.result = Result(output, first, last, tuple(filter(None, made_by))[-KEPT_RENDERS:])
         ui.show_result.setEnabled(True)
         ui.open_folder.setEnabled(True)
         ui.show_result.setChecked(True)

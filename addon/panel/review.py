@@ -58,7 +58,9 @@ class FlagRow:
 @dataclass(frozen=True, slots=True)
 class ShotReview:
     """A shot as the review saw it. first/last: the frame range shown; folder: the report
-    folder (None before a review); planned: the people are known (from a plan or a report)."""
+    folder (None before a review); planned: the people are known (from a plan or a report);
+    fixed: flags of an earlier review that a correction (an override) made go, their reason
+    saying which (`with_fixed`); page: the review's HTML page (None: not known)."""
 
     first: int
     last: int
@@ -69,6 +71,8 @@ class ShotReview:
     flagged: Ranges = ()
     folder: Path | None = None
     planned: bool = False
+    fixed: tuple[FlagRow, ...] = ()
+    page: Path | None = None
 
     @classmethod
     def empty(cls, first: int, last: int) -> ShotReview:
@@ -92,9 +96,14 @@ class ShotReview:
     def flags_at(self, frame: int) -> tuple[FlagRow, ...]:
         return tuple(f for f in self.flags if f.first <= frame <= f.last)
 
+    def fixed_at(self, frame: int) -> tuple[FlagRow, ...]:
+        return tuple(f for f in self.fixed if f.first <= frame <= f.last)
 
-def review_from_report(data: Mapping[str, Any], folder: Path) -> ShotReview:
-    """The ShotReview of a report's JSON (load_report(folder).data) written into `folder`."""
+
+def review_from_report(data: Mapping[str, Any], folder: Path,
+                       page: Path | None = None) -> ShotReview:
+    """The ShotReview of a report's JSON (load_report(folder).data) written into `folder`;
+    page: its HTML page (write_review's result.page)."""
     people = tuple(_person(p, folder) for p in data["people"])
     marks = {row["frame"]: FrameMarks(int(row["found"]), tuple(row["swapped"]),
                                       tuple(row["flags"]))
@@ -103,7 +112,8 @@ def review_from_report(data: Mapping[str, Any], folder: Path) -> ShotReview:
                   for f in data["flags"])
     return ShotReview(data["frames"]["first"], data["frames"]["last"], tuple(data["cuts"]),
                       people, MappingProxyType(marks), flags,
-                      tuple((a, b) for a, b in data["flagged_frames"]), folder, True)
+                      tuple((a, b) for a, b in data["flagged_frames"]), folder, True,
+                      page=page)
 
 
 def _person(row: Mapping[str, Any], folder: Path) -> PersonRow:
@@ -111,6 +121,11 @@ def _person(row: Mapping[str, Any], folder: Path) -> PersonRow:
     return PersonRow(row["id"], tuple((a, b) for a, b in row["frames"]), int(row["frame_count"]),
                      float(row["presence"]), bool(row["swapped"]), row["source"], row["why"],
                      thumbnail)
+
+
+def people_text(count: int) -> str:
+    """"1 person", "8 people"."""
+    return f"{count} {'person' if count == 1 else 'people'}"
 
 
 def ranges_text(ranges: Ranges) -> str:
@@ -139,7 +154,8 @@ def review_with_plan(review: ShotReview, plan: Any) -> ShotReview:
                                boxes.get(frame, m.boxes))
              for frame, m in review.marks.items()}
     return ShotReview(review.first, review.last, review.cuts, people, MappingProxyType(marks),
-                      review.flags, review.flagged, review.folder, True)
+                      review.flags, review.flagged, review.folder, True, review.fixed,
+                      review.page)
 
 
 def _replan(row: PersonRow, planned: Any) -> PersonRow:
@@ -191,3 +207,41 @@ def with_boxes(review: ShotReview, boxes_from: ShotReview) -> ShotReview:
     marks = {frame: replace(m, boxes=boxes_from.marks[frame].boxes)
              if frame in boxes_from.marks else m for frame, m in review.marks.items()}
     return replace(review, marks=MappingProxyType(marks))
+
+
+Correction = tuple[str, str, int, int]  # person, action, first, last (corrections.Entry)
+
+
+def with_fixed(review: ShotReview, before: ShotReview,
+               corrections: tuple[Correction, ...]) -> ShotReview:
+    """`review` (written after a people change) with the flags that a correction of their
+    person covers marked fixed ("fixed by hold 1004-1007"): those it still has (the kinds that
+    read the detections, such as missed, stay in the report) and those of `before` it no
+    longer has. Fixed flags leave the flagged frames."""
+    def fixing(flag: FlagRow) -> Correction | None:
+        return next((c for c in reversed(corrections) if c[0] == flag.person_id
+                     and c[2] <= flag.first and flag.last <= c[3]), None)
+    now = {(f.kind, f.person_id, f.first, f.last) for f in review.flags}
+    gone = [f for f in (*before.flags, *before.fixed)
+            if (f.kind, f.person_id, f.first, f.last) not in now]
+    fixed, kept = [], []
+    for flag in (*review.flags, *gone):
+        by = fixing(flag)
+        if by is not None:
+            fixed.append(replace(flag, reason=f"fixed by {by[1]} {by[2]}-{by[3]}"))
+        elif flag in review.flags:
+            kept.append(flag)
+    if len(kept) == len(review.flags) and not fixed:
+        return review
+    return replace(review, flags=tuple(kept), fixed=tuple(dict.fromkeys(fixed)),
+                   flagged=_merged(tuple((f.first, f.last) for f in kept)))
+
+
+def _merged(ranges: Ranges) -> Ranges:
+    merged: list[tuple[int, int]] = []
+    for first, last in sorted(ranges):
+        if merged and first <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(last, merged[-1][1]))
+        else:
+            merged.append((first, last))
+    return tuple(merged)

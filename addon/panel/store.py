@@ -1,7 +1,11 @@
 """What the panel remembers between runs, in Qt's own settings store (QSettings: an INI file
 under the user's config folder, ~/.config/facefuse/panel.ini on Linux): the settings form's
 values (models and options), the source photos, the output kind and the output folder the
-user chose. Clips, people and results are not remembered.
+user chose; and beside it, one JSON file per shot (session.py) in the folder `panel-sessions`
+(~/.config/facefuse/panel-sessions/<key>.json): the work on that shot, restored when it is
+opened again. A file per shot rather than INI keys: a shot's casting is a small document,
+written whole and atomically, read only when its shot is opened, and one shot's file never
+touches another's.
 
 `PanelStore()` opens the user's store; tests point Qt's INI location at a folder of their own
 (QSettings.setPath) before making one.
@@ -16,10 +20,16 @@ from typing import Any
 
 from PySide6.QtCore import QSettings
 
+from facefuse import atomic_write_bytes
+
+from .host import Clip
+from .session import Session, shot_key
+
 log = logging.getLogger(__name__)
 
 ORGANISATION, APPLICATION = "facefuse", "panel"
 FORM, SOURCES, OUTPUT, FOLDER = "form", "sources", "output", "folder"
+SESSIONS = "panel-sessions"
 
 
 class PanelStore:
@@ -65,6 +75,35 @@ class PanelStore:
 
     def sync(self) -> None:
         self.settings.sync()
+
+    def session_path(self, clip: Clip) -> Path:
+        """Where the session of `clip` is kept (beside the settings file)."""
+        return Path(self.settings.fileName()).parent / SESSIONS / f"{shot_key(clip)}.json"
+
+    def session(self, clip: Clip) -> Session | None:
+        """The kept session of `clip`, or None (none yet, or one that cannot be read)."""
+        path = self.session_path(clip)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            log.warning("facefuse panel: the session %s cannot be read (%s); starting afresh",
+                        path, exc)
+            return None
+        return Session.from_json(data)
+
+    def save_session(self, clip: Clip, session: Session) -> None:
+        """Keep `session` for `clip` (written whole, atomically; unchanged: not rewritten)."""
+        path = self.session_path(clip)
+        data = json.dumps(session.to_json(clip), indent=1, sort_keys=True).encode()
+        try:
+            if path.is_file() and path.read_bytes() == data:
+                return
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(path, data)
+        except OSError as exc:
+            log.warning("facefuse panel: the session %s cannot be written: %s", path, exc)
 
     def _list(self, key: str) -> list[str]:
         try:

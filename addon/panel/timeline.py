@@ -3,10 +3,11 @@ the in/out points that set the render range.
 
 Rows, top to bottom: frame numbers; "faces" (grey where the analysis found a face); one row per
 person (the first MAX_PERSON_ROWS) in their colour (bright where swapped, dim where only seen);
-"flags" (red where a flag covers the frame). Cuts are white lines across every row; frames
-outside in..out are shaded and the in and out points drawn in blue. Click or drag to move
-the playhead (yellow); the keys: Left/Right a frame, Shift+Left/Right the previous/next flag,
-Home/End, I and O set in and out at the playhead, Space plays (`play_toggled`).
+"flags" (red where a flag covers the frame, green where a correction fixed one). Cuts are white
+lines across every row; frames outside in..out are shaded and the in and out points drawn in
+blue. Click or drag to move the playhead (yellow); the keys: Left/Right a frame,
+Shift+Left/Right the previous/next flag, Home/End, I and O set in and out at the playhead,
+Space plays (`play_toggled`). The ruler's numbers never run past its ends.
 
 `frame_changed(frame)` when the playhead moves, `range_changed(first, last)` when in or out do.
 """
@@ -26,6 +27,7 @@ MAX_PERSON_ROWS = 8
 MARGIN_PX = 6
 PLAYHEAD = QColor(255, 210, 0)
 FLAG = QColor(230, 60, 60)
+FIXED = QColor(80, 200, 120)
 FACES = QColor(150, 150, 150)
 CUT = QColor(255, 255, 255)
 BACKGROUND = QColor(36, 36, 36)
@@ -145,14 +147,29 @@ class Timeline(QWidget):
         painter.setPen(QPen(PLAYHEAD, 2))
         painter.drawLine(x, 0, x, self.height())
 
-    def _ruler(self, painter: QPainter) -> None:
-        painter.setPen(QColor(200, 200, 200))
+    def ruler_labels(self) -> list[tuple[int, int, int]]:
+        """The ruler's numbered ticks: (frame, tick x, text x) each, every text whole inside
+        the widget and clear of the one before (one that would run past the right edge
+        stands left of its tick; one that would overlap is left out)."""
         step = _tick_step(self.count, self.width())
         first = self.review.first - self.review.first % step + step
+        metrics = self.fontMetrics()
+        labels: list[tuple[int, int, int]] = []
+        end = 0  # where the text before ends
         for frame in [self.review.first, *range(first, self.review.last + 1, step)]:
             x = round(self.x_of(frame))
+            width = metrics.horizontalAdvance(str(frame))
+            left = x + 2 if x + 2 + width <= self.width() - 1 else x - 2 - width
+            if left >= end + 4 or not labels:
+                labels.append((frame, x, left))
+                end = left + width
+        return labels
+
+    def _ruler(self, painter: QPainter) -> None:
+        painter.setPen(QColor(200, 200, 200))
+        for frame, x, left in self.ruler_labels():
             painter.drawLine(x, RULER_PX - 4, x, RULER_PX)
-            painter.drawText(x + 2, RULER_PX - 4, str(frame))
+            painter.drawText(left, RULER_PX - 4, str(frame))
 
     def _rows(self, painter: QPainter, top: float) -> None:
         review = self.review
@@ -161,8 +178,10 @@ class Timeline(QWidget):
         for frame, marks in review.marks.items():
             if marks.found:
                 painter.fillRect(self.column(frame, top, ROW_PX - 2), FACES)
-            if marks.flags:
+            if marks.flags and review.flags_at(frame):
                 painter.fillRect(self.column(frame, flags_top, ROW_PX), FLAG)
+            elif review.fixed_at(frame):
+                painter.fillRect(self.column(frame, flags_top, ROW_PX), FIXED)
         for row, person in enumerate(people):
             colour = QColor(*person_rgb(review, person.person_id))
             dim = QColor(colour)

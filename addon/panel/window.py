@@ -2,10 +2,11 @@
 (worker.py, actions.py, frames.py, looks.py).
 
 An artist's path through it: open a clip (its first frame and the timeline at once), scrub
-(each frame as decoded), Find people (the review: the shot's people, their presence, flags and
-cuts on the timeline; analysing with progress the first time), give people their own source or
-skip them, set in/out, Preview (the render's pixels for the frame), Render, step through the
-result beside the original, Re-render flagged. The UI thread only builds requests, starts jobs
+(each frame as decoded, then its swap made in the background: live.py; zoom onto a face),
+Find people (the review: the shot's people, their presence, flags and cuts on the timeline;
+analysing with progress the first time), give people their own source or skip them, set
+in/out, Preview (the render's pixels for the frame), Render, step through the result beside
+the original, Re-render flagged. The UI thread only builds requests, starts jobs
 and shows what they hand back; every picture comes from facefuse.
 """
 
@@ -15,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QTimer, QUrl
-from PySide6.QtGui import QCloseEvent, QColor, QDesktopServices
+from PySide6.QtGui import QCloseEvent, QColor, QDesktopServices, QResizeEvent
 from PySide6.QtWidgets import QFileDialog, QMainWindow
 
 from facefuse import (
+    SEQUENCE_SUFFIXES,
     CacheLayout,
     FacefuseError,
     HostError,
@@ -27,10 +29,10 @@ from facefuse import (
     tunable_options,
 )
 
-from . import frames, looks
+from . import frames, looks, session
 from .actions import Actions
 from .corrections import Corrections
-from .host import Clip, Host
+from .host import OPEN_HINT, Clip, Host
 from .layout import PanelLayout
 from .review import ShotReview, person_rgb
 from .store import PanelStore
@@ -39,17 +41,22 @@ from .worker import Jobs
 CANCEL_WAIT_MS = 1000
 PLAY_MS = 40  # how often Play looks whether the shown frame is done, to step on
 DEFAULTS = Settings()
+VIDEO_TYPES = "*.mov *.mp4 *.mxf *.mkv *.avi *.webm *.m4v"
+PLATE_TYPES = " ".join(f"*{suffix}" for suffix in SEQUENCE_SUFFIXES)
+CLIP_FILTERS = (f"Clips and plates ({VIDEO_TYPES} {PLATE_TYPES})", f"Video ({VIDEO_TYPES})",
+                f"Image sequences: pick one frame ({PLATE_TYPES})", "All files (*)")
 
 
 class PanelWindow(QMainWindow):
     """One clip's swap. host: a Host (FileHost, or the Resolve host's JobHost); base: the
-    Settings the panel starts from (the command line's); fields of it that differ from the
-    defaults win over the remembered ones. store: where settings are remembered."""
+    Settings the panel starts from (the command line's); given: the fields of it the command
+    line gave, which win over the remembered ones (None: those that differ from the
+    defaults). store: where settings and sessions are remembered."""
 
     def __init__(self, host: Host, base: Settings | None = None, jobs: Jobs | None = None,
-                 store: PanelStore | None = None) -> None:
+                 store: PanelStore | None = None, given: frozenset[str] | None = None) -> None:
         super().__init__()
-        self.host, self.base = host, base or Settings()
+        self.host, self.base, self.given = host, base or Settings(), given
         self.store = store or PanelStore()
         self.jobs = jobs or Jobs(parent=self)
         self.setWindowTitle("facefuse")
@@ -61,6 +68,7 @@ class PanelWindow(QMainWindow):
         self.skipped: set[str] = set()
         self.corrections = Corrections()
         self.last_request: RenderRequest | None = None
+        self.to_restore = session.Pending()
         self.player = QTimer(self)
         self.player.setInterval(PLAY_MS)
         self.player.timeout.connect(self._play_step)
@@ -69,16 +77,17 @@ class PanelWindow(QMainWindow):
         self._restore()
         self.restoring = False
         self.show_clip(host.clip)
-        if host.problem:
-            self.ui.log.say(host.problem, "ERROR")
+        if host.problem:  # no clip yet is a start, not an error
+            self.ui.log.say(host.problem, "INFO" if host.problem == OPEN_HINT else "ERROR")
         if host.clip is not None and host.clip.note:  # e.g. from Resolve: the people at once
             self.ui.log.say(host.clip.note)
             QTimer.singleShot(0, lambda: looks.find_people(self.act))
 
     # -- remembered settings ----------------------------------------------------------------------
     def _restore(self) -> None:
-        keep = frozenset(o.name for o in tunable_options()
-                         if getattr(self.base, o.name) != getattr(DEFAULTS, o.name))
+        keep = self.given if self.given is not None else frozenset(
+            o.name for o in tunable_options()
+            if getattr(self.base, o.name) != getattr(DEFAULTS, o.name))
         refused = self.ui.form.apply(self.store.form(), keep)
         if refused:
             self.ui.log.say(f"Remembered settings not used (out of range): {', '.join(refused)}",
@@ -91,9 +100,11 @@ class PanelWindow(QMainWindow):
             self.ui.sources.add(sources)
 
     def remember(self) -> None:
-        """Save the form, the sources, the output kind and a chosen folder."""
+        """Save the form, the sources, the output kind, a chosen folder and the shot's
+        session."""
         if self.restoring:
             return
+        session.save(self)
         self.store.save_form(self.ui.form.values())
         self.store.save_sources(self.ui.sources.paths())
         self.store.save_output(self.ui.output.currentData())
@@ -109,6 +120,7 @@ class PanelWindow(QMainWindow):
         ui.open_button.clicked.connect(self._choose_clip)
         ui.sources.add_requested.connect(self._choose_sources)
         ui.sources.changed.connect(lambda paths: looks.sources_changed(act, paths))
+        ui.sources.changed.connect(lambda _: frames.show_frame(act))  # the live swap
         ui.people.find_requested.connect(lambda: looks.find_people(act))
         ui.people.source_requested.connect(self._choose_person_source)
         ui.people.source_cleared.connect(lambda pid: self.assign_source(pid, None))
@@ -127,14 +139,17 @@ class PanelWindow(QMainWindow):
         ui.set_in.clicked.connect(lambda: ui.timeline.set_in())
         ui.set_out.clicked.connect(lambda: ui.timeline.set_out())
         ui.clear_range.clicked.connect(ui.timeline.clear_range)
-        ui.preview_button.clicked.connect(lambda: looks.preview(act))
+        ui.preview_button.clicked.connect(lambda: frames.preview(act))
+        ui.view.mode_changed.connect(lambda mode: frames.mode_changed(act, mode))
         ui.show_result.toggled.connect(lambda _: frames.show_frame(act))
         ui.open_folder.clicked.connect(self.open_result_folder)
+        ui.open_report.clicked.connect(self.open_review_page)
         ui.browse.clicked.connect(self._choose_folder)
         ui.render_button.clicked.connect(lambda: act.start_render())
         ui.rerender_button.clicked.connect(act.rerender_flagged)
         ui.cancel_button.clicked.connect(act.cancel_render)
         ui.form.changed.connect(self.remember)
+        ui.form.changed.connect(lambda: frames.show_frame(act))  # the live swap of them
         ui.output.currentIndexChanged.connect(lambda _: self.remember())
         ui.folder.editingFinished.connect(self.remember)
 
@@ -150,6 +165,7 @@ class PanelWindow(QMainWindow):
         self.act.reset()
         self.assigned, self.skipped = {}, set()
         self.corrections = Corrections()
+        self.to_restore = session.Pending()
         ui.view.clear()
         ui.view.empty_text = "Opening the clip…" if clip else "Open a clip"
         ui.status.setText("")
@@ -157,6 +173,7 @@ class PanelWindow(QMainWindow):
         if clip is None:
             return
         ui.folder.setText(self.store.folder() or str(clip.folder))
+        session.restore(self, clip)
         first, last = clip.frames or (clip.start_number, clip.start_number)
         ui.timeline.blockSignals(True)  # the "open" job shows the first frame
         self.set_review(ShotReview.empty(first, last))
@@ -175,9 +192,11 @@ class PanelWindow(QMainWindow):
         ui.timeline.set_review(review, keep_range)
         ui.people.show_people(review, self.assigned, self.skipped, self.corrections.by_person())
         ui.rerender_button.setEnabled(bool(review.flagged) and self.act.result is not None)
+        ui.open_report.setEnabled(review.page is not None and review.page.is_file())
         self._range_changed(ui.timeline.in_point, ui.timeline.out_point)
         self._frame_flags(ui.timeline.frame)
         self.frame_boxes(ui.timeline.frame)
+        session.when_shown(self)
 
     # -- frames and ranges ------------------------------------------------------------------------
     def frame_moved(self, frame: int, show: bool = True) -> None:
@@ -198,10 +217,21 @@ class PanelWindow(QMainWindow):
         self.ui.view.set_boxes(boxes)
 
     def _frame_flags(self, frame: int) -> None:
-        flags = self.review.flags_at(frame)
-        text = "; ".join(f"⚑ {f.person_id} {f.kind}: {f.reason}" for f in flags)
-        self.ui.flag_label.setText(text)
-        self.ui.flag_label.setToolTip(text.replace("; ", "\n"))
+        """The flags at `frame` in words under the timeline: each with its reason where that
+        fits the label's two lines, else each flag's kind alone (the tooltip has the reasons)."""
+        rows = [("⚑", f) for f in self.review.flags_at(frame)] + \
+            [("✓", f) for f in self.review.fixed_at(frame)]
+        full = "; ".join(f"{mark} {f.person_id} {f.kind}: {f.reason}" for mark, f in rows)
+        label = self.ui.flag_label
+        label.setText(full)
+        if rows and label.heightForWidth(max(1, label.width())) > label.height():
+            label.setText("; ".join(f"{mark} {f.person_id} {f.kind}" for mark, f in rows)
+                          + " (hover for why)")
+        label.setToolTip(full.replace("; ", "\n"))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._frame_flags(self.ui.timeline.frame)  # the words that fit the new width
 
     def _play(self, on: bool) -> None:
         """Play: from the playhead (from in, when at out) to out, a frame once the last is
@@ -234,6 +264,7 @@ class PanelWindow(QMainWindow):
         count = last - first + 1
         self.ui.range_label.setText("Render: the whole clip" if whole else
                                     f"Render: {first}-{last} ({count} frames)")
+        self.remember()
 
     def render_ranges(self) -> tuple[tuple[int, int], ...] | None:
         """The in..out range when it is not the whole clip, else None."""
@@ -283,7 +314,9 @@ class PanelWindow(QMainWindow):
     def _people_changed(self) -> None:
         self.ui.people.show_people(self.review, self.assigned, self.skipped,
                                    self.corrections.by_person())
+        self.remember()
         looks.replan(self.act)
+        frames.show_frame(self.act)  # the live swap of the new choices
 
     def _go_to_person(self, person_id: str) -> None:
         person = self.review.person(person_id)
@@ -291,11 +324,24 @@ class PanelWindow(QMainWindow):
             self.ui.timeline.set_frame(person.frames[0][0])
 
     # -- files ------------------------------------------------------------------------------------
+    def clip_dialog(self) -> QFileDialog:
+        """Open clip…: a movie, one frame of an image sequence (the sequence is opened), or a
+        pattern typed (plate.####.exr)."""
+        dialog = QFileDialog(self, "Open a clip, or one frame of a plate sequence")
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptOpen)
+        dialog.setFileMode(QFileDialog.FileMode.AnyFile)  # a typed pattern names no file
+        dialog.setOption(QFileDialog.Option.DontUseNativeDialog)  # the same on every desktop
+        dialog.setNameFilters(CLIP_FILTERS)
+        dialog.setLabelText(QFileDialog.DialogLabel.FileName, "Clip, frame or pattern:")
+        clip = self.host.clip
+        if clip is not None:
+            dialog.setDirectory(str(Path(clip.input).parent))
+        return dialog
+
     def _choose_clip(self) -> None:
-        name, _ = QFileDialog.getOpenFileName(self, "Clip", "", "Video (*.mov *.mp4 *.mxf *.mkv "
-                                              "*.avi);;All files (*)")
-        if name:
-            self.open(Path(name))
+        dialog = self.clip_dialog()
+        if dialog.exec() and dialog.selectedFiles():
+            self.open(Path(dialog.selectedFiles()[0]))
 
     def open(self, path: Path) -> None:
         try:
@@ -324,6 +370,11 @@ class PanelWindow(QMainWindow):
         result = self.act.result
         if result is not None:
             QDesktopServices.openUrl(QUrl.fromLocalFile(str(result.folder)))
+
+    def open_review_page(self) -> None:
+        page = self.review.page
+        if page is not None and page.is_file():
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(page)))
 
     def closeEvent(self, event: QCloseEvent) -> None:
         """Closing stops a running render (finished frames stay) and tells the host."""

@@ -220,14 +220,20 @@ def blender_extension_zip(blender_build: ModuleType,
 
 @pytest.fixture(autouse=True)
 def _panel_settings_store(request: pytest.FixtureRequest,
-                          tmp_path_factory: pytest.TempPathFactory) -> None:
-    """The Qt panel's tests remember settings in a folder of their own, never the user's."""
+                          tmp_path_factory: pytest.TempPathFactory,
+                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Qt panel's tests remember settings in a folder of their own, never the user's; the
+    question before a render replaces finished frames made otherwise is answered Replace
+    (a modal box would wait for a click forever; tests of the question set their own)."""
     if not request.path.name.startswith("test_panel"):
         return
     from PySide6.QtCore import QSettings
 
+    from addon.panel import rendering
+
     folder = tmp_path_factory.mktemp("qt-settings")
     QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(folder))
+    monkeypatch.setattr(rendering, "ask_replace", lambda parent, replacement: True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 from addon.panel import looks
 from addon.panel.host import FileHost, clip_from_file
 from addon.panel.rendering import _progress
-from addon.panel.widgets import DIVIDER_PX
+from addon.panel.viewer import DIVIDER_PX
 from addon.panel.window import PanelWindow
 from addon.resolve.panel_job import JobHost
 from addon.resolve.plan import read_result
@@ -132,6 +132,8 @@ def test_preview_shows_the_original_left_and_the_swap_right_of_the_divider(
     window = shown_window(qtbot, FileHost(clip), base)
     window.ui.sources.add([source])
     window.ui.frame.setValue(4)
+    window.ui.view.set_mode("split")
+    window.ui.view.set_zoom(1.0)
     looks.preview(window.act)
     wait_idle(qtbot, window)
     view = window.ui.view

@@ -206,7 +206,7 @@ def test_the_artists_path_through_the_panel(qtbot, crowd: Path, base, testdata: 
     # 8. the result beside the original, stepping through it
     assert ui.show_result.isChecked() and "1002-1006" not in ui.status.text()
     ui.timeline.set_frame(1003)
-    qtbot.waitUntil(lambda: ui.view.after is not None and window.ui.view.labels[1] == "Result"
+    qtbot.waitUntil(lambda: ui.view.after is not None and window.ui.view.labels[1] == "Rendered"
                     and _shows_frame(window, crowd / "crowd.1003.png"), timeout=WAIT_MS)
     after = ui.view.after.toImage()
     x, y = _centre(0)
