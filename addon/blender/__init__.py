@@ -3,15 +3,16 @@
 Modules: properties.py (settings on each strip) · strips.py (4.2/5.0 names, the active strip)
 · settings.py (strip settings -> Settings) · convert.py (strip -> RenderRequest) · frames.py
 (timeline frames <-> engine numbers) · result.py (frames -> image strip) · jobs.py (worker
-threads + timer drain) · tasks.py (the jobs) · review.py (review markers, people, overrides) ·
-operators.py · panels.py · preferences.py (model downloads) · headless.py (farm and scripts).
+threads + timer drain) · tasks.py (the jobs) · review.py (review markers, people, corrections) ·
+operators.py · review_operators.py (review, corrections) · panels.py · preferences.py (model
+downloads) · headless.py (farm and scripts).
 """
 
 from __future__ import annotations
 
-from . import jobs, operators, panels, preferences, properties
+from . import jobs, operators, panels, preferences, properties, review_operators
 
-_MODULES = (properties, jobs, operators, panels, preferences)
+_MODULES = (properties, jobs, operators, review_operators, panels, preferences)
 
 
 def register() -> None:

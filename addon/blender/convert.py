@@ -1,6 +1,6 @@
 """A strip and its settings -> a RenderRequest in a SwapPlan (frames.py maps its frame
 numbers), and the folders a strip's swap writes: its output, staged inputs, review and
-overrides file."""
+corrections file."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from facefuse import (
     missing_models,
 )
 
+from . import review
 from .frames import START_NUMBER, SwapPlan, image_input, movie_input, selected_numbers
 from .settings import engine_settings, in_blender
 from .strips import StripError, require_own_picture, require_swappable
@@ -27,13 +28,15 @@ DEFAULT_OUTPUT = "//facefuse/"
 STAGE_FOLDER = "input"
 REVIEW_FOLDER = "review"
 OVERRIDES_NAME = "overrides.json"
+CORRECTIONS_NAME = "corrections.json"
 _SEQUENCE_FORMATS = MappingProxyType({".exr": "exr", ".dpx": "dpx", ".tif": "tif", ".tiff": "tif"})
 
 
 def plan_swap(scene: Any, strip: Any, frames: tuple[int, int] | None = None,
               chunk: tuple[int, int] | None = None, look: bool = False,
               prepare: bool = True, only: tuple[tuple[int, int], ...] | None = None,
-              only_input: str | None = None, overwrite: bool = False) -> SwapPlan:
+              only_input: str | None = None, overwrite: bool = False,
+              review: bool = False) -> SwapPlan:
     """Check the strip and its settings and build its swap.
 
     frames: timeline frames (inclusive) to render, intersected with the trimmed range; None for
@@ -41,11 +44,12 @@ def plan_swap(scene: Any, strip: Any, frames: tuple[int, int] | None = None,
     shot-level decision, see docs/render.md). chunk: (N, M) of that range. only / only_input:
     the engine numbers to render within that range (RenderRequest.only); overwrite: render
     them even where a finished frame of the same plan is there. The strip's people
-    (their own sources and skips) and its overrides file, when there is one, go into the
-    request (RenderRequest.assign / skip / overrides). look: for looking at
-    the strip's faces only (no sources or reference needed, only the detector). prepare: create
-    the output folder (and link image-strip inputs). Raises StripError with a message for the
-    user; nothing is written before every check has passed.
+    (their own sources and skips) and its corrections go into the request
+    (RenderRequest.assign / skip / overrides: see overrides_in_use). look: for looking at
+    the strip's faces only (no sources or reference needed, only the detector). review: for a
+    review, which lists the people and needs no source. prepare: create the output folder
+    (link image-strip inputs, write the corrections file). Raises StripError with a message
+    for the user; nothing is written before every check has passed.
     """
     require_swappable(strip)
     require_own_picture(scene.sequence_editor, strip)
@@ -58,6 +62,8 @@ def plan_swap(scene: Any, strip: Any, frames: tuple[int, int] | None = None,
     sources = () if look else _sources(props)
     if not look:
         _check_reference(props)
+    if not (look or review):
+        _check_casting(props, sources)
     missing = missing_models(settings, LOOK_ROLES if look else MODEL_ROLES)
     if missing:
         raise StripError(in_blender("; ".join(missing)))
@@ -73,8 +79,9 @@ def plan_swap(scene: Any, strip: Any, frames: tuple[int, int] | None = None,
         settings=settings, frames=(min(selected), max(selected)), chunk=chunk,
         smoothing=props.use_smoothing, start_number=START_NUMBER,
         assign=() if look else _assigned(props), skip=() if look else _skipped(props),
-        overrides=None if look else overrides_in_use(strip), only=only, only_input=only_input,
-        overwrite=overwrite)
+        overrides=None if look else overrides_in_use(strip, write=prepare,
+                                                     part=frames is not None),
+        only=only, only_input=only_input, overwrite=overwrite)
     return SwapPlan(scene=scene.name, strip=strip.name, request=request, numbers=numbers,
                     frame_start=strip.frame_final_start, output_dir=out_dir,
                     output_dir_setting=out_setting)
@@ -98,18 +105,40 @@ def _skipped(props: Any) -> tuple[str, ...]:
     return tuple(person.person_id for person in props.people if person.skip)
 
 
-def overrides_path(strip: Any) -> Path:
-    """The strip's overrides JSON (docs/overrides.md): its setting, else overrides.json in the
-    strip's output folder."""
+def overrides_file(strip: Any) -> Path | None:
+    """The corrections file made elsewhere that the strip uses (docs/overrides.md): its
+    Corrections File, else overrides.json in its output folder when there is one."""
     setting = strip.facefuse.overrides_file.strip()
     if setting:
-        return Path(bpy.path.abspath(setting))
-    return output_folder(strip)[0] / OVERRIDES_NAME
-
-
-def overrides_in_use(strip: Any) -> Path | None:
-    path = overrides_path(strip)
+        path = Path(bpy.path.abspath(setting))
+        if not path.is_file():
+            raise StripError(f"Corrections file {setting} is missing ({path})")
+        return path
+    path = output_folder(strip)[0] / OVERRIDES_NAME
     return path if path.is_file() else None
+
+
+def overrides_in_use(strip: Any, write: bool = True, part: bool = False) -> Path | None:
+    """The overrides file the strip's request carries (RenderRequest.overrides).
+
+    None without corrections; the corrections file as it is when the strip has none of its
+    own; else corrections.json in the output folder: the file's entries, then the strip's
+    (written when `write`, only when it changes). Every request of the strip (Preview, Swap,
+    Review, the farm) carries the same file, so they agree on every frame. part: a request of
+    part of the strip (headless --frames): corrections naming people carry the shot of the
+    strip's last review, whose people they name.
+    """
+    props = strip.facefuse
+    made_elsewhere = overrides_file(strip)
+    own = review.strip_corrections(props)
+    if not own:
+        return made_elsewhere
+    path = output_folder(strip)[0] / CORRECTIONS_NAME
+    named = part and any(entry.person for entry in own)
+    shot = review.review_shot(bpy.path.abspath(props.report)) if named else None
+    if write:
+        review.write_corrections(path, made_elsewhere, own, shot)
+    return path
 
 
 def review_folder(strip: Any) -> Path:
@@ -117,11 +146,19 @@ def review_folder(strip: Any) -> Path:
     return output_folder(strip)[0] / REVIEW_FOLDER
 
 
+def _check_casting(props: Any, sources: tuple[Path, ...]) -> None:
+    """A swap or preview needs Sources or some person's Own Source. Who of the people the
+    plan swaps still lacks one, the engine says in one sentence once the shot is planned
+    (settings.in_blender words it for Blender)."""
+    if sources or any(person.source.strip() and not person.skip for person in props.people):
+        return
+    raise StripError("No source image: add the photo of the face to put in (Face Swap > "
+                     "Sources > +), or give people their own source (Review, then Face Swap > "
+                     "People)")
+
+
 def _sources(props: Any) -> tuple[Path, ...]:
     paths = [item.filepath for item in props.sources if item.filepath.strip()]
-    if not paths:
-        raise StripError("No source image: add the photo of the face to put in "
-                         "(Face Swap > Sources > +)")
     resolved = []
     for text in paths:
         path = Path(bpy.path.abspath(text))

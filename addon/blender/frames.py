@@ -117,6 +117,17 @@ def movie_input(strip: Any) -> tuple[str, tuple[int, ...]]:
     return str(path), numbers
 
 
+def movie_span(strip: Any, first: int, last: int) -> tuple[int, int] | None:
+    """The first and last trimmed timeline frames of a movie strip that show engine numbers
+    first..last (without reading the movie: for drawing); None when none of them shows."""
+    start = strip.animation_offset_start + START_NUMBER
+    end = start + max(1, strip.frame_duration) - 1
+    offset = start - int(strip.frame_start)
+    shown = [f for f in range(strip.frame_final_start, strip.frame_final_end)
+             if first <= min(max(f + offset, start), end) <= last]
+    return (shown[0], shown[-1]) if shown else None
+
+
 def _movie_retime(strip: Any) -> str:
     """How a movie strip is retimed, "" when it is not: which media frame it then shows is not
     in the API (image strips have strip_elem_from_frame, which follows all three)."""

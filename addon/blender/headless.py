@@ -48,6 +48,7 @@ from facefuse import ExitCode, FacefuseError, parse_chunk, parse_frame_range
 from . import convert, result
 from .frames import SwapPlan, overlaps
 from .strips import StripError, all_strips, strip_type
+from .tasks import frame_counts, frame_outcome
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -139,7 +140,7 @@ def _targets(scene_name: str | None, strip_name: str | None) -> Iterator[tuple[A
 
 
 def _swap(scene: Any, strip: Any, args: argparse.Namespace) -> int:
-    from facefuse import render
+    from facefuse import Pipeline, render, replaced_frames
 
     label = f"{scene.name}/{strip.name}"
     if not args.strip and not overlaps(strip, args.frames):
@@ -153,17 +154,30 @@ def _swap(scene: Any, strip: Any, args: argparse.Namespace) -> int:
         openjd = args.progress == "openjd"
         if openjd:
             print(f"openjd_status: {label}: swapping {total} frame(s)", flush=True)
-        with _sigterm() as stopped:
+        with _sigterm() as stopped, Pipeline(plan.request.settings) as pipeline:
+            # as `facefuse render` does: no prompt, a note before the frames it replaces
+            try:
+                replacement = replaced_frames(plan.request, pipeline, cancel=stopped.is_set)
+            except Exception:
+                if not stopped.is_set():
+                    raise
+                _say(f"{label}: stopped by SIGTERM before any frame was written")
+                return ExitCode.TERMINATED
+            if replacement:
+                _say(f"{label}: note: {replacement.message}")
             summary = render(plan.request, on_progress=_progress(label, shown, openjd),
-                             cancel=stopped.is_set)
+                             cancel=stopped.is_set, pipeline=pipeline)
     except StripError as exc:
         _say(f"{label}: error: {exc}")
         return ExitCode.USAGE
     except FacefuseError as exc:
         _say(f"{label}: error: {exc}")
         return exc.exit_code
-    _say(f"{label}: {summary.swapped} swapped, {summary.no_face} without a face, "
-         f"{summary.skipped} already done, {len(summary.failed)} failed "
+    for note in (*summary.notes, *summary.warnings):
+        _say(f"{label}: note: {note}")
+    replaced = f", {summary.replaced} made with other choices replaced" \
+        if summary.replaced else ""
+    _say(f"{label}: {frame_counts(summary)}{replaced}, {len(summary.failed)} failed "
          f"in {summary.seconds:.1f} s")
     if summary.cancelled:
         return ExitCode.TERMINATED
@@ -197,7 +211,7 @@ def _progress(label: str, shown: dict[int, list[int]], openjd: bool = False) -> 
         count[0] += len(frames)
         where = ", ".join(map(str, frames)) or "-"
         _say(f"{label}: timeline frame {where} (media {frame_report.frame}) "
-             f"{frame_report.status} ({count[0]}/{total})")
+             f"{frame_outcome(frame_report)} ({count[0]}/{total})")
         if openjd and total:
             print(f"openjd_progress: {100 * count[0] // total}", flush=True)
     return report

@@ -1,4 +1,5 @@
-"""Operators: a poll and a short execute each. The work is in tasks.py (run through jobs.py).
+"""Operators: a poll and a short execute each. The work is in tasks.py (run through jobs.py);
+those of the People and Review panel are in review_operators.py.
 
 Every user mistake (no strip, a sound strip, a missing file, an unwritable folder) ends in one
 `self.report({'ERROR'}, message)` and {'CANCELLED'}; nothing is written before the checks pass.
@@ -16,28 +17,23 @@ from collections.abc import Callable
 from typing import Any
 
 import bpy
-from bpy.props import CollectionProperty, EnumProperty, IntProperty, StringProperty
+from bpy.props import (
+    BoolProperty,
+    CollectionProperty,
+    IntProperty,
+    StringProperty,
+)
 from bpy.types import Operator, OperatorFileListElement
 
 from facefuse import FacefuseError, Job, Message
 
-from . import convert, jobs, review, settings, strips, tasks
+from . import convert, jobs, result, settings, strips, tasks
 from .strips import StripError
 
 IMAGE_GLOB = "*.png;*.jpg;*.jpeg;*.webp;*.bmp;*.tif;*.tiff"
-OVERRIDE_ITEMS = (
-    ('skip', "Skip", "Do not swap the person in these frames"),
-    ('keep', "Keep", "Keep the original picture (with a person: that person only)"),
-    ('hold', "Hold", "Swap the person, filling frames where the face was lost"),
-    ('swap', "Swap", "Swap the person although the target face rule did not choose them"),
-)
-RANGE_ITEMS = (
-    ('SCENE', "Scene Range", "The scene's frame range (its preview range when on)"),
-    ('MARKERS', "Selected Markers", "From the first to the last selected timeline marker"),
-)
 
 
-def _run(operator: Operator, build: Callable[[], Job], started: str) -> set[str]:
+def run_job(operator: Operator, build: Callable[[], Job], started: str) -> set[str]:
     """Build and submit a job, reporting any problem or the outcome on the operator."""
     try:
         outcome = jobs.submit(build())
@@ -59,7 +55,7 @@ def _has_scene(context: Any) -> bool:
     return strips.sequencer_scene(context) is not None
 
 
-class _NeedsSequencer:
+class NeedsSequencer:
     """Operators that act on the sequencer scene (the strip checks come in execute, with a
     message, rather than greying the button out silently)."""
 
@@ -68,21 +64,51 @@ class _NeedsSequencer:
         return _has_scene(context)
 
 
-class FACEFUSE_OT_swap_strip(_NeedsSequencer, Operator):
-    """Swap faces in the active strip's trimmed range into an image strip on the channel above"""
+class FACEFUSE_OT_swap_strip(NeedsSequencer, Operator):
+    """Swap faces in the active strip's trimmed range into an image strip on the channel above
+    (it asks before replacing finished frames made with other choices)"""
 
     bl_idname = "facefuse.swap_strip"
     bl_label = "Swap Strip"
     bl_options = {'REGISTER'}
 
+    replace: BoolProperty(name="Replace Without Asking", options={'SKIP_SAVE'},
+                          description="Replace finished frames made with other choices "
+                                      "without asking first (scripts)")
+
     def execute(self, context: Any) -> set[str]:
         def build() -> Job:
             scene, strip = strips.active_strip(context)
-            return tasks.swap_job(convert.plan_swap(scene, strip))
-        return _run(self, build, "Face swap started: progress in the status bar")
+            return tasks.swap_job(convert.plan_swap(scene, strip), ask=not self.replace)
+        return run_job(self, build, "Face swap started: progress in the status bar")
 
 
-class FACEFUSE_OT_preview_frame(_NeedsSequencer, Operator):
+class FACEFUSE_OT_replace_frames(Operator):
+    """Swap the strip, replacing the finished frames made with other choices that the last
+    Swap Strip stopped before"""
+
+    bl_idname = "facefuse.replace_frames"
+    bl_label = "Replace Finished Frames"
+    bl_options = {'REGISTER', 'INTERNAL'}
+
+    scene: StringProperty(options={'HIDDEN', 'SKIP_SAVE'})
+    strip: StringProperty(options={'HIDDEN', 'SKIP_SAVE'})
+    accepted: StringProperty(options={'HIDDEN', 'SKIP_SAVE'},
+                             description="What the user was told the swap replaces")
+
+    def invoke(self, context: Any, event: Any) -> set[str]:
+        return context.window_manager.invoke_confirm(
+            self, event, title="Replace finished frames?", confirm_text="Replace",
+            message=f"{self.accepted[:1].upper()}{self.accepted[1:]}.", icon='WARNING')
+
+    def execute(self, context: Any) -> set[str]:
+        def build() -> Job:
+            scene, strip = result.strip_named(self.scene, self.strip)
+            return tasks.swap_job(convert.plan_swap(scene, strip), accepted=self.accepted)
+        return run_job(self, build, "Face swap started: progress in the status bar")
+
+
+class FACEFUSE_OT_preview_frame(NeedsSequencer, Operator):
     """Swap the frame under the playhead and show it in the Image Editor ('facefuse preview')"""
 
     bl_idname = "facefuse.preview_frame"
@@ -93,10 +119,10 @@ class FACEFUSE_OT_preview_frame(_NeedsSequencer, Operator):
         def build() -> Job:
             scene, strip = strips.active_strip(context)
             return tasks.preview_job(convert.plan_swap(scene, strip), scene.frame_current)
-        return _run(self, build, "Previewing the frame under the playhead")
+        return run_job(self, build, "Previewing the frame under the playhead")
 
 
-class FACEFUSE_OT_find_faces(_NeedsSequencer, Operator):
+class FACEFUSE_OT_find_faces(NeedsSequencer, Operator):
     """Outline and number the faces under the playhead, to pick the reference face"""
 
     bl_idname = "facefuse.find_faces"
@@ -108,10 +134,10 @@ class FACEFUSE_OT_find_faces(_NeedsSequencer, Operator):
             scene, strip = strips.active_strip(context)
             return tasks.faces_job(convert.plan_swap(scene, strip, look=True),
                                    scene.frame_current)
-        return _run(self, build, "Finding the faces under the playhead")
+        return run_job(self, build, "Finding the faces under the playhead")
 
 
-class FACEFUSE_OT_use_face(_NeedsSequencer, Operator):
+class FACEFUSE_OT_use_face(NeedsSequencer, Operator):
     """Use the chosen face under the playhead as the reference: those faces get swapped"""
 
     bl_idname = "facefuse.use_face"
@@ -127,10 +153,10 @@ class FACEFUSE_OT_use_face(_NeedsSequencer, Operator):
             index = self.index if self.index >= 0 else strip.facefuse.reference_index
             return tasks.reference_job(convert.plan_swap(scene, strip, look=True),
                                        scene.frame_current, index)
-        return _run(self, build, "Saving the reference face")
+        return run_job(self, build, "Saving the reference face")
 
 
-class FACEFUSE_OT_add_sources(_NeedsSequencer, Operator):
+class FACEFUSE_OT_add_sources(NeedsSequencer, Operator):
     """Add photos of the face to put in (several photos of one person are averaged)"""
 
     bl_idname = "facefuse.add_sources"
@@ -183,7 +209,7 @@ class FACEFUSE_OT_add_sources(_NeedsSequencer, Operator):
         return [bpy.path.abspath(self.filepath)] if self.filepath else []
 
 
-class FACEFUSE_OT_remove_source(_NeedsSequencer, Operator):
+class FACEFUSE_OT_remove_source(NeedsSequencer, Operator):
     """Remove the selected source image"""
 
     bl_idname = "facefuse.remove_source"
@@ -205,7 +231,7 @@ class FACEFUSE_OT_remove_source(_NeedsSequencer, Operator):
         return {'FINISHED'}
 
 
-class FACEFUSE_OT_check_sources(_NeedsSequencer, Operator):
+class FACEFUSE_OT_check_sources(NeedsSequencer, Operator):
     """Find the faces in the source images again and redraw their thumbnails"""
 
     bl_idname = "facefuse.check_sources"
@@ -216,84 +242,7 @@ class FACEFUSE_OT_check_sources(_NeedsSequencer, Operator):
         def build() -> Job:
             scene, strip = strips.active_strip(context)
             return tasks.sources_job(scene, strip)
-        return _run(self, build, "Checking the faces in the source images")
-
-
-class FACEFUSE_OT_review_strip(_NeedsSequencer, Operator):
-    """Review the strip as Swap Strip renders it: flags become timeline markers, people are
-    listed in Face Swap > People"""
-
-    bl_idname = "facefuse.review_strip"
-    bl_label = "Review"
-    bl_options = {'REGISTER'}
-
-    def execute(self, context: Any) -> set[str]:
-        def build() -> Job:
-            scene, strip = strips.active_strip(context)
-            plan = convert.plan_swap(scene, strip)
-            return tasks.review_job(plan, convert.review_folder(strip))
-        return _run(self, build, "Reviewing the strip: progress in the status bar")
-
-
-class FACEFUSE_OT_add_override(_NeedsSequencer, Operator):
-    """Correct the plan over a frame range: the strip's next swap uses it (docs/overrides.md)"""
-
-    bl_idname = "facefuse.add_override"
-    bl_label = "Add Override"
-    bl_options = {'REGISTER', 'UNDO'}
-
-    action: EnumProperty(name="Action", items=OVERRIDE_ITEMS, default='skip')
-    frames: EnumProperty(name="Frames", items=RANGE_ITEMS, default='SCENE')
-    person: StringProperty(name="Person", description="A person id (empty: the active "
-                                                       "person of Face Swap > People)")
-
-    def execute(self, context: Any) -> set[str]:
-        try:
-            scene, strip = strips.active_strip(context)
-            plan = convert.plan_swap(scene, strip, prepare=False, look=True)
-            entry = review.override_entry(plan, self._range(scene), self.action,
-                                          self._person(strip))
-            count = review.add_override(convert.overrides_path(strip), entry)
-        except StripError as exc:
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
-        who = f" {entry.person}" if entry.person else ""
-        (first, last), = entry.frames
-        self.report({'INFO'}, f"Override {count}: {self.action}{who} over frames "
-                              f"{first}-{last}; Swap Strip re-renders what it changes")
-        return {'FINISHED'}
-
-    def _range(self, scene: Any) -> tuple[int, int]:
-        if self.frames == 'SCENE':
-            return review.scene_range(scene)
-        marked = review.marked_range(scene)
-        if marked is None:
-            raise StripError("No marker selected: select the markers around the range")
-        return marked
-
-    def _person(self, strip: Any) -> str:
-        if self.person or self.action == 'keep':
-            return self.person
-        people = strip.facefuse.people
-        index = strip.facefuse.person_index
-        return people[index].person_id if 0 <= index < len(people) else ""
-
-
-class FACEFUSE_OT_rerender_flagged(_NeedsSequencer, Operator):
-    """Render again only the frames the strip's last review flagged"""
-
-    bl_idname = "facefuse.rerender_flagged"
-    bl_label = "Re-render Flagged"
-    bl_options = {'REGISTER'}
-
-    def execute(self, context: Any) -> set[str]:
-        def build() -> Job:
-            scene, strip = strips.active_strip(context)
-            shot, flagged = review.flagged_numbers(bpy.path.abspath(strip.facefuse.report))
-            plan = convert.plan_swap(scene, strip, only=flagged, only_input=f"shot:{shot}",
-                                     overwrite=True)
-            return tasks.swap_job(plan)
-        return _run(self, build, "Re-rendering the flagged frames")
+        return run_job(self, build, "Checking the faces in the source images")
 
 
 class FACEFUSE_OT_fetch_models(Operator):
@@ -313,7 +262,7 @@ class FACEFUSE_OT_fetch_models(Operator):
     def execute(self, context: Any) -> set[str]:
         def build() -> Job:
             return tasks.fetch_job(models_settings(context), context.window_manager)
-        return _run(self, build, "Downloading models: progress in the status bar")
+        return run_job(self, build, "Downloading models: progress in the status bar")
 
 
 def models_settings(context: Any) -> Any:
@@ -353,19 +302,10 @@ CLASSES = (
     FACEFUSE_OT_use_face,
     FACEFUSE_OT_preview_frame,
     FACEFUSE_OT_swap_strip,
-    FACEFUSE_OT_review_strip,
-    FACEFUSE_OT_add_override,
-    FACEFUSE_OT_rerender_flagged,
+    FACEFUSE_OT_replace_frames,
     FACEFUSE_OT_fetch_models,
     FACEFUSE_OT_cancel,
 )
 
-
-def register() -> None:
-    for cls in CLASSES:
-        bpy.utils.register_class(cls)
-
-
-def unregister() -> None:
-    for cls in reversed(CLASSES):
-        bpy.utils.unregister_class(cls)
+# Blender's own symmetric pair: registers in order, unregisters in reverse
+register, unregister = bpy.utils.register_classes_factory(CLASSES)

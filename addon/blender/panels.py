@@ -20,7 +20,7 @@ from bpy.types import Panel, UIList
 
 from facefuse import Job, absent_models, missing_models, tunable_options
 
-from . import convert, jobs, settings, strips
+from . import convert, jobs, review, settings, strips
 from .strips import StripError
 
 CATEGORY = "Face Swap"
@@ -101,6 +101,18 @@ class FACEFUSE_UL_people(UIList):
             row.label(text=Path(item.source).name, icon='IMAGE_DATA')
 
 
+class FACEFUSE_UL_corrections(UIList):
+    """The strip's corrections, in timeline frames (a movie strip) or the files' numbers."""
+
+    def draw_item(self, context: Any, layout: Any, _data: Any, item: Any, _icon: int,
+                  _active_data: Any, _active_property: str, _index: int = 0,
+                  _flt_flag: int = 0) -> None:
+        entry = review.correction(item)
+        strip = swappable_strip(context)
+        text = review.describe(entry) if strip is None else review.describe_on(strip, entry)
+        layout.label(text=text, icon='MODIFIER')
+
+
 class FacefusePanel:
     bl_space_type = 'SEQUENCE_EDITOR'
     bl_region_type = 'UI'
@@ -130,7 +142,7 @@ class SEQUENCER_PT_facefuse(FacefusePanel, Panel):
                     LEVEL_ICONS[state.message.level],
                     alert=state.message.level == 'ERROR')
         try:
-            _, strip = strips.active_strip(context)
+            scene, strip = strips.active_strip(context)
             strips.require_swappable(strip)
         except StripError as exc:
             wrapped(layout, str(exc), 'INFO')
@@ -141,6 +153,12 @@ class SEQUENCER_PT_facefuse(FacefusePanel, Panel):
         column.scale_y = 1.3
         column.operator("facefuse.preview_frame", icon='IMAGE_DATA')
         column.operator("facefuse.swap_strip", icon='RENDER_ANIMATION')
+        asked = strip.facefuse.replace_asked
+        if asked:
+            box = layout.box()
+            wrapped(box, f"{asked[:1].upper()}{asked[1:]}.", 'ERROR')
+            button = box.operator("facefuse.replace_frames", icon='FILE_REFRESH')
+            button.scene, button.strip, button.accepted = scene.name, strip.name, asked
 
 
 class SEQUENCER_PT_facefuse_sources(StripPanel, Panel):
@@ -208,8 +226,10 @@ class SEQUENCER_PT_facefuse_people(StripPanel, Panel):
         flagged.enabled = props.flagged > 0
         flagged.operator("facefuse.rerender_flagged", icon='FILE_REFRESH')
         if props.flagged >= 0:
-            layout.label(text=f"{props.flagged} frame(s) flagged, "
-                              f"{len(props.review_markers)} marker(s)")
+            row = layout.row(align=True)
+            row.label(text=f"{props.flagged} frame(s) flagged, "
+                           f"{len(props.review_markers)} marker(s)")
+            row.operator("facefuse.open_report", text="", icon='URL')
         if not props.people:
             wrapped(layout, "Review the strip to list its people", 'INFO')
             return
@@ -224,14 +244,20 @@ class SEQUENCER_PT_facefuse_people(StripPanel, Panel):
 
 
 def draw_overrides(layout: Any, props: Any) -> None:
-    """Override buttons: one per action, over the scene range or the selected markers."""
-    layout.label(text="Override the active person", icon='MODIFIER')
+    """Correction buttons (one per action, over the scene range or the selected markers) and
+    the strip's corrections."""
+    layout.label(text="Correct the active person", icon='MODIFIER')
     for frames, text in (('SCENE', "Scene Range"), ('MARKERS', "Selected Markers")):
         row = layout.row(align=True)
         row.label(text=text)
         for action in ('skip', 'keep', 'hold', 'swap'):
             button = row.operator("facefuse.add_override", text=action.title())
             button.action, button.frames = action, frames
+    if props.corrections:
+        row = layout.row()
+        row.template_list("FACEFUSE_UL_corrections", "", props, "corrections", props,
+                          "correction_index", rows=2)
+        row.operator("facefuse.remove_override", text="", icon='REMOVE')
     layout.prop(props, "overrides_file")
 
 
@@ -325,6 +351,7 @@ def draw_status(self: Any, _context: Any) -> None:
 CLASSES = (
     FACEFUSE_UL_sources,
     FACEFUSE_UL_people,
+    FACEFUSE_UL_corrections,
     SEQUENCER_PT_facefuse,
     SEQUENCER_PT_facefuse_sources,
     SEQUENCER_PT_facefuse_target,

@@ -38,12 +38,5 @@ class FacefusePreferences(AddonPreferences):
 
 CLASSES = (FacefusePreferences,)
 
-
-def register() -> None:
-    for cls in CLASSES:
-        bpy.utils.register_class(cls)
-
-
-def unregister() -> None:
-    for cls in reversed(CLASSES):
-        bpy.utils.unregister_class(cls)
+# Blender's own symmetric pair: registers in order, unregisters in reverse
+register, unregister = bpy.utils.register_classes_factory(CLASSES)

@@ -1,7 +1,10 @@
 """The face-swap settings stored on each strip (`strip.facefuse`), saved in the .blend.
 
 These are what the farm reads (headless.py): sources, target-face choice, models, mask, smoothing,
-output folder and format, and whether the strip is marked for swapping. File paths accept
+output folder and format, whether the strip is marked for swapping, and the strip's session: its
+people with their casting (own source, skip) and its corrections (skip, keep, hold or swap a
+person over a range of frames). Preview, Swap, Review and the farm all build their request from
+these (convert.plan_swap), so a .blend saved and opened again renders the same. File paths accept
 Blender's `//` (relative to the .blend) and are resolved with bpy.path.abspath when used.
 """
 
@@ -23,7 +26,7 @@ from bpy.types import PropertyGroup
 
 from facefuse import Settings, Tunable, tunable_options
 
-from . import convert, strips
+from . import convert, review, strips
 
 DEFAULTS = Settings()
 RELATIVE = {'PATH_SUPPORTS_BLEND_RELATIVE'}
@@ -43,6 +46,12 @@ FORMAT_ITEMS = (
 PROVIDER_ITEMS = (
     ('auto', "Auto", "The fastest runtime installed (CUDA, TensorRT, CoreML, DirectML, CPU)"),
     ('cpu', "CPU", "The CPU only"),
+)
+CORRECTION_ITEMS = (
+    ('skip', "Skip", "Do not swap the person in these frames"),
+    ('keep', "Keep", "Keep the original picture (with a person: that person only)"),
+    ('hold', "Hold", "Swap the person, filling frames where the face was lost"),
+    ('swap', "Swap", "Swap the person although the target face rule did not choose them"),
 )
 
 
@@ -65,6 +74,16 @@ class FacefuseSource(PropertyGroup):
     checked_path: StringProperty(description="The path the face count belongs to")
 
 
+def _casting_changed(item: FacefusePerson, _context: bpy.types.Context) -> None:
+    """A person skipped or swapped again: the strip's review markers say so."""
+    scene = item.id_data
+    pointer = item.as_pointer()
+    for strip in strips.all_strips(scene.sequence_editor):
+        if any(person.as_pointer() == pointer for person in strip.facefuse.people):
+            review.mark_corrected(scene, strip.facefuse)
+            return
+
+
 class FacefusePerson(PropertyGroup):
     """One person of the strip's shot plan (from its last review) and what the swap does
     with them: their own source image (RenderRequest.assign) or none (skip)."""
@@ -79,14 +98,33 @@ class FacefusePerson(PropertyGroup):
     source: StringProperty(name="Own Source", subtype='FILE_PATH', options=RELATIVE,
                            description="A photo for this person only (empty: the strip's "
                                        "sources)")
-    skip: BoolProperty(name="Skip", description="Never swap this person")
+    skip: BoolProperty(name="Skip", description="Never swap this person",
+                       update=_casting_changed)
+
+
+class FacefuseCorrection(PropertyGroup):
+    """One correction of the strip's plan: an entry of the engine's overrides
+    (docs/overrides.md) over frames first..last in the media's numbers, as the engine counts
+    them, so it stays on the same pictures when the strip is moved or trimmed."""
+
+    first: IntProperty(name="First", description="First frame, in the media's numbers")
+    last: IntProperty(name="Last", description="Last frame, in the media's numbers")
+    person: StringProperty(name="Person", description="The person it applies to (p1, p2, "
+                                                      "...); empty: everyone (Keep only)")
+    action: EnumProperty(name="Action", items=CORRECTION_ITEMS, default='skip')
 
 
 class FacefuseMarker(PropertyGroup):
-    """A timeline marker the strip's last review made (only these are replaced on re-review)."""
+    """A timeline marker the strip's last review made (only these are replaced on re-review):
+    its flag (`label`, kind:person) over the flagged frames first..last (the engine's
+    numbers); its name says when a correction covers them."""
 
     name: StringProperty()
     frame: IntProperty()
+    label: StringProperty()
+    person: StringProperty()
+    first: IntProperty()
+    last: IntProperty()
 
 
 class FacefuseStripSettings(PropertyGroup):
@@ -132,10 +170,23 @@ class FacefuseStripSettings(PropertyGroup):
                            description="The report.json of the last review")
     flagged: IntProperty(name="Flagged Frames", default=-1,
                          description="Frames the last review flagged (-1: not reviewed)")
-    overrides_file: StringProperty(name="Overrides", subtype='FILE_PATH', options=RELATIVE,
-                                   description="The corrections JSON the swap uses (empty: "
-                                               "overrides.json in the output folder)")
+    corrections: CollectionProperty(type=FacefuseCorrection, name="Corrections")
+    correction_index: IntProperty(name="Active Correction", min=0)
+    overrides_file: StringProperty(name="Corrections File", subtype='FILE_PATH',
+                                   options=RELATIVE,
+                                   description="An overrides JSON made elsewhere (the command "
+                                               "line, the panel, by hand), applied before the "
+                                               "strip's own corrections (empty: "
+                                               "overrides.json in the output folder, when "
+                                               "there is one)")
 
+    rendered_by: StringProperty(name="Rendered By",
+                                description="The request fingerprints of this strip's own "
+                                            "swaps, the latest last: finished frames they made "
+                                            "are replaced without asking")
+    replace_asked: StringProperty(name="Replace Asked",
+                                  description="The finished frames the last Swap Strip stopped "
+                                              "before replacing, made with other choices")
     result_strip: StringProperty(name="Result Strip",
                                  description="The image strip the last swap created")
     result_of: StringProperty(name="Result Of",
@@ -179,7 +230,8 @@ def _add_tunable_properties(group: type) -> None:
 
 
 _add_tunable_properties(FacefuseStripSettings)
-CLASSES = (FacefuseSource, FacefusePerson, FacefuseMarker, FacefuseStripSettings)
+CLASSES = (FacefuseSource, FacefusePerson, FacefuseCorrection, FacefuseMarker,
+           FacefuseStripSettings)
 
 
 def register() -> None:

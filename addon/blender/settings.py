@@ -4,6 +4,7 @@ Blender way (the add-on's Download models button, not `facefuse models fetch`)."
 from __future__ import annotations
 
 import re
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,10 @@ from facefuse import Settings, Tunable, tunable_options
 FETCH_HINT = "open Preferences > Add-ons > facefuse and press Download models"
 _FETCH_WITH = re.compile(r"fetch (?:it|them) with `facefuse models fetch[^`]*`")
 _FETCH_RUN = re.compile(r"run:? `?facefuse models fetch[^;,`]*`?")
+_CAST_HINT = "give an Own Source or Skip (Face Swap > People), or add a photo under Sources " \
+    "for everyone the Target Face rule chooses"
+_CAST_OPTIONS = re.compile(r"give -s PHOTO \(everyone the selector chooses\), --assign \S+ per "
+                           r"person, or --skip \S+")
 
 
 def engine_settings(props: Any) -> Settings:
@@ -35,7 +40,28 @@ def _tunable_value(props: Any, option: Tunable) -> Any:
         return None
     if option.kind == "choices":  # Blender's set, in the engine's order
         return tuple(choice for choice in option.choices if choice in value)
+    if option.kind == "float":
+        return float32_decimal(value)
     return _model(value) if option.kind in ("model", "optional-model") else value
+
+
+def float32_decimal(value: float) -> float:
+    """The shortest decimal that reads back as the same float32 as `value`.
+
+    Blender keeps a FloatProperty as float32: 0.3 typed in the panel reads back as
+    0.30000001192092896. The engine gets 0.3, what `facefuse render --mask-blur 0.3` gives it,
+    so the two make the same request, the same pixels and the same fingerprint.
+    """
+    single = _as_float32(value)
+    for digits in range(1, 10):  # 9 significant digits always round-trip a float32
+        text = float(f"{single:.{digits}g}")
+        if _as_float32(text) == single:
+            return text
+    return single
+
+
+def _as_float32(value: float) -> float:
+    return float(struct.unpack("<f", struct.pack("<f", value))[0])
 
 
 def online_access() -> bool:
@@ -53,6 +79,8 @@ def _folder(text: str) -> Path | None:
 
 
 def in_blender(message: str) -> str:
-    """An engine message with the command-line model fetch replaced by the add-on's button."""
+    """An engine message with the command line's remedies (the model fetch, -s / --assign /
+    --skip for a person without a source) replaced by the add-on's buttons."""
     message = _FETCH_WITH.sub(FETCH_HINT, message)
+    message = _CAST_OPTIONS.sub(_CAST_HINT, message)
     return _FETCH_RUN.sub(FETCH_HINT, message)

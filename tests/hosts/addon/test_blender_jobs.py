@@ -64,9 +64,9 @@ def test_cancel_keeps_only_complete_frames_and_a_rerun_resumes(
     monkeypatch.setattr(jobs, "runs_blocking", lambda: False)
     swap_job = tasks.swap_job
 
-    def slowed_swap_job(plan: Any) -> Any:
+    def slowed_swap_job(plan: Any, **kwargs: Any) -> Any:
         """The real job, its frames written at most every 50 ms: Cancel lands mid-render."""
-        job = swap_job(plan)
+        job = swap_job(plan, **kwargs)
         work = job.work
 
         def slowed(report: Any, cancelled: Any) -> Any:
@@ -103,18 +103,21 @@ def test_cancel_keeps_only_complete_frames_and_a_rerun_resumes(
 def test_the_swap_status_shows_the_analysis_beside_the_frames_and_the_finishing() -> None:
     from facefuse.shot.request import FrameReport, PhaseProgress
 
-    plan = SimpleNamespace(strip="plate", todo=lambda: (1, 2, 3), request=None)
+    plan = SimpleNamespace(scene="no scene", strip="plate", todo=lambda: (1, 2, 3), request=None)
     job = module("tasks").swap_job(plan)
     seen = []
     for report in (PhaseProgress("analysis", 0, 3), PhaseProgress("analysis", 1, 3),
                    FrameReport(1, "swapped"), PhaseProgress("swap", 1, 3),
                    PhaseProgress("analysis", 3, 3), FrameReport(2, "no_face"),
-                   PhaseProgress("encode", 0, 1), PhaseProgress("encode", 1, 1)):
+                   PhaseProgress("encode", 0, 1), PhaseProgress("encode", 1, 1),
+                   FrameReport(3, "unselected", corrected=True),
+                   FrameReport(4, "unselected", found=2)):
         job.on_progress(job, report)
         seen.append(job.status)
     assert seen == ["analysing frame 1 of 3", "analysing frame 2 of 3",
                     "frame 1 swapped · analysing frame 2 of 3",
                     "frame 1 swapped · analysing frame 2 of 3",  # the bar counts the swap
-                    "frame 1 swapped", "frame 2 no face",
-                    "frame 2 no face · finishing the output", "frame 2 no face"]
-    assert job.done == 2 and job.fraction == 2 / 3
+                    "frame 1 swapped", "frame 2 without a face",
+                    "frame 2 without a face · finishing the output", "frame 2 without a face",
+                    "frame 3 left as corrected", "frame 4 face not chosen"]
+    assert job.done == 4

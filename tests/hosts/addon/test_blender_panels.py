@@ -37,7 +37,8 @@ def test_the_zip_installs_and_registers_the_strip_settings(addon: Any) -> None:
 def test_disable_and_enable_again_is_symmetric(addon: Any) -> None:
     def registered() -> list[Any]:
         return [*module("properties").CLASSES, *module("operators").CLASSES,
-                *module("panels").CLASSES, *module("preferences").CLASSES]
+                *module("review_operators").CLASSES, *module("panels").CLASSES,
+                *module("preferences").CLASSES]
 
     before = registered()
     assert all(cls.is_registered for cls in before)

@@ -1,9 +1,10 @@
 """The review on the timeline, with bpy 5.0 as a module: Review puts the flags on the timeline
 as markers (only the strip's own, replaced on re-review) and the people on the strip; each
-person's own source and skip reach the RenderRequest; overrides are written from Blender into the
-strip's overrides JSON in the media's numbers and used by the swap; Re-render Flagged renders
-only the report's flagged frames; model messages name the add-on's button; the preferences
-offer the download.
+person's own source and skip reach the RenderRequest; corrections made in Blender are kept on
+the strip in the media's numbers, written as the request's overrides file and used by the swap
+(a marker whose flag they cover says so); Re-render Flagged renders only the report's flagged
+frames; Open Report shows the review's page; model messages name the add-on's button; the
+preferences offer the download.
 
 Fixtures in tests/hosts/addon/conftest.py (`shot`: a saved .blend with a trimmed plate strip
 whose timeline frame f shows media frame f - FIRST + TRIM_START + 1).
@@ -41,8 +42,8 @@ def _reviewed(shot: SimpleNamespace, testdata: Path) -> None:
     assert bpy.ops.facefuse.review_strip() == {'FINISHED'}, last_message()
 
 
-def test_review_marks_its_flags_and_lists_its_people(shot: SimpleNamespace,
-                                                     testdata: Path) -> None:
+def test_review_marks_its_flags_and_lists_its_people(shot: SimpleNamespace, testdata: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     scene, props = shot.scene, shot.strip.facefuse
     mine = scene.timeline_markers.new("mine", frame=FIRST)  # the user's: never touched
     _reviewed(shot, testdata)
@@ -65,6 +66,26 @@ def test_review_marks_its_flags_and_lists_its_people(shot: SimpleNamespace,
     assert props.flagged == 3
     assert review.apply_report(plan, scene, shot.strip, report) == 1  # no duplicate
     assert len(scene.timeline_markers) == 2
+
+    # a correction over the flag's frames marks its marker; removing it unmarks it
+    scene.frame_start, scene.frame_end = FIRST + 1, FIRST + 5
+    assert bpy.ops.facefuse.add_override(action='hold') == {'FINISHED'}
+    assert {m.name for m in scene.timeline_markers} == {"mine", "profile:p1 (corrected)"}
+    assert review.apply_report(plan, scene, shot.strip, report) == 1  # a re-review keeps it
+    assert {m.name for m in scene.timeline_markers} == {"mine", "profile:p1 (corrected)"}
+    assert bpy.ops.facefuse.remove_override() == {'FINISHED'}
+    assert {m.name for m in scene.timeline_markers} == {"mine", "profile:p1"}
+    props.people[0].skip = True  # the flags of a skipped person are dealt with too
+    assert {m.name for m in scene.timeline_markers} == {"mine", "profile:p1 (skipped)"}
+    props.people[0].skip = False
+    assert {m.name for m in scene.timeline_markers} == {"mine", "profile:p1"}
+
+    # the review's page opens in the browser
+    opened = []
+    monkeypatch.setattr(module("review_operators"), "open_page", opened.append)
+    assert bpy.ops.facefuse.open_report() == {'FINISHED'}
+    assert opened == [Path(bpy.path.abspath(props.report)).with_name("index.html")]
+    assert opened[0].is_file()
     review.remove_markers(scene, shot.strip)
     assert list(scene.timeline_markers) == [mine]
 
@@ -81,7 +102,8 @@ def test_review_marks_its_flags_and_lists_its_people(shot: SimpleNamespace,
                                                        bpy.context)
     assert f"p1: {TRIMMED} frames, skipped" in layout.texts()
     assert {c["idname"] for c in layout.calls_of("operator")} >= {
-        "facefuse.review_strip", "facefuse.rerender_flagged", "facefuse.add_override"}
+        "facefuse.review_strip", "facefuse.rerender_flagged", "facefuse.add_override",
+        "facefuse.open_report"}
 
 
 def test_overrides_from_blender_and_rerender_flagged(shot: SimpleNamespace,
@@ -92,21 +114,24 @@ def test_overrides_from_blender_and_rerender_flagged(shot: SimpleNamespace,
 
     scene.frame_start, scene.frame_end = FIRST + 1, FIRST + 3
     assert bpy.ops.facefuse.add_override(action='keep') == {'FINISHED'}
-    path = shot.out / "overrides.json"
-    entries = json.loads(path.read_text())
-    assert entries["schema"] == "facefuse.overrides/1"
-    assert entries["overrides"] == [
-        {"frames": f"{MEDIA_FIRST + 1}-{MEDIA_FIRST + 3}", "action": "keep"}]
+    assert not (shot.out / "corrections.json").exists()  # kept on the strip
     scene.timeline_markers.new("a", frame=FIRST + 5).select = True
     scene.timeline_markers.new("b", frame=FIRST + 6).select = True
     assert bpy.ops.facefuse.add_override(action='hold', frames='MARKERS') == {'FINISHED'}
-    assert json.loads(path.read_text())["overrides"][1] == {
-        "frames": f"{MEDIA_FIRST + 5}-{MEDIA_FIRST + 6}", "action": "hold", "person": "p1"}
+    path = shot.out / "corrections.json"
     assert module("convert").plan_swap(scene, strip).request.overrides == path
+    entries = json.loads(path.read_text())  # written for the engine by each request
+    assert entries["schema"] == "facefuse.overrides/1"
+    assert entries["overrides"] == [
+        {"frames": f"{MEDIA_FIRST + 1}-{MEDIA_FIRST + 3}", "action": "keep"},
+        {"frames": f"{MEDIA_FIRST + 5}-{MEDIA_FIRST + 6}", "action": "hold", "person": "p1"}]
 
-    # the swap re-renders only the frames the overrides changed
+    # the swap re-renders only the frames the corrections changed: the strip's own swap made
+    # them, so it does not ask
     assert bpy.ops.facefuse.swap_strip() == {'FINISHED'}, last_message()
-    assert "0 swapped, 3 without a face, 10 already done" in last_message().text
+    assert "0 swapped, 3 left as they are by your corrections, 0 without a face, 10 already " \
+        "done; 3 made with other choices replaced" in last_message().text  # not failures
+    assert strip.facefuse.replace_asked == ""
 
     # Re-render Flagged: the report's flagged frames only
     report_path = Path(bpy.path.abspath(strip.facefuse.report))

@@ -106,10 +106,11 @@ def test_swap_strip_makes_a_frame_aligned_strip_that_survives_a_reload(
     assert f"{TRIMMED} already done" in last_message().text
     assert {p: p.stat().st_mtime_ns for p in shot.out.glob("plate.*.png")} == stamps
     assert result_strip(scene).channel == CHANNEL + 1
-    # changed settings: rendered again
+    # changed settings: the strip's own frames, rendered again without a question
     props.mask_blur, props.farm = 0.6, True
     assert bpy.ops.facefuse.swap_strip() == {'FINISHED'}
-    assert f"{TRIMMED} swapped" in last_message().text
+    assert f"{TRIMMED} swapped" in last_message().text and not props.replace_asked
+    assert f"{TRIMMED} made with other choices replaced" in last_message().text
 
     assert bpy.ops.wm.save_mainfile() == {'FINISHED'}
     assert bpy.ops.wm.read_homefile(use_empty=True) == {'FINISHED'}
