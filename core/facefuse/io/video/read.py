@@ -113,8 +113,9 @@ def _find_timecode(container: Any, stream: Any) -> str | None:
 def _display_turn(frame: Any, path: Path) -> int:
     """How many quarter turns counter-clockwise (0-3) the frame's display matrix asks for.
     InputError for a matrix that mirrors the picture or turns it by another angle."""
-    matrix = next((bytes(sd) for sd in frame.side_data
-                   if getattr(sd.type, "name", "") == "DISPLAYMATRIX"), None)
+    # side_data is a mapping by type (PyAV 18.1.1 iterates its keys, 18.1.0 its values)
+    found = frame.side_data.get("DISPLAYMATRIX")
+    matrix = bytes(found) if found is not None else None
     if matrix is None or len(matrix) < 36:
         return 0
     a, b, _, c, d = struct.unpack("=9i", matrix[:36])[:5]
