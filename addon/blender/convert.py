@@ -14,7 +14,9 @@ import bpy
 from facefuse import (
     LOOK_ROLES,
     MODEL_ROLES,
+    InputError,
     RenderRequest,
+    check_path_length,
     is_frame_pattern,
     missing_models,
 )
@@ -68,6 +70,8 @@ def plan_swap(scene: Any, strip: Any, frames: tuple[int, int] | None = None,
     if missing:
         raise StripError(in_blender("; ".join(missing)))
     selected = selected_numbers(strip, numbers, frames)
+    if not look:
+        overrides_file(strip)  # its refusals come before anything is written
     if prepare:
         _prepare_folder(out_dir)
         if strip.type == 'IMAGE':
@@ -110,12 +114,23 @@ def overrides_file(strip: Any) -> Path | None:
     Corrections File, else overrides.json in its output folder when there is one."""
     setting = strip.facefuse.overrides_file.strip()
     if setting:
-        path = Path(bpy.path.abspath(setting))
+        path = _checked_length(Path(bpy.path.abspath(setting)), "Corrections file")
         if not path.is_file():
             raise StripError(f"Corrections file {setting} is missing ({path})")
         return path
-    path = output_folder(strip)[0] / OVERRIDES_NAME
+    path = _checked_length(output_folder(strip)[0] / CORRECTIONS_NAME, "Output folder")
+    path = path.with_name(OVERRIDES_NAME)
     return path if path.is_file() else None
+
+
+def _checked_length(path: Path, what: str) -> Path:
+    """`path`, or StripError when a name in it is longer than its file system takes (the
+    system refuses to look such a path up at all)."""
+    try:
+        check_path_length(path, what)
+    except InputError as exc:
+        raise StripError(str(exc)) from None
+    return path
 
 
 def overrides_in_use(strip: Any, write: bool = True, part: bool = False) -> Path | None:

@@ -25,7 +25,8 @@ needs neither bpy.ops.wm.read_userpref() nor addon_enable() first; it only needs
 that process uses (BLENDER_USER_RESOURCES, else the default one).
 
 Exit codes as `facefuse render` (facefuse.ExitCode): 0 done, 2 bad input or usage, 3 no
-face in a source, 4 model missing or invalid, 5 some frames failed, 143 stopped by SIGTERM.
+face in a source, 4 model missing or invalid, 5 some frames failed, 143 stopped by SIGTERM, 130
+by SIGINT (facefuse.stop_signals: complete frames kept, temporaries removed).
 main() returns the code; run with argv None (from Blender's command line) a failure also exits
 Blender with it.
 """
@@ -33,17 +34,14 @@ Blender with it.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import bpy
 
-from facefuse import ExitCode, FacefuseError, parse_chunk, parse_frame_range
+from facefuse import ExitCode, FacefuseError, parse_chunk, parse_frame_range, stop_signals
 
 from . import convert, result
 from .frames import SwapPlan, overlaps
@@ -154,15 +152,15 @@ def _swap(scene: Any, strip: Any, args: argparse.Namespace) -> int:
         openjd = args.progress == "openjd"
         if openjd:
             print(f"openjd_status: {label}: swapping {total} frame(s)", flush=True)
-        with _sigterm() as stopped, Pipeline(plan.request.settings) as pipeline:
+        with stop_signals() as stopped, Pipeline(plan.request.settings) as pipeline:
             # as `facefuse render` does: no prompt, a note before the frames it replaces
             try:
                 replacement = replaced_frames(plan.request, pipeline, cancel=stopped.is_set)
             except Exception:
                 if not stopped.is_set():
                     raise
-                _say(f"{label}: stopped by SIGTERM before any frame was written")
-                return ExitCode.TERMINATED
+                _say(f"{label}: stopped by {stopped.name} before any frame was written")
+                return stopped.exit_code
             if replacement:
                 _say(f"{label}: note: {replacement.message}")
             summary = render(plan.request, on_progress=_progress(label, shown, openjd),
@@ -180,7 +178,7 @@ def _swap(scene: Any, strip: Any, args: argparse.Namespace) -> int:
     _say(f"{label}: {frame_counts(summary)}{replaced}, {len(summary.failed)} failed "
          f"in {summary.seconds:.1f} s")
     if summary.cancelled:
-        return ExitCode.TERMINATED
+        return stopped.exit_code if stopped.is_set() else ExitCode.TERMINATED
     if summary.failed:
         return ExitCode.FRAMES_FAILED
     if args.add_strips and not plan.missing_outputs():
@@ -215,21 +213,6 @@ def _progress(label: str, shown: dict[int, list[int]], openjd: bool = False) -> 
         if openjd and total:
             print(f"openjd_progress: {100 * count[0] // total}", flush=True)
     return report
-
-
-@contextmanager
-def _sigterm() -> Iterator[threading.Event]:
-    """An event set by SIGTERM while the block runs (main thread only; elsewhere never set)."""
-    stopped = threading.Event()
-    try:
-        previous = signal.signal(signal.SIGTERM, lambda *_: stopped.set())
-    except ValueError:  # not the main thread
-        yield stopped
-        return
-    try:
-        yield stopped
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _say(text: str) -> None:

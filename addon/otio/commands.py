@@ -17,7 +17,7 @@ from typing import Any
 
 import opentimelineio as otio
 
-from facefuse import ExitCode, InputError, RenderRequest, RenderSummary
+from facefuse import ExitCode, InputError, RenderRequest, RenderSummary, check_path_length
 
 from .conform import NativeWriteError, swapped_timeline, write_native, write_timeline
 from .paths import normalised
@@ -64,6 +64,9 @@ def read_timeline(path: Path, adapter_args: Mapping[str, Any] | None = None,
         read = otio.adapters.read_from_file(str(path), **dict(adapter_args or {}))
     except Exception as exc:  # noqa: BLE001 - OTIO raises many kinds for a file it cannot read
         raise InputError(f"cannot read the timeline {path}: {_first_line(exc)}") from None
+    if not isinstance(read, otio.core.SerializableObject):
+        raise InputError(f"{path} is not an OpenTimelineIO file: it holds plain "
+                         f"{type(read).__name__.removeprefix('Any').lower()} data, not a timeline")
     timelines = [read] if isinstance(read, otio.schema.Timeline) else \
         list(read.find_children(descended_from_type=otio.schema.Timeline)) \
         if isinstance(read, otio.schema.SerializableCollection) else []
@@ -102,6 +105,8 @@ def plan_swap(edit: Path, template: RenderRequest, folder: Path, marker: str | N
     if handles < 0:
         raise InputError(f"--handles must be 0 or more, not {handles}")
     edit, folder = normalised(Path(edit)), normalised(Path(folder))
+    check_path_length(edit, "the timeline")
+    check_path_length(folder / f"{edit.stem}{SWAPPED}{OTIO_SUFFIX}", "the swapped timeline")
     timeline = read_timeline(edit, adapter_args, name)
     selection = select_clips(timeline, marker, handles, edit.parent, folder)
     renders = plan_renders(selection.swaps, template, folder, kind, report, codec)

@@ -28,7 +28,7 @@ from opentimelineio.opentime import RationalTime
 from facefuse import FramePattern, InputError
 
 from .paths import PathStyle, local_path, style_of
-from .times import exact_rate, frames_of, rate_text, time_at
+from .times import check_time, exact_rate, frames_of, rate_text, time_at
 
 # a single picture in an ExternalReference (a photo cut into the edit), not footage
 STILL_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".tif", ".tiff", ".exr", ".dpx", ".bmp",
@@ -127,6 +127,7 @@ def _video(ref: otio.schema.ExternalReference, label: str, base: Path) -> Media:
 
 def _sequence(ref: otio.schema.ImageSequenceReference, label: str, base: Path) -> Media:
     available = _available(ref, label)
+    check_time(RationalTime(0, ref.rate), f"the image sequence of {label}")
     rate, counted = exact_rate(ref.rate), exact_rate(available.duration.rate)
     if counted != rate:
         raise InputError(f"the image sequence of {label} plays at {rate_text(rate)} fps but its "
@@ -147,4 +148,6 @@ def _available(ref: otio.core.MediaReference, label: str) -> otio.opentime.TimeR
         raise InputError(f"the media of {label} has no available range, so its frames cannot "
                          "be numbered: export the timeline with media ranges (the editor's "
                          "OTIO export writes them)")
+    check_time(ref.available_range.start_time, f"the media of {label}")
+    check_time(ref.available_range.duration, f"the media of {label}")
     return ref.available_range

@@ -21,7 +21,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from facefuse import InputError, RenderRequest, check_folder_writable, safe_name
+from facefuse import (
+    InputError,
+    RenderRequest,
+    check_folder_writable,
+    check_path_length,
+    safe_name,
+)
 
 from .selection import ClipSwap
 
@@ -34,6 +40,7 @@ DEFAULT_KIND = MOVIE
 PADDING = 4
 REVIEW_SUFFIX = ".review"  # a clip's review report folder: <render>.review/report.json
 REPORT_NAME = "report.json"
+LARGEST_SEQUENCE_FRAME = 2**31 - 1  # ImageSequenceReference.start_frame is a C int
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -107,4 +114,11 @@ def _render(swap: ClipSwap, stem: str, template: RenderRequest, folder: Path,
                       else media.first_number,
                       rate=media.rate if media.sequence else template.rate)
     review = folder / f"{name}{REVIEW_SUFFIX}" / REPORT_NAME if report else None
+    for path in (output, review):
+        if path is not None:
+            check_path_length(path, f"the render of {swap.label}")
+    if sequence and swap.frames[1] > LARGEST_SEQUENCE_FRAME:
+        raise InputError(f"{swap.label} uses media frames up to {swap.frames[1]}, past the "
+                         f"largest number an OpenTimelineIO image sequence holds "
+                         f"({LARGEST_SEQUENCE_FRAME}): render it as a movie (--format mov)")
     return ClipRender(swap, request, name, sequence, review)

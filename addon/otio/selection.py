@@ -34,7 +34,7 @@ from opentimelineio.opentime import RationalTime, TimeRange
 from facefuse import InputError
 
 from .media import Media, media_of, not_footage
-from .times import exact_rate, frame_at_or_before, frames_of, time_at
+from .times import check_time, exact_rate, frame_at_or_before, frames_of, rate_text, time_at
 from .versions import is_swap
 
 DEFAULT_MARKER = "swap"
@@ -72,6 +72,7 @@ def select_clips(timeline: otio.schema.Timeline, marker: str | None, handles: in
     record order, each checked; InputError in one sentence for the first that cannot be
     swapped, or when none is selected. base: the folder relative media paths are taken from;
     renders: the folder renders go to (default: base), where earlier swaps are found."""
+    check_times(timeline)
     picked: list[tuple[int, int, otio.schema.Clip]] = []
     notes: list[str] = []
     for t, track, i, clip in _video_clips(timeline):
@@ -88,6 +89,32 @@ def select_clips(timeline: otio.schema.Timeline, marker: str | None, handles: in
         raise InputError(_nothing_selected(timeline, marker, len(notes), len(nested)))
     swaps = tuple(_checked(timeline, t, i, clip, handles, base) for t, i, clip in picked)
     return Selection(swaps, tuple(notes))
+
+
+def check_times(timeline: otio.schema.Timeline) -> None:
+    """InputError (times.check_time) for the first time the swap reads that is no time: the
+    timeline's start, and the ranges of the video tracks and of what is on them (a clip's
+    place on its track adds up the items before it)."""
+    name = f"the timeline {timeline.name!r}" if timeline.name else "the timeline"
+    check_time(timeline.global_start_time, name)
+    for number, track in enumerate(_video_tracks(timeline), start=1):
+        where = f"V{number}" if not track.name else track.name
+        ranges = [(f"the track {where}", track.source_range)]
+        ranges += [(f"{_kind(item)} '{item.name}' on {where}", item.source_range)
+                   for item in track if not isinstance(item, otio.schema.Transition)]
+        for what, span in ranges:
+            if span is not None:
+                check_time(span.start_time, what)
+                check_time(span.duration, what)
+        for item in track:
+            if isinstance(item, otio.schema.Transition):
+                check_time(item.in_offset, f"the transition '{item.name}' on {where}")
+                check_time(item.out_offset, f"the transition '{item.name}' on {where}")
+
+
+def _kind(item: object) -> str:
+    return "clip" if isinstance(item, otio.schema.Clip) else \
+        "gap" if isinstance(item, otio.schema.Gap) else "item"
 
 
 def _left_alone(clip: otio.schema.Clip, track: otio.schema.Track, renders: Path,
@@ -242,5 +269,11 @@ def clip_label(timeline: otio.schema.Timeline, track: otio.schema.Track,
 
 
 def record_timecode(time: RationalTime) -> str:
-    """A record time as timecode at its own rate (drop-frame at 29.97 and 59.94)."""
-    return otio.opentime.to_timecode(time, time.rate)
+    """A record time as timecode at its own rate (drop-frame at 29.97 and 59.94); at a rate
+    timecode has no form for (12 fps, 1000), "frame N at R fps"."""
+    if time.rate >= 1 and time.value >= 0:
+        try:
+            return otio.opentime.to_timecode(time, time.rate)
+        except ValueError:
+            pass
+    return f"frame {time.value:g} at {rate_text(exact_rate(time.rate))} fps"

@@ -32,11 +32,13 @@ from facefuse import (
     CacheLayout,
     FacefuseError,
     HostError,
+    InputError,
     Job,
     Message,
     PhaseProgress,
     RenderRequest,
     absent_models,
+    load_overrides,
     missing_models,
     plan_shot,
     preview_frame,
@@ -261,8 +263,8 @@ def _request_key(request: RenderRequest) -> str:
         except OSError:
             parts.append(f"{path}:absent")
     if request.overrides is not None:
-        try:
-            parts.append(hashlib.sha256(Path(request.overrides).read_bytes()).hexdigest())
-        except OSError:
+        try:  # read as the render reads it (never blocking on a FIFO, bounded)
+            parts.append(load_overrides(Path(request.overrides)).sha256)
+        except InputError:
             parts.append("no overrides")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()

@@ -108,8 +108,8 @@ def review_from_report(data: Mapping[str, Any], folder: Path,
     marks = {row["frame"]: FrameMarks(int(row["found"]), tuple(row["swapped"]),
                                       tuple(row["flags"]))
              for row in data["strip"]}
-    flags = tuple(FlagRow(f["kind"], f["first"], f["last"], f["person"], f["reason"])
-                  for f in data["flags"])
+    flags = tuple(FlagRow(f["kind"], f["first"], f["last"], f["person"] or "", f["reason"])
+                  for f in data["flags"])  # person null: a flag of the frames (will_fail)
     return ShotReview(data["frames"]["first"], data["frames"]["last"], tuple(data["cuts"]),
                       people, MappingProxyType(marks), flags,
                       tuple((a, b) for a, b in data["flagged_frames"]), folder, True,

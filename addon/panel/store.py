@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QSettings
 
-from facefuse import atomic_write_bytes
+from facefuse import InputError, atomic_write_bytes, load_json_file
 
 from .host import Clip
 from .session import Session, shot_key
@@ -83,13 +84,12 @@ class PanelStore:
     def session(self, clip: Clip) -> Session | None:
         """The kept session of `clip`, or None (none yet, or one that cannot be read)."""
         path = self.session_path(clip)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        if not os.path.lexists(path):
             return None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            log.warning("facefuse panel: the session %s cannot be read (%s); starting afresh",
-                        path, exc)
+        try:  # the one reader of small files: a FIFO or a 10000-deep file never hangs it
+            data = load_json_file(path, f"the session {path}")
+        except InputError as exc:
+            log.warning("facefuse panel: %s; starting afresh", exc)
             return None
         return Session.from_json(data)
 

@@ -221,11 +221,11 @@ class PanelWindow(QMainWindow):
         fits the label's two lines, else each flag's kind alone (the tooltip has the reasons)."""
         rows = [("⚑", f) for f in self.review.flags_at(frame)] + \
             [("✓", f) for f in self.review.fixed_at(frame)]
-        full = "; ".join(f"{mark} {f.person_id} {f.kind}: {f.reason}" for mark, f in rows)
+        full = "; ".join(f"{mark} {_who(f.person_id)}{f.kind}: {f.reason}" for mark, f in rows)
         label = self.ui.flag_label
         label.setText(full)
         if rows and label.heightForWidth(max(1, label.width())) > label.height():
-            label.setText("; ".join(f"{mark} {f.person_id} {f.kind}" for mark, f in rows)
+            label.setText("; ".join(f"{mark} {_who(f.person_id)}{f.kind}" for mark, f in rows)
                           + " (hover for why)")
         label.setToolTip(full.replace("; ", "\n"))
 
@@ -387,3 +387,8 @@ class PanelWindow(QMainWindow):
         self.jobs.close()
         self.host.finish(message)
         event.accept()
+
+
+def _who(person_id: str) -> str:
+    """A flag's person before its kind ("p1 "), nothing for a flag of the frames themselves."""
+    return f"{person_id} " if person_id else ""

@@ -21,13 +21,14 @@ def render_clip(facts: ClipFacts, sources: tuple[Path, ...], settings: Settings,
                 folder: Path | None, overwrite: bool, render: Render
                 ) -> tuple[Placement | None, str, int]:
     """Render the item's used range: the placement (None: nothing to place), the sentence
-    saying so and the exit code (143 stopped by SIGTERM, 5 frames failed, 2 nothing swapped)."""
+    saying so and the exit code (143 stopped by SIGTERM, 130 by SIGINT, 5 frames failed, 2
+    nothing swapped)."""
     swap = plan(facts, sources, settings, output, folder, overwrite)
     prepare(swap)
     summary, terminated = render(swap.request)
     placement, message = outcome(swap, summary)
     if placement is not None:
         return placement, message, ExitCode.OK
-    if terminated:
-        return None, message, ExitCode.TERMINATED
+    if summary.cancelled:  # SIGTERM (a host's cancel) or SIGINT (Ctrl-C)
+        return None, message, ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED
     return None, message, ExitCode.FRAMES_FAILED if summary.failed else ExitCode.USAGE

@@ -32,7 +32,6 @@ so. The plan built from these facts is in plan.py.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -40,7 +39,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from facefuse import InputError
+from facefuse import InputError, load_json_file
 
 from .source_frames import (
     HAIR,
@@ -143,13 +142,7 @@ class ClipFacts:
 
 def read_job(path: Path) -> ClipFacts:
     """Read and check a job file; ClipError (or InputError for a broken file) otherwise."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read the Resolve job file {path}: {exc.strerror}") from None
-    except ValueError as exc:
-        raise InputError(f"the Resolve job file {path} is not valid JSON: {exc}") from None
-    return parse_job(data)
+    return parse_job(load_json_file(path, f"the Resolve job file {path}"))
 
 
 def parse_job(data: Any) -> ClipFacts:

@@ -44,6 +44,7 @@ places nothing when they differ (0: not checked).
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,7 @@ from facefuse import (
     Settings,
     atomic_write_bytes,
     check_folder_writable,
+    load_json_file,
     output_target,
     safe_name,
 )
@@ -70,6 +72,7 @@ from .timeline import playhead_frame
 
 RESULT_SCHEMA = "facefuse-resolve-result"
 RESULT_VERSION = 3
+RESULT_LIMIT = 1024 * 1024  # a result holds a placement and a sentence: a few KiB
 BIN_NAME = "facefuse"
 # a clip name's share of an output file name (file systems take 255 bytes a name)
 STEM_LIMIT = 100
@@ -212,12 +215,22 @@ def write_result(path: Path, placement: Placement | None, message: str) -> None:
                           f"{exc.strerror or exc}") from exc
 
 
+def replaceable_result(path: Path) -> bool:
+    """Whether the existing `path` may be replaced by a result file: an empty regular file or
+    an earlier facefuse Resolve result, never anything else (the clip, the job, a FIFO...),
+    so a result written for a job refused before its media are known never replaces them."""
+    try:
+        if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == 0:
+            return True
+        data = load_json_file(path, f"the result file {path}", RESULT_LIMIT)
+    except (OSError, InputError):
+        return False
+    return isinstance(data, dict) and data.get("schema") == RESULT_SCHEMA
+
+
 def read_result(path: Path) -> tuple[Placement | None, str]:
     """(placement or None, message) from a result file; InputError for a broken one."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read the result file {path}: {exc}") from None
+    data = load_json_file(path, f"the result file {path}")
     if not isinstance(data, dict) or data.get("schema") != RESULT_SCHEMA:
         raise InputError(f"{path} is not a facefuse Resolve result")
     placed = data.get("placement")

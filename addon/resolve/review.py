@@ -21,7 +21,7 @@ from .timeline import ItemSpan
 MARKER_COLOURS = MappingProxyType({  # the review's flag kinds (docs/review.md)
     "missed": "Red", "swap_dropout": "Pink", "identity_jump": "Fuchsia",
     "low_confidence": "Yellow", "box_jump": "Cyan", "mask_flicker": "Purple",
-    "too_small": "Sand", "extreme_yaw": "Cream"})
+    "too_small": "Sand", "extreme_yaw": "Cream", "will_fail": "Rose"})
 OTHER_COLOUR = "Lemon"
 
 

@@ -31,6 +31,8 @@ _NTSC = MappingProxyType({"23.976": Fraction(24000, 1001), "23.98": Fraction(240
 _TIMECODE = re.compile(r"^(\d{1,2})[:;.](\d{2})[:;.](\d{2})([:;.])(\d{2,3})$")
 _RATE_TOLERANCE = Fraction(1, 1000)
 _DROP_SUFFIX = re.compile(r"\s*n?df$")
+# the frame rates a timeline or a clip may have (Resolve's own go from 16 to 120)
+LOWEST_RATE, HIGHEST_RATE = Fraction(1, 1000), Fraction(1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +66,7 @@ def parse_rate(text: str | float) -> Fraction:
     """A frame rate as an exact Fraction: "23.976" and "23.98" -> 24000/1001, "29.97" ->
     30000/1001, "25" -> 25, "24000/1001" -> 24000/1001, a number (Resolve's clip FPS: 23.976),
     with or without a " DF" / " NDF" suffix (Resolve's timelineFrameRate: "29.97 DF").
-    InputError for anything else."""
+    InputError for anything else, and for a rate outside LOWEST_RATE..HIGHEST_RATE."""
     raw = str(text).strip().lower().removesuffix("fps").strip()
     raw = _DROP_SUFFIX.sub("", raw)
     if raw.endswith(".0") or re.fullmatch(r"\d+\.0+", raw):
@@ -79,6 +81,9 @@ def parse_rate(text: str | float) -> Fraction:
         raise InputError(f"{text!r} is not a frame rate") from None
     if rate <= 0:
         raise InputError(f"a frame rate must be above 0, not {text!r}")
+    if not LOWEST_RATE <= rate <= HIGHEST_RATE:
+        raise InputError(f"{text!r} is not a frame rate: rates go from {float(LOWEST_RATE):g} "
+                         f"to {HIGHEST_RATE} fps")
     return rate
 
 

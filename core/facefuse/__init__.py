@@ -19,9 +19,13 @@ to it); every other module is the engine's own and may change shape.
 - Quick looks for hosts: ``preview_frame``, ``frame_picture``, ``faces_overlay``,
   ``face_pictures``, ``reference_face``, ``source_preview``.
 - Host helpers: ``Job`` / ``JobRunner`` / ``Message`` (engine work off a UI thread),
-  ``HostError``, ``PhaseRate`` (fps and ETA), ``CacheLayout``, ``atomic_write_bytes`` and
-  ``check_folder_writable``; model checks ``missing_models``, ``absent_models``,
-  ``fetch_models`` over ``MODEL_ROLES`` / ``LOOK_ROLES``.
+  ``HostError``, ``PhaseRate`` (fps and ETA), ``CacheLayout``, ``atomic_write_bytes``,
+  ``check_folder_writable`` and ``check_path_length`` (a name too long for its file system);
+  ``load_json_file`` (the one reader of a small file a user names: a regular file, a size
+  limit, bounded nesting) and ``check_not_input`` (the one rule that an output never replaces
+  a file the command reads); ``stop_signals`` / ``Stop`` (SIGTERM and SIGINT stop the work:
+  exit 143 or 130, the one rule of every entry point); model checks ``missing_models``,
+  ``absent_models``, ``fetch_models`` over ``MODEL_ROLES`` / ``LOOK_ROLES``.
 - Hosts as plugins: ``host_module(host, module)`` imports a module of a host registered in the
   entry-point group ``HOST_GROUP`` (``facefuse.hosts``), ``installed_hosts()`` lists them, and
   a host package calls ``prefer_source_tree`` so an editable install runs the checkout's files.
@@ -82,7 +86,7 @@ if TYPE_CHECKING:
         safe_name,
     )
     from .hosting.plugins import HOST_GROUP, host_module, installed_hosts, prefer_source_tree
-    from .io.files import atomic_write_bytes, check_folder_writable
+    from .io.files import atomic_write_bytes, check_folder_writable, check_path_length
     from .io.images import read_image, write_image
     from .io.sequences import (
         SEQUENCE_SUFFIXES,
@@ -92,11 +96,13 @@ if TYPE_CHECKING:
         parse_frame_range,
         sequence_of_frame,
     )
+    from .io.small_files import load_json_file
     from .pipeline import Pipeline
     from .review.report import load_report
     from .review.writing import write_review
     from .shot.commandline import render_args, request_from_args
     from .shot.frames import FramePlan, plan_frames
+    from .shot.output_checks import check_not_input
     from .shot.overrides import Override, Overrides, load_overrides, write_overrides
     from .shot.plan import PlannedFace, PlannedPerson, ShotPlan
     from .shot.planning import people_without_source, plan_shot
@@ -117,6 +123,7 @@ if TYPE_CHECKING:
         RenderSummary,
         Replacement,
     )
+    from .stopping import Stop, stop_signals
     from .timing import PhaseRate
 
 # public name -> the module (relative to this package) that defines it
@@ -151,9 +158,13 @@ _WHERE = MappingProxyType({
     **dict.fromkeys(("OUTPUT_FOLDER", "OUTPUT_KINDS", "SEQUENCE_FORMATS", "MOVIE_CODECS",
                      "output_target", "safe_name"), ".hosting.outputs"),
     "PhaseRate": ".timing",
+    **dict.fromkeys(("stop_signals", "Stop"), ".stopping"),
     "clip_frames": ".hosting.clips",
     "CacheLayout": ".cache.layout",
-    **dict.fromkeys(("atomic_write_bytes", "check_folder_writable"), ".io.files"),
+    **dict.fromkeys(("atomic_write_bytes", "check_folder_writable", "check_path_length"),
+                    ".io.files"),
+    "load_json_file": ".io.small_files",
+    "check_not_input": ".shot.output_checks",
 })
 
 __all__ = [  # noqa: RUF022 - grouped as the docstring lists them
@@ -177,7 +188,9 @@ __all__ = [  # noqa: RUF022 - grouped as the docstring lists them
     "source_preview",
     # host helpers
     "Job", "JobRunner", "Message", "Report", "HostError", "PhaseRate", "CacheLayout",
-    "atomic_write_bytes", "check_folder_writable",
+    "stop_signals", "Stop",
+    "atomic_write_bytes", "check_folder_writable", "check_path_length", "load_json_file",
+    "check_not_input",
     "missing_models", "absent_models", "fetch_models", "MODEL_ROLES", "LOOK_ROLES",
     # hosts as plugins
     "host_module", "installed_hosts", "prefer_source_tree", "HOST_GROUP",

@@ -65,7 +65,9 @@ class Pipeline:
     def source_identity(self, paths: Sequence[Path]) -> SourceIdentity:
         """The identity of one or more source images: the normalised mean of their embeddings.
 
-        Raises NoFaceError naming the first image without a face. Cached per image content.
+        Each image's embedding is its largest face's (a picture with several faces gets a
+        warning naming the one used, on every use). Raises NoFaceError naming the first image
+        without a face. Cached per image content (a picture of one face).
         """
         embeddings, digests = [], []
         for path in paths:
@@ -85,13 +87,18 @@ class Pipeline:
                 log.info("embedding cache hit for %s", label)
                 return cached
         frame = decode_image(data, label)
-        face = largest_face(self.detect(frame))
+        faces = self.detect(frame)
+        face = largest_face(faces)
         if face is None:
             raise NoFaceError(f"no face found in {label}; use a photo where the face is visible")
         recogniser = self.models.load("recogniser")
         crop = geometry.warp_crop(frame, face.kps5, *recogniser.family.crop_spec())
         embedding = self.models.embedder().embed(crop)
-        if self.settings.use_embedding_cache:
+        if len(faces) > 1:  # not cached, so every run that uses the picture says it
+            x1, y1, x2, y2 = (round(float(v)) for v in face.bbox_xyxy)
+            log.warning("%s shows %d faces; the largest is used (box %d,%d-%d,%d px); crop the "
+                        "picture to one face to use another", label, len(faces), x1, y1, x2, y2)
+        elif self.settings.use_embedding_cache:
             self.embedding_cache.put(key, embedding)
         return embedding
 

@@ -234,3 +234,6 @@ def test_adapter_arguments_read_as_numbers_fractions_or_text():
     for bad in ("rate", "=25", "two words=1"):
         with pytest.raises(InputError, match="--adapter-arg takes KEY=VALUE"):
             adapter_args([bad])
+    for deep in ("[" * 100000, "{\"a\": " * 5000, "[1, 2"):  # not a RecursionError
+        with pytest.raises(InputError, match="--adapter-arg value"):
+            adapter_args([f"x={deep}"])

@@ -132,21 +132,24 @@ def test_progress_json_times_every_stage_and_says_when_analysis_was_cached(
         assert not {"detect", "embed", "analysis.decode"} & set(line["ms"])
 
 
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_sigterm_stops_the_bench_and_removes_its_folder(render_models: Path, testdata: Path,
-                                                       tmp_path: Path) -> None:
-    """A bench stopped by SIGTERM (a farm cancel, a terminal's kill) exits 143 and leaves no
-    temporary folder behind."""
+                                                       tmp_path: Path, signum: int,
+                                                       code: int) -> None:
+    """A bench stopped by SIGTERM (a farm cancel, a terminal's kill) or Ctrl-C exits 143 / 130
+    and leaves no temporary folder behind."""
     temp = tmp_path / "tmp"
     temp.mkdir()
     args = _bench_args(render_models, testdata, tmp_path / "b.mp4")
     env = {**os.environ, "TMPDIR": str(temp),
            "PYTHONPATH": os.pathsep.join([str(ROOT / "core"), str(ROOT)])}
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # the child gets it, not SIG_IGN
     bench = subprocess.Popen([sys.executable, "-m", "facefuse", *args], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while not list(temp.glob("facefuse-bench-*")) and time.monotonic() < deadline:
+    while not list(temp.glob(".facefuse-bench.*")) and time.monotonic() < deadline:
         time.sleep(0.01)
-    bench.send_signal(signal.SIGTERM)
+    bench.send_signal(signum)
     _, err = bench.communicate(timeout=60)
-    assert bench.returncode == 143, err[-2000:]
-    assert "stopped by SIGTERM" in err and not list(temp.iterdir())
+    assert bench.returncode == code, err[-2000:]
+    assert f"stopped by {signal.Signals(signum).name}" in err and not list(temp.iterdir())

@@ -160,10 +160,11 @@ def test_stale_temporaries_of_these_outputs_are_swept(rendered, tmp_path: Path) 
     out.mkdir()
     host, dead = files.host_tag(), _dead_pid()
     stale = [f".o.0001.{dead}-{host}.0badc0de.tmp.png",
-             f".m.0002.{dead}-{host}.0badc0de.tmp.exr"]
+             f".m.0002.{dead}-{host}.0badc0de.tmp.exr",
+             # not one of these outputs: what a killed run of another command left here
+             f".other.0001.{dead}-{host}.0badc0de.tmp.png"]
     kept = [f".o.0001.{os.getpid()}-{host}.0badc0de.tmp.png",  # a writer still alive
             f".o.0001.{dead}-0000beef.0badc0de.tmp.png",  # another host, recent
-            f".other.0001.{dead}-{host}.0badc0de.tmp.png",  # not one of these outputs
             ".o.0001.0badc0de.tmp.png"]  # no owner recorded
     for name in stale + kept:
         (out / name).write_bytes(b"partial")

@@ -375,7 +375,7 @@ def test_bad_people_and_frames_are_one_sentence_and_write_nothing(
     err = capsys.readouterr().err.strip()
     assert said in err and len(err.splitlines()) == 1, err
     assert not out.exists()
-    assert not list((shot.cache / "previews").glob(".stills-*"))  # no scratch left
+    assert not list((shot.cache / "previews").glob(".stills*"))  # no scratch left
 
 
 @pytest.mark.parametrize("name", ["still.jpg", "still", "still.mp4", "still.####.png"])
@@ -490,7 +490,7 @@ def test_a_still_over_a_file_the_preview_reads_is_refused(shot: Shot, tmp_path: 
     args = _preview_args(shot, source, "--frame", "1", "--overwrite")
     args[args.index("-s") + 1] = str(source)
     assert main(args) == 2
-    assert "is a file this preview reads" in capsys.readouterr().err
+    assert "which this command reads" in capsys.readouterr().err
     assert source.read_bytes() == before
 
 

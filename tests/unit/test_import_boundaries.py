@@ -24,7 +24,7 @@ ENGINE_ONLY = {"cv2", "onnxruntime", "onnx"}
 PUBLIC_API = "facefuse"
 LAYERS = (
     ("facefuse.version", "facefuse.types", "facefuse.errors", "facefuse.vectors",
-     "facefuse.timing", "facefuse.config", "facefuse.periodic"),
+     "facefuse.timing", "facefuse.config", "facefuse.periodic", "facefuse.stopping"),
     ("facefuse.geometry", "facefuse.masks", "facefuse.paste", "facefuse.selection",
      "facefuse.color", "facefuse.io"),
     ("facefuse.cache",),

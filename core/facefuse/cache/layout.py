@@ -5,8 +5,9 @@ else the user cache folder (platformdirs). Nothing a render caches is written ou
 so a farm job given a scratch cache folder keeps to it.
 
 `clear` removes only what facefuse writes there: each part's own names (CACHED_NAMES: hex
-digests with the part's format), the temporaries of those names and the locks of those digests
-whose writer is gone. It never follows a symlink (a linked part or file is left, so nothing
+digests with the part's format), the temporaries of those names, the locks of those digests and
+the scratch folders (io.files.scratch_folder: a killed preview's) whose writer is gone. It never
+follows a symlink (a linked part or file is left, so nothing
 outside the root is touched), never enters a subfolder, and leaves live locks and anything else;
 what it left is counted and named (Cleared.describe).
 """
@@ -128,7 +129,7 @@ def _clear_part(folder: Path, names: re.Pattern[str]) -> tuple[list[Path], list[
     def cached(part: str, cut: bool, ext: str) -> bool:
         return not cut and names.fullmatch(part + ext) is not None
 
-    swept = files.sweep_stale_temporaries(folder, cached)
+    swept = files.sweep_stale_temporaries(folder, cached) + files.sweep_leftovers(folder)
     removed: list[Path] = list(swept)
     left: list[Path] = []
     with os.scandir(folder) as entries:

@@ -22,6 +22,7 @@ import logging
 import math
 import os
 import socket
+import stat
 import time
 import uuid
 from collections.abc import Callable
@@ -31,6 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from ..errors import OutputError
 from ..io import owners
 from ..io.owners import pid_namespace, process_start
 
@@ -39,9 +41,11 @@ __all__ = ["FileLock", "LockOwner", "LockWaitCancelled", "owner_is_gone", "pid_n
 
 log = logging.getLogger(__name__)
 
+RECORD_MAX_BYTES = 64 * 1024  # a record is ~200 bytes; more is garbage, read no further
 BREAKER_STALE_S = 10.0  # a breaker holds its file for microseconds: older, its process died
 UNREADABLE_GRACE_S = 2.0  # an unreadable record untouched this long is no lock being written
 LATEST_TIME_S = 253402300799.0  # 9999-12-31 23:59:59 UTC: a later creation time is garbage
+MAX_PID = 2**32 - 1  # no system numbers a process higher (pid_t and Windows' DWORD: 32 bits)
 
 
 class LockWaitCancelled(Exception):
@@ -82,7 +86,8 @@ class LockOwner:
         except (ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError):
             return None
         in_range = math.isfinite(owner.created) and 0.0 <= owner.created <= LATEST_TIME_S
-        if owner.pid <= 0 or not in_range or (owner.started is not None and owner.started < 0):
+        if not 0 < owner.pid <= MAX_PID or not in_range or (
+                owner.started is not None and owner.started < 0):
             return None
         return owner
 
@@ -128,12 +133,18 @@ class FileLock:
             if self._cancelled is not None and self._cancelled():
                 raise LockWaitCancelled(f"stopped waiting for {self.path}")
             text = _read(self.path)
-            if text is None:  # released meanwhile
+            if text is None:  # released meanwhile, or no lock file at all
+                self._check_lock_path()
                 continue
             owner = LockOwner.from_json(text)
             if owner is not None and owner_is_gone(owner):
                 log.warning("taking over the lock %s: its owner, %s, no longer runs",
                             self.path, owner.describe())
+                self._take_over(text)
+                continue
+            if owner is None and _complete_record(text):
+                log.warning("taking over the lock %s: its record names no process that can "
+                            "exist (%.60r)", self.path, text)
                 self._take_over(text)
                 continue
             if owner is None and self._unreadable_and_left(text):
@@ -208,6 +219,25 @@ class FileLock:
         self.held = False
         return True
 
+    def _check_lock_path(self) -> None:
+        """OutputError when the lock's name is taken by something no lock is (a folder, a
+        FIFO, a device): nobody releases it, so waiting would never end."""
+        try:
+            mode = os.stat(self.path).st_mode  # links followed, as _read follows them
+        except FileNotFoundError:
+            if not os.path.islink(self.path):
+                return  # released meanwhile
+            kind = "a symbolic link to nothing"
+        except OSError as exc:
+            kind = f"a name facefuse cannot look at ({exc.strerror or exc})"
+        else:
+            if stat.S_ISREG(mode) and os.access(self.path, os.R_OK):
+                return  # released and taken again meanwhile: read it on the next turn
+            kind = ("a file facefuse cannot read" if stat.S_ISREG(mode) else "a folder"
+                    if stat.S_ISDIR(mode) else "a FIFO, socket or device")
+        raise OutputError(f"the lock file {self.path} is {kind}, not a lock facefuse made: "
+                          "remove it and run again")
+
     def _unreadable_and_left(self, text: str) -> bool:
         """Take over a lock whose record cannot be read (empty, garbage, a time out of range)
         once it has gone UNREADABLE_GRACE_S untouched: no live holder leaves it so (a record
@@ -267,8 +297,28 @@ def _remove_if_older(path: Path, age_s: float) -> None:
 _NOBODY = LockOwner(0, "", None, 0.0, "")
 
 
-def _read(path: Path) -> str | None:
+def _complete_record(text: str) -> bool:
+    """Whether `text` is a whole JSON object (a record written completely, whatever it names):
+    one from_json cannot read names no owner (a pid of 2**70, negative or not a number), so
+    no process that can exist holds it. A record being written is not whole JSON yet."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return isinstance(json.loads(text), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
+def _read(path: Path) -> str | None:
+    """The lock's record; None when there is none or the name is not a regular file (opened
+    without blocking, so a FIFO there never blocks the reader)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, RECORD_MAX_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

@@ -12,8 +12,9 @@ a thread of its own: the render's reader, writer, pass 1's decoder...), sampled 
 Cold by default: the render gets a fresh, empty cache folder, so nothing (source embedding,
 shot analysis, file hashes) is reused. --warm renders the same frames once first, untimed, into
 that folder, then times a second render that finds everything cached (its analysis pass is
-skipped: the figures say so). The output goes to a temporary file unless -o names one (which is
-overwritten).
+skipped: the figures say so). --cache-dir names the cache folder instead (what it holds is
+used, and the figures' `analysis_cached` says how much). The output goes to a temporary file
+unless -o names one (which is overwritten).
 """
 
 from __future__ import annotations
@@ -22,11 +23,9 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
@@ -35,12 +34,14 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import ExitCode, InputError
+from ..io.files import scratch_folder
 from ..io.sequences import parse_frame_range
 from ..io.video.common import VIDEO_CODECS
 from ..periodic import every
 from ..runtime.threads import detector_sessions, swap_workers, thread_budget
 from ..shot.option_types import usage_type
 from ..shot.request import RenderRequest, RenderSummary
+from ..stopping import stop_signals
 from ..timing import (
     INFERENCE,
     INFERENCE_BUSY,
@@ -117,8 +118,10 @@ def _frame_range(spec: str, frames: int | tuple[int, int] | None) -> tuple[int, 
 
 
 def request_from_args(args: argparse.Namespace, work: Path) -> RenderRequest:
-    """The render a bench times; caches in `work`/cache, output in `work` unless -o."""
-    settings = replace(settings_from_args(args), cache_dir=work / "cache")
+    """The render a bench times; caches in --cache-dir when given (the caches found there
+    are used), else in `work`/cache (cold); output in `work` unless -o."""
+    given = settings_from_args(args)
+    settings = replace(given, cache_dir=given.cache_dir or work / "cache")
     if settings.selector == "reference" and not settings.reference_images:
         raise InputError("--selector reference needs --reference IMAGE (the person to replace)")
     output = args.output or str(work / "bench.mp4")
@@ -129,13 +132,12 @@ def request_from_args(args: argparse.Namespace, work: Path) -> RenderRequest:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    """Measure one render in a temporary folder, removed however the bench ends: SIGTERM (a
-    farm or a terminal stopping it) cancels the render between frames and exits 143."""
-    stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    work = Path(tempfile.mkdtemp(prefix="facefuse-bench-"))
+    """Measure one render in a scratch folder, removed however the bench ends (and swept by a
+    later run when it was killed: io.files.scratch_folder): SIGTERM or SIGINT cancels the
+    render between frames and exits 143 or 130 (stopping.stop_signals)."""
     figures: dict[str, Any] | None = None
-    try:
+    with stop_signals() as stop, scratch_folder(Path(tempfile.gettempdir()),
+                                                "facefuse-bench") as work:
         request = request_from_args(args, work)
         if args.warm:
             from ..shot.render import render
@@ -143,12 +145,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
             render(request, cancel=stop.is_set)
         if not stop.is_set():
             figures = measure(request, warm=args.warm, cancel=stop.is_set)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-        signal.signal(signal.SIGTERM, previous)
     if stop.is_set() or figures is None:
-        print("facefuse: bench stopped by SIGTERM; nothing was measured", file=sys.stderr)
-        return ExitCode.TERMINATED
+        print(f"facefuse: bench stopped by {stop.name}; nothing was measured", file=sys.stderr)
+        return stop.exit_code
     if args.json:
         print(json.dumps({"bench": figures}), flush=True)
     else:

@@ -13,6 +13,7 @@ from typing import NoReturn
 from ..errors import ExitCode, FacefuseError, InputError
 from ..version import __version__
 from . import bench, doctor, farm, models, panel, preview, render, resolve, review, swap, timeline
+from .streams import reports_only
 
 DESCRIPTION = "Local face replacement for film and video work."
 EXIT_MEANINGS: Mapping[ExitCode, str] = MappingProxyType({
@@ -72,7 +73,13 @@ def _configure_logging(verbosity: int) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (never raises for user errors)."""
+    """Run the command line; returns the exit code (never raises for user errors). What it
+    prints is a report: a reader that goes away stops the lines, not the work (streams)."""
+    with reports_only():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except InputError as exc:

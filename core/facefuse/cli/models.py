@@ -191,6 +191,9 @@ def _print_model_table(rows: Sequence[ModelStatus]) -> None:
 
 def cmd_cache(args: argparse.Namespace) -> int:
     layout = CacheLayout.at(args.cache_dir)
+    if layout.root.exists() and not layout.root.is_dir():  # nothing of ours to count or clear
+        raise InputError(f"the cache folder {layout.root} is not a folder; give the folder "
+                         "facefuse caches in (--cache-dir or FACEFUSE_CACHE)")
     if args.action == "clear":
         print(layout.clear().describe())
         return ExitCode.OK

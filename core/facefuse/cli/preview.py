@@ -11,19 +11,30 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..cache.layout import CacheLayout
 from ..errors import ExitCode, InputError
 from ..farm.paths import check_inside
-from ..io.files import atomic_write_bytes, check_folder_writable, make_folder, write_error
+from ..io.files import (
+    atomic_write_bytes,
+    check_folder_writable,
+    check_path_length,
+    file_ids,
+    make_folder,
+    scratch_folder,
+    sweep_leftovers,
+    write_error,
+)
 from ..io.sequences import is_frame_pattern
 from ..shot import commandline
 from ..shot.commandline import INPUT, SHOT_OPTIONS, Option
-from ..shot.request import REFERENCE_PREFIX, FrameReport, PhaseProgress, RenderRequest
+from ..shot.output_checks import check_not_input, request_inputs
+from ..shot.request import FrameReport, PhaseProgress, RenderRequest
+from ..stopping import stop_signals
 from .render import Progress
 
 STILL = Option(("-o", "--output"), "request.output", "text", "the still: a .png, .tif or .exr "
@@ -74,6 +85,7 @@ def check_still(request: RenderRequest) -> Path:
         raise InputError(f"the preview's -o {path} names one still, not an image sequence: "
                          "give a file name without a frame token")
     check_still_suffix(path.suffix, f"the preview's -o {path}")
+    check_path_length(path, "the preview's -o")
     if path.is_dir():
         raise InputError(f"{path} is a folder, not a file name")
     if path.exists() and not request.overwrite:
@@ -81,14 +93,14 @@ def check_still(request: RenderRequest) -> Path:
     if path.parent.exists() and not path.parent.is_dir():
         raise InputError(f"the output folder {path.parent} is a file, not a folder")
     check_folder_writable(path.parent)
-    if path.exists() and any(path.samefile(f) for f in _files_read(request) if f.exists()):
-        raise InputError(f"{path} is a file this preview reads (the input, a source or a "
-                         "reference); write the still elsewhere")
+    if path.exists():
+        check_not_input("the preview's -o", path, _files_read(request))
     return path
 
 
 def _files_read(request: RenderRequest) -> list[Path]:
-    """The input's files, the sources, the reference pictures and the assigned images."""
+    """The input's files and every other file the preview reads (request_inputs: sources,
+    references, assigned images, the overrides file, the model manifest...)."""
     from ..shot.inputs import open_input
 
     shot = open_input(request.input, request.start_number, request.conform_vfr,
@@ -97,10 +109,7 @@ def _files_read(request: RenderRequest) -> list[Path]:
         read = list(shot.files(shot.frame_numbers))
     finally:
         shot.close()
-    pictures = [Path(p.removeprefix(REFERENCE_PREFIX)) for p in request.skip]
-    for person, image in request.assign:
-        pictures += [image, Path(person.removeprefix(REFERENCE_PREFIX))]
-    return [*read, *request.sources, *request.settings.reference_images, *pictures]
+    return [*read, *request_inputs(request)]
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
@@ -111,7 +120,16 @@ def cmd_preview(args: argparse.Namespace) -> int:
     progress = Progress(args.progress)
     started = time.perf_counter()
     reports: list[FrameReport] = []
-    _preview(request, args.frame, still, _Phases(progress), reports.append)
+    from ..shot.planning import PlanCancelled
+    from ..shot.stills import StillsCancelled
+
+    with stop_signals() as stop:
+        try:
+            _preview(request, args.frame, still, _Phases(progress), reports.append, stop.is_set)
+        except (PlanCancelled, StillsCancelled):
+            print(f"facefuse: preview stopped by {stop.name}; no still was written",
+                  file=sys.stderr)
+            return stop.exit_code
     if progress.mode == "bar":
         sys.stderr.write("\n")
     report = reports[-1] if reports else FrameReport(args.frame, "no_face")
@@ -127,18 +145,20 @@ def cmd_preview(args: argparse.Namespace) -> int:
 
 
 def _preview(request: RenderRequest, frame: int, still: Path, phases: _Phases,
-             on_progress: Any) -> None:
+             on_progress: Any, cancel: Callable[[], bool] | None = None) -> None:
     """Render the still into a scratch folder of the cache's previews, then write it to
-    `still` atomically."""
+    `still` atomically (what killed runs left in either folder swept first). StillsCancelled
+    or PlanCancelled when cancel() stopped it: nothing written, the scratch removed."""
     from ..shot.stills import render_stills  # the engine loads here, when a preview runs
 
     scratch_root = CacheLayout.at(request.settings.cache_dir).previews
-    scratch_root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=scratch_root, prefix=".stills-") as scratch:
-        made = render_stills(request, (frame,), Path(scratch), on_phase=phases,
-                             on_progress=on_progress, suffix=still.suffix.lower())[frame]
+    with scratch_folder(scratch_root, "stills") as scratch:
+        made = render_stills(request, (frame,), scratch, on_phase=phases,
+                             on_progress=on_progress, suffix=still.suffix.lower(),
+                             cancel=cancel)[frame]
         data = made.read_bytes()
     make_folder(still.parent)
+    sweep_leftovers(still.parent, file_ids([request.input, *request_inputs(request)]))
     try:
         atomic_write_bytes(still, data)
     except OSError as exc:

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
 from ..errors import ExitCode, InputError
 from ..farm.paths import check_inside
 from ..review.folder import check_report_folder
-from ..review.report import load_report
+from ..review.report import REPORT_NAME, load_report
 from ..shot import commandline
 from ..shot.frames import FrameChoice, format_frame_list
 from ..shot.output_checks import request_inputs
 from ..shot.request import FrameReport, PhaseProgress, RenderRequest, RenderSummary
+from ..stopping import Stop, stop_signals
 from ..timing import PhaseRate
 
 BAR_WIDTH = 24
@@ -69,7 +70,8 @@ def flagged_choice(path: Path) -> FrameChoice:
     if not report.flagged_frames:
         raise InputError(f"the review report {path} flags no frames: there is nothing to "
                          "render")
-    return FrameChoice(report.frames, report.flagged_frames, f"shot:{report.shot_id}")
+    read = path / REPORT_NAME if path.is_dir() else path
+    return FrameChoice(report.frames, report.flagged_frames, f"shot:{report.shot_id}", read)
 
 
 class Progress:
@@ -189,31 +191,39 @@ def cmd_render(args: argparse.Namespace) -> int:
         print("\n".join(list_colorspaces()))
         return ExitCode.OK
     request = request_from_args(args)
-    report = check_report_folder(Path(args.report), (Path(request.input),
-                                                     *request_inputs(request))) \
+    report = check_report_folder(args.report, (Path(request.input),
+                                               *request_inputs(request))) \
         if args.report is not None else None
     if args.output_root is not None:
         check_inside(Path(args.output_root), (request.output, request.matte, request.patch,
                                               *([str(report / "report.json")] if report else [])))
     progress = Progress(args.progress)
     from ..pipeline import Pipeline  # the engine loads here, when a render runs
+    from ..shot.planning import PlanCancelled
+    from ..shot.stills import StillsCancelled
 
-    with Pipeline(request.settings) as pipeline:  # one model load for all it does
-        say_replaced(request, pipeline, progress)
-        summary, terminated = run_render(request, progress, pipeline)
-        _print_summary(summary, progress.mode, args.json)
-        if report is not None and not summary.cancelled:
-            _write_report(request, report, summary, pipeline)
-    return _exit_code(summary, terminated)
+    with stop_signals() as stop:
+        try:
+            with Pipeline(request.settings) as pipeline:  # one model load for all it does
+                say_replaced(request, pipeline, progress, stop.is_set)
+                summary, _ = run_render(request, progress, pipeline)
+                _print_summary(summary, progress.mode, args.json)
+                if report is not None and not summary.cancelled:
+                    _write_report(request, report, summary, pipeline, stop.is_set)
+        except (PlanCancelled, StillsCancelled):  # before the frames, or in the report
+            print(f"facefuse: stopped by {stop.name}", file=sys.stderr)
+            return stop.exit_code
+    return _exit_code(summary, stop)
 
 
-def say_replaced(request: RenderRequest, pipeline: Any, progress: Progress) -> None:
+def say_replaced(request: RenderRequest, pipeline: Any, progress: Progress,
+                 cancel: Callable[[], bool] | None = None) -> None:
     """Before rendering, say which finished frames of the output the render replaces because
     they were made with other choices, and what differs (shot.replacement): a line on stderr,
     or with --progress json a {"replaces": ...} line on stdout. Nothing when it replaces none."""
     from ..shot.replacement import replaced_frames  # the engine loads here, when a render runs
 
-    replacement = replaced_frames(request, pipeline, on_phase=progress.phase)
+    replacement = replaced_frames(request, pipeline, on_phase=progress.phase, cancel=cancel)
     if not replacement:
         return
     if progress.mode == "json":
@@ -229,37 +239,34 @@ def say_replaced(request: RenderRequest, pipeline: Any, progress: Progress) -> N
     print(f"facefuse: note: {replacement.message}", file=sys.stderr, flush=True)
 
 
-def _exit_code(summary: RenderSummary, terminated: bool) -> int:
-    if terminated:
-        return ExitCode.TERMINATED
+def _exit_code(summary: RenderSummary, stop: Stop) -> int:
+    if summary.cancelled and stop.is_set():
+        return stop.exit_code
     return ExitCode.FRAMES_FAILED if summary.failed else ExitCode.OK
 
 
 def _write_report(request: RenderRequest, folder: Path, summary: RenderSummary,
-                  pipeline: Any) -> None:
+                  pipeline: Any, cancel: Callable[[], bool] | None = None) -> None:
     """render --report: the review of the shot just rendered (the same plan and its cached
     analysis, with the render's loaded models)."""
     from ..review.writing import write_review  # the engine loads here, when a report is asked
 
     result = write_review(request, folder, pipeline,
-                          render=summary_record(summary)["summary"])
+                          render=summary_record(summary)["summary"], cancel=cancel)
     print(f"report: {result.page} ({len(result.flags)} flags)", file=sys.stderr)
 
 
 def run_render(request: RenderRequest, progress: Progress, pipeline: Any = None
                ) -> tuple[RenderSummary, bool]:
     """Render with progress (with `pipeline`, a Pipeline of request.settings the caller keeps,
-    when given); SIGTERM (a farm or host stopping the program) cancels it cleanly between
-    frames. Returns the summary and whether SIGTERM stopped it."""
+    when given); SIGTERM (a farm or host stopping the program) or SIGINT cancels it cleanly
+    between frames (stopping.stop_signals). Returns the summary and whether SIGTERM stopped it
+    (a summary cancelled otherwise was stopped by SIGINT: exit 130)."""
     from ..shot.render import render  # the engine loads here, when a render runs
 
-    stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
+    with stop_signals() as stop:
         summary = render(request, progress, stop.is_set, progress.phase, pipeline=pipeline)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    return summary, summary.cancelled and stop.is_set()
+    return summary, summary.cancelled and stop.terminated
 
 
 def _print_summary(summary: RenderSummary, mode: str, as_json: bool = False) -> None:

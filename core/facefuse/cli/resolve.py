@@ -26,7 +26,7 @@ from ..hosting.jobs import HostError
 from ..hosting.outputs import OUTPUT_KINDS
 from ..hosting.plugins import host_module
 from ..io import files
-from ..shot.output_checks import settings_inputs
+from ..shot.output_checks import check_not_input, settings_inputs
 from ..shot.request import RenderRequest, RenderSummary
 from .options import engine_options, settings_from_args
 from .render import Progress, run_render
@@ -135,11 +135,11 @@ def check_result(result: Path, inputs: Sequence[Path | str]) -> None:
         raise InputError(f"--result {result} is a folder: name the result file")
     if not result.parent.is_dir():
         raise InputError(f"--result {result}: the folder {result.parent} does not exist")
-    for path in map(Path, inputs):
-        if result.resolve() == path.resolve() or (
-                result.exists() and path.exists() and os.path.samefile(result, path)):
-            raise InputError(f"--result {result} is {path}, which this command reads: "
-                             "name another result file")
+    check_not_input("--result", result, inputs)
+    if os.path.lexists(result) and not _host("plan").replaceable_result(result):
+        raise InputError(f"--result {result} is a file other than a facefuse Resolve result "
+                         "(the clip, the job or another file this command may read); name a "
+                         "new result file")
     files.check_folder_writable(result.parent)
 
 

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
-import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from ..farm.paths import check_inside
 from ..review.folder import check_report_folder
 from ..shot import commandline
 from ..shot.request import RenderRequest
+from ..stopping import stop_signals
 from .render import Progress
 
 UNUSED_OUTPUT = "review-frames.####.png"  # the request's output: a review writes no frames
@@ -44,22 +43,18 @@ def add_parser(commands: Any) -> None:
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    folder = check_report_folder(Path(args.output))
+    folder = check_report_folder(args.output)
     if args.output_root is not None:
         check_inside(Path(args.output_root), (str(folder / "report.json"),))
     args.output = UNUSED_OUTPUT
     request = commandline.request_from_namespace(args)
     progress = Progress(args.progress)
-    stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
+    with stop_signals() as stop:
         record = write_report(request, folder, progress, stop.is_set)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     if record is None:
-        print("facefuse: review stopped by SIGTERM; the report folder was left as it was",
+        print(f"facefuse: review stopped by {stop.name}; the report folder was left as it was",
               file=sys.stderr)
-        return ExitCode.TERMINATED
+        return stop.exit_code
     print_review(record, progress.mode, args.json)
     return ExitCode.OK
 

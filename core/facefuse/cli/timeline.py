@@ -10,19 +10,22 @@ render takes every option of `facefuse render` but those the clip decides (PER_C
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..errors import ExitCode, InputError
 from ..farm.commandline import absolute_paths, render_command
 from ..hosting.plugins import host_module
+from ..io import files
+from ..io.small_files import json_value
 from ..review.folder import check_report_folder
 from ..shot import commandline
 from ..shot.output_checks import check_not_input, request_inputs
 from ..shot.request import RenderRequest, RenderSummary
+from ..stopping import stop_signals
 from .render import Progress, run_render, summary_record
 
 # render options each clip sets itself (its media, frames and versioned output), or that would
@@ -98,9 +101,10 @@ def adapter_args(pairs: list[str]) -> dict[str, Any]:
 
 def _adapter_value(text: str) -> Any:
     try:
-        return json.loads(text)
-    except ValueError:
-        pass
+        return json_value(text, f"--adapter-arg value {text[:40]!r}")
+    except InputError:
+        if text[:1] in "[{":  # meant as JSON (a list, an object), and not readable as one
+            raise
     numerator, slash, denominator = text.partition("/")
     if slash and numerator.isdigit() and denominator.isdigit() and int(denominator):
         return int(numerator) / int(denominator)
@@ -122,6 +126,7 @@ def cmd_swap(args: argparse.Namespace) -> int:
                if clip.report is not None}
     for folder in reports.values():
         check_report_folder(folder, inputs)
+    files.sweep_leftovers(Path(args.output_dir), files.file_ids(inputs))  # a killed swap's
     if args.print_requests:
         for note in swap.notes:
             print(note, file=sys.stderr)
@@ -137,7 +142,16 @@ def cmd_swap(args: argparse.Namespace) -> int:
         return ExitCode.OK
     for note in swap.notes:
         print(note)
-    code, sentence = commands.run_swap(swap, lambda r: _render(r, reports.get(r.output)), print)
+    from ..shot.planning import PlanCancelled
+    from ..shot.stills import StillsCancelled
+
+    with stop_signals() as stop:
+        try:
+            code, sentence = commands.run_swap(
+                swap, lambda r: _render(r, reports.get(r.output), stop.is_set), print)
+        except (PlanCancelled, StillsCancelled):  # in a clip's report
+            code, sentence = stop.exit_code, (f"stopped by {stop.name}: {swap.path.name} is "
+                                              "not written")
     if code != ExitCode.OK:
         print(f"facefuse: error: {sentence}", file=sys.stderr)
     else:
@@ -145,9 +159,11 @@ def cmd_swap(args: argparse.Namespace) -> int:
     return int(code)
 
 
-def _render(request: RenderRequest, report: Path | None) -> tuple[RenderSummary, bool]:
+def _render(request: RenderRequest, report: Path | None,
+            cancel: Callable[[], bool]) -> tuple[RenderSummary, bool]:
     """One clip's render with progress, then its review report when one is asked (as
-    `facefuse render --report`: not after a stopped render or failed frames)."""
+    `facefuse render --report`: not after a stopped render or failed frames; cancel stops it,
+    raising PlanCancelled or StillsCancelled)."""
     progress = Progress("auto")
     summary, terminated = run_render(request, progress)
     if progress.mode == "bar":
@@ -155,5 +171,6 @@ def _render(request: RenderRequest, report: Path | None) -> tuple[RenderSummary,
     if report is not None and not summary.cancelled and not summary.failed:
         from ..review.writing import write_review  # the engine loads here, for a report
 
-        write_review(request, report, render=summary_record(summary)["summary"])
+        write_review(request, report, render=summary_record(summary)["summary"],
+                     cancel=cancel)
     return summary, terminated

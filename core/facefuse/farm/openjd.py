@@ -269,6 +269,26 @@ def _models_environment(templated: RenderRequest, params: _Params, downloads: bo
     return environment
 
 
+# How a .blend file starts: uncompressed, or compressed (zstd since Blender 3.0, gzip before)
+BLEND_MAGIC = (b"BLENDER", b"\x28\xb5\x2f\xfd", b"\x1f\x8b")
+
+
+def check_blend_file(blend: Path) -> None:
+    """InputError, one sentence, unless `blend` is a .blend file (its name and its first
+    bytes): a job of another file would fail on every worker."""
+    if not blend.is_file():
+        raise InputError(f"{blend} does not exist" if not blend.exists()
+                         else f"{blend} is not a file; give the .blend with the strips to swap")
+    try:
+        with blend.open("rb") as file:
+            head = file.read(8)
+    except OSError as exc:
+        raise InputError(f"{blend} cannot be read: {exc.strerror or exc}") from None
+    if blend.suffix.lower() != ".blend" or not head.startswith(BLEND_MAGIC):
+        raise InputError(f"{blend} is not a .blend file; give the .blend with the strips "
+                         "marked Swap on Farm")
+
+
 def blend_bundle(blend: Path, chunks: int, blender: str | None = None,
                  python: str = "python", module: str = EXTENSION_MODULE) -> Bundle:
     """The job that swaps the strips marked Swap on Farm in `blend`, in `chunks` tasks (each
@@ -277,8 +297,7 @@ def blend_bundle(blend: Path, chunks: int, blender: str | None = None,
     with `python` (an interpreter with the bpy module and the extension installed)."""
     if chunks < 1:
         raise InputError(f"chunk count {chunks} must be at least 1")
-    if not blend.is_file():
-        raise InputError(f"{blend} does not exist")
+    check_blend_file(blend)
     params = _Params()
     params.path("BlendFile", blend.resolve(), "the .blend with the strips to swap", "FILE",
                 "IN")

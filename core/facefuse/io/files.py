@@ -8,7 +8,9 @@ Temporary names are hidden and say who writes them:
 format by it). ``place`` is io.owners.place_tag (a short hash of the host name and pid namespace)
 and ``started`` the writer's start time (``x`` when unknown), so a later run can tell a temporary
 whose writer is gone (a SIGKILL, a power cut) from one still being written, by the owner rule the
-locks use (io.owners.owner_is_gone), and sweep only the former (`sweep_stale_temporaries`). The
+locks use (io.owners.owner_is_gone), and sweep only the former (`sweep_stale_temporaries`; every
+command sweeps each folder it writes into with `sweep_leftovers`). Scratch folders
+(`scratch_folder`) are named by the same rule and swept the same way. The
 part taken from the target's name is shortened so the whole name stays within the folder's
 NAME_MAX.
 """
@@ -19,9 +21,11 @@ import errno
 import os
 import re
 import secrets
+import shutil
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import MappingProxyType
 
@@ -225,7 +229,7 @@ def sweep_stale_temporaries(folder: Path, belongs: Callable[[str, bool, str], bo
         owner = ProcessOwner(int(match["pid"]), match["host"],
                              None if started in (None, "x") else int(started))
         try:
-            if not entry.is_file() or entry.is_symlink():
+            if entry.is_symlink() or not (entry.is_file() or entry.is_dir()):
                 continue
             st = entry.stat()
             if (st.st_dev, st.st_ino) in protect:
@@ -235,8 +239,58 @@ def sweep_stale_temporaries(folder: Path, belongs: Callable[[str, bool, str], bo
                     continue
             elif now - st.st_mtime < FOREIGN_HOST_STALE_S:
                 continue
-            entry.unlink()
+            if entry.is_dir():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
         except FileNotFoundError:
+            continue
+        except OSError:  # not ours to remove (permissions): left, as any other file
             continue
         removed.append(entry)
     return removed
+
+
+def file_ids(paths: Iterable[Path | str]) -> frozenset[tuple[int, int]]:
+    """(device, inode) of those of `paths` that exist: what a sweep's `protect` takes."""
+    ids = set()
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        ids.add((st.st_dev, st.st_ino))
+    return frozenset(ids)
+
+
+def sweep_leftovers(folder: Path, protect: frozenset[tuple[int, int]] = frozenset()
+                    ) -> list[Path]:
+    """Remove every temporary (file or scratch folder) named by the rule of this module in
+    `folder` whose writer is gone, whatever it was made for: what a killed run of any command
+    left there. Every command sweeps each folder it writes into before writing."""
+    return sweep_stale_temporaries(folder, lambda part, cut, ext: True, protect)
+
+
+@contextmanager
+def scratch_folder(parent: Path, name: str) -> Iterator[Path]:
+    """A fresh hidden scratch folder in `parent`, named as a temporary (``.{name}.{owner}...
+    .tmp``) and removed when the block ends however it ends; one a killed run left is swept by
+    the next sweep_leftovers of `parent` (done here first)."""
+    parent = Path(parent)
+    make_folder(parent)
+    sweep_leftovers(parent)
+    for _ in range(16):
+        path = temporary_path(parent / name)
+        try:
+            path.mkdir()
+            break
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise write_error(parent, exc) from exc
+    else:
+        raise OutputError(f"no free scratch folder name in {parent}")
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

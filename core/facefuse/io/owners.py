@@ -90,7 +90,7 @@ def owner_is_gone(owner: ProcessOwner) -> bool:
         return True  # no process writes with pid 0 (and a signal to it reaches a group)
     try:
         os.kill(owner.pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # OverflowError: past pid_t, no such process
         return True
     except OSError:
         pass  # alive, run by another user (PermissionError), or cannot tell

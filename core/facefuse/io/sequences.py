@@ -8,7 +8,9 @@ A *frame pattern* is a path whose file name holds exactly one frame token:
     ``name.%d.exr``    printf style without padding (the same as ``#``).
 
 Tokens are looked for in the file name only; ``#`` or ``%d`` in a folder name are literal text.
-Frame numbers are non-negative. Like renderers, a frame past the padding is written with more
+Frame numbers are non-negative and at most LARGEST_FRAME (2**53 - 1: every one is exact as a
+double, as OpenTimelineIO and JSON readers hold times, and fits the 64-bit integers of the
+analysis cache). Like renderers, a frame past the padding is written with more
 digits (``####`` and 10000 -> ``name.10000.exr``), and scanning accepts such names.
 """
 
@@ -27,6 +29,7 @@ _NUMBER = re.compile(r"\d+")
 SEQUENCE_SUFFIXES = (".exr", ".dpx", ".tif", ".tiff", ".png", ".jpg", ".jpeg")
 _RANGE = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
 _CHUNK = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
+LARGEST_FRAME = 2**53 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +80,8 @@ class FramePattern:
             return None
         if len(digits) > max(self.padding, 1) and digits[0] == "0":
             return None
-        return int(digits)
+        number = int(digits)
+        return number if number <= LARGEST_FRAME else None
 
     def scan(self) -> dict[int, Path]:
         """The files on disk that match the pattern, by frame number (sorted); {} if no folder."""
@@ -136,9 +140,19 @@ def parse_frame_range(text: str) -> tuple[int, int]:
                          "e.g. 1001-1100 (frame numbers are not negative)")
     first = int(match.group(1))
     last = int(match.group(2)) if match.group(2) is not None else first
+    check_frame_number(last, f"frame range {text!r}")
     if first > last:
         raise InputError(f"frame range {text!r} starts after it ends")
     return first, last
+
+
+def check_frame_number(number: int, what: str) -> None:
+    """InputError unless 0 <= `number` <= LARGEST_FRAME (`what`: the value in the sentence)."""
+    if number < 0:
+        raise InputError(f"{what}: frame {number} is negative; frame numbers start at 0")
+    if number > LARGEST_FRAME:
+        raise InputError(f"{what}: frame {number} is past the largest frame number facefuse "
+                         f"takes, {LARGEST_FRAME}")
 
 
 def parse_chunk(text: str) -> tuple[int, int]:

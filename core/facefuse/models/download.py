@@ -37,6 +37,7 @@ from typing import IO, Any
 from ..cache.hashes import sha256_file
 from ..cache.locking import FileLock
 from ..errors import ChecksumError, DownloadError, ModelError, ModelMissingError
+from ..io.files import write_error
 from ..version import __version__
 
 log = logging.getLogger(__name__)
@@ -96,9 +97,8 @@ def download_verified(urls: tuple[str, ...], part_path: Path, final_path: Path, 
             _refresh(lock)
             mismatch = None
             try:
-                done, digest = _fetch_once(url, part_path, size, label, policy.timeout_s, lock,
-                                           on_progress)
-                _check_part(part_path, done, digest, size, sha256, url)
+                _fetch_checked(url, part_path, size, sha256, label, policy.timeout_s, lock,
+                               on_progress)
             except ChecksumError as exc:
                 dead.add(url)
                 mismatch = exc
@@ -117,7 +117,7 @@ def download_verified(urls: tuple[str, ...], part_path: Path, final_path: Path, 
                     unresolved[url] = host
                 errors.append(f"{url}: {exc}")
             else:
-                os.replace(part_path, final_path)
+                _replace(part_path, final_path)
                 return
             log.log(logging.INFO if url in unresolved else logging.WARNING,
                     "could not fetch %s from one source (%s)", label, errors[-1])
@@ -151,6 +151,24 @@ def unresolved_message(label: str, hosts: Iterable[str]) -> str:
 def is_local_url(url: str) -> bool:
     """Whether url is a file:// URL (a local file or a mounted share, never the network)."""
     return urllib.parse.urlsplit(url).scheme.lower() == "file"
+
+
+def _fetch_checked(url: str, part: Path, size: int, sha256: str, label: str, timeout_s: float,
+                   lock: FileLock | None, on_progress: ByteProgress | None) -> None:
+    """One attempt from url into part, checked (_check_part); a part left by an earlier run
+    that turns out to hold other bytes is dropped and the file fetched again from its start
+    at once: the stale part was wrong, not the source."""
+    resumed = _file_size(part) > 0
+    try:
+        done, digest = _fetch_once(url, part, size, label, timeout_s, lock, on_progress)
+        _check_part(part, done, digest, size, sha256, url)
+    except ChecksumError:
+        if not resumed:
+            raise
+        log.info("the partial download of %s held other bytes; fetching it again from the "
+                 "start", label)
+        done, digest = _fetch_once(url, part, size, label, timeout_s, lock, on_progress)
+        _check_part(part, done, digest, size, sha256, url)
 
 
 def _fetch_once(url: str, part: Path, size: int, label: str, timeout_s: float,
@@ -191,7 +209,7 @@ def _copy_local(source: Path, part: Path, size: int, label: str, lock: FileLock 
         log.info("copying %s from %s%s", label, source, f" (resuming at {start})" if start else "")
         hasher = _hash_prefix(part, start)
         handle.seek(start)
-        with open(part, "ab" if start else "wb") as out:
+        with _open_part(part, start) as out:
             done = _copy(handle, out, hasher, start, size, lock, on_progress)
     return done, hasher.hexdigest()
 
@@ -226,7 +244,7 @@ def _transfer(url: str, part: Path, size: int, label: str, timeout_s: float,
     with response:
         start = _resume_start(response, offset)
         hasher = _hash_prefix(part, start)
-        with open(part, "ab" if start else "wb") as out:
+        with _open_part(part, start) as out:
             done = _copy(response, out, hasher, start, size, lock, on_progress)
         _raise_if_cut(response, start, done, size)
     return done, hasher.hexdigest()
@@ -267,14 +285,14 @@ def extract_member(zip_path: Path, member: str, part_path: Path, final_path: Pat
     try:
         with zipfile.ZipFile(zip_path) as archive:
             found = _find_member(archive, member, zip_path)
-            with archive.open(found) as source, open(part_path, "wb") as out:
+            with archive.open(found) as source, _open_part(part_path, 0) as out:
                 hasher = hashlib.sha256()
                 done = _copy(source, out, hasher, 0, size, lock, on_progress)
     except zipfile.BadZipFile as exc:
         part_path.unlink(missing_ok=True)
         raise ModelError(f"{zip_path.name} is not a readable zip archive: {exc}") from exc
     _check_part(part_path, done, hasher.hexdigest(), size, sha256, f"{source_url} (member {found})")
-    os.replace(part_path, final_path)
+    _replace(part_path, final_path)
 
 
 def _find_member(archive: zipfile.ZipFile, member: str, zip_path: Path) -> str:
@@ -294,19 +312,47 @@ def _find_member(archive: zipfile.ZipFile, member: str, zip_path: Path) -> str:
 
 def _copy(source: IO[bytes], out: IO[bytes], hasher: Any, done: int, size: int,
           lock: FileLock | None, on_progress: ByteProgress | None) -> int:
-    """Stream source into out (at most size + 1 bytes), hashing and reporting progress."""
+    """Stream source into out (at most size + 1 bytes), hashing and reporting progress. A
+    write the local disk refuses (full, read-only) is an OutputError: no source fixes it."""
     limit = size + 1  # one byte more than expected is enough to know the size is wrong
     while done < limit:
         chunk = source.read(min(CHUNK_BYTES, limit - done))
         if not chunk:
             break
-        out.write(chunk)
+        _write_part(out, chunk)
         hasher.update(chunk)
         done += len(chunk)
         _refresh(lock)
         if on_progress is not None:
             on_progress(done, size)
+    _write_part(out, b"")
     return done
+
+
+def _open_part(part: Path, start: int) -> IO[bytes]:
+    """The part file, appended to from `start` (0: written afresh); OutputError when the
+    folder refuses it."""
+    try:
+        return open(part, "ab" if start else "wb")
+    except OSError as exc:
+        raise write_error(part, exc) from exc
+
+
+def _write_part(out: IO[bytes], chunk: bytes) -> None:
+    """Write `chunk` to the part and flush it (b"": flush only); OutputError on failure."""
+    try:
+        if chunk:
+            out.write(chunk)
+        out.flush()
+    except OSError as exc:
+        raise write_error(Path(str(out.name)), exc) from exc
+
+
+def _replace(part: Path, final: Path) -> None:
+    try:
+        os.replace(part, final)
+    except OSError as exc:
+        raise write_error(final, exc) from exc
 
 
 def _refresh(lock: FileLock | None) -> None:

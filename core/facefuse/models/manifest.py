@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -27,7 +26,8 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import ModelError
+from ..errors import InputError, ModelError
+from ..io import small_files
 
 SCHEMA_VERSION = 1
 ROLES = ("detector", "recogniser", "swapper", "enhancer", "occluder", "parser")
@@ -136,20 +136,24 @@ def load_manifest(path: Path | None = None) -> Manifest:
     """Read and validate a manifest file; raises ModelError naming the first problem."""
     path = Path(path) if path is not None else default_manifest_path()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ModelError(f"cannot read the model manifest {path}: {exc}") from exc
+        data = small_files.load_toml(path, f"the model manifest {path}")
+    except InputError as exc:  # a manifest that cannot be read is a model fault (exit 4)
+        raise ModelError(f"facefuse cannot read its models: {exc}") from None
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
         raise ModelError(f"model manifest {path} has schema_version {version!r}; "
                          f"this facefuse reads version {SCHEMA_VERSION}")
     families = {name: _family(name, raw, path) for name, raw in data.get("families", {}).items()}
-    models = {}
-    for raw in data.get("models", []):
+    models: dict[str, ModelEntry] = {}
+    places: dict[str, int] = {}  # name -> its entry's place among [[models]] (1 = first)
+    for place, raw in enumerate(data.get("models", []), 1):
         entry = _model(raw, path)
         if entry.family not in families:
             raise ModelError(f"{path}: model {entry.name} names unknown family {entry.family!r}")
-        models[entry.name] = entry
+        if entry.name in models:  # one name, one file: never a silent replacement
+            raise ModelError(f"{path}: model {entry.name!r} is listed twice ([[models]] entries "
+                             f"{places[entry.name]} and {place}); give each model its own name")
+        models[entry.name], places[entry.name] = entry, place
     return Manifest(version, MappingProxyType(families), MappingProxyType(models), path)
 
 

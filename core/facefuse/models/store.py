@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ..cache.locking import FileLock
 from ..errors import ChecksumError, DownloadError, ModelContractError, ModelError, ModelMissingError
+from ..io.files import check_folder_writable, make_folder
 from .download import (
     ByteProgress,
     RetryPolicy,
@@ -185,7 +186,10 @@ class ModelStore:
             log.warning("%s: its manifest record is unconfirmed (%s); the download is still "
                         "checked against that sha256", name, entry.unconfirmed)
         target = self.path_for(name)
-        self.models_dir.mkdir(parents=True, exist_ok=True)
+        if target.exists() and not force and self.verify(name).ok:
+            return target  # nothing to write: a read-only models folder that has it is fine
+        check_folder_writable(self.models_dir)
+        make_folder(self.models_dir)
         with FileLock(_sibling(target, ".lock"), self.lock_stale_s,
                       what=f"the download of {name}") as lock:
             if target.exists() and not force:

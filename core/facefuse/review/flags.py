@@ -31,6 +31,10 @@ too_small          the swapper's aligned crop enlarges the planned face more tha
                    resolution and upscaled back
 extreme_yaw        the planned face's frontality (shot.people.frontality) is below
                    EXTREME_YAW_FRONTALITY: turned towards profile, where swappers fail first
+will_fail          the render fails these frames (of no one person): the input's reader
+                   refused them when the shot was analysed (ShotAnalysis.failures: damaged,
+                   truncated, not an image, or of another size or channel count than the
+                   sequence's first frame), the reason its own; no other kind is raised on them
 =================  ==========================================================================
 
 Series (per person, per planned frame): ``jitter``, the landmarks' mean absolute second
@@ -55,7 +59,7 @@ from ..shot.people import frontality
 from ..shot.tracking import MAX_FILLED_FRAMES, Track
 from ..types import Face
 from ..vectors import l2_normalise
-from .records import Flag
+from .records import WILL_FAIL, Flag
 
 if TYPE_CHECKING:  # the plan's module loads the analysis (OpenCV): types only here
     from ..shot.plan import PlannedPerson, ShotPlan
@@ -70,12 +74,14 @@ EXTREME_YAW_FRONTALITY = 0.3
 DEFAULT_SWAPPER_SIZE_PX = 128  # inswapper's input; the review takes the swapper's own size
 DEFAULT_SWAPPER_TEMPLATE = "arcface_128"  # ... and its template
 
-KINDS = ("missed", "identity_jump", "low_confidence", "box_jump", "mask_flicker",
+KINDS = (WILL_FAIL, "missed", "identity_jump", "low_confidence", "box_jump", "mask_flicker",
          "swap_dropout", "too_small", "extreme_yaw")
 # Whether a kind's worst value is its lowest (True) or its highest.
 _LOWEST_IS_WORST = MappingProxyType({
     "missed": False, "identity_jump": True, "low_confidence": True, "box_jump": False,
-    "mask_flicker": False, "swap_dropout": False, "too_small": False, "extreme_yaw": True})
+    "mask_flicker": False, "swap_dropout": False, "too_small": False, "extreme_yaw": True,
+    WILL_FAIL: False})
+FAILURE_REASONS_SHOWN = 3  # the frames of a will_fail range whose own reason its flag quotes
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,8 +310,34 @@ def find_flags(plan: ShotPlan, limits: Thresholds | None = None) -> tuple[Flag, 
         hits += _detection_hits(person, limits)
         hits += _planned_hits(plan, person.person_id, limits)
         hits += _dropout_hits(plan, person.person_id, limits)
-    flags = merge_hits(hits, plan.frames, plan.cuts, limits)
-    return tuple(sorted(flags, key=lambda f: (f.first, KINDS.index(f.kind), f.person_id)))
+    failed = plan.analysis.failures
+    flags = merge_hits([h for h in hits if h.frame not in failed], plan.frames, plan.cuts,
+                       limits) + failure_flags(failed, plan.frames)
+    return tuple(sorted(flags, key=lambda f: (f.first, KINDS.index(f.kind), f.person_id or "")))
+
+
+def failure_flags(failures: Mapping[int, str], frames: Sequence[int]) -> list[Flag]:
+    """One WILL_FAIL flag per run of consecutive analysed frames the render fails (`failures`:
+    frame -> the reader's reason), quoting the first frames' reasons."""
+    position = {frame: i for i, frame in enumerate(frames)}
+    runs: list[list[int]] = []
+    for frame in sorted((f for f in failures if f in position), key=position.__getitem__):
+        if runs and position[frame] == position[runs[-1][-1]] + 1:
+            runs[-1].append(frame)
+        else:
+            runs.append([frame])
+    return [Flag(WILL_FAIL, run[0], run[-1], None, failure_reason(run, failures),
+                 float(len(run))) for run in runs]
+
+
+def failure_reason(run: Sequence[int], failures: Mapping[int, str]) -> str:
+    """A will_fail flag's words: the render fails these frames, and why (the reader's)."""
+    if len(run) == 1:
+        return f"the render fails this frame: {failures[run[0]]}"
+    quoted = "; ".join(f"frame {n}: {failures[n]}" for n in run[:FAILURE_REASONS_SHOWN])
+    more = len(run) - FAILURE_REASONS_SHOWN
+    return (f"the render fails these {len(run)} frames ({quoted}"
+            + (f"; and {more} more)" if more > 0 else ")"))
 
 
 def merge_hits(hits: Iterable[_Hit], frames: Sequence[int], cuts: Sequence[int],

@@ -1,33 +1,51 @@
 """The report folder, written whole or not at all: checked before anything runs, every file
-written into a hidden staging folder beside it, then moved into place (report.json last, so a
-report.json that exists always has its pictures and page beside it). No file it writes may be
-one the command reads (`inputs`: the same path once links are followed, or a hard link)."""
+written into a hidden staging folder beside it (named as io.files names temporaries, so the
+next report written beside it sweeps one a killed run left), then moved into place (report.json
+last, so a report.json that exists always has its pictures and page beside it); pictures an
+earlier report left in the picture folders that the new one does not list are then removed. No
+file it writes may be one the command reads (`inputs`: the same path once links are followed, or
+a hard link)."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
 from ..errors import InputError, OutputError
-from ..io.files import check_folder_writable, check_path_length, make_folder, write_error
+from ..io.files import (
+    check_folder_writable,
+    check_path_length,
+    file_ids,
+    make_folder,
+    sweep_leftovers,
+    temporary_path,
+    write_error,
+)
 from ..shot.output_checks import check_not_input
 
 LAST = ("index.html", "report.json")  # moved into place after every other file, in this order
+PICTURES = ("people", "plots", "samples")  # the report's own picture folders (review.writing)
+PICTURE_SUFFIXES = frozenset({".jpg", ".png"})
 
 
 def check_report_folder(folder: Path | str, inputs: Sequence[Path] = ()) -> Path:
-    """The report folder as a Path; one sentence, nothing written, when it is a file or its
-    report.json or index.html is one of `inputs` (InputError), or it cannot be written nor
-    created (OutputError)."""
+    """The report folder as a Path; one sentence, nothing written, when it is an empty name,
+    the root folder, a name too long for its file system, a file, or its report.json or
+    index.html is one of `inputs` (InputError), or it cannot be written nor created
+    (OutputError)."""
+    if not str(folder).strip():
+        raise InputError("the report folder is an empty name; give a folder for the report")
     folder = Path(folder)
+    check_path_length(folder / "report.json", "the report folder")
+    if folder.resolve() == Path(folder.resolve().anchor):
+        raise InputError(f"the report folder {folder} is the root of the file system; give a "
+                         "folder of its own for the report")
     if folder.exists() and not folder.is_dir():
         raise InputError(f"the report folder {folder} is a file; give a folder for the report")
-    check_path_length(folder / "report.json", "the report folder")
     try:
         check_folder_writable(folder)
     except OutputError as exc:  # exit 6: the storage refuses (read-only, full, permissions)
@@ -50,9 +68,10 @@ class ReportFolder:
         self.inputs = tuple(inputs)
         self.folder = check_report_folder(folder, self.inputs)
         make_folder(self.folder.parent)
+        sweep_leftovers(self.folder.parent, file_ids(self.inputs))  # a killed run's staging
         try:
-            self.staging = Path(tempfile.mkdtemp(prefix=f".{self.folder.name}.",
-                                                 suffix=".tmp", dir=self.folder.parent))
+            self.staging = temporary_path(self.folder)
+            self.staging.mkdir()
         except OSError as exc:
             raise write_error(self.folder, exc) from exc
 
@@ -74,14 +93,28 @@ class ReportFolder:
         try:
             check_not_inputs([self.folder / p.relative_to(self.staging) for p in staged],
                              self.inputs)
-            for path in staged:
-                target = self.folder / path.relative_to(self.staging)
+            targets = [self.folder / path.relative_to(self.staging) for path in staged]
+            for path, target in zip(staged, targets, strict=True):
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(path, target)
+            self._drop_earlier_pictures(set(targets))
         except OSError as exc:
             raise write_error(self.folder, exc) from exc
         finally:
             self.discard()
+
+    def _drop_earlier_pictures(self, written: set[Path]) -> None:
+        """Remove the pictures an earlier report left in the picture folders (PICTURES) that
+        this one did not write: the report.json just moved in does not list them. Plain files
+        with a picture's suffix only; links, folders and other files are left."""
+        for name in PICTURES:
+            folder = self.folder / name
+            if folder.is_symlink() or not folder.is_dir():
+                continue
+            for entry in folder.iterdir():
+                if entry not in written and entry.suffix in PICTURE_SUFFIXES \
+                        and entry.is_file() and not entry.is_symlink():
+                    entry.unlink(missing_ok=True)
 
     def discard(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)

@@ -17,6 +17,8 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
+from .records import WILL_FAIL
+
 PLOTS_MISSING = ("The plots need matplotlib: <code>pip install -e \".[report]\"</code> in the "
                  "facefuse checkout (or <code>pip install matplotlib</code>), then run the "
                  "review again.")
@@ -32,7 +34,7 @@ font-size:12px;line-height:16px;overflow:hidden;white-space:nowrap}
 .cut{position:absolute;top:0;bottom:0;border-left:2px solid #c00}
 .s-none{background:#f4f4f4}.s-found1{background:#9ecae1}.s-found2{background:#3182bd}
 .s-swapped{background:#31a354}.s-filled{background:#a1d99b}.s-seen{background:#bdbdbd}
-.s-flagged{background:#e6550d}.s-clear{background:#f4f4f4}
+.s-flagged{background:#e6550d}.s-clear{background:#f4f4f4}.s-fails{background:#67000d}
 .key span{display:inline-block;width:1em;height:1em;vertical-align:middle;margin:0 .3em 0 1em}
 .sheet{display:flex;flex-wrap:wrap;gap:12px}
 figure{margin:0;border:1px solid #ddd;padding:4px;background:#fafafa}
@@ -167,12 +169,13 @@ def _strip(report: Mapping[str, Any]) -> Iterator[str]:
     yield ('<p class="key"><span class="s-found1"></span>one face found<span class="s-found2">'
            '</span>several<span class="s-swapped"></span>swapped<span class="s-filled"></span>'
            'swapped, face filled in<span class="s-seen"></span>seen, not swapped'
-           '<span class="s-flagged"></span>flagged<span class="cut" style="position:static;'
+           '<span class="s-flagged"></span>flagged<span class="s-fails"></span>the render '
+           'fails it<span class="cut" style="position:static;'
            'display:inline-block;width:0;height:1em"></span> cut</p>')
     frames = [row["frame"] for row in strip]
     cuts = [frames.index(c) for c in report["cuts"] if c in frames]
-    found = [("found2" if r["found"] > 1 else "found1" if r["found"] else "none")
-             for r in strip]
+    found = [("fails" if WILL_FAIL in r["flags"] else "found2" if r["found"] > 1
+              else "found1" if r["found"] else "none") for r in strip]
     yield from _strip_row("faces found", frames, found, cuts)
     for person in report["people"]:
         yield from _strip_row(f"person {person['id']}", frames,
@@ -186,14 +189,15 @@ def _strip(report: Mapping[str, Any]) -> Iterator[str]:
 def _person_states(person: Mapping[str, Any], strip: Sequence[Mapping[str, Any]]) -> list[str]:
     seen = {n for a, b in person["frames"] for n in range(a, b + 1)}
     pid = person["id"]
-    return ["filled" if pid in r["filled"] else "swapped" if pid in r["swapped"] else
-            "seen" if r["frame"] in seen else "none" for r in strip]
+    return ["fails" if WILL_FAIL in r["flags"] else "filled" if pid in r["filled"] else
+            "swapped" if pid in r["swapped"] else "seen" if r["frame"] in seen else "none"
+            for r in strip]
 
 
 _WORDS = MappingProxyType({
     "none": "no face", "found1": "one face found", "found2": "several faces found",
     "swapped": "swapped", "filled": "swapped, filled in", "seen": "seen, not swapped",
-    "flagged": "flagged", "clear": "not flagged"})
+    "flagged": "flagged", "clear": "not flagged", "fails": "the render fails it"})
 
 
 def _strip_row(label: str, frames: Sequence[int], states: Sequence[str],
@@ -226,7 +230,7 @@ def _flags(report: Mapping[str, Any]) -> Iterator[str]:
                   else f"{flag['first']}-{flag['last']}")
         link = (f'<a href="#f{_e(flag["sample"])}">frame {_e(flag["sample"])}</a>'
                 if flag.get("sample") in shown else "")
-        yield (f"<tr><td>{_e(frames)}</td><td>{_e(flag['person'])}</td>"
+        yield (f"<tr><td>{_e(frames)}</td><td>{_e(flag['person'] or '')}</td>"
                f"<td>{_e(flag['kind'])}</td><td>{_e(flag['reason'])}</td><td>{link}</td></tr>")
     yield "</table>"
 
@@ -249,7 +253,8 @@ def _sheets(report: Mapping[str, Any]) -> Iterator[str]:
 
 def _figure(sample: Mapping[str, Any], flags: Sequence[Mapping[str, Any]]) -> str:
     frame = sample["frame"]
-    words = "; ".join(f"{f['kind']} ({f['person']}, {f['first']}-{f['last']})" for f in flags)
+    words = "; ".join(f"{f['kind']} ({f['person'] or 'all'}, {f['first']}-{f['last']})"
+                      for f in flags)
     after = sample["after"]
     unsourced = ", ".join(sample.get("unsourced") or ())
     missing = f"{unsourced} without a source" if unsourced else "no source given"

@@ -6,15 +6,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+WILL_FAIL = "will_fail"  # the kind of a flag on frames the render fails (of no one person)
+
 
 @dataclass(frozen=True, slots=True)
 class Flag:
-    """Frames first..last (analysed frame numbers, inclusive) of one person that need a look."""
+    """Frames first..last (analysed frame numbers, inclusive) of one person that need a look;
+    person_id None for a flag of the frames themselves (WILL_FAIL)."""
 
     kind: str
     first: int
     last: int
-    person_id: str
+    person_id: str | None
     reason: str
     value: float  # the worst measure in the range (see the module docstring for its unit)
 
@@ -23,9 +26,11 @@ class Flag:
         return self.first, self.last
 
 
-
-def flag_sample(flag: Flag, frames: Sequence[int]) -> int:
-    """The frame a flag's range shows on the contact sheet: its middle analysed frame."""
+def flag_sample(flag: Flag, frames: Sequence[int]) -> int | None:
+    """The frame a flag's range shows on the contact sheet: its middle analysed frame (None
+    for WILL_FAIL: those frames have no picture)."""
+    if flag.kind == WILL_FAIL:
+        return None
     first, last = frames.index(flag.first), frames.index(flag.last)
     return frames[(first + last) // 2]
 

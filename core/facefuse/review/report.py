@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+from ..io import small_files
 from ..shot.request import RenderRequest
 from ..version import __version__
 from .records import Flag, flag_sample, flagged_ranges, ranges
@@ -114,8 +115,8 @@ def _number(value: float | None) -> float | None:
 def _person(plan: ShotPlan, person_id: str, thumbnail: str | None) -> dict[str, Any]:
     planned = plan.person(person_id)
     person = planned.person
-    filled = sorted(f for f, faces in plan.planned.items()
-                    if any(p.person_id == person_id and not p.detected for p in faces))
+    filled = sorted(f for f, faces in plan.planned.items() if f not in plan.analysis.failures
+                    and any(p.person_id == person_id and not p.detected for p in faces))
     return {"id": person_id, "frames": [list(r) for r in ranges(person.frames)],
             "frame_count": len(person.frames), "filled_frames": len(filled),
             "tracks": len(person.tracks), "presence": round(person.presence, 1),
@@ -124,7 +125,8 @@ def _person(plan: ShotPlan, person_id: str, thumbnail: str | None) -> dict[str, 
 
 
 def _strip(plan: ShotPlan, flags: Sequence[Flag]) -> list[dict[str, Any]]:
-    """Per analysed frame: faces found, people swapped, people filled in, flag kinds."""
+    """Per analysed frame: faces found, people swapped, people filled in, flag kinds (a frame
+    the render fails swaps no one)."""
     position = {frame: i for i, frame in enumerate(plan.frames)}
     marks: dict[int, set[str]] = {}
     for flag in flags:
@@ -132,7 +134,7 @@ def _strip(plan: ShotPlan, flags: Sequence[Flag]) -> list[dict[str, Any]]:
             marks.setdefault(frame, set()).add(flag.kind)
     rows = []
     for frame in plan.frames:
-        planned = plan.planned.get(frame, ())
+        planned = plan.planned.get(frame, ()) if frame not in plan.analysis.failures else ()
         rows.append({"frame": frame, "found": len(plan.analysis.faces.get(frame, ())),
                      "swapped": [p.person_id for p in planned],
                      "filled": [p.person_id for p in planned if not p.detected],
@@ -152,17 +154,8 @@ def load_report(path: Path | str) -> LoadedReport:
     path = Path(path)
     if path.is_dir():
         path = path / REPORT_NAME
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"the review report {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"the review report {path} cannot be read: {exc}") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"the review report {path} is not valid JSON ({exc.msg} at line "
-                         f"{exc.lineno}, column {exc.colno})") from exc
+    data = small_files.load_json_file(path, f"the review report {path}",
+                                      small_files.REPORT_LIMIT)
     problem = report_problem(data)
     if problem is not None:
         raise InputError(f"the review report {path} {problem}")

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..color import input_conversion
 from ..geometry import DisplayConversion, shrink_to_fit, to_display_uint8
+from ..io.files import scratch_folder
 from ..io.images import encode_image, read_image
 from ..io.video import DecodeFailure
 from ..pipeline import Pipeline
@@ -69,12 +70,12 @@ class Pictures:
     def after(self, frames: Sequence[int], pipeline: Pipeline | None,
               on_phase: PhaseCallback | None = None) -> dict[int, np.ndarray]:
         """The frames as the render writes them (on_phase: the render's phases)."""
-        with tempfile.TemporaryDirectory(prefix="facefuse-review-") as scratch:
+        with scratch_folder(Path(tempfile.gettempdir()), "facefuse-review") as scratch:
             quiet = _NoWarnings()  # "faces found but none swapped", said of every such still
             logger = logging.getLogger(RENDER_LOGGER)
             logger.addFilter(quiet)
             try:
-                files = render_stills(self.request, sorted(set(frames)), Path(scratch),
+                files = render_stills(self.request, sorted(set(frames)), scratch,
                                       pipeline, on_phase=on_phase, suffix=".png",
                                       cancel=self.cancel)
             finally:

@@ -114,9 +114,11 @@ def sample_frames(plan: ShotPlan, flags: Sequence[Flag]) -> dict[int, str]:
     frames = plan.frames
     step = max(1, math.ceil(len(frames) / SAMPLED_FRAMES))
     picked = {frame: "sampled" for frame in frames[::step]}
-    for flag in flags[:FLAGGED_SAMPLES]:
-        picked[flag_sample(flag, frames)] = "flagged"
-    return dict(sorted(picked.items()))
+    shown = (flag_sample(flag, frames) for flag in flags)
+    for frame in [n for n in shown if n is not None][:FLAGGED_SAMPLES]:
+        picked[frame] = "flagged"
+    failed = plan.analysis.failures  # no picture: their flags say why
+    return {frame: why for frame, why in sorted(picked.items()) if frame not in failed}
 
 
 def after_frames(request: RenderRequest, plan: ShotPlan, picked: Iterable[int]) -> list[int]:

@@ -68,21 +68,27 @@ class AnalysisKey:
 @dataclass(frozen=True, slots=True, eq=False)
 class ShotAnalysis:
     """What pass 1 knows of a shot: the faces per frame number (frame pixels, with embeddings)
-    and the cut-detection signature of every frame that decoded."""
+    and the cut-detection signature of every frame that decoded; `failures`: the frames that
+    did not decode in this run, each with the reason the input's reader gave (a render fails
+    them with that reason; never cached, so such a frame is read again by every run)."""
 
     faces: Mapping[int, tuple[Face, ...]] = field(default_factory=dict)
     signatures: Mapping[int, FrameSignature] = field(default_factory=dict)
+    failures: Mapping[int, str] = field(default_factory=dict)
 
     def merged(self, newer: ShotAnalysis) -> ShotAnalysis:
         """This analysis with `newer`'s frames added (newer wins where both have a frame)."""
+        failures = {n: why for n, why in {**self.failures, **newer.failures}.items()
+                    if n not in newer.faces}
         return ShotAnalysis({**self.faces, **newer.faces},
-                            {**self.signatures, **newer.signatures})
+                            {**self.signatures, **newer.signatures}, failures)
 
     def over(self, frames: Sequence[int]) -> ShotAnalysis:
         """The analysis of `frames` only; a frame not analysed (it failed to decode) has no
         faces and no signature."""
         return ShotAnalysis({n: self.faces.get(n, ()) for n in frames},
-                            {n: self.signatures[n] for n in frames if n in self.signatures})
+                            {n: self.signatures[n] for n in frames if n in self.signatures},
+                            {n: self.failures[n] for n in frames if n in self.failures})
 
     @property
     def cuts(self) -> tuple[int, ...]:

@@ -13,6 +13,7 @@ are left out; `request_from_args(render_args(r)) == r` for every field an option
 
 Kinds: "text", "path" (a Path), "paths" (repeatable, a tuple of Paths), "assignments"
 (repeatable PERSON=IMAGE, a tuple of (str, Path)), "names" (repeatable, a tuple of str), "int",
+"frame" (a frame number, 0 to io.sequences.LARGEST_FRAME),
 "float", "switch" (given: True), "off" (given: False), "range" (A-B), "frames" (A-B, a list or
 flagged:REPORT: shot.frames.parse_frames; it sets `only` too), "ranges" (a list of frames and
 ranges, 1001-1010,1035), "chunk" (N/M), "rate" (a positive Fraction, 24000/1001), "providers"
@@ -146,7 +147,7 @@ SHOT_OPTIONS = (
            "pxr24, b44, b44a, dwaa, dwab) or TIFF (zip, none, lzw) sequence outputs (the input "
            "plate's, else zip)", metavar="NAME"),
     Option(("--rate",), "request.rate", "rate", "fps of a video made from a sequence (24)"),
-    Option(("--start-number",), "request.start_number", "int", "number of a video's first "
+    Option(("--start-number",), "request.start_number", "frame", "number of a video's first "
            "frame", 1),
     Option(("--conform-vfr",), "request.conform_vfr", "switch", "conform a variable frame "
            "rate"),
@@ -252,8 +253,14 @@ def _values(args: argparse.Namespace, owner: str) -> dict[str, Any]:
 
 
 def settings_from_namespace(args: argparse.Namespace) -> Settings:
-    """The Settings a parse of the settings options asks for (InputError for bad values)."""
-    return Settings(**_values(args, "settings"))
+    """The Settings a parse of the settings options asks for (InputError for bad values, and
+    for --reference without --selector reference: only that selector reads it)."""
+    settings = Settings(**_values(args, "settings"))
+    if settings.reference_images and settings.selector != "reference":
+        raise InputError(f"--reference is read only by --selector reference, and the selector "
+                         f"is {settings.selector}; add --selector reference to swap the person "
+                         "in the picture, or leave --reference out")
+    return settings
 
 
 ReportReader = Callable[[Path], FrameChoice]
@@ -274,6 +281,7 @@ def request_from_namespace(args: argparse.Namespace,
                 raise InputError("--frames flagged:REPORT is read by `facefuse render` and "
                                  "`facefuse farm`; give the frames as a list here")
             choice = read_report(choice.report)
+            values["only_report"] = choice.report
         values.update(_frame_choice(choice, values))
     return RenderRequest(**values, settings=settings_from_namespace(args))
 

@@ -52,6 +52,7 @@ class AnalysisFeed:
         self._faces = {n: cached.faces[n] for n in self.wanted if n in cached.faces}
         self._signatures = {n: cached.signatures[n] for n in self._faces
                             if n in cached.signatures}
+        self._failures: dict[int, str] = {}
         self._tried = set(self._faces)
         self._covered = 0
         self._done = False
@@ -81,7 +82,9 @@ class AnalysisFeed:
         with self._changed:
             self._faces.update(part.faces)
             self._signatures.update(part.signatures)
+            self._failures.update(part.failures)
             self._tried.update(part.faces)
+            self._tried.update(part.failures)
             self._tried.update(tried)
             self._advance()
             self._changed.notify_all()
@@ -111,8 +114,10 @@ class AnalysisFeed:
         """The analysis of the covered prefix of `wanted` (ShotAnalysis.over: a frame that did
         not decode has no faces) and its length."""
         with self._changed:
-            faces, signatures, covered = dict(self._faces), dict(self._signatures), self._covered
-        return ShotAnalysis(faces, signatures).over(self.wanted[:covered]), covered
+            analysis = ShotAnalysis(dict(self._faces), dict(self._signatures),
+                                    dict(self._failures))
+            covered = self._covered
+        return analysis.over(self.wanted[:covered]), covered
 
 
 class EarlyPlan:

@@ -16,6 +16,7 @@ ones rendered; asking only for frames it does not have is an InputError.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +44,8 @@ class FrameChoice:
     whole range), and `only`, the frames rendered (None: all of `frames`). made_from: for a
     report, the input it was made from ("sha256:HEX" or "shot:ID"; None when it does not say).
     report: a `flagged:` value's report, still to be read (by the command line, which reads
-    review reports: cli.render.flagged_choice); then frames and only are None."""
+    review reports: cli.render.flagged_choice) while frames and only are None; once read, the
+    report file read (an input no output may replace)."""
 
     frames: tuple[int, int] | None
     only: FrameRanges | None = None
@@ -69,6 +71,8 @@ def parse_frame_list(text: str) -> FrameRanges:
     """"1001-1010,1035,1040-1042" -> ((1001, 1010), (1035, 1035), (1040, 1042)), normalised
     (normalise_ranges); InputError for anything else."""
     items = text.split(",")
+    for number in re.findall(r"\d+", text):
+        sequences.check_frame_number(int(number), f"frame list {text!r}")
     try:
         return normalise_ranges(sequences.parse_frame_range(item) for item in items)
     except InputError as exc:
@@ -109,9 +113,9 @@ def plan_frames(available: Sequence[int], frames: tuple[int, int] | None,
     (inclusive; it must lie within `frames`); with `only`, of those frames only the ones in
     its ranges (each must lie within the analysed range).
 
-    A range or list reaching past the input is a warning naming the frames it has and those
-    rendered. InputError when the range or list misses the input or, with `contiguous` (image
-    sequences), when numbers are missing inside it.
+    A range reaching past the input is a warning naming the frames it has and those rendered.
+    InputError when the range misses the input, when an item of the list reaches outside the
+    analysed range or, with `contiguous` (image sequences), when numbers are missing inside it.
     """
     first, last = available[0], available[-1]
     lo, hi = frames if frames is not None else (first, last)
@@ -134,24 +138,16 @@ def plan_frames(available: Sequence[int], frames: tuple[int, int] | None,
 
 
 def _only(chosen: tuple[int, ...], only: FrameRanges, label: str) -> tuple[int, ...]:
-    """The frames of `chosen` inside the ranges of `only`: a warning for ranges that reach
-    outside the analysed frames, an InputError when none of the listed frames is inside."""
+    """The frames of `chosen` inside the ranges of `only`; InputError naming the items of the
+    list that reach outside the analysed frames (a listed frame is asked for by name: one the
+    shot lacks is a mistake to say, not a frame to leave out)."""
     first, last = chosen[0], chosen[-1]
     outside = format_frame_list(tuple((lo, hi) for lo, hi in only if lo < first or hi > last))
     wanted = within(chosen, only)
-    where = f"the analysed range of {label}, frames {first}-{last}"
-    if not wanted:
+    if outside or not wanted:
         raise InputError(f"frames {outside or format_frame_list(only)} of the list are outside "
-                         f"{where}")
-    if outside:
-        log.warning("frames %s of the list reach past %s: rendering the %d listed frames it has "
-                    "(%s)", outside, where, len(wanted), format_frame_list(_runs(wanted)))
+                         f"the analysed range of {label}, frames {first}-{last}")
     return wanted
-
-
-def _runs(numbers: tuple[int, ...]) -> FrameRanges:
-    """Sorted frame numbers as inclusive runs: (1, 2, 3, 7) -> ((1, 3), (7, 7))."""
-    return normalise_ranges((n, n) for n in numbers)
 
 
 def _sub_range(chosen: tuple[int, ...], frames: tuple[int, int],

@@ -152,6 +152,9 @@ class VideoInput:
         self.info = self.source.info
         self.label = str(path)
         first = self.info.start_number
+        if self.info.frame_count:
+            sequences.check_frame_number(first + self.info.frame_count - 1,
+                                         f"--start-number {first} of {path.name}")
         self.frame_numbers = tuple(range(first, first + self.info.frame_count))
         self.rate: Fraction | None = self.info.rate
         self.suffix = path.suffix.lower()

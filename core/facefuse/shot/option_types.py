@@ -12,8 +12,9 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import InputError
-from ..io.sequences import parse_chunk, parse_frame_range
+from ..io.sequences import check_frame_number, parse_chunk, parse_frame_range
 from .frames import FrameChoice, parse_frame_list, parse_frames
+from .request import REFERENCE_PREFIX
 
 
 def usage_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -29,6 +30,10 @@ def usage_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     return convert
 
 
+# the frame rates --rate takes; a finer fraction than 1/1001000 fps is rounded to one
+LOWEST_RATE, HIGHEST_RATE = Fraction(1, 1000), Fraction(1_000_000)
+
+
 def _rate(text: str) -> Fraction:
     try:
         rate = Fraction(text)
@@ -37,11 +42,31 @@ def _rate(text: str) -> Fraction:
     if rate <= 0:
         raise InputError(f"rate {text!r} is not a positive number of frames per second, "
                          "e.g. 24 or 24000/1001")
-    return rate
+    if not LOWEST_RATE <= rate <= HIGHEST_RATE:
+        raise InputError(f"rate {text!r} is outside the frame rates facefuse writes, "
+                         f"{float(LOWEST_RATE):g} to {HIGHEST_RATE} frames per second")
+    return rate.limit_denominator(1_001_000)
+
+
+def _frame_number(text: str) -> int:
+    """A frame number (--start-number): a whole number, 0 to LARGEST_FRAME."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise InputError(f"{text!r} is not a whole frame number") from None
+    check_frame_number(number, repr(text))
+    return number
 
 
 def _assignment(text: str) -> tuple[str, Path]:
-    person, equals, image = text.rpartition("=")
+    """PERSON=IMAGE split at the first "=" (a person id holds none; the image may); for
+    ref:PICTURE=IMAGE, at the first "=" after which PICTURE names a file, else the first."""
+    person, equals, image = text.partition("=")
+    if person.startswith(REFERENCE_PREFIX):
+        cuts = [i for i, c in enumerate(text) if c == "="]
+        person, equals, image = next(
+            ((text[:i], "=", text[i + 1:]) for i in cuts
+             if Path(text[len(REFERENCE_PREFIX):i]).is_file()), (person, equals, image))
     if not equals or not person or not image:
         raise InputError(f"--assign {text!r} is not PERSON=IMAGE, e.g. p2=actor.jpg")
     return person, Path(image)
@@ -63,4 +88,4 @@ OPTION_TYPES: Mapping[str, Callable[[str], Any]] = MappingProxyType({
     "range": usage_type(parse_frame_range), "chunk": usage_type(parse_chunk),
     "frames": usage_type(_frames), "ranges": usage_type(parse_frame_list),
     "assignments": usage_type(_assignment), "names": str,
-    "rate": usage_type(_rate)})
+    "rate": usage_type(_rate), "frame": usage_type(_frame_number)})

@@ -7,7 +7,8 @@ the files the other outputs write, frame number by frame number (`a.####.png` an
 name `a.1000.png`); no output name may be longer than its file system takes (NAME_MAX, PATH_MAX);
 every output folder must be writable. check_request_outputs runs the same comparison for work
 that runs later (a farm bundle), from the request alone. The sweep removes hidden temporaries
-of these outputs whose writer is gone (see io.files.sweep_stale_temporaries), never an input.
+whose writer is gone in the output folders (of these outputs, and any other a killed run of any
+command left there: see io.files.sweep_stale_temporaries, sweep_leftovers), never an input.
 """
 
 from __future__ import annotations
@@ -94,12 +95,16 @@ class _Resolver:
 
 def request_inputs(request: RenderRequest) -> tuple[Path, ...]:
     """The files a render of `request` reads besides its shot: source images, the images and
-    pictures its --assign and --skip name, and settings_inputs."""
+    pictures its --assign and --skip name, its --overrides file, the review report its
+    --frames flagged:REPORT read, and settings_inputs. The one list of "what this command
+    reads" that render, preview, review, timeline swaps, farm jobs and hosts check their
+    outputs against (check_not_input, check_outputs)."""
     named = [Path(person.removeprefix(REFERENCE_PREFIX)) for person in
              (*(p for p, _ in request.assign), *request.skip)
              if person.startswith(REFERENCE_PREFIX)]
+    files_named = [path for path in (request.overrides, request.only_report) if path is not None]
     return (*map(Path, request.sources), *(image for _, image in request.assign), *named,
-            *settings_inputs(request.settings))
+            *map(Path, files_named), *settings_inputs(request.settings))
 
 
 def settings_inputs(settings: Settings) -> tuple[Path, ...]:
@@ -128,9 +133,11 @@ def _manifest_model_files(names: Sequence[str], models_dir: Path | None) -> list
     return [folder / manifest.models[name].file for name in names if name in manifest.models]
 
 
-def check_not_input(label: str, target: Path, inputs: Sequence[Path]) -> None:
-    """InputError when the output `target` is one of `inputs`: the same path once links are
-    followed, or the same file by another name (a hard link)."""
+def check_not_input(label: str, target: Path | str, inputs: Sequence[Path | str]) -> None:
+    """InputError when the output `target` is one of `inputs`: the same path once links and
+    `..` are followed, or the same file by another name (a hard link). The one rule every
+    command and host applies to a single output file (a still, a report, a timeline, a
+    Resolve result) before anything is written; sequences go through check_outputs."""
     target_id = _file_id(Path(target))
     for path in map(Path, inputs):
         if os.path.realpath(target) == os.path.realpath(path) or (
@@ -233,7 +240,9 @@ def check_folders(folders: Sequence[Path]) -> None:
 
 def sweep_temporaries(named: Sequence[tuple[str, NamedOutput]], video_path: Path | None,
            protect: frozenset[FileId]) -> None:
-    """Remove the hidden temporaries of these outputs whose writer is gone (never an input)."""
+    """Remove the hidden temporaries whose writer is gone in the folders of these outputs
+    (theirs, and any other a killed run left there: io.files.sweep_leftovers), never an
+    input."""
     removed: list[Path] = []
     for _, out in named:
         removed += files.sweep_stale_temporaries(out.folder, out.owns_temporary, protect=protect)
@@ -244,5 +253,8 @@ def sweep_temporaries(named: Sequence[tuple[str, NamedOutput]], video_path: Path
             return ext == suffix and (part == stem or (cut and stem.startswith(part)))
 
         removed += files.sweep_stale_temporaries(video_path.parent, owns, protect=protect)
+    folders = [out.folder for _, out in named] + ([video_path.parent] if video_path else [])
+    for folder in dict.fromkeys(folders):  # what killed runs of other commands left there
+        removed += files.sweep_leftovers(folder, protect)
     if removed:
         log.info("removed %d temporary files left by an interrupted render", len(removed))

@@ -103,6 +103,11 @@ def open_writer(request: RenderRequest, shot: ShotInput, numbers: Sequence[int],
     return writer
 
 
+# The codec a request holds when none was asked for (RenderRequest.codec's default): the only
+# one a sequence output takes, so a codec chosen for a sequence is refused, not ignored.
+SEQUENCE_CODEC = RenderRequest.__dataclass_fields__["codec"].default
+
+
 def _check_sequence_options(request: RenderRequest) -> None:
     """InputError for video encoder settings on a sequence output, or a compression its file
     format does not take (checked on the main output; the matte and patch keep zip)."""
@@ -113,6 +118,10 @@ def _check_sequence_options(request: RenderRequest) -> None:
         if value is not None:
             raise InputError(f"{name} applies to h264 and h265 video outputs only, and "
                              f"{request.output} is an image sequence; leave {name} out")
+    if request.codec != SEQUENCE_CODEC:
+        raise InputError(f"--codec {request.codec} applies to video outputs only, and "
+                         f"{request.output} is an image sequence; leave --codec out (or give "
+                         "a video output: .mov, .mkv, .mp4)")
     if request.compression is not None:
         pattern = sequences.FramePattern.parse(request.output)
         plates.check_compression(pattern.path(0), request.compression)

@@ -31,6 +31,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from ..errors import InputError
+from ..io import small_files
 from ..io.files import atomic_write_bytes, write_error
 from ..types import Face
 from .frames import format_frame_list, parse_frame_list
@@ -134,17 +135,8 @@ def _entries(count: int) -> str:
 def load_overrides(path: Path) -> Overrides:
     """The overrides file at `path`, checked on its own (see the module docstring)."""
     label = f"overrides file {path}"
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{label} does not exist") from None
-    except OSError as exc:
-        raise InputError(f"{label} cannot be read ({exc.strerror or exc})") from None
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        where = f" at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise InputError(f"{label} is not JSON ({_first_line(exc)}{where})") from None
+    raw = small_files.read_bytes(path, label)
+    data = small_files.json_value(raw, label)
     shot, analysed, entries = _file_fields(data, label)
     return Overrides(tuple(_entry(entry, n, label) for n, entry in enumerate(entries, 1)),
                      shot, hashlib.sha256(raw).hexdigest(), label, analysed)
@@ -244,10 +236,6 @@ def _frames(value: Any, where: str) -> tuple[tuple[int, int], ...]:
         return ((value[0], value[1]),)
     raise InputError(f"{where}: frames {value!r} are not a range such as \"1001-1010\" or "
                      "[1001, 1010]")
-
-
-def _first_line(exc: BaseException) -> str:
-    return getattr(exc, "msg", None) or str(exc).splitlines()[0]
 
 
 # -- hold: faces filled from the nearest faces found ---------------------------------------------

@@ -276,6 +276,7 @@ class PassOne:
         current: list[Any] = [None, None]
         found: dict[int, tuple[Face, ...]] = {}
         signatures: dict[int, Any] = {}
+        failures: dict[int, str] = {}  # the frames that did not decode, and why
         sessions = pipeline.models.replicas("detector")
 
         def frames() -> Generator[tuple[int, Any], None, None]:
@@ -310,15 +311,18 @@ class PassOne:
                     break
                 # the cut signatures come from the picture detection sees (small or full, in
                 # display colour: colour is only set for full frames of colour-managed shots)
-                part = analyse_frame(number, frame, analyse, self.colour)
+                part = (ShotAnalysis(failures={number: frame.reason})
+                        if isinstance(frame, DecodeFailure)
+                        else analyse_frame(number, frame, analyse, self.colour))
                 found.update(part.faces)
                 signatures.update(part.signatures)
+                failures.update(part.failures)
                 analysed(number)
                 if not isinstance(current[0], DecodeFailure):
                     self.held.offer(number, current[0])  # before pass 2 may ask for it
                 if feed is not None:
                     feed.add(part, (number,))
-        return ShotAnalysis(found, signatures)
+        return ShotAnalysis(found, signatures, failures)
 
     def _frames(self, analysis: FrameAnalysis, numbers: Sequence[int]
                 ) -> Iterator[tuple[int, Frame | DecodeFailure, Mapping[str, float]]]:

@@ -67,7 +67,7 @@ def _plan(request: RenderRequest, pipeline: Pipeline, on_phase: PhaseCallback | 
             log.info("%s", fitted.note)
         request = fitted.request
         frames = plan_frames(shot.frame_numbers, request.frames, None, shot.label,
-                             contiguous=shot.is_sequence)
+                             contiguous=shot.is_sequence, only=request.only)  # only: checked
         colour = input_conversion(request.colorspace, shot.suffix, shot.pixel_type)
         pipeline.models.require_models()
         options = plan_options(request, pipeline, float(shot.rate) if shot.rate else None,

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,7 +40,7 @@ from ..color import input_conversion
 from ..config import Settings
 from ..errors import InputError, NoFaceError
 from ..geometry import DisplayConversion
-from ..io.files import atomic_write_bytes
+from ..io.files import atomic_write_bytes, scratch_folder
 from ..io.images import decode_image, encode_image, read_image_bytes
 from ..io.plates import read_plate
 from ..io.video import DecodeFailure
@@ -113,9 +112,8 @@ def preview_frame(request: RenderRequest, frame_number: int, pipeline: Pipeline 
     Pipeline's errors, as the render does.
     """
     folder = _folder(out_dir, request.settings)
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".stills-") as scratch:
-        still = render_stills(request, (frame_number,), Path(scratch), pipeline,
+    with scratch_folder(folder, "stills") as scratch:
+        still = render_stills(request, (frame_number,), scratch, pipeline,
                               on_phase)[frame_number]
         frame, _ = read_plate(still)
     picture = geometry.to_display_uint8(frame, _colour(request))

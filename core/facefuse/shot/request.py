@@ -55,6 +55,9 @@ class RenderRequest:
     "sha256:HEX", the input's content): a render of another shot is refused.
     overrides: a JSON file of per-frame, per-person corrections to the shot plan (see
     shot.overrides and docs/overrides.md); its content, not its path, decides the frames.
+    only_report: the review report `--frames flagged:REPORT` read `only` from: a file this
+    command read, so no output may replace it (shot.output_checks.request_inputs). Not part of
+    the request's identity (equality) nor of its command line: a farm task carries the frames.
     """
 
     sources: tuple[Path, ...]
@@ -86,6 +89,7 @@ class RenderRequest:
     only: FrameRanges | None = None
     only_input: str | None = None
     overrides: Path | None = None
+    only_report: Path | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.only is not None:

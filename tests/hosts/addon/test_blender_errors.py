@@ -80,6 +80,14 @@ def _missing_model(shot: SimpleNamespace, _testdata: Path) -> None:
     props.detector, props.models_dir = "retinaface_10g", str(shot.folder / "no-models")
 
 
+def _long_corrections_file(shot: SimpleNamespace, _testdata: Path) -> None:
+    shot.strip.facefuse.overrides_file = str(shot.folder / ("c" * 300 + ".json"))
+
+
+def _long_output_folder(shot: SimpleNamespace, _testdata: Path) -> None:
+    shot.strip.facefuse.output_dir = str(shot.folder / ("o" * 300))
+
+
 BAD_INPUTS = {
     "no active strip": (_no_active_strip, "No active strip: click a movie or image strip"),
     "sound strip": (_sound_strip, ("Strip 'dialogue' is a sound strip: face swap works on movie "
@@ -93,6 +101,11 @@ BAD_INPUTS = {
                                                "open Preferences > Add-ons > facefuse and "
                                                "press Download models, or allow Online "
                                                "Access")),
+    "corrections file name over 255 bytes": (_long_corrections_file, (
+        "Corrections file: the name c{40}... is 305 bytes, and the file system takes names of "
+        "at most 255 bytes")),
+    "output folder name over 255 bytes": (_long_output_folder, (
+        "Output folder: the name o{40}... is 300 bytes")),
 }
 
 

@@ -56,7 +56,7 @@ def test_an_unreadable_record_is_taken_over_at_once(tmp_path: Path, text: str,
             cancelled=lambda: time.monotonic() > deadline) as lock:
         assert lock.held
     assert time.monotonic() - started < 5.0
-    assert "empty or unreadable" in caplog.text
+    assert "empty or unreadable" in caplog.text or "names no process" in caplog.text
     assert list(tmp_path.iterdir()) == []
 
 

@@ -38,7 +38,7 @@ REQUEST_CHANGES = {
     "fail_fast": True, "smoothing": False, "smoothing_min_cutoff": 0.7, "smoothing_beta": 2.5,
     "start_number": 1001, "conform_vfr": True, "rate": Fraction(24000, 1001),
     "provenance": "full", "crf": 12, "preset": "slow", "compression": "piz", "keep_yuv": True,
-    "assign": (("p2", Path("b b.jpg")), ("ref:c=d.png", Path("e.jpg"))), "skip": ("p3",),
+    "assign": (("p2", Path("b b.jpg")), ("ref:c.png", Path("d=e.jpg"))), "skip": ("p3",),
     "only": ((1001, 1010), (1035, 1035), (1040, 1042)), "only_input": "sha256:" + "ab" * 32,
     "overrides": Path("fix/overrides.json")}
 SETTINGS_CHANGES = {
@@ -68,7 +68,8 @@ def test_every_request_field_round_trips(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(SETTINGS_CHANGES))
 def test_every_settings_field_round_trips(name: str) -> None:
-    needs = {"mouth_mask": {"parser": SETTINGS_CHANGES["parser"]}}.get(name, {})
+    needs = {"mouth_mask": {"parser": SETTINGS_CHANGES["parser"]},
+             "reference_images": {"selector": "reference"}}.get(name, {})  # else refused
     changes = {name: SETTINGS_CHANGES[name], **needs}
     request = replace(BASE, settings=replace(Settings(), **changes))
     assert commandline.request_from_args(commandline.render_args(request)) == request
@@ -88,7 +89,7 @@ def test_everything_changed_at_once_round_trips_and_chunk_frames_too() -> None:
 def test_the_tables_cover_every_field() -> None:
     """A field added to RenderRequest or Settings must be added here (and to the command line)."""
     assert {f.name for f in fields(RenderRequest)} - set(REQUEST_CHANGES) == {
-        "settings", "chunk_frames"}
+        "settings", "chunk_frames", "only_report"}
     assert {f.name for f in fields(Settings)} - set(SETTINGS_CHANGES) == set(
         commandline.UNSPEAKABLE)
 

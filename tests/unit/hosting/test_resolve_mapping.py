@@ -52,6 +52,18 @@ def test_bad_rates_are_refused(text: str):
         parse_rate(text)
 
 
+@pytest.mark.parametrize("text", ["1e400", "1e308", "99999", "1e-300", "1e-400", "1e400 DF"])
+def test_rates_no_timeline_has_are_refused_in_one_sentence(text: str, media: Path):
+    """A rate of 1e400 read as an exact Fraction and failed later as an OverflowError (exit 1);
+    1e308 and 1e-300 planned a swap at nonsense times."""
+    with pytest.raises(InputError, match="is not a frame rate: rates go from 0.001 to 1000"):
+        parse_rate(text)
+    with pytest.raises(InputError, match="is not a frame rate"):
+        parse_job(job(media, rate=text))
+    with pytest.raises(ClipError, match="has an unreadable frame rate"):
+        parse_job(job(media, rate="24", clip_fps=text))
+
+
 def test_non_drop_timecode_at_24_and_23976_counts_nominal_frames():
     for rate in (TimelineRate(Fraction(24)), TimelineRate(NTSC_24)):
         assert timecode_to_frames("01:00:00:00", rate) == 86400
@@ -197,10 +209,10 @@ def test_bad_items_are_refused_with_a_reason(media: Path, tmp_path: Path):
 
 def test_broken_job_files_are_input_errors(tmp_path: Path, media: Path):
     path = tmp_path / "job.json"
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="does not exist"):
         read_job(path)
     path.write_text("{not json")
-    with pytest.raises(InputError, match="not valid JSON"):
+    with pytest.raises(InputError, match="is not JSON"):
         read_job(path)
     path.write_text(json.dumps({**job(media), "version": 9}))
     with pytest.raises(InputError, match="version 9"):

@@ -113,4 +113,19 @@ def test_ranges_and_hull_area():
     assert hull_area(square) == pytest.approx(4.0)
     assert hull_area(np.zeros((5, 2))) == 0.0
     assert set(KINDS) == {"missed", "identity_jump", "low_confidence", "box_jump",
-                          "mask_flicker", "swap_dropout", "too_small", "extreme_yaw"}
+                          "mask_flicker", "swap_dropout", "too_small", "extreme_yaw",
+                          "will_fail"}
+
+
+def test_frames_the_render_fails_are_one_flag_per_run_quoting_their_reasons():
+    from facefuse.review.flags import failure_flags
+
+    failures = {n: f"f{n} is damaged" for n in (3, 10, 11, 12, 13, 14, 40)}
+    frames = [*range(1, 30), 40]  # 29 and 40 are consecutive analysed frames
+    flags = failure_flags(failures, frames)
+    assert [(f.kind, f.first, f.last, f.person_id, f.value) for f in flags] == [
+        ("will_fail", 3, 3, None, 1.0), ("will_fail", 10, 14, None, 5.0),
+        ("will_fail", 40, 40, None, 1.0)]
+    assert flags[0].reason == "the render fails this frame: f3 is damaged"
+    assert flags[1].reason == ("the render fails these 5 frames (frame 10: f10 is damaged; "
+                               "frame 11: f11 is damaged; frame 12: f12 is damaged; and 2 more)")

@@ -62,7 +62,7 @@ def test_the_report_holds_the_plan_and_round_trips(report, tmp_path):
 
 
 @pytest.mark.parametrize(("text", "words"), [
-    ("{not json", "is not valid JSON"),
+    ("{not json", "is not JSON"),
     ("[1, 2]", "is not a JSON object"),
     ('{"schema": "facefuse.review/0"}', "has schema 'facefuse.review/0'"),
     (json.dumps({"schema": SCHEMA}), "lacks shot_id"),

@@ -54,7 +54,7 @@ def test_a_file_reads_back_as_its_entries_in_order(tmp_path):
 
 @pytest.mark.parametrize("content, message", [
     ("{nope", r"is not JSON \(.* at line 1\)$"),
-    (b"\xff\xfe", r"is not JSON"),
+    (b"\xff\xfe", r"is not UTF-8 text \(byte 0xff at offset 0\)"),
     ({"schema": "facefuse.overrides/2", "overrides": []},
      r"is not a facefuse\.overrides/1 file \(its schema is 'facefuse\.overrides/2'\)$"),
     ([], r"its schema is None"),
