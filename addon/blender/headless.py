@@ -26,7 +26,8 @@ that process uses (BLENDER_USER_RESOURCES, else the default one).
 
 Exit codes as `facefuse render` (facefuse.ExitCode): 0 done, 2 bad input or usage, 3 no
 face in a source, 4 model missing or invalid, 5 some frames failed, 143 stopped by SIGTERM, 130
-by SIGINT (facefuse.stop_signals: complete frames kept, temporaries removed).
+by SIGINT (facefuse.stop_signals: complete frames kept, temporaries removed). A closed reader
+(`... | head -1`) stops the progress lines, not the render (facefuse.reports_only).
 main() returns the code; run with argv None (from Blender's command line) a failure also exits
 Blender with it.
 """
@@ -41,7 +42,14 @@ from typing import Any
 
 import bpy
 
-from facefuse import ExitCode, FacefuseError, parse_chunk, parse_frame_range, stop_signals
+from facefuse import (
+    ExitCode,
+    FacefuseError,
+    parse_chunk,
+    parse_frame_range,
+    reports_only,
+    stop_signals,
+)
 
 from . import convert, result
 from .frames import SwapPlan, overlaps
@@ -54,10 +62,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from_command_line = argv is None
     if argv is None:
         argv = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else []
-    try:
-        code = _run(_parser().parse_args(list(argv)))
-    except SystemExit as exc:  # argparse: --help or a usage error
-        code = exc.code if isinstance(exc.code, int) else ExitCode.USAGE
+    with reports_only():  # a reader that goes away (`| head -1`) stops the lines, not the work
+        try:
+            code = _run(_parser().parse_args(list(argv)))
+        except SystemExit as exc:  # argparse: --help or a usage error
+            code = exc.code if isinstance(exc.code, int) else ExitCode.USAGE
+        except KeyboardInterrupt:  # a second Ctrl-C while stopping: the with-blocks cleaned up
+            _say("interrupted")
+            code = ExitCode.INTERRUPTED
     if from_command_line and code != ExitCode.OK:
         raise SystemExit(code)
     return code

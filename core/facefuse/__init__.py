@@ -24,7 +24,8 @@ to it); every other module is the engine's own and may change shape.
   ``load_json_file`` (the one reader of a small file a user names: a regular file, a size
   limit, bounded nesting) and ``check_not_input`` (the one rule that an output never replaces
   a file the command reads); ``stop_signals`` / ``Stop`` (SIGTERM and SIGINT stop the work:
-  exit 143 or 130, the one rule of every entry point); model checks ``missing_models``,
+  exit 143 or 130, the one rule of every entry point); ``reports_only`` (a reader that goes
+  away stops the progress lines, not the work); model checks ``missing_models``,
   ``absent_models``, ``fetch_models`` over ``MODEL_ROLES`` / ``LOOK_ROLES``.
 - Hosts as plugins: ``host_module(host, module)`` imports a module of a host registered in the
   entry-point group ``HOST_GROUP`` (``facefuse.hosts``), ``installed_hosts()`` lists them, and
@@ -55,6 +56,7 @@ from .version import __version__
 
 if TYPE_CHECKING:
     from .cache.layout import CacheLayout
+    from .cli.streams import reports_only
     from .config import Settings, Tunable, tunable_options
     from .errors import (
         ChecksumError,
@@ -159,6 +161,7 @@ _WHERE = MappingProxyType({
                      "output_target", "safe_name"), ".hosting.outputs"),
     "PhaseRate": ".timing",
     **dict.fromkeys(("stop_signals", "Stop"), ".stopping"),
+    "reports_only": ".cli.streams",
     "clip_frames": ".hosting.clips",
     "CacheLayout": ".cache.layout",
     **dict.fromkeys(("atomic_write_bytes", "check_folder_writable", "check_path_length"),
@@ -188,7 +191,7 @@ __all__ = [  # noqa: RUF022 - grouped as the docstring lists them
     "source_preview",
     # host helpers
     "Job", "JobRunner", "Message", "Report", "HostError", "PhaseRate", "CacheLayout",
-    "stop_signals", "Stop",
+    "stop_signals", "Stop", "reports_only",
     "atomic_write_bytes", "check_folder_writable", "check_path_length", "load_json_file",
     "check_not_input",
     "missing_models", "absent_models", "fetch_models", "MODEL_ROLES", "LOOK_ROLES",

@@ -24,7 +24,9 @@ ENGINE_ONLY = {"cv2", "onnxruntime", "onnx"}
 PUBLIC_API = "facefuse"
 LAYERS = (
     ("facefuse.version", "facefuse.types", "facefuse.errors", "facefuse.vectors",
-     "facefuse.timing", "facefuse.config", "facefuse.periodic", "facefuse.stopping"),
+     "facefuse.timing", "facefuse.config", "facefuse.periodic", "facefuse.stopping",
+     # the command line's report streams, public for hosts that print (Blender headless)
+     "facefuse.cli.streams", "facefuse.cli.printable"),
     ("facefuse.geometry", "facefuse.masks", "facefuse.paste", "facefuse.selection",
      "facefuse.color", "facefuse.io"),
     ("facefuse.cache",),
