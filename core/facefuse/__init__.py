@@ -29,7 +29,9 @@ to it); every other module is the engine's own and may change shape.
   ``absent_models``, ``fetch_models`` over ``MODEL_ROLES`` / ``LOOK_ROLES``.
 - Hosts as plugins: ``host_module(host, module)`` imports a module of a host registered in the
   entry-point group ``HOST_GROUP`` (``facefuse.hosts``), ``installed_hosts()`` lists them, and
-  a host package calls ``prefer_source_tree`` so an editable install runs the checkout's files.
+  a host package calls ``prefer_source_tree`` so an editable install runs the checkout's files;
+  a host adds its commands to ``facefuse`` as ``HostCommand``s (argparse's ``Subcommands``),
+  with what the command line lends them (``CommandLine``).
 - What a host shows before anything is analysed: ``clip_frames`` (a clip's frame numbers).
 - Where a host puts results: ``OUTPUT_KINDS`` (``SEQUENCE_FORMATS``, ``MOVIE_CODECS``),
   ``output_target``, ``safe_name``, ``OUTPUT_FOLDER``.
@@ -87,7 +89,15 @@ if TYPE_CHECKING:
         output_target,
         safe_name,
     )
-    from .hosting.plugins import HOST_GROUP, host_module, installed_hosts, prefer_source_tree
+    from .hosting.plugins import (
+        HOST_GROUP,
+        CommandLine,
+        HostCommand,
+        Subcommands,
+        host_module,
+        installed_hosts,
+        prefer_source_tree,
+    )
     from .io.files import atomic_write_bytes, check_folder_writable, check_path_length
     from .io.images import read_image, write_image
     from .io.sequences import (
@@ -155,8 +165,8 @@ _WHERE = MappingProxyType({
     **dict.fromkeys(("missing_models", "absent_models", "fetch_models", "MODEL_ROLES",
                      "LOOK_ROLES"), ".hosting.models"),
     **dict.fromkeys(("render_args", "request_from_args"), ".shot.commandline"),
-    **dict.fromkeys(("host_module", "installed_hosts", "prefer_source_tree", "HOST_GROUP"),
-                    ".hosting.plugins"),
+    **dict.fromkeys(("host_module", "installed_hosts", "prefer_source_tree", "HOST_GROUP",
+                     "HostCommand", "CommandLine", "Subcommands"), ".hosting.plugins"),
     **dict.fromkeys(("OUTPUT_FOLDER", "OUTPUT_KINDS", "SEQUENCE_FORMATS", "MOVIE_CODECS",
                      "output_target", "safe_name"), ".hosting.outputs"),
     "PhaseRate": ".timing",
@@ -196,7 +206,8 @@ __all__ = [  # noqa: RUF022 - grouped as the docstring lists them
     "check_not_input",
     "missing_models", "absent_models", "fetch_models", "MODEL_ROLES", "LOOK_ROLES",
     # hosts as plugins
-    "host_module", "installed_hosts", "prefer_source_tree", "HOST_GROUP",
+    "host_module", "installed_hosts", "prefer_source_tree", "HOST_GROUP", "HostCommand",
+    "CommandLine", "Subcommands",
     # what a host shows
     "clip_frames",
     # where a host puts results

@@ -227,13 +227,15 @@ def test_review_flags_become_markers_on_their_frames(tmp_path: Path):
 
 
 def test_adapter_arguments_read_as_numbers_fractions_or_text():
-    from facefuse.cli.timeline import adapter_args
+    from addon.otio.command import adapter_args
+    from facefuse.cli.hosts import Lent
 
-    assert adapter_args(["rate=25", "rate2=24000/1001", "strict=true", "style=avid"]) == {
+    read = Lent().json_value
+    assert adapter_args(["rate=25", "rate2=24000/1001", "strict=true", "style=avid"], read) == {
         "rate": 25, "rate2": 24000 / 1001, "strict": True, "style": "avid"}
     for bad in ("rate", "=25", "two words=1"):
         with pytest.raises(InputError, match="--adapter-arg takes KEY=VALUE"):
-            adapter_args([bad])
+            adapter_args([bad], read)
     for deep in ("[" * 100000, "{\"a\": " * 5000, "[1, 2"):  # not a RecursionError
         with pytest.raises(InputError, match="--adapter-arg value"):
-            adapter_args([f"x={deep}"])
+            adapter_args([f"x={deep}"], read)

@@ -12,7 +12,7 @@ from typing import NoReturn
 
 from ..errors import ExitCode, FacefuseError, InputError
 from ..version import __version__
-from . import bench, doctor, farm, models, panel, preview, render, resolve, review, swap, timeline
+from . import bench, doctor, farm, hosts, models, preview, render, review, swap
 from .streams import reports_only
 
 DESCRIPTION = "Local face replacement for film and video work."
@@ -58,9 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     preview.add_parser(commands)
     models.add_parsers(commands)
     doctor.add_parser(commands)
-    resolve.add_parser(commands)
-    panel.add_parser(commands)
-    timeline.add_parser(commands)
+    hosts.add_parsers(commands)  # the installed hosts' own: panel, resolve, timeline, ...
     bench.add_parser(commands)
     farm.add_parser(commands)
     return parser

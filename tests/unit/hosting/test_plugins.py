@@ -22,8 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _install_fake_host(folder: Path, host: str, package: str) -> None:
-    """A distribution `fakehost` with one module `app` whose run_standalone records its clip,
-    registered as host `host` the way pip installs entry points (dist-info/entry_points.txt)."""
+    """A distribution `fakehost` with a module `app` whose run_standalone records its clip and
+    a module `command` adding `facefuse fake CLIP`, which starts it; registered as host `host`
+    the way pip installs entry points (dist-info/entry_points.txt)."""
     (folder / package).mkdir(parents=True)
     (folder / package / "__init__.py").write_text("")
     (folder / package / "app.py").write_text(textwrap.dedent("""\
@@ -32,6 +33,23 @@ def _install_fake_host(folder: Path, host: str, package: str) -> None:
         def run_standalone(clip, base=None, sources=(), given=None):
             STARTED.append(clip)
             return 0
+        """))
+    (folder / package / "command.py").write_text(textwrap.dedent(f"""\
+        from pathlib import Path
+
+        from facefuse import host_module
+
+        class FakeCommand:
+            place = 99
+
+            def add_parser(self, commands, cli):
+                p = commands.add_parser("fake", help="a fake host's command")
+                p.add_argument("clip", type=Path)
+                cli.engine_options(p, sources_required=False)
+                p.set_defaults(handler=lambda args: host_module({host!r}, "app")
+                               .run_standalone(args.clip, cli.settings(args)))
+
+        COMMANDS = (FakeCommand(),)
         """))
     info = folder / "fakehost-1.0.dist-info"
     info.mkdir()
@@ -54,15 +72,44 @@ def test_a_registered_host_is_found_by_its_entry_point(fake_host: str) -> None:
     assert plugins.host_module(fake_host, "app").__name__ == "fake_host_pkg.app"
 
 
-def test_facefuse_panel_starts_whatever_host_registered_as_panel(
-        fake_host: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = plugins.installed_hosts()[fake_host]
-    panel = EntryPoint(name="panel", value=fake.value, group=plugins.HOST_GROUP)
-    monkeypatch.setattr(plugins, "entry_points", lambda group: [panel])
+def test_facefuse_runs_the_commands_a_registered_host_adds(
+        fake_host: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     clip = tmp_path / "clip.mp4"
     clip.write_bytes(b"")
-    assert main(["panel", str(clip)]) == 0
+    assert main(["fake", str(clip)]) == 0
     assert importlib.import_module("fake_host_pkg.app").STARTED == [clip]
+    from facefuse.cli.main import build_parser
+
+    listed = build_parser().format_help()
+    assert "a fake host's command" in listed
+    assert listed.index("resolve ") < listed.index("panel ") < listed.index("timeline ") \
+        < listed.index("fake ") < listed.index("bench ")
+
+
+def test_the_command_line_names_no_host_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without hosts, `facefuse` has no host command: every one comes from an entry point."""
+    from facefuse.cli.main import build_parser
+
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [])
+    listed = build_parser().format_help()
+    assert "render" in listed and not any(f"    {name} " in listed
+                                          for name in ("panel", "resolve", "timeline"))
+
+
+def test_a_host_command_must_be_a_host_command(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "odd_host_pkg").mkdir()
+    (tmp_path / "odd_host_pkg" / "__init__.py").write_text("")
+    (tmp_path / "odd_host_pkg" / "command.py").write_text("COMMANDS = (object(),)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    point = EntryPoint(name="odd", value="odd_host_pkg", group=plugins.HOST_GROUP)
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [point])
+    monkeypatch.delitem(sys.modules, "odd_host_pkg", raising=False)
+    monkeypatch.delitem(sys.modules, "odd_host_pkg.command", raising=False)
+    with pytest.raises(TypeError, match="odd_host_pkg.command.COMMANDS holds"):
+        plugins.host_commands()
+    for name in ("odd_host_pkg", "odd_host_pkg.command"):
+        sys.modules.pop(name, None)
 
 
 def test_facefuse_registers_its_own_hosts() -> None:

@@ -2,9 +2,10 @@
 exported as OpenTimelineIO and write it back with the swaps on new tracks (docs/timeline.md).
 
 The timeline rules (which clips, their frames, the versioned renders, the swapped timeline) are
-the OpenTimelineIO host's (addon/otio, found through the `facefuse.hosts` entry point `otio`);
-here are the options, each render's progress and signals, and what is printed. A clip's
-render takes every option of `facefuse render` but those the clip decides (PER_CLIP).
+in commands.py and the modules below it, imported when the command runs (they need
+OpenTimelineIO); here are the options and what is printed. Each render, its progress and
+signals are the command line's (CommandLine.render). A clip's render takes every option of
+`facefuse render` but those the clip decides (PER_CLIP).
 """
 
 from __future__ import annotations
@@ -16,29 +17,37 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import ExitCode, InputError
-from ..farm.commandline import absolute_paths, render_command
-from ..hosting.plugins import host_module
-from ..io import files
-from ..io.small_files import json_value
-from ..review.folder import check_report_folder
-from ..shot import commandline
-from ..shot.output_checks import check_not_input, request_inputs
-from ..shot.request import RenderRequest, RenderSummary
-from ..stopping import stop_signals
-from .render import Progress, run_render, summary_record
+from facefuse import (
+    CommandLine,
+    ExitCode,
+    InputError,
+    RenderRequest,
+    Subcommands,
+    check_not_input,
+    host_module,
+    stop_signals,
+)
 
 # render options each clip sets itself (its media, frames and versioned output), or that would
 # make every clip's render write the same files
-PER_CLIP = frozenset({"--frames", "--chunk", "--chunk-frames", commandline.OUTPUT_ROOT,
+PER_CLIP = frozenset({"--frames", "--chunk", "--chunk-frames", "--output-root",
                       "--rate", "--start-number", "--matte", "--patch", "--overwrite"})
-# the host's own defaults (addon/otio: selection.DEFAULT_MARKER, plan.OUTPUT_CHOICES), repeated
-# so that --help needs no OpenTimelineIO
+# the host's own defaults (selection.DEFAULT_MARKER, plan.OUTPUT_CHOICES), repeated so that
+# --help needs no OpenTimelineIO
 DEFAULT_MARKER = "swap"
 KINDS = ("mov", "exr", "png", "tif", "dpx", "same")
 
 
-def add_parser(commands: Any) -> None:
+class TimelineCommand:
+    """The `timeline` command and its actions (a facefuse HostCommand)."""
+
+    place = 30
+
+    def add_parser(self, commands: Subcommands, cli: CommandLine) -> None:
+        add_parser(commands, cli)
+
+
+def add_parser(commands: Subcommands, cli: CommandLine) -> None:
     p = commands.add_parser("timeline", help="editorial timelines (OpenTimelineIO): swap the "
                             "marked clips of an exported edit (pip install 'facefuse[otio]')")
     actions = p.add_subparsers(dest="timeline_action", required=True, metavar="ACTION")
@@ -71,35 +80,35 @@ def add_parser(commands: Any) -> None:
     swap.add_argument("--print-requests", action="store_true", help="render nothing: print "
                       "each clip's `facefuse render` command (for a farm) and write the "
                       "swapped timeline that points at their outputs")
-    commandline.add_settings_options(swap, sources_required=False)
-    commandline.add_options(swap, [o for o in commandline.SHOT_OPTIONS
-                                   if o.flags[-1] not in PER_CLIP])
+    cli.engine_options(swap, sources_required=False)
+    cli.shot_options(swap, leave_out=PER_CLIP)
     # None unless given: the movie kind's codec is ProRes 4444 unless the command names one
-    swap.set_defaults(handler=cmd_swap, codec=None)
+    swap.set_defaults(handler=lambda args: cmd_swap(args, cli), codec=None)
 
 
-def template_request(args: argparse.Namespace) -> RenderRequest:
+def template_request(args: argparse.Namespace, cli: CommandLine) -> RenderRequest:
     """The render options of the command line as a request; each clip sets its input,
     output and frames."""
     given = {**vars(args), "input": "-", "output": "-"}
     if given.get("codec") is None:
         given["codec"] = RenderRequest.__dataclass_fields__["codec"].default
-    return commandline.request_from_namespace(argparse.Namespace(**given))
+    return cli.request(argparse.Namespace(**given))
 
 
-def adapter_args(pairs: list[str]) -> dict[str, Any]:
+def adapter_args(pairs: list[str], json_value: Callable[[str, str], Any]) -> dict[str, Any]:
     """--adapter-arg KEY=VALUE pairs as keyword arguments: a value that reads as JSON (25,
-    23.976, true) is that value, a fraction (24000/1001) its float, anything else the text."""
+    23.976, true) is that value (read by `json_value`, the command line's), a fraction
+    (24000/1001) its float, anything else the text."""
     parsed: dict[str, Any] = {}
     for pair in pairs:
         key, equals, value = pair.partition("=")
         if not equals or not key.strip().isidentifier():
             raise InputError(f"--adapter-arg takes KEY=VALUE (such as rate=25), not {pair!r}")
-        parsed[key.strip()] = _adapter_value(value.strip())
+        parsed[key.strip()] = _adapter_value(value.strip(), json_value)
     return parsed
 
 
-def _adapter_value(text: str) -> Any:
+def _adapter_value(text: str, json_value: Callable[[str, str], Any]) -> Any:
     try:
         return json_value(text, f"--adapter-arg value {text[:40]!r}")
     except InputError:
@@ -111,28 +120,29 @@ def _adapter_value(text: str) -> Any:
     return text
 
 
-def cmd_swap(args: argparse.Namespace) -> int:
+def cmd_swap(args: argparse.Namespace, cli: CommandLine) -> int:
     commands = host_module("otio", "commands")
-    swap = commands.plan_swap(args.timeline, template_request(args), args.output_dir,
+    swap = commands.plan_swap(args.timeline, template_request(args, cli), args.output_dir,
                               None if args.all else args.marker, args.handles, args.format,
-                              args.report, args.codec, adapter_args(args.adapter_arg),
+                              args.report, args.codec,
+                              adapter_args(args.adapter_arg, cli.json_value),
                               args.timeline_name)
     inputs = [Path(args.timeline), *(path for clip in swap.renders
                                      for path in (Path(clip.request.input),
-                                                  *request_inputs(clip.request)))]
+                                                  *cli.request_inputs(clip.request)))]
     for path in swap.paths:
         check_not_input("the swapped timeline", path, inputs)
     reports = {clip.request.output: clip.report.parent for clip in swap.renders
                if clip.report is not None}
     for folder in reports.values():
-        check_report_folder(folder, inputs)
-    files.sweep_leftovers(Path(args.output_dir), files.file_ids(inputs))  # a killed swap's
+        cli.check_report_folder(folder, inputs)
+    cli.sweep_leftovers(Path(args.output_dir), inputs)  # a killed swap's
     if args.print_requests:
         for note in swap.notes:
             print(note, file=sys.stderr)
         for clip in swap.renders:
             report = ["--report", str(reports[clip.request.output])] if clip.report else []
-            print(shlex.join(render_command(absolute_paths(clip.request)) + report))
+            print(shlex.join(cli.render_command(clip.request) + report))
         paths, problem = commands.write_swapped(swap)
         if problem:
             print(f"facefuse: warning: {problem}", file=sys.stderr)
@@ -142,14 +152,11 @@ def cmd_swap(args: argparse.Namespace) -> int:
         return ExitCode.OK
     for note in swap.notes:
         print(note)
-    from ..shot.planning import PlanCancelled
-    from ..shot.stills import StillsCancelled
-
     with stop_signals() as stop:
         try:
             code, sentence = commands.run_swap(
-                swap, lambda r: _render(r, reports.get(r.output), stop.is_set), print)
-        except (PlanCancelled, StillsCancelled):  # in a clip's report
+                swap, lambda r: cli.render(r, reports.get(r.output), stop.is_set), print)
+        except cli.stopped_errors():  # in a clip's report
             code, sentence = stop.exit_code, (f"stopped by {stop.name}: {swap.path.name} is "
                                               "not written")
     if code != ExitCode.OK:
@@ -159,18 +166,5 @@ def cmd_swap(args: argparse.Namespace) -> int:
     return int(code)
 
 
-def _render(request: RenderRequest, report: Path | None,
-            cancel: Callable[[], bool]) -> tuple[RenderSummary, bool]:
-    """One clip's render with progress, then its review report when one is asked (as
-    `facefuse render --report`: not after a stopped render or failed frames; cancel stops it,
-    raising PlanCancelled or StillsCancelled)."""
-    progress = Progress("auto")
-    summary, terminated = run_render(request, progress)
-    if progress.mode == "bar":
-        sys.stderr.write("\n")
-    if report is not None and not summary.cancelled and not summary.failed:
-        from ..review.writing import write_review  # the engine loads here, for a report
 
-        write_review(request, report, render=summary_record(summary)["summary"],
-                     cancel=cancel)
-    return summary, terminated
+COMMANDS = (TimelineCommand(),)
