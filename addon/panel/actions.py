@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from facefuse import (
     FacefuseError,
@@ -32,17 +32,15 @@ from .frames import FRAME
 from .host import OPEN_HINT, Clip
 from .live import LiveSwap
 from .looks import LOOK
-from .rendering import RENDER, Result, render_finished, start_render
+from .rendering import RENDER, render_finished, start_render
 from .review import ranges_text
-
-if TYPE_CHECKING:
-    from .window import PanelWindow
+from .roles import Result, Shot
 
 
 class Actions:
-    """The window's jobs (see the module docstring)."""
+    """The window's jobs (see the module docstring): roles.Controller, given the shown shot."""
 
-    def __init__(self, window: PanelWindow) -> None:
+    def __init__(self, window: Shot) -> None:
         self.w, self.ui = window, window.ui
         self.generation = 0
         self.pending: list[tuple[str, Callable[[], None]]] = []  # (key, start) of waiting looks

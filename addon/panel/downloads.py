@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from facefuse import (
     Job,
@@ -22,14 +22,13 @@ from facefuse import (
     missing_models,
 )
 
-if TYPE_CHECKING:
-    from .actions import Actions
+from .roles import Controller
 
 DOWNLOAD = "download"
 MB = 1e6
 
 
-def with_models(act: Actions, settings: Settings, roles: tuple[str, ...],
+def with_models(act: Controller, settings: Settings, roles: tuple[str, ...],
                 then: Callable[[], None]) -> None:
     """then() once the manifest models `roles` need are on disk: downloaded first (with
     progress) when they are not; offline, the missing ones are named instead."""
@@ -71,7 +70,7 @@ def offline_lines(settings: Settings, roles: tuple[str, ...]) -> list[str]:
     return lines
 
 
-def _progress(act: Actions, rate: list[PhaseRate], item: tuple[str, int, int | None]) -> None:
+def _progress(act: Controller, rate: list[PhaseRate], item: tuple[str, int, int | None]) -> None:
     name, done, total = item
     if not rate:
         rate.append(PhaseRate(0))

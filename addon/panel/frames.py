@@ -5,7 +5,7 @@ scrubbing never waits behind a look; an original already fetched comes from live
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6.QtGui import QImage, QPixmap
 
@@ -14,17 +14,14 @@ from facefuse import CacheLayout, Message, RenderRequest, Settings, clip_frames,
 from . import looks
 from .host import Clip
 from .review import ShotReview
+from .roles import Controller, Result
 from .worker import look_job
-
-if TYPE_CHECKING:
-    from .actions import Actions
-    from .rendering import Result
 
 FRAME = "frame"
 RENDERED = "Rendered"
 
 
-def open_clip(act: Actions, clip: Clip, counted: bool) -> None:
+def open_clip(act: Controller, clip: Clip, counted: bool) -> None:
     """Count the clip's frames (unless known) and show the frame under the playhead; while
     the previous clip's frame job ends (cancelled), the opening waits for it."""
     if act.w.jobs.busy(FRAME):
@@ -66,12 +63,12 @@ def open_clip(act: Actions, clip: Clip, counted: bool) -> None:
                            act.current(shown)))
 
 
-def busy_showing(act: Actions) -> bool:
+def busy_showing(act: Controller) -> bool:
     """True while the frame under the playhead is still being fetched, or its swap."""
     return act.w.jobs.busy(FRAME) or act.frame_dirty or act.live.waiting()
 
 
-def show_frame(act: Actions) -> None:
+def show_frame(act: Controller) -> None:
     """The frame under the playhead: the original (from the cache at once, else the "frame"
     job) and its swap (the rendered result's frame with Show render, else the live swap)."""
     frame = act.ui.timeline.frame
@@ -101,7 +98,7 @@ def show_frame(act: Actions) -> None:
         act.live.drop()  # the rendered frame, or Preview's, is the result shown
 
 
-def _fetch(act: Actions, request: RenderRequest, frame: int, result: Result | None,
+def _fetch(act: Controller, request: RenderRequest, frame: int, result: Result | None,
            number: int | None) -> None:
     """The "frame" job: the original of `frame`, and the result's frame `number` (not None)."""
     scrub = _scrub_folder(request.settings)
@@ -127,7 +124,7 @@ def _fetch(act: Actions, request: RenderRequest, frame: int, result: Result | No
                            act.current(shown)))
 
 
-def mode_changed(act: Actions, mode: str) -> None:
+def mode_changed(act: Controller, mode: str) -> None:
     """Original stops the live swap; Result and Split ask for the playhead's swap."""
     if mode == "original":
         act.live.stop()
@@ -136,7 +133,7 @@ def mode_changed(act: Actions, mode: str) -> None:
         show_frame(act)
 
 
-def preview(act: Actions) -> None:
+def preview(act: Controller) -> None:
     """Preview: the swap of the playhead's frame beside the original (Split when the original
     alone is shown); the live swap's when it can make one, else looks.preview (which says why
     not, or fetches the models first)."""

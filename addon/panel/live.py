@@ -23,7 +23,7 @@ import hashlib
 from collections import OrderedDict
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6.QtGui import QImage, QPixmap
 
@@ -46,10 +46,8 @@ from facefuse import (
 
 from .downloads import DOWNLOAD
 from .looks import LOOK
+from .roles import Controller
 from .worker import look_job
-
-if TYPE_CHECKING:
-    from .actions import Actions
 
 CACHE_BYTES = 2**30  # pixels at 4 bytes each: 128 pictures of 1920x1080, 32 of 3840x2160
 SWAPPED = "Swapped"
@@ -85,7 +83,7 @@ class FrameCache:
 class LiveSwap:
     """The window's live swaps and its cache of pictures (see the module docstring)."""
 
-    def __init__(self, act: Actions) -> None:
+    def __init__(self, act: Controller) -> None:
         self.act = act
         self.cache = FrameCache()
         self.key = ""  # the request of the swap asked for last

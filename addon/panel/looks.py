@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from facefuse import (
     LOOK_ROLES,
@@ -37,15 +37,13 @@ from .review import (
     with_boxes,
     with_fixed,
 )
+from .roles import Controller
 from .worker import Look, look_job
-
-if TYPE_CHECKING:
-    from .actions import Actions
 
 LOOK = "look"
 
 
-def look(act: Actions, key: str, label: str, work: Look, done: Callable[[Any], Message],
+def look(act: Controller, key: str, label: str, work: Look, done: Callable[[Any], Message],
          settings: Settings, roles: tuple[str, ...] = MODEL_ROLES,
          progress: bool = False, any_clip: bool = False) -> None:
     """Run `work` as the one look job, once the models for `roles` are here; a look asked
@@ -69,7 +67,7 @@ def look(act: Actions, key: str, label: str, work: Look, done: Callable[[Any], M
     act.with_models(settings, roles, start)
 
 
-def sources_changed(act: Actions, paths: list[Path]) -> None:
+def sources_changed(act: Controller, paths: list[Path]) -> None:
     act.pending_thumbnails += [p for p in paths if p not in act.thumbnailed
                                and p not in act.pending_thumbnails]
     act.thumbnailed.update(paths)
@@ -77,7 +75,7 @@ def sources_changed(act: Actions, paths: list[Path]) -> None:
     next_thumbnail(act)
 
 
-def next_thumbnail(act: Actions) -> None:
+def next_thumbnail(act: Controller) -> None:
     if not act.pending_thumbnails or act.w.jobs.busy(LOOK):
         return
     try:
@@ -98,7 +96,7 @@ def next_thumbnail(act: Actions) -> None:
          settings, LOOK_ROLES, any_clip=True)
 
 
-def find_people(act: Actions) -> None:
+def find_people(act: Controller) -> None:
     """The shot's people at once from its plan (analysing it the first time, with
     progress), then its review: flags and thumbnails (rendering the contact sheet)."""
     request = act.checked_request()
@@ -116,7 +114,7 @@ def find_people(act: Actions) -> None:
          planned, request.settings, progress=True)
 
 
-def _review(act: Actions, request: RenderRequest, again: bool = False) -> None:
+def _review(act: Controller, request: RenderRequest, again: bool = False) -> None:
     """The review of `request` on the timeline and the cards; again: after a people change
     (the flags of the earlier review that a correction made go are shown as fixed)."""
     folder = _review_folder(request)
@@ -141,7 +139,7 @@ def _review(act: Actions, request: RenderRequest, again: bool = False) -> None:
          shown, request.settings, progress=True)
 
 
-def replan(act: Actions, review: bool = True) -> None:
+def replan(act: Controller, review: bool = True) -> None:
     """After a person got a source or was skipped, or a correction: who is swapped now, on
     the timeline, then (review) the flags again: a reviewed shot's review is written again."""
     act.preview_at = None
@@ -162,7 +160,7 @@ def replan(act: Actions, review: bool = True) -> None:
          shown, request.settings, progress=True)
 
 
-def preview(act: Actions) -> None:
+def preview(act: Controller) -> None:
     """The frame under the playhead as the render makes it, beside the original."""
     problem = act.casting_problem()
     if problem is not None:
@@ -186,7 +184,7 @@ def preview(act: Actions) -> None:
          request.settings, progress=True)
 
 
-def _progress(act: Actions, job: Job, item: Any) -> None:
+def _progress(act: Controller, job: Job, item: Any) -> None:
     if not isinstance(item, PhaseProgress):
         return
     rate = act.rates.setdefault(LOOK, PhaseRate(item.done))

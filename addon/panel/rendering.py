@@ -11,9 +11,9 @@ differs; Cancel keeps them. Re-render flagged, asked for by name, does not ask.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6.QtWidgets import QMessageBox, QPushButton, QWidget
 
@@ -29,45 +29,20 @@ from facefuse import (
     RenderRequest,
     RenderSummary,
     Replacement,
-    is_frame_pattern,
     replaced_frames,
 )
 
 from .frames import show_frame
 from .host import OPEN_HINT, only_frames, render_went_well
 from .looks import look
+from .roles import Controller, Result
 from .worker import render_job
-
-if TYPE_CHECKING:
-    from .actions import Actions
 
 RENDER = "render"
 KEPT_RENDERS = 16  # the render fingerprints a shot's result remembers (Result.made_by)
 
 
-@dataclass(frozen=True, slots=True)
-class Result:
-    """A finished render: its output (sequence pattern or movie), the clip frames in it, and
-    the render fingerprints of this shot's renders into it (the latest last): frames they made
-    are the user's own work, which a render replaces without asking."""
-
-    output: str
-    first: int
-    last: int
-    made_by: tuple[str, ...] = ()
-
-    @property
-    def folder(self) -> Path:
-        return Path(self.output).parent
-
-    def frame_of(self, frame: int) -> int | None:
-        """The output's number for clip frame `frame` (a movie counts from 1), or None."""
-        if not self.first <= frame <= self.last:
-            return None
-        return frame if is_frame_pattern(self.output) else frame - self.first + 1
-
-
-def render_request(act: Actions, ranges: tuple[tuple[int, int], ...] | None = None,
+def render_request(act: Controller, ranges: tuple[tuple[int, int], ...] | None = None,
                    force: bool = False) -> tuple[RenderRequest, Any]:
     """The request Render sends for the shown clip (the host's, with the user's people
     choices; only `ranges` when given) and the host's plan of it. Raises the engine's and
@@ -81,7 +56,7 @@ def render_request(act: Actions, ranges: tuple[tuple[int, int], ...] | None = No
     return (only_frames(request, ranges, force) if ranges else request), plan
 
 
-def start_render(act: Actions, ranges: tuple[tuple[int, int], ...] | None,
+def start_render(act: Controller, ranges: tuple[tuple[int, int], ...] | None,
                  force: bool) -> None:
     w, ui = act.w, act.ui
     clip = w.host.clip
@@ -162,18 +137,18 @@ def ask_replace(parent: QWidget, replacement: Replacement) -> bool:
     return box.clickedButton() is replace_button
 
 
-def _confirm(act: Actions, replacement: Replacement, start: Callable[[], None],
+def _confirm(act: Controller, replacement: Replacement, start: Callable[[], None],
              generation: int) -> None:
     if generation != act.generation:
         return  # another clip was opened meanwhile
-    if ask_replace(act.w, replacement):
+    if ask_replace(act.ui.view.window(), replacement):  # the panel window
         start()
     else:
         act.ui.log.say(f"Render not started: the finished frames of {replacement.output} are "
                        "kept")
 
 
-def _progress(act: Actions, job: Job, item: Any) -> None:
+def _progress(act: Controller, job: Job, item: Any) -> None:
     ui = act.ui
     if isinstance(item, PhaseProgress) and item.phase == "encode":
         ui.status.setText("Finishing the output…")
@@ -195,7 +170,7 @@ def _progress(act: Actions, job: Job, item: Any) -> None:
         ui.log.say(f"frame {item.frame}: {item.error}", "WARNING")
 
 
-def _done(act: Actions, plan: Any, summary: RenderSummary, output: str,
+def _done(act: Controller, plan: Any, summary: RenderSummary, output: str,
           span: tuple[int, int], generation: int) -> Message:
     """The host's sentence for the render; the result to step through (unless another clip
     was opened meanwhile)."""
@@ -217,7 +192,7 @@ def _done(act: Actions, plan: Any, summary: RenderSummary, output: str,
     return Message("INFO" if ok else "WARNING", message)
 
 
-def render_finished(act: Actions, message: Message) -> None:
+def render_finished(act: Controller, message: Message) -> None:
     ui, w = act.ui, act.w
     ui.render_button.setEnabled(w.host.clip is not None)
     ui.rerender_button.setEnabled(bool(w.review.flagged) and act.result is not None)

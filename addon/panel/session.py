@@ -23,18 +23,15 @@ import hashlib
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from facefuse import FacefuseError, FramePattern, is_frame_pattern, load_report
 
 from . import looks
 from .corrections import Corrections, Entry
 from .host import Clip
-from .rendering import Result
 from .review import FlagRow, review_from_report, with_fixed
-
-if TYPE_CHECKING:
-    from .window import PanelWindow
+from .roles import Controller, Result, Shot
 
 SESSION_VERSION = 1
 Range = tuple[int, int]
@@ -150,7 +147,28 @@ class Pending:
     fixed: tuple[FlagRow, ...] = ()
 
 
-def capture(w: PanelWindow) -> Session:
+class SessionStore(Protocol):
+    """Where sessions are kept (store.PanelStore)."""
+
+    def session(self, clip: Clip) -> Session | None: ...
+
+    def save_session(self, clip: Clip, session: Session) -> None: ...
+
+
+class KeptShot(Shot, Protocol):
+    """The window as a session is captured from it and restored into it."""
+
+    to_restore: Pending
+    restoring: bool
+
+    @property
+    def act(self) -> Controller: ...
+
+    @property
+    def store(self) -> SessionStore: ...
+
+
+def capture(w: KeptShot) -> Session:
     """The session of the window's shot as it stands."""
     ui, wait, result = w.ui, w.to_restore, w.act.result
     if wait.span is not None:  # not shown yet: kept as restored
@@ -168,14 +186,14 @@ def capture(w: PanelWindow) -> Session:
                    page, fixed)
 
 
-def save(w: PanelWindow) -> None:
+def save(w: KeptShot) -> None:
     """Keep the session of the shown clip (none shown: nothing)."""
     clip = w.host.clip
     if clip is not None:
         w.store.save_session(clip, capture(w))
 
 
-def restore(w: PanelWindow, clip: Clip) -> None:
+def restore(w: KeptShot, clip: Clip) -> None:
     """Show the kept session of `clip` (if any): sources, casting, corrections, output and
     the last render at once; in/out and the review once the clip's frames are known."""
     kept = w.store.session(clip)
@@ -205,7 +223,7 @@ def restore(w: PanelWindow, clip: Clip) -> None:
     ui.log.say(f"{clip.label}: the session kept for this shot is back ({summary(kept)})")
 
 
-def when_shown(w: PanelWindow) -> None:
+def when_shown(w: KeptShot) -> None:
     """Once the clip's frames are those the session was kept on: its in/out and its review
     (who is swapped then planned again for the casting)."""
     wait, review = w.to_restore, w.review

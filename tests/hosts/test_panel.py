@@ -305,10 +305,10 @@ def test_without_pyside_the_launcher_still_gets_a_result(tmp_path: Path, clip: P
 
     real = importlib.import_module
 
-    def missing(name: str):  # the panel's Qt is missing, the Resolve host is there
+    def missing(name: str, package: str | None = None):  # the panel's Qt is missing
         if name.startswith(("facefuse_panel", "addon.panel")):
             raise ModuleNotFoundError("No module named 'PySide6'", name="PySide6")
-        return real(name)
+        return real(name, package)
 
     monkeypatch.setattr(plugins.importlib, "import_module", missing)
     result = tmp_path / "result.json"

@@ -135,6 +135,50 @@ def test_the_engine_has_no_import_circles():
     assert circle is None, "import circle: " + " -> ".join(circle or [])
 
 
+def _host_graph(folder: Path) -> dict[str, set[str]]:
+    """The imports among one host package's own modules (addon/NAME), at any level (under
+    TYPE_CHECKING too: a circle of types is a circle a reader walks)."""
+    files = {p.relative_to(folder).with_suffix("").as_posix().replace("/", "."): p
+             for p in folder.rglob("*.py")}
+    names = {name.removesuffix(".__init__") if name != "__init__" else "" for name in files}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        module = name.removesuffix(".__init__") if name != "__init__" else ""
+        is_package = path.name == "__init__.py"
+        base = module.split(".") if module else []
+        base = base if is_package else base[:-1]
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or node.level == 0:
+                continue
+            parent = base[:len(base) - (node.level - 1)]
+            start = ".".join([*parent, node.module] if node.module else parent)
+            for alias in node.names:
+                joined = ".".join(filter(None, (start, alias.name)))
+                targets.add(joined if joined in names else start)
+        graph[module or "__init__"] = {t for t in targets if t in names and t != module}
+    return graph
+
+
+@pytest.mark.parametrize("host", sorted(p.name for p in (ROOT / "addon").iterdir()
+                                        if p.is_dir() and (p / "__init__.py").is_file()))
+def test_no_host_has_import_circles(host: str):
+    graph = _host_graph(ROOT / "addon" / host)
+    assert len(graph) > 5
+    circle = _find_circle(graph)
+    assert circle is None, f"import circle in addon/{host}: " + " -> ".join(circle or [])
+
+
+def test_the_host_circle_check_reads_type_checking_imports(tmp_path: Path):
+    (tmp_path / "__init__.py").write_text("")
+    (tmp_path / "a.py").write_text("from .b import B\n")
+    (tmp_path / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                   "    from .a import A\n")
+    (tmp_path / "c.py").write_text("from . import a\n")
+    graph = _host_graph(tmp_path)
+    assert graph["c"] == {"a"} and _find_circle(graph) == ["a", "b", "a"]
+
+
 def test_the_circle_finder_finds_a_circle():
     assert _find_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _find_circle({"a": {"b"}, "b": set()}) is None
