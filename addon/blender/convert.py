@@ -1,4 +1,4 @@
-"""A strip and its settings -> a RenderRequest in a SwapPlan (frames.py maps its frame
+"""A strip and its settings -> a RenderRequest in a StripSwap (frames.py maps its frame
 numbers), and the folders a strip's swap writes: its output, staged inputs, review and
 corrections file."""
 
@@ -22,7 +22,7 @@ from facefuse import (
 )
 
 from . import review
-from .frames import START_NUMBER, SwapPlan, image_input, movie_input, selected_numbers
+from .frames import START_NUMBER, StripSwap, image_input, movie_input, selected_numbers
 from .settings import engine_settings, in_blender
 from .strips import StripError, require_own_picture, require_swappable
 
@@ -34,11 +34,11 @@ CORRECTIONS_NAME = "corrections.json"
 _SEQUENCE_FORMATS = MappingProxyType({".exr": "exr", ".dpx": "dpx", ".tif": "tif", ".tiff": "tif"})
 
 
-def plan_swap(scene: Any, strip: Any, frames: tuple[int, int] | None = None,
+def strip_swap(scene: Any, strip: Any, frames: tuple[int, int] | None = None,
               chunk: tuple[int, int] | None = None, look: bool = False,
               prepare: bool = True, only: tuple[tuple[int, int], ...] | None = None,
               only_input: str | None = None, overwrite: bool = False,
-              review: bool = False) -> SwapPlan:
+              review: bool = False) -> StripSwap:
     """Check the strip and its settings and build its swap.
 
     frames: timeline frames (inclusive) to render, intersected with the trimmed range; None for
@@ -86,7 +86,7 @@ def plan_swap(scene: Any, strip: Any, frames: tuple[int, int] | None = None,
         overrides=None if look else overrides_in_use(strip, write=prepare,
                                                      part=frames is not None),
         only=only, only_input=only_input, overwrite=overwrite)
-    return SwapPlan(scene=scene.name, strip=strip.name, request=request, numbers=numbers,
+    return StripSwap(scene=scene.name, strip=strip.name, request=request, numbers=numbers,
                     frame_start=strip.frame_final_start, output_dir=out_dir,
                     output_dir_setting=out_setting)
 

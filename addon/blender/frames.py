@@ -1,4 +1,4 @@
-"""The frame mapping between timeline and engine: SwapPlan, and the engine numbers of a movie
+"""The frame mapping between timeline and engine: StripSwap, and the engine numbers of a movie
 or image strip's trimmed frames.
 
 The engine numbers a movie's frames from START_NUMBER = 1, as `facefuse render` does by default
@@ -10,7 +10,7 @@ holds the movie's first frame. Image strips keep the numbers their files
 carry (`plate.1001.exr` -> 1001) when the used files form one numbered sequence; any other list
 of files (stills, held or reordered frames) is linked into `<output>/input/src.####.<ext>`
 numbered 1.. in order of first use. Every trimmed timeline frame frame_final_start ..
-frame_final_end - 1 maps to one number (`SwapPlan.numbers`), and the result strip has one
+frame_final_end - 1 maps to one number (`StripSwap.numbers`), and the result strip has one
 element per trimmed frame, in order, starting at frame_final_start.
 """
 
@@ -33,7 +33,7 @@ _NUMBERED = re.compile(r"^(?P<prefix>.*?)(?P<digits>\d+)(?P<suffix>\.[^.]+)$")
 
 
 @dataclass(frozen=True, slots=True)
-class SwapPlan:
+class StripSwap:
     """One strip's swap: the engine request and where the result strip goes.
 
     numbers: the engine frame number shown at each trimmed timeline frame, in timeline order.

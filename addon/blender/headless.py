@@ -9,7 +9,7 @@ raise SystemExit(headless.main(['shot.blend', '--chunk', '2/3']))"
 
 Which strips: --strip NAME, else every strip marked "Swap on Farm" (strip.facefuse.farm) in
 every scene (--scene limits both). Each strip becomes the same RenderRequest the Swap Strip
-button builds (convert.plan_swap), so a farm render, a render in Blender and `facefuse render`
+button builds (convert.strip_swap), so a farm render, a render in Blender and `facefuse render`
 resume each other: frames already rendered with the same settings are skipped.
 --chunk N/M renders the Nth of M near-equal slices of each strip's trimmed range; every chunk
 makes the same shot-level decisions (tracking, smoothing). --frames A-B (timeline frames) narrows
@@ -52,7 +52,7 @@ from facefuse import (
 )
 
 from . import convert, result
-from .frames import SwapPlan, overlaps
+from .frames import StripSwap, overlaps
 from .strips import StripError, all_strips, strip_type
 from .tasks import frame_counts, frame_outcome
 
@@ -157,7 +157,7 @@ def _swap(scene: Any, strip: Any, args: argparse.Namespace) -> int:
         _say(f"{label}: outside frames {args.frames[0]}-{args.frames[1]}, skipped")
         return ExitCode.OK
     try:
-        plan = convert.plan_swap(scene, strip, frames=args.frames, chunk=args.chunk)
+        plan = convert.strip_swap(scene, strip, frames=args.frames, chunk=args.chunk)
         shown = timeline_frames(plan, args.frames)
         total = sum(len(frames) for frames in shown.values())
         _say(f"{label}: {total} timeline frame(s) -> {plan.output_dir}")
@@ -198,7 +198,7 @@ def _swap(scene: Any, strip: Any, args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def timeline_frames(plan: SwapPlan, frames: tuple[int, int] | None
+def timeline_frames(plan: StripSwap, frames: tuple[int, int] | None
                     ) -> dict[int, list[int]]:
     """The timeline frames (within `frames`, when given) each engine number to render shows:
     progress counts timeline frames, as the job was asked (a held frame shows one number at

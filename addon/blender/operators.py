@@ -79,7 +79,7 @@ class FACEFUSE_OT_swap_strip(NeedsSequencer, Operator):
     def execute(self, context: Any) -> set[str]:
         def build() -> Job:
             scene, strip = strips.active_strip(context)
-            return tasks.swap_job(convert.plan_swap(scene, strip), ask=not self.replace)
+            return tasks.swap_job(convert.strip_swap(scene, strip), ask=not self.replace)
         return run_job(self, build, "Face swap started: progress in the status bar")
 
 
@@ -104,7 +104,7 @@ class FACEFUSE_OT_replace_frames(Operator):
     def execute(self, context: Any) -> set[str]:
         def build() -> Job:
             scene, strip = result.strip_named(self.scene, self.strip)
-            return tasks.swap_job(convert.plan_swap(scene, strip), accepted=self.accepted)
+            return tasks.swap_job(convert.strip_swap(scene, strip), accepted=self.accepted)
         return run_job(self, build, "Face swap started: progress in the status bar")
 
 
@@ -118,7 +118,7 @@ class FACEFUSE_OT_preview_frame(NeedsSequencer, Operator):
     def execute(self, context: Any) -> set[str]:
         def build() -> Job:
             scene, strip = strips.active_strip(context)
-            return tasks.preview_job(convert.plan_swap(scene, strip), scene.frame_current)
+            return tasks.preview_job(convert.strip_swap(scene, strip), scene.frame_current)
         return run_job(self, build, "Previewing the frame under the playhead")
 
 
@@ -132,7 +132,7 @@ class FACEFUSE_OT_find_faces(NeedsSequencer, Operator):
     def execute(self, context: Any) -> set[str]:
         def build() -> Job:
             scene, strip = strips.active_strip(context)
-            return tasks.faces_job(convert.plan_swap(scene, strip, look=True),
+            return tasks.faces_job(convert.strip_swap(scene, strip, look=True),
                                    scene.frame_current)
         return run_job(self, build, "Finding the faces under the playhead")
 
@@ -151,7 +151,7 @@ class FACEFUSE_OT_use_face(NeedsSequencer, Operator):
         def build() -> Job:
             scene, strip = strips.active_strip(context)
             index = self.index if self.index >= 0 else strip.facefuse.reference_index
-            return tasks.reference_job(convert.plan_swap(scene, strip, look=True),
+            return tasks.reference_job(convert.strip_swap(scene, strip, look=True),
                                        scene.frame_current, index)
         return run_job(self, build, "Saving the reference face")
 

@@ -4,7 +4,7 @@ These are what the farm reads (headless.py): sources, target-face choice, models
 output folder and format, whether the strip is marked for swapping, and the strip's session: its
 people with their casting (own source, skip) and its corrections (skip, keep, hold or swap a
 person over a range of frames). Preview, Swap, Review and the farm all build their request from
-these (convert.plan_swap), so a .blend saved and opened again renders the same. File paths accept
+these (convert.strip_swap), so a .blend saved and opened again renders the same. File paths accept
 Blender's `//` (relative to the .blend) and are resolved with bpy.path.abspath when used.
 """
 

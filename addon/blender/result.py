@@ -15,7 +15,7 @@ from typing import Any
 
 import bpy
 
-from .frames import SwapPlan
+from .frames import StripSwap
 from .strips import StripError, all_strips, container_of
 
 NAME_LIMIT = 63
@@ -25,7 +25,7 @@ DRAWING = ("use_flip_x", "use_flip_y", "blend_type", "blend_alpha", "alpha_mode"
            "color_saturation", "color_multiply", "multiply_alpha")
 
 
-def find_strip(plan: SwapPlan) -> tuple[Any, Any]:
+def find_strip(plan: StripSwap) -> tuple[Any, Any]:
     """(scene, strip) of a plan, or StripError when either was deleted or renamed meanwhile."""
     try:
         return strip_named(plan.scene, plan.strip)
@@ -44,7 +44,7 @@ def strip_named(scene_name: str, strip_name: str) -> tuple[Any, Any]:
     return scene, strip
 
 
-def add_result_strip(plan: SwapPlan) -> Any:
+def add_result_strip(plan: StripSwap) -> Any:
     """Create (or re-create) the result strip of a finished swap; it replaces the previous one.
 
     One element per trimmed source frame, in order, starting at the source's first frame, on the
@@ -100,7 +100,7 @@ def draw_as(strip: Any, source: Any, same_encoding: bool) -> None:
         strip.colorspace_settings.name = source.colorspace_settings.name
 
 
-def _keeps_encoding(plan: SwapPlan) -> bool:
+def _keeps_encoding(plan: StripSwap) -> bool:
     # the engine writes an EXR from display-referred input as scene-linear (facefuse.color),
     # which Blender reads as linear by default; every other output keeps the input's encoding
     output, source = (Path(plan.request.output).suffix.lower(),

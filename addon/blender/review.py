@@ -7,7 +7,7 @@ on the next review. The report's people fill strip.facefuse.people, keeping each
 source and skip across reviews. Corrections (strip.facefuse.corrections) are kept on the strip
 in the engine's numbers and written, for each request, as the engine's overrides file. Frame
 numbers: the report speaks the engine's numbers (the media's), the timeline its own;
-frames.SwapPlan maps between them.
+frames.StripSwap maps between them.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from facefuse import (
     write_overrides,
 )
 
-from .frames import SwapPlan, movie_span
+from .frames import StripSwap, movie_span
 from .strips import StripError
 
 ACTIONS = ('skip', 'keep', 'hold', 'swap')
@@ -33,7 +33,7 @@ CORRECTED, SKIPPED = "(corrected)", "(skipped)"  # what a review marker's name e
 REPORT_PAGE = "index.html"  # beside report.json (facefuse.write_review)
 
 
-def apply_report(plan: SwapPlan, scene: Any, strip: Any, report: Mapping[str, Any]) -> int:
+def apply_report(plan: StripSwap, scene: Any, strip: Any, report: Mapping[str, Any]) -> int:
     """Put a review's flags on the timeline and its people on the strip; the markers made."""
     props = strip.facefuse
     remove_markers(scene, strip)
@@ -90,7 +90,7 @@ def remove_markers(scene: Any, strip: Any) -> None:
     props.review_markers.clear()
 
 
-def update_people(plan: SwapPlan, props: Any, people: Sequence[Mapping[str, Any]]) -> None:
+def update_people(plan: StripSwap, props: Any, people: Sequence[Mapping[str, Any]]) -> None:
     """The report's people on the strip; a person's own source and skip stay."""
     kept = {p.person_id: (p.source, p.skip) for p in props.people}
     props.people.clear()
@@ -119,7 +119,7 @@ def scene_range(scene: Any) -> tuple[int, int]:
     return scene.frame_start, scene.frame_end
 
 
-def override_entry(plan: SwapPlan, frames: tuple[int, int], action: str,
+def override_entry(plan: StripSwap, frames: tuple[int, int], action: str,
                    person: str) -> Override:
     """One overrides entry for timeline frames `frames`, in the engine's numbers."""
     numbers = plan.numbers_between(*frames)

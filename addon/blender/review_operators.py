@@ -37,7 +37,7 @@ class FACEFUSE_OT_review_strip(NeedsSequencer, Operator):
     def execute(self, context: Any) -> set[str]:
         def build() -> Job:
             scene, strip = strips.active_strip(context)
-            plan = convert.plan_swap(scene, strip, review=True)
+            plan = convert.strip_swap(scene, strip, review=True)
             return tasks.review_job(plan, convert.review_folder(strip))
         return run_job(self, build, "Reviewing the strip: progress in the status bar")
 
@@ -58,7 +58,7 @@ class FACEFUSE_OT_add_override(NeedsSequencer, Operator):
     def execute(self, context: Any) -> set[str]:
         try:
             scene, strip = strips.active_strip(context)
-            plan = convert.plan_swap(scene, strip, prepare=False, look=True)
+            plan = convert.strip_swap(scene, strip, prepare=False, look=True)
             frames = self._range(scene)
             entry = review.override_entry(plan, frames, self.action, self._person(strip))
             count = review.add_correction(strip.facefuse, entry)
@@ -120,7 +120,7 @@ class FACEFUSE_OT_rerender_flagged(NeedsSequencer, Operator):
         def build() -> Job:
             scene, strip = strips.active_strip(context)
             shot, flagged = review.flagged_numbers(bpy.path.abspath(strip.facefuse.report))
-            plan = convert.plan_swap(scene, strip, only=flagged, only_input=f"shot:{shot}",
+            plan = convert.strip_swap(scene, strip, only=flagged, only_input=f"shot:{shot}",
                                      overwrite=True)
             return tasks.swap_job(plan, ask=False)  # replacing them is what it is for
         return run_job(self, build, "Re-rendering the flagged frames")

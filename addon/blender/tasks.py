@@ -27,7 +27,7 @@ from facefuse import (
 )
 
 from . import result, review
-from .frames import SwapPlan
+from .frames import StripSwap
 from .jobs import LOOK, RENDER, runner, runs_blocking
 from .settings import engine_settings, in_blender
 from .strips import StripError, require_swappable
@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 # -- swap ----------------------------------------------------------------------------------------
 
-def swap_job(plan: SwapPlan, ask: bool = True, accepted: str = "") -> Job:
+def swap_job(plan: StripSwap, ask: bool = True, accepted: str = "") -> Job:
     """Render the plan; when it is complete, put the result strip above the source.
 
     ask: first find the finished frames the render would replace because they were made with
@@ -94,7 +94,7 @@ def swap_job(plan: SwapPlan, ask: bool = True, accepted: str = "") -> Job:
                total=len(plan.todo()), status="analysing the shot")
 
 
-def own_renders(plan: SwapPlan) -> set[str]:
+def own_renders(plan: StripSwap) -> set[str]:
     """The request fingerprints of the plan's strip's own swaps (none when it is gone)."""
     try:
         _, strip = result.strip_named(plan.scene, plan.strip)
@@ -143,7 +143,7 @@ def frame_counts(summary: Any) -> str:
                       f"{summary.skipped} already done"])
 
 
-def ask_to_replace(plan: SwapPlan, message: str) -> Message:
+def ask_to_replace(plan: StripSwap, message: str) -> Message:
     """A swap stopped before replacing finished frames made with other choices: the strip
     remembers the question (the panel shows it with a Replace button) and, in the UI, a
     confirm dialog asks it (facefuse.replace_frames)."""
@@ -155,7 +155,7 @@ def ask_to_replace(plan: SwapPlan, message: str) -> Message:
                               "Finished Frames, or undo what changed")
 
 
-def _confirm_in_window(plan: SwapPlan, message: str) -> None:
+def _confirm_in_window(plan: StripSwap, message: str) -> None:
     windows = getattr(getattr(bpy.context, "window_manager", None), "windows", ())
     if runs_blocking() or not windows:
         return
@@ -167,7 +167,7 @@ def _confirm_in_window(plan: SwapPlan, message: str) -> None:
         log.exception("facefuse: the replace dialog could not open")
 
 
-def swap_outcome(plan: SwapPlan, summary: Any) -> Message:
+def swap_outcome(plan: StripSwap, summary: Any) -> Message:
     """What a finished render means for the user (and the result strip when it is complete)."""
     kept = f"finished frames are kept in {plan.output_dir}"
     try:
@@ -198,7 +198,7 @@ def swap_outcome(plan: SwapPlan, summary: Any) -> Message:
     return Message('WARNING' if warnings else 'INFO', text)
 
 
-def review_job(plan: SwapPlan, folder: Path) -> Job:
+def review_job(plan: StripSwap, folder: Path) -> Job:
     """Review the strip as Swap Strip would render it (facefuse.write_review into `folder`);
     its flags become timeline markers and its people the strip's people (review.py)."""
     def work(report: Report, cancelled: Any) -> dict[str, Any]:
@@ -227,7 +227,7 @@ def review_job(plan: SwapPlan, folder: Path) -> Job:
 
 # -- looks ---------------------------------------------------------------------------------------
 
-def preview_job(plan: SwapPlan, frame: int) -> Job:
+def preview_job(plan: StripSwap, frame: int) -> Job:
     """Render the frame under the playhead as Swap Strip will and show it as the image
     'facefuse preview' (the strip's first preview analyses its range first)."""
     number = plan.number_at(frame)
@@ -250,7 +250,7 @@ def preview_job(plan: SwapPlan, frame: int) -> Job:
                status="swapping one frame")
 
 
-def faces_job(plan: SwapPlan, frame: int) -> Job:
+def faces_job(plan: StripSwap, frame: int) -> Job:
     """Outline and number the faces under the playhead (image 'facefuse faces')."""
     number = plan.number_at(frame)
 
@@ -273,7 +273,7 @@ def faces_job(plan: SwapPlan, frame: int) -> Job:
     return Job(LOOK, "Finding faces under the playhead", work, on_done, status="detecting")
 
 
-def reference_job(plan: SwapPlan, frame: int, index: int) -> Job:
+def reference_job(plan: StripSwap, frame: int, index: int) -> Job:
     """Save face `index` under the playhead as the strip's reference face."""
     number = plan.number_at(frame)
     folder = plan.output_dir / REFERENCE_FOLDER

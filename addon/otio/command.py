@@ -32,7 +32,7 @@ from facefuse import (
 # make every clip's render write the same files
 PER_CLIP = frozenset({"--frames", "--chunk", "--chunk-frames", "--output-root",
                       "--rate", "--start-number", "--matte", "--patch", "--overwrite"})
-# the host's own defaults (selection.DEFAULT_MARKER, plan.OUTPUT_CHOICES), repeated so that
+# the host's own defaults (selection.DEFAULT_MARKER, renders.OUTPUT_CHOICES), repeated so that
 # --help needs no OpenTimelineIO
 DEFAULT_MARKER = "swap"
 KINDS = ("mov", "exr", "png", "tif", "dpx", "same")
@@ -122,7 +122,7 @@ def _adapter_value(text: str, json_value: Callable[[str, str], Any]) -> Any:
 
 def cmd_swap(args: argparse.Namespace, cli: CommandLine) -> int:
     commands = host_module("otio", "commands")
-    swap = commands.plan_swap(args.timeline, template_request(args, cli), args.output_dir,
+    swap = commands.timeline_swap(args.timeline, template_request(args, cli), args.output_dir,
                               None if args.all else args.marker, args.handles, args.format,
                               args.report, args.codec,
                               adapter_args(args.adapter_arg, cli.json_value),

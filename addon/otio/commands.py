@@ -3,7 +3,7 @@ choose and check the clips (selection: nothing is rendered or written when one i
 plan their versioned renders, render them with the command line's own render (progress and
 SIGTERM are the command line's), and write the swapped timeline (conform) once every render
 has finished: as .otio, and also in the edit's own format when it was read through another
-adapter (`edit.xml` -> `edit.swapped.otio` and `edit.swapped.xml`). With a farm, `plan_swap`
+adapter (`edit.xml` -> `edit.swapped.otio` and `edit.swapped.xml`). With a farm, `timeline_swap`
 and `write_swapped` alone: the farm runs the requests. Nothing here prints: sentences go to
 `say`.
 """
@@ -21,7 +21,7 @@ from facefuse import ExitCode, InputError, RenderRequest, RenderSummary, check_p
 
 from .conform import NativeWriteError, swapped_timeline, write_native, write_timeline
 from .paths import normalised
-from .plan import DEFAULT_KIND, ClipRender, plan_renders
+from .renders import DEFAULT_KIND, ClipRender, clip_renders
 from .selection import select_clips
 
 # the command line's render: the summary, and whether SIGTERM stopped it
@@ -93,14 +93,14 @@ def _first_line(exc: Exception) -> str:
     return text.splitlines()[0]
 
 
-def plan_swap(edit: Path, template: RenderRequest, folder: Path, marker: str | None,
+def timeline_swap(edit: Path, template: RenderRequest, folder: Path, marker: str | None,
               handles: int = 0, kind: str = DEFAULT_KIND, report: bool = False,
               codec: str | None = None, adapter_args: Mapping[str, Any] | None = None,
               name: str | None = None) -> TimelineSwap:
     """Read `edit` (with `adapter_args`; the timeline called `name` of several), choose and check
     its clips, and plan a render of each into `folder` (marker None: every clip that shows
     footage; handles: frames beyond each used range; kind and codec: what each render
-    writes, plan.plan_renders; report: a review report per clip, its flags as markers).
+    writes, renders.clip_renders; report: a review report per clip, its flags as markers).
     InputError in one sentence for the first problem; nothing is written."""
     if handles < 0:
         raise InputError(f"--handles must be 0 or more, not {handles}")
@@ -109,7 +109,7 @@ def plan_swap(edit: Path, template: RenderRequest, folder: Path, marker: str | N
     check_path_length(folder / f"{edit.stem}{SWAPPED}{OTIO_SUFFIX}", "the swapped timeline")
     timeline = read_timeline(edit, adapter_args, name)
     selection = select_clips(timeline, marker, handles, edit.parent, folder)
-    renders = plan_renders(selection.swaps, template, folder, kind, report, codec)
+    renders = clip_renders(selection.swaps, template, folder, kind, report, codec)
     suffix = edit.suffix.lower()
     native = None if suffix in ("", OTIO_SUFFIX) else folder / f"{edit.stem}{SWAPPED}{suffix}"
     return TimelineSwap(timeline, renders, marker, folder / f"{edit.stem}{SWAPPED}{OTIO_SUFFIX}",

@@ -44,7 +44,7 @@ from facefuse import OutputError, atomic_write_bytes
 
 from .flags import markers_from_report
 from .paths import rebased, target_in_style
-from .plan import PADDING, ClipRender
+from .renders import PADDING, ClipRender
 from .selection import named
 from .times import time_at
 from .versions import METADATA_KEY, track_above_versions, track_name

@@ -2,7 +2,7 @@
 
 Used for Studio's external scripting (`facefuse resolve swap`): find the module, connect to the
 running Resolve, collect the raw facts of the item under the playhead in the same job format the
-Lua launcher writes (job_file.py), and carry out a placement (plan.Placement) exactly as the
+Lua launcher writes (job_file.py), and carry out a placement (swaps.Placement) exactly as the
 launcher does. Every decision (frame mapping, track choice, output) is made in job_file.py and
 plan.py, not here.
 
@@ -28,8 +28,8 @@ from typing import Any
 from facefuse import HostError, InputError
 
 from .job_file import JOB_SCHEMA, JOB_VERSION
-from .plan import Placement
 from .source_frames import whole_frame
+from .swaps import Placement
 from .timeline import parse_rate, same_rate
 
 MODULE = "DaVinciResolveScript"

@@ -39,7 +39,7 @@ from facefuse import (
 from . import bridge, install, panel_job
 from .commands import render_clip
 from .job_file import ClipFacts, parse_job, read_job
-from .plan import Placement, replaceable_result, write_result
+from .swaps import Placement, replaceable_result, write_result
 
 T = TypeVar("T")
 

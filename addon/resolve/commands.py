@@ -11,7 +11,7 @@ from pathlib import Path
 from facefuse import ExitCode, RenderRequest, RenderSummary, Settings
 
 from .job_file import ClipFacts
-from .plan import Placement, outcome, plan, prepare
+from .swaps import Placement, item_swap, outcome, prepare
 
 # the command line's render: the summary, and whether SIGTERM stopped it
 Render = Callable[[RenderRequest], tuple[RenderSummary, bool]]
@@ -23,7 +23,7 @@ def render_clip(facts: ClipFacts, sources: tuple[Path, ...], settings: Settings,
     """Render the item's used range: the placement (None: nothing to place), the sentence
     saying so and the exit code (143 stopped by SIGTERM, 130 by SIGINT, 5 frames failed, 2
     nothing swapped)."""
-    swap = plan(facts, sources, settings, output, folder, overwrite)
+    swap = item_swap(facts, sources, settings, output, folder, overwrite)
     prepare(swap)
     summary, terminated = render(swap.request)
     placement, message = outcome(swap, summary)

@@ -8,7 +8,7 @@
 -- when it is busy, locked or disabled now), the imported clip's rate checked, the append, a
 -- read-back of what was placed, then the plate's grade, Inspector settings and the review markers
 -- onto the swap. Every decision, frame mapping included, is made by facefuse in Python
--- (addon/resolve/plan.py). It makes no Studio-only call: on Free one raises a modal dialog that
+-- (addon/resolve/swaps.py). It makes no Studio-only call: on Free one raises a modal dialog that
 -- makes later calls fail. Installed, with the command line below filled in, by `facefuse
 -- resolve install`; $FACEFUSE_RESOLVE_COMMAND overrides it. Lua 5.1 (Resolve's LuaJIT) to 5.4.
 

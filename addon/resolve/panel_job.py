@@ -12,11 +12,11 @@ from typing import Any
 from facefuse import ExitCode, FacefuseError, RenderRequest, RenderSummary, Settings, host_module
 
 from .job_file import ClipFacts, read_job
-from .plan import (
+from .swaps import (
     Placement,
     default_output_folder,
+    item_swap,
     outcome,
-    plan,
     prepare,
     preview_frame_number,
     write_result,
@@ -69,7 +69,7 @@ class JobHost:
                      output: str, folder: Path) -> tuple[RenderRequest, Any]:
         """The Resolve item's plan (request and placement), or a plain clip's request."""
         if isinstance(clip.item, ClipFacts):
-            swap = plan(clip.item, sources, settings, output, folder)
+            swap = item_swap(clip.item, sources, settings, output, folder)
             prepare(swap)
             return swap.request, swap
         return _panel("host").file_request(clip, sources, settings, output, folder), None

@@ -70,7 +70,7 @@ def launcher_config(media: Path | None, **changes: Any) -> dict[str, Any]:
 PLANNER = """
 import json, os, sys
 from pathlib import Path
-from addon.resolve import plan as resolve_plan
+from addon.resolve import swaps as resolve_swaps
 from addon.resolve.job_file import parse_job
 from facefuse import FacefuseError, Settings
 args = sys.argv[1:]
@@ -81,16 +81,16 @@ Path(os.environ["PLANNER_SEEN"]).write_text(json.dumps(data))
 if os.environ.get("PLANNER_REPORT"):
     data["review_report"] = os.environ["PLANNER_REPORT"]
 try:
-    swap = resolve_plan.plan(parse_job(data), (), Settings())
+    swap = resolve_swaps.item_swap(parse_job(data), (), Settings())
 except FacefuseError as exc:
-    resolve_plan.write_result(result, None, str(exc))
+    resolve_swaps.write_result(result, None, str(exc))
     sys.exit(2)
-resolve_plan.prepare(swap)
+resolve_swaps.prepare(swap)
 p = swap.placement
 Path(p.media).parent.mkdir(parents=True, exist_ok=True)
 for number in range(p.start_index, p.end_index + 1):
     Path(p.media % number).write_bytes(b"png")
-resolve_plan.write_result(result, p, "; ".join(("planned", *swap.facts.caveats)))
+resolve_swaps.write_result(result, p, "; ".join(("planned", *swap.facts.caveats)))
 """
 
 

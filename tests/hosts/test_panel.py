@@ -34,7 +34,7 @@ from addon.panel.rendering import _progress
 from addon.panel.viewer import DIVIDER_PX
 from addon.panel.window import PanelWindow
 from addon.resolve.panel_job import JobHost
-from addon.resolve.plan import read_result
+from addon.resolve.swaps import read_result
 from facefuse.config import tunable_options
 from facefuse.hosting import plugins
 from facefuse.shot.request import PhaseProgress

@@ -15,7 +15,7 @@ import cv2
 import pytest
 
 from addon.resolve import bridge, install, versions
-from addon.resolve import plan as resolve_plan
+from addon.resolve import swaps as resolve_swaps
 from addon.resolve.job_file import ClipError, parse_job
 from facefuse.cli.main import main
 from facefuse.config import Settings
@@ -77,7 +77,7 @@ def clip(face_clip: Path, tmp_path: Path) -> Path:
     return Path(shutil.copy2(face_clip, tmp_path / "media" / "plate.mp4"))
 
 
-def _fake_outputs(swap: resolve_plan.ResolvePlan) -> None:
+def _fake_outputs(swap: resolve_swaps.ItemSwap) -> None:
     """Files where the render would write them (the fake's ImportMedia checks they exist)."""
     placement = swap.placement
     Path(placement.media).parent.mkdir(parents=True, exist_ok=True)
@@ -90,7 +90,7 @@ def test_collected_facts_plan_and_placement_line_up_frame_for_frame(clip: Path):
     facts = parse_job(bridge.collect_job(resolve))
     assert (facts.span.record_start, facts.span.duration, facts.span.left_offset) == (86448, 10, 3)
     assert facts.track == 1 and facts.edition.kind == "studio"
-    swap = resolve_plan.plan(facts, (), Settings())
+    swap = resolve_swaps.item_swap(facts, (), Settings())
     _fake_outputs(swap)
     message = bridge.place(resolve, swap.placement)
     timeline = resolve.GetProjectManager().GetCurrentProject().GetCurrentTimeline()
@@ -105,7 +105,7 @@ def test_collected_facts_plan_and_placement_line_up_frame_for_frame(clip: Path):
 
 def test_a_track_is_added_when_none_above_is_free(clip: Path):
     resolve = fake.world(clip, tracks=1)
-    swap = resolve_plan.plan(parse_job(bridge.collect_job(resolve)), (), Settings())
+    swap = resolve_swaps.item_swap(parse_job(bridge.collect_job(resolve)), (), Settings())
     _fake_outputs(swap)
     bridge.place(resolve, swap.placement)
     timeline = resolve.GetProjectManager().GetCurrentProject().GetCurrentTimeline()
@@ -115,16 +115,16 @@ def test_a_track_is_added_when_none_above_is_free(clip: Path):
 
 def test_resolve_refusing_an_import_or_a_placement_is_one_sentence(clip: Path):
     resolve = fake.world(clip)
-    swap = resolve_plan.plan(parse_job(bridge.collect_job(resolve)), (), Settings())
+    swap = resolve_swaps.item_swap(parse_job(bridge.collect_job(resolve)), (), Settings())
     with pytest.raises(bridge.BridgeError, match="could not import"):
         bridge.place(resolve, swap.placement)  # the frames were never rendered
     _fake_outputs(swap)
-    too_long = resolve_plan.Placement(**{**vars_of(swap.placement), "end_frame": 99})
+    too_long = resolve_swaps.Placement(**{**vars_of(swap.placement), "end_frame": 99})
     with pytest.raises(bridge.BridgeError, match="could not place"):
         bridge.place(resolve, too_long)
 
 
-def vars_of(placement: resolve_plan.Placement) -> dict:
+def vars_of(placement: resolve_swaps.Placement) -> dict:
     return {name: getattr(placement, name) for name in placement.__slots__}
 
 

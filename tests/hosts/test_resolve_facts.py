@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from addon.resolve import bridge
-from addon.resolve import plan as resolve_plan
+from addon.resolve import swaps as resolve_swaps
 from addon.resolve.job_file import ClipError, parse_job
 from addon.resolve.source_frames import (
     NORMAL,
@@ -84,10 +84,10 @@ def _readbacks(world: fake.Resolve, lua: Launcher) -> list[dict[str, tuple[Any, 
 
 
 def _outcome(facts: Any) -> str:
-    swap = resolve_plan.plan(facts, (), Settings())
+    swap = resolve_swaps.item_swap(facts, (), Settings())
     summary = RenderSummary(frames=facts.span.duration, swapped=facts.span.duration, no_face=0,
                             skipped=0, failed=(), seconds=1.0, cancelled=False)
-    return resolve_plan.outcome(swap, summary)[1]
+    return resolve_swaps.outcome(swap, summary)[1]
 
 
 # -- the table itself ---------------------------------------------------------------------------
@@ -308,7 +308,7 @@ def test_a_clip_at_another_rate_is_appended_floored_into_timeline_frames(
 def test_a_swap_imported_at_another_rate_than_the_timeline_is_not_placed(
         media: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     world = fake.world(media, tracks=2)
-    swap = resolve_plan.plan(parse_job(bridge.collect_job(world)), (), Settings())
+    swap = resolve_swaps.item_swap(parse_job(bridge.collect_job(world)), (), Settings())
     Path(swap.placement.media).parent.mkdir()
     for number in range(swap.placement.start_index, swap.placement.end_index + 1):
         Path(swap.placement.media % number).write_bytes(b"png")

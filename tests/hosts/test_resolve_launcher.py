@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from addon.resolve import install
-from addon.resolve import plan as resolve_plan
+from addon.resolve import swaps as resolve_swaps
 from addon.resolve.job_file import parse_job
 from tests.hosts.resolve_lua import (
     RUNTIMES,
@@ -75,15 +75,15 @@ def _known_result(tmp_path: Path, media: Path, **changes: Any) -> Path:
     folder.mkdir(exist_ok=True)
     for number in range(LEFT + 1, LEFT + DURATION + 1):
         (folder / f"plate.{number:04d}.png").write_bytes(b"png")
-    placement = resolve_plan.Placement(
+    placement = resolve_swaps.Placement(
         media=str(folder / "plate.%04d.png"), sequence=True, start_index=LEFT + 1,
         end_index=LEFT + DURATION, bin="facefuse", name="plate facefuse", timeline="Timeline 1",
         timeline_id="", plate_id="", plate_track=1, track=2, insert=True, record_frame=START,
         duration=DURATION, start_frame=0, end_frame=DURATION)
-    placement = resolve_plan.Placement(**{**{n: getattr(placement, n)
+    placement = resolve_swaps.Placement(**{**{n: getattr(placement, n)
                                              for n in placement.__slots__}, **changes})
     path = tmp_path / "known-result.json"
-    resolve_plan.write_result(path, placement, "done")
+    resolve_swaps.write_result(path, placement, "done")
     return path
 
 
@@ -178,7 +178,7 @@ def test_failed_resolve_calls_are_reported_and_stop_the_placement(media: Path, t
 
 def test_nothing_to_place_is_said_in_the_results_words(media: Path, tmp_path: Path, stub):
     path = tmp_path / "nothing.json"
-    resolve_plan.write_result(path, None, "The render was cancelled: nothing placed")
+    resolve_swaps.write_result(path, None, "The render was cancelled: nothing placed")
     stub(path)
     launcher = Launcher(RUNTIMES[0], _config(media))
     assert launcher.run() is True

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from addon.resolve import bridge
-from addon.resolve import plan as resolve_plan
+from addon.resolve import swaps as resolve_swaps
 from addon.resolve.job_file import ClipError, parse_job
 from addon.resolve.timeline import TimelineRate
 from facefuse.cli.main import main
@@ -40,11 +40,11 @@ def clip(tmp_path: Path) -> Path:
 
 
 def _plan(resolve: fake.Resolve, data: dict[str, Any] | None = None,
-          output: str = "png") -> resolve_plan.ResolvePlan:
+          output: str = "png") -> resolve_swaps.ItemSwap:
     """Facts -> plan, and the frames the render would write (the fake imports what exists)."""
     facts = parse_job(data if data is not None else bridge.collect_job(resolve))
-    swap = resolve_plan.plan(facts, (), Settings(), output)
-    resolve_plan.prepare(swap)
+    swap = resolve_swaps.item_swap(facts, (), Settings(), output)
+    resolve_swaps.prepare(swap)
     placement = swap.placement
     Path(placement.media).parent.mkdir(parents=True, exist_ok=True)
     for number in range(placement.start_index, placement.end_index + 1):
@@ -86,7 +86,7 @@ def test_drop_frame_rates_read_with_their_suffix_and_number_fps(clip: Path):
                          start=107892 + 35, playhead=107892 + 40)
     facts = parse_job(bridge.collect_job(resolve))
     assert facts.rate == TimelineRate(Fraction(30000, 1001), True)
-    assert resolve_plan.preview_frame_number(facts) == LEFT + 1 + 5
+    assert resolve_swaps.preview_frame_number(facts) == LEFT + 1 + 5
 
 
 @pytest.mark.parametrize("fps", [23.976, 23.976023976023978, 24.0])
@@ -107,7 +107,7 @@ def test_off_the_edit_pages_there_is_no_timecode_and_the_preview_is_the_first_fr
     data = bridge.collect_job(resolve)
     assert data["timeline"]["current_timecode"] == ""
     facts = parse_job(data)
-    assert resolve_plan.preview_frame_number(facts) == LEFT + 1
+    assert resolve_swaps.preview_frame_number(facts) == LEFT + 1
 
 
 # -- placement: the job's timeline, a usable track, read back -------------------------------------
@@ -239,16 +239,16 @@ def _summary(**counts: Any) -> RenderSummary:
 
 
 def test_a_finished_job_run_again_places_its_frames(clip: Path):
-    swap = resolve_plan.plan(parse_job(job(clip)), (), Settings())
-    placement, message = resolve_plan.outcome(swap, _summary(swapped=0, skipped=DURATION))
+    swap = resolve_swaps.item_swap(parse_job(job(clip)), (), Settings())
+    placement, message = resolve_swaps.outcome(swap, _summary(swapped=0, skipped=DURATION))
     assert placement is not None, message
 
 
 def test_fewer_frames_rendered_than_the_item_covers_places_nothing(clip: Path):
     data = job(clip)
     del data["item"]["media"]["Frames"]
-    swap = resolve_plan.plan(parse_job(data), (), Settings())
-    placement, message = resolve_plan.outcome(swap, _summary(frames=4, swapped=4))
+    swap = resolve_swaps.item_swap(parse_job(data), (), Settings())
+    placement, message = resolve_swaps.outcome(swap, _summary(frames=4, swapped=4))
     assert placement is None and "nothing placed" in message
 
 
@@ -265,7 +265,7 @@ def test_bad_job_fields_are_one_sentence(clip: Path, field: str, value: Any):
 
 
 def test_a_long_clip_name_still_gives_names_a_file_system_takes(clip: Path):
-    swap = resolve_plan.plan(parse_job(job(clip, name="x" * 400 + ".mp4")), (), Settings())
+    swap = resolve_swaps.item_swap(parse_job(job(clip, name="x" * 400 + ".mp4")), (), Settings())
     assert len(Path(swap.request.output).name.encode()) <= 255
 
 
@@ -367,7 +367,7 @@ def test_a_bad_job_field_is_said_in_the_result_file(clip: Path, tmp_path: Path):
     job_path, result = tmp_path / "job.json", tmp_path / "result.json"
     job_path.write_text(json.dumps(data))
     assert main(_render_args(job_path, result, source, tmp_path / "models")) == ExitCode.USAGE
-    placement, message = resolve_plan.read_result(result)
+    placement, message = resolve_swaps.read_result(result)
     assert placement is None and "item start" in message
 
 
@@ -377,7 +377,7 @@ def test_a_result_file_the_disk_refuses_is_one_sentence_with_code_6(
     def full(path: Path, data: bytes) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
-    monkeypatch.setattr(resolve_plan, "atomic_write_bytes", full)
+    monkeypatch.setattr(resolve_swaps, "atomic_write_bytes", full)
     source = tmp_path / "me.png"
     source.write_bytes(b"my photo")
     data = job(clip)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from addon.resolve import plan as resolve_plan
+from addon.resolve import swaps as resolve_swaps
 from facefuse.cli.main import main
 from facefuse.errors import ExitCode
 from tests.resolve_facts import job
@@ -107,11 +107,11 @@ def test_an_earlier_result_or_an_empty_file_is_replaced(clip: Path, tmp_path: Pa
     job_path.write_bytes(b"{this is not json")
     result = tmp_path / "result.json"
     if earlier == "a result":
-        resolve_plan.write_result(result, None, "an earlier run")
+        resolve_swaps.write_result(result, None, "an earlier run")
     else:
         result.write_bytes(b"")
     source = tmp_path / "me.png"
     source.write_bytes(b"my photo")
     assert main(_args(job_path, result, source, tmp_path / "models")) == ExitCode.USAGE
-    placement, message = resolve_plan.read_result(result)
+    placement, message = resolve_swaps.read_result(result)
     assert placement is None and "not JSON" in message

@@ -55,7 +55,7 @@ def test_blender_makes_the_command_lines_request_and_resumes_its_render(
     assert shot.strip.facefuse.mask_blur != 0.35  # Blender holds the float32
 
     cli = request_from_args(_cli_args(shot, clip, source))
-    plan = module("convert").plan_swap(shot.scene, shot.strip)
+    plan = module("convert").strip_swap(shot.scene, shot.strip)
     ours = plan.request
     for field in dataclasses.fields(ours.settings):
         assert getattr(ours.settings, field.name) == getattr(cli.settings, field.name), \

@@ -59,7 +59,7 @@ def test_review_marks_its_flags_and_lists_its_people(shot: SimpleNamespace, test
     report["flags"] = [{"kind": "profile", "first": MEDIA_FIRST + 2, "last": MEDIA_FIRST + 4,
                         "person": "p1", "reason": "turned away"}]
     report["flagged_frames"] = [[MEDIA_FIRST + 2, MEDIA_FIRST + 4]]
-    review, plan = module("review"), module("convert").plan_swap(scene, shot.strip)
+    review, plan = module("review"), module("convert").strip_swap(scene, shot.strip)
     assert review.apply_report(plan, scene, shot.strip, report) == 1
     assert {(m.name, m.frame) for m in scene.timeline_markers} == {
         ("mine", FIRST), ("profile:p1", FIRST + 2)}
@@ -91,10 +91,10 @@ def test_review_marks_its_flags_and_lists_its_people(shot: SimpleNamespace, test
 
     # each person's own source and skip go into the request
     person.source = str(testdata / "media" / "biden.jpg")
-    request = module("convert").plan_swap(scene, shot.strip).request
+    request = module("convert").strip_swap(scene, shot.strip).request
     assert request.assign == (("p1", testdata / "media" / "biden.jpg"),) and request.skip == ()
     person.skip = True
-    request = module("convert").plan_swap(scene, shot.strip).request
+    request = module("convert").strip_swap(scene, shot.strip).request
     assert request.assign == () and request.skip == ("p1",)
 
     layout = FakeLayout()
@@ -119,7 +119,7 @@ def test_overrides_from_blender_and_rerender_flagged(shot: SimpleNamespace,
     scene.timeline_markers.new("b", frame=FIRST + 6).select = True
     assert bpy.ops.facefuse.add_override(action='hold', frames='MARKERS') == {'FINISHED'}
     path = shot.out / "corrections.json"
-    assert module("convert").plan_swap(scene, strip).request.overrides == path
+    assert module("convert").strip_swap(scene, strip).request.overrides == path
     entries = json.loads(path.read_text())  # written for the engine by each request
     assert entries["schema"] == "facefuse.overrides/1"
     assert entries["overrides"] == [
@@ -138,9 +138,9 @@ def test_overrides_from_blender_and_rerender_flagged(shot: SimpleNamespace,
     report = json.loads(report_path.read_text())
     report["flagged_frames"] = [[MEDIA_FIRST + 7, MEDIA_FIRST + 8]]
     report_path.write_text(json.dumps(report))
-    plan_swap = module("convert").plan_swap
+    strip_swap = module("convert").strip_swap
     flagged = module("review").flagged_numbers(str(report_path))
-    assert plan_swap(scene, strip, only=flagged[1]).todo() == (MEDIA_FIRST + 7, MEDIA_FIRST + 8)
+    assert strip_swap(scene, strip, only=flagged[1]).todo() == (MEDIA_FIRST + 7, MEDIA_FIRST + 8)
     assert bpy.ops.facefuse.rerender_flagged() == {'FINISHED'}, last_message()
     assert "(2 swapped, 0 without a face, 0 already done)" in last_message().text
 

@@ -76,7 +76,7 @@ def test_casting_and_corrections_survive_save_and_reopen_and_drive_every_render(
     shown = layout.texts()  # in timeline frames
     assert f"skip p1 over frames {FIRST + 1}-{FIRST + 3}" in shown
     assert f"keep everyone over frames {FIRST + 5}-{FIRST + 6}" in shown
-    before = module("convert").plan_swap(shot.scene, shot.strip).request
+    before = module("convert").strip_swap(shot.scene, shot.strip).request
     written = before.overrides.read_bytes()
     assert json.loads(written)["overrides"] == [
         {"frames": f"{MEDIA_FIRST + 1}-{MEDIA_FIRST + 3}", "action": "skip", "person": "p1"},
@@ -89,7 +89,7 @@ def test_casting_and_corrections_survive_save_and_reopen_and_drive_every_render(
     assert bpy.ops.wm.open_mainfile(filepath=str(shot.blend)) == {'FINISHED'}
     scene = bpy.context.scene
     strip = scene.sequence_editor.strips["plate"]
-    after = module("convert").plan_swap(scene, strip).request
+    after = module("convert").strip_swap(scene, strip).request
     assert after == before and after.overrides.read_bytes() == written
 
     # the farm renders it; Swap Strip in Blender finds every frame done (same plan)
@@ -125,17 +125,17 @@ def test_a_corrections_file_made_elsewhere_comes_before_the_strips_own(
     elsewhere.write_text(json.dumps({"schema": "facefuse.overrides/1", "overrides": [
         {"frames": f"{MEDIA_FIRST}-{MEDIA_FIRST + 1}", "action": "keep"}]}))
     shot.strip.facefuse.overrides_file = str(elsewhere)
-    assert convert.plan_swap(shot.scene, shot.strip).request.overrides == elsewhere
+    assert convert.strip_swap(shot.scene, shot.strip).request.overrides == elsewhere
     shot.scene.frame_start, shot.scene.frame_end = FIRST + 4, FIRST + 4
     assert bpy.ops.facefuse.add_override(action='keep') == {'FINISHED'}
-    request = convert.plan_swap(shot.scene, shot.strip).request
+    request = convert.strip_swap(shot.scene, shot.strip).request
     assert request.overrides == shot.out / "corrections.json"
     assert [e["frames"] for e in json.loads(request.overrides.read_text())["overrides"]] == [
         f"{MEDIA_FIRST}-{MEDIA_FIRST + 1}", f"{MEDIA_FIRST + 4}"]
     assert json.loads(elsewhere.read_text())["overrides"][0]["action"] == "keep"  # untouched
     elsewhere.unlink()
     with pytest.raises(module("strips").StripError, match="Corrections file .* is missing"):
-        convert.plan_swap(shot.scene, shot.strip)
+        convert.strip_swap(shot.scene, shot.strip)
 
 
 def _two_people(testdata: Path, models: Path, cache: Path, folder: Path) -> Any:
@@ -204,7 +204,7 @@ def test_a_swap_asks_before_replacing_frames_made_with_other_choices(
     assert props.replace_asked == "" and len(props.rendered_by.split()) == 2
 
     # frames made elsewhere (the command line, a farm, with 0.4): not the strip's own
-    elsewhere = module("convert").plan_swap(scene, shot.strip).request
+    elsewhere = module("convert").strip_swap(scene, shot.strip).request
     render(dataclasses.replace(elsewhere, settings=dataclasses.replace(
         elsewhere.settings, swapper_weight=0.4)))
     made = first.read_bytes()

@@ -105,7 +105,7 @@ def test_each_timeline_frame_maps_to_the_media_frame_blender_shows(
         ui_shot: SimpleNamespace, clip: Path, case: str) -> None:
     make, first_number = TIMINGS[case]
     strip = ui_shot.ready(make(ui_shot, clip))
-    plan = module("convert").plan_swap(ui_shot.scene, strip, look=True, prepare=False)
+    plan = module("convert").strip_swap(ui_shot.scene, strip, look=True, prepare=False)
     start = module("frames").START_NUMBER if strip.type == 'MOVIE' else first_number
     for frame in range(strip.frame_final_start, strip.frame_final_end):
         shown = read_marker(blender_render(ui_shot.scene, frame, ui_shot.folder))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from addon.resolve import plan as resolve_plan
+from addon.resolve import swaps as resolve_swaps
 from addon.resolve.job_file import ClipError, parse_job, read_job
 from addon.resolve.timeline import (
     ItemSpan,
@@ -128,7 +128,7 @@ def test_a_job_at_one_hour_becomes_facts_and_a_request_for_the_used_range(media:
     facts = parse_job(job(media))
     assert facts.span == ItemSpan(86448, 10, 3)
     assert facts.edition.kind == "studio" and facts.edition.version == (19, 1, 3)
-    swap = resolve_plan.plan(facts, (tmp_path / "me.jpg",), Settings())
+    swap = resolve_swaps.item_swap(facts, (tmp_path / "me.jpg",), Settings())
     assert swap.request.input == str(media)
     assert swap.request.frames == (4, 13) and swap.request.start_number == 1
     assert swap.request.output == str(media.parent / "facefuse" / "plate_v001.####.png")
@@ -138,7 +138,7 @@ def test_a_job_at_one_hour_becomes_facts_and_a_request_for_the_used_range(media:
     assert placed.media.endswith("plate_v001.%04d.png") and placed.sequence
     # the placed clip covers exactly the item's record range: 10 frames from 86448
     assert placed.end_frame - placed.start_frame == facts.span.duration  # end exclusive
-    assert resolve_plan.preview_frame_number(facts) == 4 + 2  # playhead at 01:00:02:02
+    assert resolve_swaps.preview_frame_number(facts) == 4 + 2  # playhead at 01:00:02:02
 
 
 @pytest.mark.parametrize("rate, drop, start_tc, current_tc, start_frame", [
@@ -154,13 +154,13 @@ def test_ntsc_timelines_map_the_playhead_to_the_source(media: Path, rate: str, d
                           start_frame=start_frame, start_timecode=start_tc,
                           current_timecode=current_tc))
     assert facts.rate == parsed
-    assert resolve_plan.preview_frame_number(facts) == 7 + 4 + 1
-    placed = resolve_plan.plan(facts, (), Settings()).placement
+    assert resolve_swaps.preview_frame_number(facts) == 7 + 4 + 1
+    placed = resolve_swaps.item_swap(facts, (), Settings()).placement
     assert placed.record_frame == here - 4
 
 
 def test_a_movie_output_holds_just_the_used_range(media: Path):
-    swap = resolve_plan.plan(parse_job(job(media)), (), Settings(), output="prores_4444")
+    swap = resolve_swaps.item_swap(parse_job(job(media)), (), Settings(), output="prores_4444")
     assert swap.request.codec == "prores_4444"
     assert swap.request.output.endswith("plate_v001_facefuse.mov")
     placed = swap.placement
@@ -170,13 +170,13 @@ def test_a_movie_output_holds_just_the_used_range(media: Path):
 def test_the_track_directly_above_is_used_when_free_else_one_is_inserted_there(media: Path):
     start, end = 86448, 86458
     free_above = job(media, video_tracks=3, busy={"1": [[start, end]], "2": [[end, end + 5]]})
-    assert resolve_plan.placement_track(parse_job(free_above)) == (2, False)
+    assert resolve_swaps.placement_track(parse_job(free_above)) == (2, False)
     busy_above = job(media, video_tracks=3, busy={"2": [[start - 5, start + 1]], "3": []})
-    assert resolve_plan.placement_track(parse_job(busy_above)) == (2, True)
+    assert resolve_swaps.placement_track(parse_job(busy_above)) == (2, True)
     locked = {**job(media, video_tracks=3, busy={})}
     locked["timeline"]["locked"] = [2]
-    assert resolve_plan.placement_track(parse_job(locked)) == (2, True)
-    assert resolve_plan.placement_track(parse_job(job(media, video_tracks=1))) == (2, True)
+    assert resolve_swaps.placement_track(parse_job(locked)) == (2, True)
+    assert resolve_swaps.placement_track(parse_job(job(media, video_tracks=1))) == (2, True)
 
 
 @pytest.mark.parametrize("change, message", [
@@ -227,7 +227,7 @@ def test_an_image_sequence_clip_reads_as_a_pattern(tmp_path: Path):
         (tmp_path / f"shot.{number}.exr").write_bytes(b"x")
     facts = parse_job(job(str(tmp_path / "shot.[1001-1020].exr"), left_offset=2))
     assert facts.input == str(tmp_path / "shot.####.exr") and facts.is_sequence
-    swap = resolve_plan.plan(facts, (), Settings())
+    swap = resolve_swaps.item_swap(facts, (), Settings())
     assert swap.request.frames == (1003, 1012) and swap.request.start_number == 1001
 
 
@@ -235,32 +235,32 @@ def test_a_read_only_media_folder_is_refused_before_rendering(
         media: Path, monkeypatch: pytest.MonkeyPatch):
     read_only_folder(monkeypatch, media.parent)
     with pytest.raises(OutputError, match="not writable.*read-only"):
-        resolve_plan.plan(parse_job(job(media)), (), Settings())
+        resolve_swaps.item_swap(parse_job(job(media)), (), Settings())
     assert not (media.parent / "facefuse").exists()
     elsewhere = media.parent.parent / "elsewhere"
-    swap = resolve_plan.plan(parse_job(job(media)), (), Settings(), folder=elsewhere)
+    swap = resolve_swaps.item_swap(parse_job(job(media)), (), Settings(), folder=elsewhere)
     assert swap.request.output == str(elsewhere / "plate_v001.####.png")
 
 
 def test_results_round_trip_and_outcomes_say_why_nothing_is_placed(media: Path,
                                                                    tmp_path: Path):
-    swap = resolve_plan.plan(parse_job(job(media)), (), Settings())
+    swap = resolve_swaps.item_swap(parse_job(job(media)), (), Settings())
 
     def summary(**counts: object) -> RenderSummary:
         base = {"frames": 10, "swapped": 10, "no_face": 0, "skipped": 0, "failed": (),
                 "seconds": 1.0, "cancelled": False}
         return RenderSummary(**{**base, **counts})  # type: ignore[arg-type]
 
-    assert resolve_plan.outcome(swap, summary())[0] == swap.placement
+    assert resolve_swaps.outcome(swap, summary())[0] == swap.placement
     for counts, words in [({"cancelled": True, "swapped": 3}, "stopped before the end"),
                           ({"failed": ((5, "disk full"),)}, "frame 5: disk full"),
                           ({"swapped": 0, "no_face": 10}, "no face was found"),
                           ({"swapped": 0, "no_face": 10, "unselected": 10}, "none was selected")]:
-        placement, message = resolve_plan.outcome(swap, summary(**counts))
+        placement, message = resolve_swaps.outcome(swap, summary(**counts))
         assert placement is None and words in message and "nothing placed" in message
     path = tmp_path / "result.json"
-    resolve_plan.write_result(path, swap.placement, "ok")
-    assert resolve_plan.read_result(path) == (swap.placement, "ok")
-    resolve_plan.write_result(path, None, "why")
+    resolve_swaps.write_result(path, swap.placement, "ok")
+    assert resolve_swaps.read_result(path) == (swap.placement, "ok")
+    resolve_swaps.write_result(path, None, "why")
     assert json.loads(path.read_text())["status"] == "nothing"
-    assert resolve_plan.read_result(path) == (None, "why")
+    assert resolve_swaps.read_result(path) == (None, "why")

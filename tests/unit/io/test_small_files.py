@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from addon.resolve.job_file import read_job
-from addon.resolve.plan import read_result
+from addon.resolve.swaps import read_result
 from facefuse.errors import ExitCode, FacefuseError, InputError, ModelError
 from facefuse.io import small_files
 from facefuse.models.manifest import load_manifest

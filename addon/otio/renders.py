@@ -61,7 +61,7 @@ class ClipRender:
         return Path(self.request.output)
 
 
-def plan_renders(swaps: Sequence[ClipSwap], template: RenderRequest, folder: Path,
+def clip_renders(swaps: Sequence[ClipSwap], template: RenderRequest, folder: Path,
                  kind: str = DEFAULT_KIND, report: bool = False,
                  codec: str | None = None) -> tuple[ClipRender, ...]:
     """A render per clip into `folder` (see the module docstring). template: the render

@@ -109,7 +109,7 @@ class Placement:
 
 
 @dataclass(frozen=True, slots=True)
-class ResolvePlan:
+class ItemSwap:
     """One clip's swap: the engine request, where its result is placed, and the previous
     version's media (a %0Nd pattern) the new one starts from ("" when none)."""
 
@@ -124,8 +124,8 @@ def default_output_folder(facts: ClipFacts) -> Path:
     return facts.media.parent / OUTPUT_FOLDER
 
 
-def plan(facts: ClipFacts, sources: tuple[Path, ...], settings: Settings,
-         output: str = "png", folder: Path | None = None, overwrite: bool = False) -> ResolvePlan:
+def item_swap(facts: ClipFacts, sources: tuple[Path, ...], settings: Settings,
+         output: str = "png", folder: Path | None = None, overwrite: bool = False) -> ItemSwap:
     """The request that swaps the clip's used range and its placement.
 
     output: one of OUTPUT_KINDS. folder: where the result goes (default_output_folder). Raises
@@ -159,10 +159,10 @@ def plan(facts: ClipFacts, sources: tuple[Path, ...], settings: Settings,
         track=track, insert=insert, record_frame=span.record_start, duration=span.duration,
         start_frame=0, end_frame=span.duration, fps=float(facts.rate.fps),
         markers=review.markers(facts.review_report, span) if facts.review_report else ())
-    return ResolvePlan(facts, request, placement, previous)
+    return ItemSwap(facts, request, placement, previous)
 
 
-def prepare(swap: ResolvePlan) -> int:
+def prepare(swap: ItemSwap) -> int:
     """Start the plan's new version from the previous one's files (versions.seed) before it is
     rendered; the number of frames it starts with."""
     if not swap.previous:
@@ -245,7 +245,7 @@ def read_result(path: Path) -> tuple[Placement | None, str]:
     return placement, str(data.get("message"))
 
 
-def outcome(swap: ResolvePlan, summary: RenderSummary) -> tuple[Placement | None, str]:
+def outcome(swap: ItemSwap, summary: RenderSummary) -> tuple[Placement | None, str]:
     """What a finished render means for Resolve: the placement to carry out, or None and why
     nothing is placed (cancelled, frames failed, no face swapped), in one sentence."""
     name, duration = swap.facts.name, swap.facts.span.duration

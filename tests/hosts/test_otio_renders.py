@@ -12,7 +12,7 @@ from pathlib import Path
 import opentimelineio as otio
 import pytest
 
-from addon.otio import commands, plan, selection
+from addon.otio import commands, renders, selection
 from addon.otio.flags import markers_from_report
 from addon.otio.media import local_path
 from addon.otio.times import exact_rate, frames_of
@@ -100,23 +100,23 @@ def test_versions_follow_the_highest_in_the_folder_and_names_repeat_apart(
     out.mkdir()
     for name in ("A001.v001.86400.exr", "A001.v003.mp4", "A001.v002x.exr", "A001_2.v009.0001"):
         (out / name).write_bytes(b"")
-    swap = commands.plan_swap(edit, TEMPLATE, out, "swap", handles=1, kind="png")
+    swap = commands.timeline_swap(edit, TEMPLATE, out, "swap", handles=1, kind="png")
     assert [r.name for r in swap.renders] == ["A001.v004", "A001_2.v010", "clip.v001"]
     first = swap.renders[0].request
     assert first.output == str(out / "A001.v004.####.png")
     assert first.frames == (86400, 86404) and first.start_number == 86400
     assert first.input == str(movie)
     assert swap.path == out / "edit.swapped.otio"
-    same = commands.plan_swap(edit, TEMPLATE, out, "swap", kind="same").renders[0]
+    same = commands.timeline_swap(edit, TEMPLATE, out, "swap", kind="same").renders[0]
     assert same.request.output == str(out / "A001.v004.mp4") and not same.sequence
     assert same.request.codec == "h264"  # the command's codec, here the request's default
-    movie_kind = commands.plan_swap(edit, TEMPLATE, out, "swap").renders[0]
+    movie_kind = commands.timeline_swap(edit, TEMPLATE, out, "swap").renders[0]
     assert movie_kind.request.output == str(out / "A001.v004.mov") and not movie_kind.sequence
     assert movie_kind.request.codec == "prores_4444"
-    named = commands.plan_swap(edit, TEMPLATE, out, "swap", codec="dnxhr_444").renders[0]
+    named = commands.timeline_swap(edit, TEMPLATE, out, "swap", codec="dnxhr_444").renders[0]
     assert named.request.codec == "dnxhr_444"
     with pytest.raises(InputError, match="output kind must be one of"):
-        commands.plan_swap(edit, TEMPLATE, out, "swap", kind="avi")
+        commands.timeline_swap(edit, TEMPLATE, out, "swap", kind="avi")
 
 
 @pytest.mark.skipif("otio" not in installed_hosts(), reason="the otio host entry point is not "
@@ -164,7 +164,7 @@ def test_a_render_that_did_not_finish_whole_leaves_no_timeline(
     made = e.timeline("edit", [e.video_track("V1", [
         e.clip("A", _ref(movie), e.HOUR_FILM, 5, markers=("swap",)),
         e.clip("B", _ref(movie), e.HOUR_FILM + 5, 5, markers=("swap",))])])
-    swap = commands.plan_swap(e.write(made, tmp_path / "edit.otio"), TEMPLATE, tmp_path / "out",
+    swap = commands.timeline_swap(e.write(made, tmp_path / "edit.otio"), TEMPLATE, tmp_path / "out",
                               "swap")
     said: list[str] = []
     renders: list[RenderRequest] = []
@@ -186,7 +186,7 @@ def test_flags_of_each_clips_review_report_land_on_its_swapped_clip(movie: Path,
     made = e.timeline("edit", [e.video_track("V1", [
         e.clip("A", _ref(movie), e.HOUR_FILM + 4, 6, markers=("swap",))])])
     out = tmp_path / "out"
-    swap = commands.plan_swap(e.write(made, tmp_path / "edit.otio"), TEMPLATE, out, "swap",
+    swap = commands.timeline_swap(e.write(made, tmp_path / "edit.otio"), TEMPLATE, out, "swap",
                               handles=2, report=True)
     (clip,) = swap.renders
     assert clip.report == out / "A.v001.review" / "report.json"
@@ -223,7 +223,7 @@ def test_review_flags_become_markers_on_their_frames(tmp_path: Path):
     report.write_text('{"flags": [{"kind": "x"}]}', encoding="utf-8")
     with pytest.raises(InputError, match="is not a facefuse review report|has schema"):
         markers_from_report(report, e.t)
-    assert plan.ClipRender.__dataclass_fields__["report"].default is None
+    assert renders.ClipRender.__dataclass_fields__["report"].default is None
 
 
 def test_adapter_arguments_read_as_numbers_fractions_or_text():
