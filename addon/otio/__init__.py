@@ -8,7 +8,7 @@ docs/timeline.md.
 Modules, in dependency order: `times` (exact rates and frame counts), `paths` (how a timeline
 names its files, from another folder), `media` (a clip's media as the engine reads it),
 `versions` (facefuse's own swaps in a timeline, and where a new version goes), `selection`
-(which clips, their used ranges, the refusals), `plan` (the versioned render requests), `flags`
+(which clips, their used ranges, the refusals), `renders` (the versioned render requests), `flags`
 (review flags as markers), `conform` (the swapped timeline, and writing it) and `commands`
 (what the command runs)."""
 

@@ -4,7 +4,7 @@ Used for Studio's external scripting (`facefuse resolve swap`): find the module,
 running Resolve, collect the raw facts of the item under the playhead in the same job format the
 Lua launcher writes (job_file.py), and carry out a placement (swaps.Placement) exactly as the
 launcher does. Every decision (frame mapping, track choice, output) is made in job_file.py and
-plan.py, not here.
+swaps.py, not here.
 
 Resolve's API reports failure by returning None or False rather than raising; every call whose
 result matters is checked and turned into a BridgeError sentence, and what AppendToTimeline
@@ -189,7 +189,7 @@ def _platform() -> str:
 # -- placement ----------------------------------------------------------------------------------
 
 def place(resolve: Any, placement: Placement) -> str:
-    """Carry out a placement (plan.py says what it is): on the job's timeline, made current;
+    """Carry out a placement (swaps.py says what it is): on the job's timeline, made current;
     import into its bin; on the track directly above the plate, inserted when that one is busy,
     locked or disabled now; read back; the plate's grade, Inspector transform and the review
     markers onto it. The sentence to show; BridgeError on failure."""

@@ -27,7 +27,7 @@ whose rate differs from the timeline's, a speed change or a reversed clip) is a 
 sentence, nothing placed; a field that is not a finite whole number in range is an InputError.
 Where Resolve gives no source frames (0/0 on timelines imported from FCP7 or Premiere XML) the
 retime check cannot be made: the clip is swapped from its left offset and ClipFacts.caveats says
-so. The plan built from these facts is in plan.py.
+so. The swap built from these facts is in swaps.py.
 """
 
 from __future__ import annotations
