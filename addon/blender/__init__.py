@@ -3,9 +3,10 @@
 Modules: properties.py (settings on each strip) · strips.py (4.2/5.0 names, the active strip)
 · settings.py (strip settings -> Settings) · convert.py (strip -> RenderRequest) · frames.py
 (timeline frames <-> engine numbers) · result.py (frames -> image strip) · jobs.py (worker
-threads + timer drain) · tasks.py (the jobs) · review.py (review markers, people, corrections) ·
-operators.py · review_operators.py (review, corrections) · panels.py · preferences.py (model
-downloads) · headless.py (farm and scripts).
+threads + timer drain) · swap.py (the swap job) · tasks.py (the look jobs) · words.py
+(progress in words) · review.py (review markers, people, corrections) · operators.py ·
+review_operators.py (review, corrections) · panels.py · preferences.py (model downloads) ·
+headless.py (farm and scripts).
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ from facefuse import (
 from . import convert, result
 from .frames import StripSwap, overlaps
 from .strips import StripError, all_strips, strip_type
-from .tasks import frame_counts, frame_outcome
+from .words import frame_counts, frame_outcome
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -27,7 +27,7 @@ from bpy.types import Operator, OperatorFileListElement
 
 from facefuse import FacefuseError, Job, Message
 
-from . import convert, jobs, result, settings, strips, tasks
+from . import convert, jobs, result, settings, strips, swap, tasks
 from .strips import StripError
 
 IMAGE_GLOB = "*.png;*.jpg;*.jpeg;*.webp;*.bmp;*.tif;*.tiff"
@@ -79,7 +79,7 @@ class FACEFUSE_OT_swap_strip(NeedsSequencer, Operator):
     def execute(self, context: Any) -> set[str]:
         def build() -> Job:
             scene, strip = strips.active_strip(context)
-            return tasks.swap_job(convert.strip_swap(scene, strip), ask=not self.replace)
+            return swap.swap_job(convert.strip_swap(scene, strip), ask=not self.replace)
         return run_job(self, build, "Face swap started: progress in the status bar")
 
 
@@ -104,7 +104,7 @@ class FACEFUSE_OT_replace_frames(Operator):
     def execute(self, context: Any) -> set[str]:
         def build() -> Job:
             scene, strip = result.strip_named(self.scene, self.strip)
-            return tasks.swap_job(convert.strip_swap(scene, strip), accepted=self.accepted)
+            return swap.swap_job(convert.strip_swap(scene, strip), accepted=self.accepted)
         return run_job(self, build, "Face swap started: progress in the status bar")
 
 

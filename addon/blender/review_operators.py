@@ -15,7 +15,7 @@ from bpy.types import Operator
 
 from facefuse import Job
 
-from . import convert, review, strips, tasks
+from . import convert, review, strips, swap, tasks
 from .operators import NeedsSequencer, run_job
 from .properties import CORRECTION_ITEMS
 from .strips import StripError
@@ -122,7 +122,7 @@ class FACEFUSE_OT_rerender_flagged(NeedsSequencer, Operator):
             shot, flagged = review.flagged_numbers(bpy.path.abspath(strip.facefuse.report))
             plan = convert.strip_swap(scene, strip, only=flagged, only_input=f"shot:{shot}",
                                      overwrite=True)
-            return tasks.swap_job(plan, ask=False)  # replacing them is what it is for
+            return swap.swap_job(plan, ask=False)  # replacing them is what it is for
         return run_job(self, build, "Re-rendering the flagged frames")
 
 

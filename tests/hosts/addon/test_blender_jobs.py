@@ -60,9 +60,9 @@ def test_in_the_ui_the_swap_runs_on_a_worker_drained_by_the_timer(
 
 def test_cancel_keeps_only_complete_frames_and_a_rerun_resumes(
         shot: SimpleNamespace, testdata: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    jobs, tasks = module("jobs"), module("tasks")
+    jobs, swap = module("jobs"), module("swap")
     monkeypatch.setattr(jobs, "runs_blocking", lambda: False)
-    swap_job = tasks.swap_job
+    swap_job = swap.swap_job
 
     def slowed_swap_job(plan: Any, **kwargs: Any) -> Any:
         """The real job, its frames written at most every 50 ms: Cancel lands mid-render."""
@@ -75,7 +75,7 @@ def test_cancel_keeps_only_complete_frames_and_a_rerun_resumes(
         job.work = slowed
         return job
 
-    monkeypatch.setattr(tasks, "swap_job", slowed_swap_job)
+    monkeypatch.setattr(swap, "swap_job", slowed_swap_job)
     add_source(shot.strip, testdata / "media" / "obama.jpg")
     shot.strip.facefuse.mask_blur = 0.45  # settings of its own: nothing to resume from
 
@@ -94,7 +94,7 @@ def test_cancel_keeps_only_complete_frames_and_a_rerun_resumes(
         assert read_marker(cv2.imread(str(path))) == int(path.name.split(".")[1]) - 1
 
     monkeypatch.setattr(jobs, "runs_blocking", lambda: True)
-    monkeypatch.setattr(tasks, "swap_job", swap_job)
+    monkeypatch.setattr(swap, "swap_job", swap_job)
     assert bpy.ops.facefuse.swap_strip() == {'FINISHED'}
     assert f"{len(kept)} already done" in last_message().text
     assert result_strip(shot.scene).frame_final_duration == TRIMMED
@@ -104,7 +104,7 @@ def test_the_swap_status_shows_the_analysis_beside_the_frames_and_the_finishing(
     from facefuse.shot.request import FrameReport, PhaseProgress
 
     plan = SimpleNamespace(scene="no scene", strip="plate", todo=lambda: (1, 2, 3), request=None)
-    job = module("tasks").swap_job(plan)
+    job = module("swap").swap_job(plan)
     seen = []
     for report in (PhaseProgress("analysis", 0, 3), PhaseProgress("analysis", 1, 3),
                    FrameReport(1, "swapped"), PhaseProgress("swap", 1, 3),

@@ -229,7 +229,7 @@ def test_the_review_status_follows_its_contact_sheet(shot: SimpleNamespace) -> N
     """The status line of a running review: the analysis, then the contact sheet's steps."""
     from facefuse import PhaseProgress
 
-    tasks = module("tasks")
-    assert tasks.phase_line(PhaseProgress("analysis", 4, 60)) == "analysing frame 5 of 60"
-    assert tasks.phase_line(PhaseProgress("pictures", 2, 31)) == "contact sheet: step 3 of 31"
-    assert tasks.phase_line(PhaseProgress("pictures", 31, 31)) == ""
+    words = module("words")
+    assert words.phase_line(PhaseProgress("analysis", 4, 60)) == "analysing frame 5 of 60"
+    assert words.phase_line(PhaseProgress("pictures", 2, 31)) == "contact sheet: step 3 of 31"
+    assert words.phase_line(PhaseProgress("pictures", 31, 31)) == ""
