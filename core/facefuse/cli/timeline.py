@@ -24,7 +24,7 @@ from ..io.small_files import json_value
 from ..review.folder import check_report_folder
 from ..shot import commandline
 from ..shot.output_checks import check_not_input, request_inputs
-from ..shot.request import RenderRequest, RenderSummary
+from ..shot.request import OutputSpec, RenderRequest, RenderSummary
 from ..stopping import stop_signals
 from .render import Progress, run_render, summary_record
 
@@ -83,7 +83,7 @@ def template_request(args: argparse.Namespace) -> RenderRequest:
     output and frames."""
     given = {**vars(args), "input": "-", "output": "-"}
     if given.get("codec") is None:
-        given["codec"] = RenderRequest.__dataclass_fields__["codec"].default
+        given["codec"] = OutputSpec.__dataclass_fields__["codec"].default
     return commandline.request_from_namespace(argparse.Namespace(**given))
 
 
@@ -118,11 +118,11 @@ def cmd_swap(args: argparse.Namespace) -> int:
                               args.report, args.codec, adapter_args(args.adapter_arg),
                               args.timeline_name)
     inputs = [Path(args.timeline), *(path for clip in swap.renders
-                                     for path in (Path(clip.request.input),
+                                     for path in (Path(clip.request.input.path),
                                                   *request_inputs(clip.request)))]
     for path in swap.paths:
         check_not_input("the swapped timeline", path, inputs)
-    reports = {clip.request.output: clip.report.parent for clip in swap.renders
+    reports = {clip.request.output.path: clip.report.parent for clip in swap.renders
                if clip.report is not None}
     for folder in reports.values():
         check_report_folder(folder, inputs)
@@ -131,7 +131,7 @@ def cmd_swap(args: argparse.Namespace) -> int:
         for note in swap.notes:
             print(note, file=sys.stderr)
         for clip in swap.renders:
-            report = ["--report", str(reports[clip.request.output])] if clip.report else []
+            report = ["--report", str(reports[clip.request.output.path])] if clip.report else []
             print(shlex.join(render_command(absolute_paths(clip.request)) + report))
         paths, problem = commands.write_swapped(swap)
         if problem:
@@ -148,7 +148,7 @@ def cmd_swap(args: argparse.Namespace) -> int:
     with stop_signals() as stop:
         try:
             code, sentence = commands.run_swap(
-                swap, lambda r: _render(r, reports.get(r.output), stop.is_set), print)
+                swap, lambda r: _render(r, reports.get(r.output.path), stop.is_set), print)
         except (PlanCancelled, StillsCancelled):  # in a clip's report
             code, sentence = stop.exit_code, (f"stopped by {stop.name}: {swap.path.name} is "
                                               "not written")

@@ -125,12 +125,12 @@ def test_a_corrections_file_made_elsewhere_comes_before_the_strips_own(
     elsewhere.write_text(json.dumps({"schema": "facefuse.overrides/1", "overrides": [
         {"frames": f"{MEDIA_FIRST}-{MEDIA_FIRST + 1}", "action": "keep"}]}))
     shot.strip.facefuse.overrides_file = str(elsewhere)
-    assert convert.plan_swap(shot.scene, shot.strip).request.overrides == elsewhere
+    assert convert.plan_swap(shot.scene, shot.strip).request.plan.overrides == elsewhere
     shot.scene.frame_start, shot.scene.frame_end = FIRST + 4, FIRST + 4
     assert bpy.ops.facefuse.add_override(action='keep') == {'FINISHED'}
     request = convert.plan_swap(shot.scene, shot.strip).request
-    assert request.overrides == shot.out / "corrections.json"
-    assert [e["frames"] for e in json.loads(request.overrides.read_text())["overrides"]] == [
+    assert request.plan.overrides == shot.out / "corrections.json"
+    assert [e["frames"] for e in json.loads(request.plan.overrides.read_text())["overrides"]] == [
         f"{MEDIA_FIRST}-{MEDIA_FIRST + 1}", f"{MEDIA_FIRST + 4}"]
     assert json.loads(elsewhere.read_text())["overrides"][0]["action"] == "keep"  # untouched
     elsewhere.unlink()
