@@ -17,6 +17,7 @@ to build an offline, CPU-only RenderRequest on them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import fields as dataclass_fields
 from dataclasses import replace
 from fractions import Fraction
 from functools import lru_cache
@@ -32,7 +33,15 @@ from facefuse.config import Settings
 from facefuse.io.video import DecodeFailure
 from facefuse.io.video.yuv import chroma_centred, picture_to_bgr
 from facefuse.shot.render import render
-from facefuse.shot.request import FrameReport, RenderRequest, RenderSummary
+from facefuse.shot.request import (
+    FrameReport,
+    FrameSpec,
+    InputSpec,
+    OutputSpec,
+    PlanChoices,
+    RenderRequest,
+    RenderSummary,
+)
 from tests import media_factory
 from tests.media_factory import marked_frame
 
@@ -65,14 +74,34 @@ def render_settings(models: Path, cache_dir: Path, swapper: str = "identity",
     return replace(settings, **changes) if changes else settings
 
 
-def render_request(models: Path, cache_dir: Path, source: Path, input: str | Path,
-                   output: str | Path, swapper: str = "identity",
+def render_request(models: Path, cache_dir: Path, source: Path, input: InputSpec | str | Path,
+                   output: OutputSpec | str | Path, swapper: str = "identity",
                    settings: Mapping[str, Any] | None = None, **fields: Any) -> RenderRequest:
-    """A RenderRequest for one source photo; `settings` changes Settings fields, `fields` the
-    request's own (frames, matte, patch, overwrite, ...)."""
-    return RenderRequest(sources=(Path(source),), input=str(input), output=str(output),
-                         settings=render_settings(models, cache_dir, swapper, **(settings or {})),
-                         **fields)
+    """A RenderRequest for one source photo; `input` / `output` a spec or just its path,
+    `settings` changes Settings fields. `fields`: the request's own (frames, plan, fail_fast),
+    or, for tests that vary one option, a group's field by its name (matte=..., frames=(A, B)
+    for the range, smoothing=...), put into its group."""
+    groups: dict[str, dict[str, Any]] = {name: {} for name in _GROUPS}
+    for name, value in list(fields.items()):
+        if name == "frames" and not isinstance(value, FrameSpec):
+            groups["frames"]["range"] = fields.pop(name)
+        elif name in _GROUP_OF:
+            groups[_GROUP_OF[name]][name] = fields.pop(name)
+    made = {"input": input if isinstance(input, InputSpec) else InputSpec(str(input)),
+            "output": output if isinstance(output, OutputSpec) else OutputSpec(str(output))}
+    for name, kind in _GROUPS.items():
+        base = made.get(name) or fields.pop(name, None) or kind()
+        made[name] = replace(base, **groups[name]) if groups[name] else base
+    return RenderRequest(
+        sources=(Path(source),),
+        settings=render_settings(models, cache_dir, swapper, **(settings or {})),
+        **made, **fields)
+
+
+_GROUPS: Mapping[str, Any] = {"input": InputSpec, "frames": FrameSpec, "plan": PlanChoices,
+                              "output": OutputSpec}
+_GROUP_OF = {f.name: group for group, kind in _GROUPS.items() for f in dataclass_fields(kind)
+             if f.name not in ("path", "range")}
 
 
 def run_render(request: RenderRequest) -> tuple[RenderSummary, list[FrameReport]]:

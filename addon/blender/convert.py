@@ -14,11 +14,17 @@ import bpy
 from facefuse import (
     LOOK_ROLES,
     MODEL_ROLES,
+    FrameSpec,
     InputError,
+    InputSpec,
+    OutputSpec,
+    PersonRef,
+    PlanChoices,
     RenderRequest,
     check_path_length,
     is_frame_pattern,
     missing_models,
+    parse_person,
 )
 
 from . import review
@@ -44,10 +50,10 @@ def strip_swap(scene: Any, strip: Any, frames: tuple[int, int] | None = None,
     frames: timeline frames (inclusive) to render, intersected with the trimmed range; None for
     the whole range (the Swap button, and the farm's default: chunks of one range agree on every
     shot-level decision, see docs/render.md). chunk: (N, M) of that range. only / only_input:
-    the engine numbers to render within that range (RenderRequest.only); overwrite: render
+    the engine numbers to render within that range (RenderRequest.frames.only); overwrite: render
     them even where a finished frame of the same plan is there. The strip's people
     (their own sources and skips) and its corrections go into the request
-    (RenderRequest.assign / skip / overrides: see overrides_in_use). look: for looking at
+    (RenderRequest.plan: assign / skip / overrides, see overrides_in_use). look: for looking at
     the strip's faces only (no sources or reference needed, only the detector). review: for a
     review, which lists the people and needs no source. prepare: create the output folder
     (link image-strip inputs, write the corrections file). Raises StripError with a message
@@ -78,20 +84,23 @@ def strip_swap(scene: Any, strip: Any, frames: tuple[int, int] | None = None,
             input_spec, _ = image_input(strip, stage, prepare=True)
     suffix = "." + _format(props.file_format, input_spec)
     prefix = f"{bpy.path.clean_name(strip.name)}."
-    request = RenderRequest(
-        sources=sources, input=input_spec, output=str(out_dir / f"{prefix}####{suffix}"),
-        settings=settings, frames=(min(selected), max(selected)), chunk=chunk,
-        smoothing=props.use_smoothing, start_number=START_NUMBER,
+    plan = PlanChoices(
+        smoothing=props.use_smoothing,
         assign=() if look else _assigned(props), skip=() if look else _skipped(props),
         overrides=None if look else overrides_in_use(strip, write=prepare,
-                                                     part=frames is not None),
-        only=only, only_input=only_input, overwrite=overwrite)
+                                                     part=frames is not None))
+    request = RenderRequest(
+        sources=sources, settings=settings, plan=plan,
+        input=InputSpec(input_spec, start_number=START_NUMBER),
+        frames=FrameSpec(range=(min(selected), max(selected)), chunk=chunk, only=only,
+                         only_input=only_input),
+        output=OutputSpec(str(out_dir / f"{prefix}####{suffix}"), overwrite=overwrite))
     return StripSwap(scene=scene.name, strip=strip.name, request=request, numbers=numbers,
                     frame_start=strip.frame_final_start, output_dir=out_dir,
                     output_dir_setting=out_setting)
 
 
-def _assigned(props: Any) -> tuple[tuple[str, Path], ...]:
+def _assigned(props: Any) -> tuple[tuple[PersonRef, Path], ...]:
     """(person, source) of the people given their own source image on the strip."""
     pairs = []
     for person in props.people:
@@ -101,12 +110,12 @@ def _assigned(props: Any) -> tuple[tuple[str, Path], ...]:
         path = Path(bpy.path.abspath(text))
         if not path.is_file():
             raise StripError(f"The source image of person {person.person_id} is missing: {text}")
-        pairs.append((person.person_id, path))
+        pairs.append((parse_person(person.person_id), path))
     return tuple(pairs)
 
 
-def _skipped(props: Any) -> tuple[str, ...]:
-    return tuple(person.person_id for person in props.people if person.skip)
+def _skipped(props: Any) -> tuple[PersonRef, ...]:
+    return tuple(parse_person(person.person_id) for person in props.people if person.skip)
 
 
 def overrides_file(strip: Any) -> Path | None:
@@ -134,7 +143,7 @@ def _checked_length(path: Path, what: str) -> Path:
 
 
 def overrides_in_use(strip: Any, write: bool = True, part: bool = False) -> Path | None:
-    """The overrides file the strip's request carries (RenderRequest.overrides).
+    """The overrides file the strip's request carries (RenderRequest.plan.overrides).
 
     None without corrections; the corrections file as it is when the strip has none of its
     own; else corrections.json in the output folder: the file's entries, then the strip's

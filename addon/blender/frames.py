@@ -49,7 +49,7 @@ class StripSwap:
     output_dir_setting: str
 
     def output_name(self, number: int) -> str:
-        return FramePattern.parse(self.request.output).name(number)
+        return FramePattern.parse(self.request.output.path).name(number)
 
     def missing_outputs(self) -> list[int]:
         """Numbers whose output file is not there (yet)."""
@@ -60,8 +60,8 @@ class StripSwap:
         """The numbers this request renders, as the engine decides them (its frame range,
         then its chunk)."""
         request = self.request
-        return plan_frames(sorted(set(self.numbers)), request.frames, request.chunk,
-                           self.strip, only=request.only).rendered
+        return plan_frames(sorted(set(self.numbers)), request.frames.range, request.frames.chunk,
+                           self.strip, only=request.frames.only).rendered
 
     def timeline_frames(self, first: int, last: int) -> list[int]:
         """The trimmed timeline frames that show engine numbers first..last (inclusive)."""

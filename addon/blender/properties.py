@@ -86,7 +86,7 @@ def _casting_changed(item: FacefusePerson, _context: bpy.types.Context) -> None:
 
 class FacefusePerson(PropertyGroup):
     """One person of the strip's shot plan (from its last review) and what the swap does
-    with them: their own source image (RenderRequest.assign) or none (skip)."""
+    with them: their own source image (RenderRequest.plan.assign) or none (skip)."""
 
     person_id: StringProperty(name="Person", description="The plan's id (p1, p2, ...)")
     frames: IntProperty(name="Frames", description="Frames where the face was found")

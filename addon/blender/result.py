@@ -103,8 +103,8 @@ def draw_as(strip: Any, source: Any, same_encoding: bool) -> None:
 def _keeps_encoding(plan: StripSwap) -> bool:
     # the engine writes an EXR from display-referred input as scene-linear (facefuse.color),
     # which Blender reads as linear by default; every other output keeps the input's encoding
-    output, source = (Path(plan.request.output).suffix.lower(),
-                      Path(plan.request.input).suffix.lower())
+    output, source = (Path(plan.request.output.path).suffix.lower(),
+                      Path(plan.request.input.path).suffix.lower())
     return output != ".exr" or source == ".exr"
 
 

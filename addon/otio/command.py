@@ -21,6 +21,7 @@ from facefuse import (
     CommandLine,
     ExitCode,
     InputError,
+    OutputSpec,
     RenderRequest,
     Subcommands,
     check_not_input,
@@ -91,7 +92,7 @@ def template_request(args: argparse.Namespace, cli: CommandLine) -> RenderReques
     output and frames."""
     given = {**vars(args), "input": "-", "output": "-"}
     if given.get("codec") is None:
-        given["codec"] = RenderRequest.__dataclass_fields__["codec"].default
+        given["codec"] = OutputSpec.__dataclass_fields__["codec"].default
     return cli.request(argparse.Namespace(**given))
 
 
@@ -128,11 +129,11 @@ def cmd_swap(args: argparse.Namespace, cli: CommandLine) -> int:
                               adapter_args(args.adapter_arg, cli.json_value),
                               args.timeline_name)
     inputs = [Path(args.timeline), *(path for clip in swap.renders
-                                     for path in (Path(clip.request.input),
+                                     for path in (Path(clip.request.input.path),
                                                   *cli.request_inputs(clip.request)))]
     for path in swap.paths:
         check_not_input("the swapped timeline", path, inputs)
-    reports = {clip.request.output: clip.report.parent for clip in swap.renders
+    reports = {clip.request.output.path: clip.report.parent for clip in swap.renders
                if clip.report is not None}
     for folder in reports.values():
         cli.check_report_folder(folder, inputs)
@@ -141,7 +142,7 @@ def cmd_swap(args: argparse.Namespace, cli: CommandLine) -> int:
         for note in swap.notes:
             print(note, file=sys.stderr)
         for clip in swap.renders:
-            report = ["--report", str(reports[clip.request.output])] if clip.report else []
+            report = ["--report", str(reports[clip.request.output.path])] if clip.report else []
             print(shlex.join(cli.render_command(clip.request) + report))
         paths, problem = commands.write_swapped(swap)
         if problem:
@@ -155,7 +156,7 @@ def cmd_swap(args: argparse.Namespace, cli: CommandLine) -> int:
     with stop_signals() as stop:
         try:
             code, sentence = commands.run_swap(
-                swap, lambda r: cli.render(r, reports.get(r.output), stop.is_set), print)
+                swap, lambda r: cli.render(r, reports.get(r.output.path), stop.is_set), print)
         except cli.stopped_errors():  # in a clip's report
             code, sentence = stop.exit_code, (f"stopped by {stop.name}: {swap.path.name} is "
                                               "not written")

@@ -58,7 +58,7 @@ class ClipRender:
     @property
     def output(self) -> Path:
         """The render's output: the movie, or the sequence's pattern (name.####.exr)."""
-        return Path(self.request.output)
+        return Path(self.request.output.path)
 
 
 def clip_renders(swaps: Sequence[ClipSwap], template: RenderRequest, folder: Path,
@@ -74,7 +74,7 @@ def clip_renders(swaps: Sequence[ClipSwap], template: RenderRequest, folder: Pat
                          f"not {kind!r}")
     check_folder_writable(folder)
     if kind == MOVIE:
-        template = replace(template, codec=codec or MOVIE_CODEC)
+        template = replace(template, output=replace(template.output, codec=codec or MOVIE_CODEC))
     return tuple(_render(swap, stem, template, folder, kind, report)
                  for swap, stem in zip(swaps, unique_stems(swaps)))
 
@@ -108,11 +108,14 @@ def _render(swap: ClipSwap, stem: str, template: RenderRequest, folder: Path,
     sequence = kind in SEQUENCE_KINDS or (kind == SAME and media.sequence)
     extension = kind if kind in SEQUENCE_KINDS else suffix.lstrip(".")
     output = folder / (f"{name}.{'#' * PADDING}.{extension}" if sequence else f"{name}{suffix}")
-    request = replace(template, input=media.input, output=str(output), frames=swap.frames,
-                      chunk=None, chunk_frames=None,
-                      start_number=template.start_number if media.sequence
-                      else media.first_number,
-                      rate=media.rate if media.sequence else template.rate)
+    request = replace(
+        template,
+        input=replace(template.input, path=media.input,
+                      start_number=template.input.start_number if media.sequence
+                      else media.first_number),
+        frames=replace(template.frames, range=swap.frames, chunk=None, chunk_frames=None),
+        output=replace(template.output, path=str(output),
+                       rate=media.rate if media.sequence else template.output.rate))
     review = folder / f"{name}{REVIEW_SUFFIX}" / REPORT_NAME if report else None
     for path in (output, review):
         if path is not None:

@@ -17,9 +17,12 @@ from typing import Any
 
 from facefuse import (
     FacefuseError,
+    FrameSpec,
     HostError,
+    InputSpec,
     Job,
     Message,
+    OutputSpec,
     PhaseProgress,
     PhaseRate,
     RenderRequest,
@@ -78,10 +81,11 @@ class Actions:
         clip = self.w.host.clip
         if clip is None:
             raise HostError(OPEN_HINT)
-        return RenderRequest(sources=tuple(self.ui.sources.paths()), input=clip.input,
-                             output=str(clip.folder / "look.####.png"),
-                             settings=settings or self.settings(), frames=clip.frames,
-                             start_number=clip.start_number, **self.w.people_choices())
+        return RenderRequest(sources=tuple(self.ui.sources.paths()),
+                             input=InputSpec(clip.input, start_number=clip.start_number),
+                             output=OutputSpec(str(clip.folder / "look.####.png")),
+                             settings=settings or self.settings(),
+                             frames=FrameSpec(range=clip.frames), plan=self.w.people_choices())
 
     def casting_problem(self) -> str | None:
         """Why Preview and Render cannot swap yet (one line), or None: with no photo under

@@ -1,6 +1,6 @@
 """The user's corrections of the shot plan over frame ranges (skip, swap or hold a person
 there), kept as facefuse's overrides file (docs/overrides.md) that every request of the clip
-carries (RenderRequest.overrides): the plan, the preview, the review and the render all apply
+carries (RenderRequest.plan.overrides): the plan, the preview, the review and the render all apply
 them, and a render rewrites only the frames they change. No Qt here."""
 
 from __future__ import annotations

@@ -9,7 +9,16 @@ from typing import Any
 
 from PySide6.QtGui import QImage, QPixmap
 
-from facefuse import CacheLayout, Message, RenderRequest, Settings, clip_frames, frame_picture
+from facefuse import (
+    CacheLayout,
+    InputSpec,
+    Message,
+    OutputSpec,
+    RenderRequest,
+    Settings,
+    clip_frames,
+    frame_picture,
+)
 
 from . import looks
 from .host import Clip
@@ -107,8 +116,8 @@ def _fetch(act: Controller, request: RenderRequest, frame: int, result: Result |
         before = QImage(str(frame_picture(request, frame, scrub)))
         if result is None or number is None:
             return before, None
-        rendered = RenderRequest(sources=(), input=result.output, output=request.output,
-                                 settings=request.settings)
+        rendered = RenderRequest(sources=(), input=InputSpec(result.output),
+                                 output=OutputSpec(request.output.path), settings=request.settings)
         return before, QImage(str(frame_picture(rendered, number, scrub / "result")))
 
     def shown(pair: tuple[QImage, QImage | None]) -> Message:

@@ -22,6 +22,9 @@ from typing import Any, Protocol
 from facefuse import (
     OUTPUT_FOLDER,
     OUTPUT_KINDS,
+    FrameSpec,
+    InputSpec,
+    OutputSpec,
     RenderRequest,
     RenderSummary,
     Settings,
@@ -88,9 +91,10 @@ def file_request(clip: Clip, sources: tuple[Path, ...], settings: Settings, outp
     check_folder_writable(folder)
     stem = safe_name(clip.label.split(".")[0])
     target, codec = output_target(stem, output, folder)
-    return RenderRequest(sources=sources, input=clip.input, output=target,
-                         settings=settings, frames=clip.frames, codec=codec,
-                         start_number=clip.start_number)
+    return RenderRequest(sources=sources, settings=settings,
+                         input=InputSpec(clip.input, start_number=clip.start_number),
+                         frames=FrameSpec(range=clip.frames),
+                         output=OutputSpec(target, codec=codec))
 
 
 OPEN_HINT = "Open a clip to swap (Open clip…)"
@@ -98,10 +102,11 @@ OPEN_HINT = "Open a clip to swap (Open clip…)"
 
 def only_frames(request: RenderRequest, ranges: tuple[tuple[int, int], ...],
                 force: bool = False) -> RenderRequest:
-    """`request` rendering only the frames of `ranges` (inclusive, inside request.frames, which
-    stays the analysed range); force: render them again even where they are finished (a
-    re-render)."""
-    return replace(request, only=ranges, overwrite=request.overwrite or force)
+    """`request` rendering only the frames of `ranges` (inclusive, inside
+    request.frames.range, which stays the analysed range); force: render them again even where
+    they are finished (a re-render)."""
+    return replace(request, frames=replace(request.frames, only=ranges),
+                   output=replace(request.output, overwrite=request.output.overwrite or force))
 
 
 def render_sentence(summary: RenderSummary) -> str:

@@ -246,23 +246,24 @@ def _bytes(picture: QPixmap) -> int:
 
 
 def _original_key(request: RenderRequest, frame: int) -> tuple[Any, ...]:
-    return ("original", request.input, request.start_number, request.colorspace, frame)
+    return ("original", request.input.path, request.input.start_number,
+            request.input.colorspace, frame)
 
 
 def _request_key(request: RenderRequest) -> str:
     """What decides a swap's pixels: the request (its output aside), the overrides' content and
     the source files' sizes and times (a source saved again is another request)."""
-    parts = [repr(replace(request, output=""))]
-    files = [*request.sources, *(path for _, path in request.assign)]
+    parts = [repr(replace(request, output=replace(request.output, path="")))]
+    files = [*request.sources, *(path for _, path in request.plan.assign)]
     for path in files:
         try:
             stat = Path(path).stat()
             parts.append(f"{path}:{stat.st_size}:{stat.st_mtime_ns}")
         except OSError:
             parts.append(f"{path}:absent")
-    if request.overrides is not None:
+    if request.plan.overrides is not None:
         try:  # read as the render reads it (never blocking on a FIFO, bounded)
-            parts.append(load_overrides(Path(request.overrides)).sha256)
+            parts.append(load_overrides(Path(request.plan.overrides)).sha256)
         except InputError:
             parts.append("no overrides")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()

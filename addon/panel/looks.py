@@ -203,5 +203,5 @@ def _clock(seconds: float) -> str:
 
 def _review_folder(request: RenderRequest) -> Path:
     """Where the panel keeps the review of a clip (in the cache: not beside the media)."""
-    key = hashlib.sha256(f"{request.input}|{request.frames}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{request.input.path}|{request.frames.range}".encode()).hexdigest()[:16]
     return CacheLayout.at(request.settings.cache_dir).previews / f"review-{key}"

@@ -52,7 +52,7 @@ def render_request(act: Controller, ranges: tuple[tuple[int, int], ...] | None =
         raise HostError(OPEN_HINT)
     request, plan = w.host.build_render(w.host.clip, tuple(ui.sources.paths()), act.settings(),
                                         ui.output.currentData(), Path(ui.folder.text()))
-    request = replace(request, **w.people_choices())
+    request = replace(request, plan=w.people_choices())
     return (only_frames(request, ranges, force) if ranges else request), plan
 
 
@@ -72,7 +72,7 @@ def start_render(act: Controller, ranges: tuple[tuple[int, int], ...] | None,
     except (FacefuseError, HostError) as exc:
         ui.log.say(str(exc), "ERROR")
         return
-    span = ranges or ((request.frames or (w.review.first, w.review.last)),)
+    span = ranges or ((request.frames.range or (w.review.first, w.review.last)),)
     first, last = min(a for a, _ in span), max(b for _, b in span)
     generation = act.generation
 
@@ -81,7 +81,7 @@ def start_render(act: Controller, ranges: tuple[tuple[int, int], ...] | None,
         act.rates.pop(RENDER, None)
         act.render_steps = {}
         job = render_job(request, lambda j, item: _progress(act, j, item),
-                         lambda _job, summary: _done(act, plan, summary, request.output,
+                         lambda _job, summary: _done(act, plan, summary, request.output.path,
                                                      (first, last), generation))
         try:
             w.jobs.start(job)
@@ -93,7 +93,7 @@ def start_render(act: Controller, ranges: tuple[tuple[int, int], ...] | None,
         ui.rerender_button.setEnabled(False)
         ui.cancel_button.setEnabled(True)
         ui.status.setText("Starting the render…")
-        ui.log.say(f"Rendering frames {first}-{last} to {request.output}")
+        ui.log.say(f"Rendering frames {first}-{last} to {request.output.path}")
     w.last_request = request
 
     def checked(replacement: Replacement) -> Message:

@@ -18,6 +18,7 @@ from facefuse import (
     Message,
     PhaseProgress,
     PhaseRate,
+    PlanChoices,
     RenderRequest,
     Settings,
     is_frame_pattern,
@@ -83,8 +84,8 @@ class Shot(Protocol):
     def render_ranges(self) -> tuple[tuple[int, int], ...] | None:
         """The in..out range when it is not the whole clip, else None."""
 
-    def people_choices(self) -> dict[str, Any]:
-        """RenderRequest fields of the user's people choices: assign, skip, overrides."""
+    def people_choices(self) -> PlanChoices:
+        """The user's people choices as the request's plan choices: assign, skip, overrides."""
 
 
 class Live(Protocol):

@@ -13,7 +13,6 @@ and shows what they hand back; every picture comes from facefuse.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QTimer, QUrl
 from PySide6.QtGui import QCloseEvent, QColor, QDesktopServices, QResizeEvent
@@ -24,8 +23,10 @@ from facefuse import (
     CacheLayout,
     FacefuseError,
     HostError,
+    PlanChoices,
     RenderRequest,
     Settings,
+    parse_person,
     tunable_options,
 )
 
@@ -301,15 +302,18 @@ class PanelWindow(QMainWindow):
                             " (Render writes the frames this changes)")
         self._people_changed()
 
-    def people_choices(self) -> dict[str, Any]:
-        """RenderRequest fields of the user's people choices: assign, skip, overrides."""
+    def people_choices(self) -> PlanChoices:
+        """The user's people choices as a request's plan choices: assign, skip, overrides."""
         clip = self.host.clip
         folder = CacheLayout.at(self.act.settings_or_base().cache_dir).previews
         overrides = None
         if clip is not None and self.corrections.entries:
             overrides = self.corrections.write(folder, clip.input)
-        return {"assign": tuple(sorted(self.assigned.items())),
-                "skip": tuple(sorted(self.skipped)), "overrides": overrides}
+        return PlanChoices(
+            assign=tuple((parse_person(person), path)
+                         for person, path in sorted(self.assigned.items())),
+            skip=tuple(parse_person(person) for person in sorted(self.skipped)),
+            overrides=overrides)
 
     def _people_changed(self) -> None:
         self.ui.people.show_people(self.review, self.assigned, self.skipped,

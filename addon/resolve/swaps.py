@@ -53,8 +53,11 @@ from facefuse import (
     OUTPUT_FOLDER,
     OUTPUT_KINDS,
     SEQUENCE_FORMATS,
+    FrameSpec,
     InputError,
+    InputSpec,
     OutputError,
+    OutputSpec,
     RenderRequest,
     RenderSummary,
     Settings,
@@ -147,9 +150,11 @@ def item_swap(facts: ClipFacts, sources: tuple[Path, ...], settings: Settings,
             previous = str(folder / f"{versions.version_stem(clip_stem, version)}.%04d.{output}")
     else:
         media, start_index, end_index = target, 0, last - first
-    request = RenderRequest(sources=tuple(sources), input=facts.input, output=target,
-                            settings=settings, frames=(first, last), codec=codec,
-                            start_number=facts.span.first_number, overwrite=overwrite)
+    request = RenderRequest(
+        sources=tuple(sources), settings=settings,
+        input=InputSpec(facts.input, start_number=facts.span.first_number),
+        frames=FrameSpec(range=(first, last)),
+        output=OutputSpec(target, codec=codec, overwrite=overwrite))
     span = facts.span
     track, insert = placement_track(facts)
     placement = Placement(

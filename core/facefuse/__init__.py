@@ -8,7 +8,10 @@ to it); every other module is the engine's own and may change shape.
   for hosts, ``tunable_options()`` -> ``Tunable`` per field a user tunes.
 - One image: ``Pipeline(settings)``; its methods detect, embed and swap; ``read_image`` and
   ``write_image`` read and write the frames it takes (BGR(A) numpy arrays).
-- One shot: a ``RenderRequest`` goes to ``render(request, on_progress, cancel, on_phase)``, which
+- One shot: a ``RenderRequest`` (``sources``, ``InputSpec``, ``FrameSpec``, ``PlanChoices``,
+  ``OutputSpec``, settings; a person of its plan is a ``PersonRef``: ``PersonId`` or
+  ``PersonInPicture``, read from "p1" / "ref:PICTURE" by ``parse_person``) goes to
+  ``render(request, on_progress, cancel, on_phase)``, which
   reports a ``FrameReport`` per frame and ``PhaseProgress`` per phase step and returns a
   ``RenderSummary``; ``replaced_frames(request)`` -> ``Replacement``, asked before a render:
   the finished frames of its output it would replace, made with other choices, and what
@@ -130,10 +133,18 @@ if TYPE_CHECKING:
     from .shot.replacement import replaced_frames
     from .shot.request import (
         FrameReport,
+        FrameSpec,
+        InputSpec,
+        OutputSpec,
+        PersonId,
+        PersonInPicture,
+        PersonRef,
         PhaseProgress,
+        PlanChoices,
         RenderRequest,
         RenderSummary,
         Replacement,
+        parse_person,
     )
     from .stopping import Stop, stop_signals
     from .timing import PhaseRate
@@ -146,8 +157,9 @@ _WHERE = MappingProxyType({
                      "DownloadError"), ".errors"),
     "Pipeline": ".pipeline",
     **dict.fromkeys(("read_image", "write_image"), ".io.images"),
-    **dict.fromkeys(("RenderRequest", "FrameReport", "PhaseProgress", "RenderSummary",
-                     "Replacement"), ".shot.request"),
+    **dict.fromkeys(("RenderRequest", "InputSpec", "FrameSpec", "PlanChoices", "OutputSpec",
+                     "PersonId", "PersonInPicture", "PersonRef", "parse_person", "FrameReport",
+                     "PhaseProgress", "RenderSummary", "Replacement"), ".shot.request"),
     "render": ".shot.render",
     "replaced_frames": ".shot.replacement",
     **dict.fromkeys(("plan_shot", "people_without_source"), ".shot.planning"),
@@ -187,7 +199,9 @@ __all__ = [  # noqa: RUF022 - grouped as the docstring lists them
     # one image
     "Pipeline", "read_image", "write_image",
     # one shot
-    "RenderRequest", "FrameReport", "PhaseProgress", "RenderSummary", "render", "plan_frames",
+    "RenderRequest", "InputSpec", "FrameSpec", "PlanChoices", "OutputSpec",
+    "PersonId", "PersonInPicture", "PersonRef", "parse_person",
+    "FrameReport", "PhaseProgress", "RenderSummary", "render", "plan_frames",
     "replaced_frames", "Replacement",
     "FramePlan", "FramePattern", "is_frame_pattern", "parse_frame_range", "parse_chunk",
     "sequence_of_frame", "SEQUENCE_SUFFIXES",

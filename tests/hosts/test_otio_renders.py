@@ -16,14 +16,21 @@ from addon.otio import commands, renders, selection
 from addon.otio.flags import markers_from_report
 from addon.otio.media import local_path
 from addon.otio.times import exact_rate, frames_of
-from facefuse import InputError, RenderRequest, RenderSummary, request_from_args
+from facefuse import (
+    InputError,
+    InputSpec,
+    OutputSpec,
+    RenderRequest,
+    RenderSummary,
+    request_from_args,
+)
 from facefuse.cli.main import main
 from facefuse.hosting.plugins import installed_hosts
 from tests.hosts import otio_edits as e
 from tests.media_factory import make_marked_clip
 from tests.review_reports import review_report
 
-TEMPLATE = RenderRequest(sources=(Path("me.jpg"),), input="-", output="-")
+TEMPLATE = RenderRequest(sources=(Path("me.jpg"),), input=InputSpec("-"), output=OutputSpec("-"))
 
 
 @pytest.mark.parametrize("stored, exact", [
@@ -103,18 +110,18 @@ def test_versions_follow_the_highest_in_the_folder_and_names_repeat_apart(
     swap = commands.timeline_swap(edit, TEMPLATE, out, "swap", handles=1, kind="png")
     assert [r.name for r in swap.renders] == ["A001.v004", "A001_2.v010", "clip.v001"]
     first = swap.renders[0].request
-    assert first.output == str(out / "A001.v004.####.png")
-    assert first.frames == (86400, 86404) and first.start_number == 86400
-    assert first.input == str(movie)
+    assert first.output.path == str(out / "A001.v004.####.png")
+    assert first.frames.range == (86400, 86404) and first.input.start_number == 86400
+    assert first.input.path == str(movie)
     assert swap.path == out / "edit.swapped.otio"
     same = commands.timeline_swap(edit, TEMPLATE, out, "swap", kind="same").renders[0]
-    assert same.request.output == str(out / "A001.v004.mp4") and not same.sequence
-    assert same.request.codec == "h264"  # the command's codec, here the request's default
+    assert same.request.output.path == str(out / "A001.v004.mp4") and not same.sequence
+    assert same.request.output.codec == "h264"  # the command's codec, here the request's default
     movie_kind = commands.timeline_swap(edit, TEMPLATE, out, "swap").renders[0]
-    assert movie_kind.request.output == str(out / "A001.v004.mov") and not movie_kind.sequence
-    assert movie_kind.request.codec == "prores_4444"
+    assert movie_kind.request.output.path == str(out / "A001.v004.mov") and not movie_kind.sequence
+    assert movie_kind.request.output.codec == "prores_4444"
     named = commands.timeline_swap(edit, TEMPLATE, out, "swap", codec="dnxhr_444").renders[0]
-    assert named.request.codec == "dnxhr_444"
+    assert named.request.output.codec == "dnxhr_444"
     with pytest.raises(InputError, match="output kind must be one of"):
         commands.timeline_swap(edit, TEMPLATE, out, "swap", kind="avi")
 
@@ -136,10 +143,11 @@ def test_print_requests_gives_a_farm_the_render_lines_and_the_timeline(
         ["--report", str(out / "A.v001.review")], ["--report", str(out / "B.v001.review")]]
     requests = [request_from_args(shlex.split(line)[2:-2]) for line in lines]
     assert [line.split()[:2] for line in lines] == [["facefuse", "render"]] * 2
-    assert [(r.input, r.output, r.frames) for r in requests] == [
+    assert [(r.input.path, r.output.path, r.frames.range) for r in requests] == [
         (str(movie), str(out / "A.v001.####.exr"), (86400, 86407)),
         (str(movie), str(out / "B.v001.####.exr"), (86408, 86416))]
-    assert all(r.crf == 12 and r.codec == "ffv1" and r.start_number == 86400 and
+    assert all(r.output.crf == 12 and r.output.codec == "ffv1" and
+               r.input.start_number == 86400 and
                r.sources == (Path("me.jpg").absolute(),) for r in requests)
     assert sorted(p.name for p in out.iterdir()) == ["edit.swapped.otio"]
     swapped = otio.adapters.read_from_file(str(out / "edit.swapped.otio"))

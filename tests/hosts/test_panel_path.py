@@ -23,7 +23,7 @@ from PySide6.QtGui import QDesktopServices, QImage
 
 from addon.panel.host import FileHost
 from addon.panel.window import PanelWindow
-from facefuse import RenderRequest, plan_shot
+from facefuse import PersonId, RenderRequest, plan_shot
 from tests.hosts.panel_helpers import WAIT_MS, wait_idle
 from tests.media_factory import marked_frame
 from tests.render_media import face_photo, render_settings
@@ -193,8 +193,8 @@ def test_the_artists_path_through_the_panel(qtbot, crowd: Path, base, testdata: 
     assert written == [f"crowd.{n:04d}.png" for n in range(1002, 1007)], ui.log.toPlainText()
     request = window.last_request
     assert request is not None
-    assert dict(request.assign) == {"p3": testdata / "media" / "biden.jpg"}
-    assert request.skip == ("p2",)
+    assert dict(request.plan.assign) == {PersonId("p3"): testdata / "media" / "biden.jpg"}
+    assert request.plan.skip == (PersonId("p2"),)
     person = _person_of_face(request)
     colours = {person[k]: _file_rgb(out / "crowd.1003.png", *_centre(k)) for k in range(8)}
     plate = {person[k]: _file_rgb(crowd / "crowd.1003.png", *_centre(k)) for k in range(8)}
@@ -253,7 +253,7 @@ def test_the_artists_path_through_the_panel(qtbot, crowd: Path, base, testdata: 
     assert _file_rgb(out / "crowd.1003.png", *_centre(p1)) == \
         _file_rgb(crowd / "crowd.1003.png", *_centre(p1))
     assert _file_rgb(out / "crowd.1004.png", *_centre(p1)) == colours["p1"]
-    assert window.last_request is not None and window.last_request.overrides is not None
+    assert window.last_request is not None and window.last_request.plan.overrides is not None
     shots.grab(qtbot, window, "override")
     opened: list[QUrl] = []
     monkeypatch.setattr(QDesktopServices, "openUrl", opened.append)

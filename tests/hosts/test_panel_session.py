@@ -21,7 +21,7 @@ from addon.panel import looks, rendering
 from addon.panel.host import FileHost
 from addon.panel.rendering import render_request
 from addon.panel.store import PanelStore
-from facefuse import render
+from facefuse import PersonId, render
 from tests.hosts.panel_helpers import shown_window, wait_idle
 from tests.media_factory import marked_frame
 from tests.render_media import face_photo
@@ -74,7 +74,7 @@ def test_a_shot_closed_and_opened_again_has_its_casting_and_request_back(
     before, cards = render_request(window.act, window.render_ranges())[0], _cards(window)
     flags = (window.review.flags, window.review.fixed, window.review.flagged)
     assert window.review.fixed and not window.review.flags
-    assert before.only == ((1003, 1008),) and before.skip == ("p2",)
+    assert before.frames.only == ((1003, 1008),) and before.plan.skip == (PersonId("p2"),)
     window.close()
 
     started = time.perf_counter()  # the panel started again on the same shot
@@ -228,7 +228,9 @@ def test_a_render_replacing_frames_made_otherwise_asks_first(
 
     # frames made by another render (the command line, a farm: nobody swapped there) are not
     # the session's: the render asks, and Cancel keeps them
-    outside = render(dataclasses.replace(again.last_request, skip=("p1", "p2")))
+    last = again.last_request
+    outside = render(dataclasses.replace(last, plan=dataclasses.replace(
+        last.plan, skip=(PersonId("p1"), PersonId("p2")))))
     assert outside.unselected > 0
     stamps = _stamps(out)
     again.act.start_render()

@@ -266,7 +266,7 @@ def test_bad_job_fields_are_one_sentence(clip: Path, field: str, value: Any):
 
 def test_a_long_clip_name_still_gives_names_a_file_system_takes(clip: Path):
     swap = resolve_swaps.item_swap(parse_job(job(clip, name="x" * 400 + ".mp4")), (), Settings())
-    assert len(Path(swap.request.output).name.encode()) <= 255
+    assert len(Path(swap.request.output.path).name.encode()) <= 255
 
 
 # -- the result file (issue 24: never over an input; a bad place is one sentence) ---------------

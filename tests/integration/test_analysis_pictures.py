@@ -18,6 +18,7 @@ from facefuse.io.video.yuv import chroma_centred
 from facefuse.pipeline import Pipeline
 from facefuse.shot.pass_one import FrameAnalysis
 from facefuse.shot.render import render
+from facefuse.shot.request import OutputSpec
 from facefuse.timing import RenderTimings, StageClock
 from facefuse.types import Face, Roi
 from tests import media_factory
@@ -123,8 +124,10 @@ def test_crops_from_face_regions_embed_exactly_as_from_a_full_size_frame(
 def test_a_render_through_the_small_path_changes_only_the_face(
         hd_clip: Path, render_models: Path, testdata: Path, tmp_path: Path) -> None:
     request = render_request(render_models, tmp_path / "cache", testdata / "media" / "obama.jpg",
-                             hd_clip, tmp_path / "out.#.png", swapper="colour",
-                             matte=str(tmp_path / "matte.#.png"))
+                             hd_clip,
+                             OutputSpec(str(tmp_path / "out.#.png"),
+                                        matte=str(tmp_path / "matte.#.png")),
+                             swapper="colour")
     timings = RenderTimings()
     summary = render(request, timings=timings)
     assert summary.swapped == FRAMES and not summary.failed

@@ -17,6 +17,7 @@ import facefuse.shot.render as render_module
 from facefuse.runtime.threads import blas_on_one_thread
 from facefuse.shot.planning import plan_shot
 from facefuse.shot.render import render
+from facefuse.shot.request import OutputSpec
 from tests.render_media import face_photo, make_face_clip, render_request
 
 SOURCE = "media/obama.jpg"
@@ -85,9 +86,9 @@ def test_the_same_bytes_with_the_blas_on_one_thread_as_on_two(
         if name == "two":  # the render as it was before the limit
             monkeypatch.setattr(render_module, "blas_on_one_thread", contextlib.nullcontext)
         # rawvideo: every pixel compared (h264 renders in one process may differ, a known defect)
-        request = render_request(render_models, tmp_path / f"cache-{name}", testdata / SOURCE,
-                                 clip, tmp_path / f"{name}.mov", swapper="colour",
-                                 codec="rawvideo")
+        request = render_request(render_models, tmp_path / f"cache-{name}", testdata / SOURCE, clip,
+                                 OutputSpec(str(tmp_path / f"{name}.mov"), codec="rawvideo"),
+                                 swapper="colour")
         assert render(request).swapped == 6
         outputs[name] = (tmp_path / f"{name}.mov").read_bytes()
     assert outputs["one"] == outputs["two"]

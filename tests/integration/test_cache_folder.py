@@ -10,7 +10,7 @@ from pathlib import Path
 from facefuse.config import Settings
 from facefuse.shot import previews
 from facefuse.shot.render import render
-from facefuse.shot.request import RenderRequest
+from facefuse.shot.request import FrameSpec, InputSpec, OutputSpec, RenderRequest
 
 
 def _files(root: Path) -> set[Path]:
@@ -27,9 +27,10 @@ def test_a_render_and_its_previews_cache_only_under_the_folder_named(settings: S
     user_cache = Path(os.environ["FACEFUSE_CACHE"])
     user_before = _files(user_cache)
     job = replace(settings, cache_dir=scratch)
-    request = RenderRequest(sources=(testdata / "media" / "obama.jpg",),
-                            input=str(testdata / "media" / "asl_yes.mp4"),
-                            output=str(out / "shot.####.png"), settings=job, frames=(1, 3))
+    request = RenderRequest(sources=(testdata / "media" / "obama.jpg",), settings=job,
+                            input=InputSpec(str(testdata / "media" / "asl_yes.mp4")),
+                            frames=FrameSpec(range=(1, 3)),
+                            output=OutputSpec(str(out / "shot.####.png")))
 
     summary = render(request)
     preview = previews.preview_frame(request, 2)

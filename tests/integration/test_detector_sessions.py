@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from facefuse.shot.request import FrameSpec, OutputSpec
 from tests.render_media import face_photo, make_face_clip, render_request, run_render
 
 FRAMES = 8
@@ -26,11 +27,14 @@ def clips(tmp_path_factory: pytest.TempPathFactory, testdata: Path) -> dict[str,
 def _analysis(render_models: Path, testdata: Path, clip: Path, folder: Path, detector: str,
               sessions: int, threads: int) -> dict[str, np.ndarray]:
     cache = folder / f"cache-{sessions}-{threads}"
-    request = render_request(render_models, cache, testdata / "media" /
-                             "obama.jpg", clip, folder / f"out-{sessions}-{threads}.mp4",
+    request = render_request(render_models, cache,
+                             testdata / "media" /
+                             "obama.jpg", clip,
+                             OutputSpec(str(folder / f"out-{sessions}-{threads}.mp4"),
+                                        overwrite=True),
                              settings={"detector": detector, "detector_sessions": sessions,
                                        "threads": threads},
-                             frames=(1, FRAMES), overwrite=True)
+                             frames=FrameSpec(range=(1, FRAMES)))
     summary, _ = run_render(request)
     assert summary.done == FRAMES
     (entry,) = cache.rglob("analysis/*.npz")

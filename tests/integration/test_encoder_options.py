@@ -16,6 +16,7 @@ import pytest
 
 from facefuse.cli import main as cli  # imported here, while sys.stderr is pytest's own stream
 from facefuse.errors import ExitCode, InputError
+from facefuse.shot.request import FrameSpec, OutputSpec
 from tests.integration.render_helpers import Media, one_line_error, read_bgr
 from tests.render_media import (
     cli_args,
@@ -68,8 +69,8 @@ def test_lossless_video_keeps_the_pixels_outside_the_face_exactly(
     inputs = _png_plates(tmp_path / "plates", media, deep, alpha)
     out = tmp_path / name
     request = render_request(render_models, render_cache, media.source,
-                             tmp_path / "plates" / "p.#.png", out, codec=codec,
-                             matte=str(tmp_path / "m.#.exr"))
+                             tmp_path / "plates" / "p.#.png",
+                             OutputSpec(str(out), codec=codec, matte=str(tmp_path / "m.#.exr")))
     summary, _ = run_render(request)
     assert (summary.frames, summary.swapped, summary.failed) == (len(FRAMES), len(FRAMES), ())
     frames, written = _decoded(out, packed)
@@ -90,8 +91,10 @@ def test_compression_reaches_the_sequence_output(media: Media, render_models: Pa
     _png_plates(tmp_path / "plates", media)
     out = tmp_path / "out"
     request = render_request(render_models, render_cache, media.source,
-                             tmp_path / "plates" / "p.#.png", out / name, frames=(1, 2),
-                             compression=compression, matte=str(out / "m.#.exr"))
+                             tmp_path / "plates" / "p.#.png",
+                             OutputSpec(str(out / name), compression=compression,
+                                        matte=str(out / "m.#.exr")),
+                             frames=FrameSpec(range=(1, 2)))
     summary, _ = run_render(request)
     assert (summary.swapped, summary.failed) == (2, ())
     for n in (1, 2):
@@ -106,7 +109,8 @@ def test_default_compression_of_a_converted_sequence_stays_zip(
     _png_plates(tmp_path / "plates", media)
     out = tmp_path / "out"
     request = render_request(render_models, render_cache, media.source,
-                             tmp_path / "plates" / "p.#.png", out / "o.#.exr", frames=(1, 1))
+                             tmp_path / "plates" / "p.#.png", out / "o.#.exr",
+                             frames=FrameSpec(range=(1, 1)))
     assert run_render(request)[0].failed == ()
     assert read_plate_oiio(out / "o.1.exr")[1].getattribute("compression") == "zip"
 
@@ -116,7 +120,8 @@ def test_crf_and_preset_reach_an_h264_render(media: Media, render_models: Path,
     _png_plates(tmp_path / "plates", media)
     out = tmp_path / "out.mp4"
     request = render_request(render_models, render_cache, media.source,
-                             tmp_path / "plates" / "p.#.png", out, crf=30, preset="ultrafast")
+                             tmp_path / "plates" / "p.#.png",
+                             OutputSpec(str(out), crf=30, preset="ultrafast"))
     assert run_render(request)[0].failed == ()
     sei = out.read_bytes()  # x264 records its settings in the stream
     assert b"crf=30.0" in sei and b"subme=0" in sei

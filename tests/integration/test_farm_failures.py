@@ -14,7 +14,7 @@ from pathlib import Path
 import av
 
 from facefuse.shot.render import render
-from facefuse.shot.request import RenderRequest
+from facefuse.shot.request import InputSpec, OutputSpec, RenderRequest
 from tests.integration.farm_helpers import (
     FRAMES_FAILED_EXIT,
     QUEUE_DEPTH,
@@ -82,8 +82,9 @@ def test_video_output_keeps_one_picture_per_frame_when_frames_fail(farm: Farm, t
     clip = make_face_clip(tmp_path / "broken.mkv", 12, testdata, zeroed=(0, 5))
     settings = replace(farm.settings(), cache_dir=tmp_path / "cache")
     out = tmp_path / "out.mkv"
-    summary = render(RenderRequest(sources=(farm.source,), input=str(clip), output=str(out),
-                                   settings=settings, codec="mjpeg"))
+    summary = render(RenderRequest(sources=(farm.source,), settings=settings,
+                                   input=InputSpec(str(clip)),
+                                   output=OutputSpec(str(out), codec="mjpeg")))
     assert [n for n, _ in summary.failed] == [1, 6]
     markers = _decoded_markers(out)
     assert len(markers) == 12, f"{len(markers)} pictures for 12 frames: {markers}"

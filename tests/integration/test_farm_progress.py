@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from facefuse.shot.render import render
-from facefuse.shot.request import FrameReport, RenderRequest
+from facefuse.shot.request import FrameReport, FrameSpec, InputSpec, OutputSpec, RenderRequest
 from tests.integration.farm_helpers import (
     CLIP_FRAMES,
     QUEUE_DEPTH,
@@ -29,8 +29,9 @@ from tests.integration.farm_helpers import (
 def test_api_cancel_leaves_complete_frames_and_reports_each_frame_in_order(
         farm: Farm, tmp_path: Path) -> None:
     reports: list[FrameReport] = []
-    request = RenderRequest(sources=(farm.source,), input=str(farm.clip),
-                            output=str(tmp_path / "out.####.png"), settings=farm.settings())
+    request = RenderRequest(sources=(farm.source,), settings=farm.settings(),
+                            input=InputSpec(str(farm.clip)),
+                            output=OutputSpec(str(tmp_path / "out.####.png")))
     summary = render(request, reports.append, lambda: len(reports) >= 10)
 
     assert summary.cancelled and summary.failed == ()
@@ -52,9 +53,9 @@ def test_api_video_output_reports_every_frame_and_a_cancel_leaves_no_file(
     settings = farm.settings()
     reports: list[FrameReport] = []
     whole = tmp_path / "whole.mkv"
-    summary = render(RenderRequest(sources=(farm.source,), input=str(farm.clip),
-                                   output=str(whole), settings=settings, frames=(5, 34),
-                                   codec="mjpeg"), reports.append)
+    summary = render(RenderRequest(sources=(farm.source,), settings=settings,
+                                   input=InputSpec(str(farm.clip)), frames=FrameSpec(range=(5, 34)),
+                                   output=OutputSpec(str(whole), codec="mjpeg")), reports.append)
     assert not summary.cancelled and summary.frames == summary.swapped == 30
     assert [r.frame for r in reports] == list(range(5, 35))
     assert [p.name for p in tmp_path.iterdir()] == ["whole.mkv"]
@@ -62,9 +63,10 @@ def test_api_video_output_reports_every_frame_and_a_cancel_leaves_no_file(
     out = tmp_path / "cancelled"
     out.mkdir()
     reports.clear()
-    summary = render(RenderRequest(sources=(farm.source,), input=str(farm.clip),
-                                   output=str(out / "cut.mkv"), settings=settings,
-                                   codec="mjpeg"), reports.append, lambda: len(reports) >= 8)
+    summary = render(RenderRequest(sources=(farm.source,), settings=settings,
+                                   input=InputSpec(str(farm.clip)),
+                                   output=OutputSpec(str(out / "cut.mkv"), codec="mjpeg")),
+                     reports.append, lambda: len(reports) >= 8)
     assert summary.cancelled
     assert [r.frame for r in reports] == list(range(1, len(reports) + 1))
     assert len(reports) < CLIP_FRAMES

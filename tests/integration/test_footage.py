@@ -28,6 +28,7 @@ from facefuse.color import (
 )
 from facefuse.errors import InputError
 from facefuse.shot.inputs import VideoInput, open_input
+from facefuse.shot.request import InputSpec, OutputSpec
 from tests import media_factory
 from tests.integration.render_helpers import assert_changes_confined, read_bgr
 from tests.media_factory import read_marker
@@ -92,9 +93,10 @@ def test_sideways_phone_clip_is_swapped_upright_in_every_frame(
         testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path) -> None:
     face = face_photo(testdata)
     clip = phone_clip(tmp_path / "phone.mp4", face)
-    request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
-                             clip, tmp_path / "out.####.png", swapper="colour",
-                             matte=str(tmp_path / "matte.####.exr"))
+    request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg", clip,
+                             OutputSpec(str(tmp_path / "out.####.png"),
+                                        matte=str(tmp_path / "matte.####.exr")),
+                             swapper="colour")
     summary, reports = run_render(request)
     assert summary.frames == PHONE_FRAMES and summary.failed == ()
     assert summary.swapped == PHONE_FRAMES, (
@@ -218,9 +220,10 @@ def test_sideways_phone_clip_to_video_keeps_its_rotation_and_stored_pictures(
         testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path) -> None:
     clip = phone_clip(tmp_path / "phone.mp4", face_photo(testdata))
     out = tmp_path / "out.mov"
-    request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
-                             clip, out, swapper="colour", codec="mjpeg",
-                             matte=str(tmp_path / "matte.####.exr"))
+    request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg", clip,
+                             OutputSpec(str(out), codec="mjpeg",
+                                        matte=str(tmp_path / "matte.####.exr")),
+                             swapper="colour")
     summary, _ = run_render(request)
     assert summary.swapped == PHONE_FRAMES
     with av.open(str(out)) as container:
@@ -243,10 +246,10 @@ def test_display_referred_video_to_exr_is_scene_linear(
         testdata: Path, render_models: Path, render_cache: Path, tmp_path: Path) -> None:
     clip = make_face_clip(tmp_path / "shot.mov", face_photo(testdata), frames=3,
                           codec="mjpeg", audio=None)
-    request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
-                             clip, tmp_path / "out.####.exr",
-                             matte=str(tmp_path / "matte.####.exr"),
-                             patch=str(tmp_path / "patch.####.exr"))
+    request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg", clip,
+                             OutputSpec(str(tmp_path / "out.####.exr"),
+                                        matte=str(tmp_path / "matte.####.exr"),
+                                        patch=str(tmp_path / "patch.####.exr")))
     summary, _ = run_render(request)
     assert summary.frames == 3 and summary.failed == ()
     decoded = decode_video(clip)
@@ -270,8 +273,9 @@ def test_colorspace_none_writes_display_values_to_exr_unchanged(
     clip = make_face_clip(tmp_path / "shot.mov", face_photo(testdata), frames=2,
                           codec="mjpeg", audio=None)
     request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
-                             clip, tmp_path / "out.####.exr", colorspace="none",
-                             matte=str(tmp_path / "matte.####.exr"))
+                             InputSpec(str(clip), colorspace="none"),
+                             OutputSpec(str(tmp_path / "out.####.exr"),
+                                        matte=str(tmp_path / "matte.####.exr")))
     summary, _ = run_render(request)
     assert summary.frames == 2 and summary.failed == ()
     decoded = decode_video(clip)

@@ -15,6 +15,7 @@ import pytest
 from facefuse.io.video.frame import DecodedFrame
 from facefuse.shot.planning import plan_shot
 from facefuse.shot.render import render
+from facefuse.shot.request import OutputSpec
 from tests.render_media import (
     face_frame,
     face_photo,
@@ -101,8 +102,8 @@ def test_a_plan_alone_holds_no_frame(clips: dict[str, Path], render_models: Path
         return original(frame)
 
     monkeypatch.setattr(DecodedFrame, "for_another_pass", counted)
-    request = render_request(render_models, tmp_path / "cache", testdata / SOURCE,
-                             clips["h264"], tmp_path / "o.mov", codec="rawvideo")
+    request = render_request(render_models, tmp_path / "cache", testdata / SOURCE, clips["h264"],
+                             OutputSpec(str(tmp_path / "o.mov"), codec="rawvideo"))
     plan = plan_shot(request)  # what preview and review plan on: no pass 2 takes frames
     assert plan.faces(plan.frames[0]) and not handed
     summary, _ = _render(render_models, tmp_path, testdata, clips["h264"],
@@ -129,8 +130,10 @@ def test_with_pass_one_beside_pass_two_each_pass_decodes_its_own(
     for memory in (0, 1024):
         phases: list[str] = []
         request = render_request(render_models, tmp_path / f"cache{memory}", testdata / SOURCE,
-                                 clips["slow"], tmp_path / f"b{memory}.mov", overwrite=True,
-                                 codec="rawvideo", settings={"frame_memory_mib": memory,
+                                 clips["slow"],
+                                 OutputSpec(str(tmp_path / f"b{memory}.mov"), overwrite=True,
+                                            codec="rawvideo"),
+                                 settings={"frame_memory_mib": memory,
                                                              "selector": "many"})
         summary = render(request, on_phase=lambda step, seen=phases: seen.append(step.phase))
         # the analysis went on after pass 2 began: its horizon is 8 frames at 4 frames/s

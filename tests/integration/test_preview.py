@@ -41,7 +41,7 @@ from facefuse.shot import previews
 from facefuse.shot.inputs import open_input
 from facefuse.shot.planning import plan_shot
 from facefuse.shot.render import render
-from facefuse.shot.request import RenderRequest
+from facefuse.shot.request import InputSpec, OutputSpec, PersonId, PersonInPicture, RenderRequest
 from facefuse.shot.stills import StillsCancelled, render_stills
 from tests import media_factory
 from tests.golden.test_reference_selection import padded_recogniser
@@ -125,7 +125,9 @@ class Shot:
         if name not in self._renders:
             folder = self.root / f"render-{name}"
             started = time.perf_counter()
-            summary = render(replace(request, output=str(folder / "f.####.png")))
+            summary = render(replace(request,
+                                     output=replace(request.output,
+                                                    path=str(folder / "f.####.png"))))
             self.seconds[name] = time.perf_counter() - started
             assert summary.frames == LAST and not summary.failed
             self._renders[name] = folder
@@ -267,11 +269,12 @@ def test_an_assigned_person_gets_their_own_source(shot: Shot, decoded: dict[int,
     signer = _id_of(shot, SIGNER)
     default = shot.rendered("many", shot.selector("many"))
     frames = (1, 11, 21)
-    assigned = render_stills(shot.request(selector="many", assign=((woman, shot.other),)),
+    assigned = render_stills(shot.request(selector="many", assign=((PersonId(woman), shot.other),)),
                              frames, tmp_path / "assigned")
     # the woman alone swapped, with the other picture as the render's -s source
     alone = render_stills(shot.request(source=shot.other, selector="many",
-                                       skip=(man, signer)), frames, tmp_path / "alone")
+                                       skip=(PersonId(man), PersonId(signer))),
+                          frames, tmp_path / "alone")
     assert default.is_dir()
     for number in (1, 11):
         got, mine = _parts(number, _read(assigned[number])), _parts(number, _read(alone[number]))
@@ -287,7 +290,7 @@ def test_an_assigned_person_gets_their_own_source(shot: Shot, decoded: dict[int,
 def test_a_skipped_person_keeps_the_input_s_pixels(shot: Shot, decoded: dict[int, np.ndarray],
                                                   tmp_path: Path) -> None:
     man = _id_of(shot, MAN)
-    stills = render_stills(shot.request(selector="many", skip=(man,)), (1, 21, 41),
+    stills = render_stills(shot.request(selector="many", skip=(PersonId(man),)), (1, 21, 41),
                            tmp_path / "skip")
     one, signer, again = (_read(stills[n]) for n in (1, 21, 41))
     one, before = _parts(1, one), _parts(1, decoded[1])
@@ -298,7 +301,7 @@ def test_a_skipped_person_keeps_the_input_s_pixels(shot: Shot, decoded: dict[int
 
 
 def test_a_reference_picture_names_the_person_who_looks_like_it(shot: Shot) -> None:
-    plan = plan_shot(shot.request(assign=((f"ref:{shot.woman}", shot.other),)))
+    plan = plan_shot(shot.request(assign=((PersonInPicture(str(shot.woman)), shot.other),)))
     woman = _id_of(shot, WOMAN)
     sources = {p.person_id: p.source for p in plan.people}
     assert sources[woman] == str(shot.other)
@@ -407,9 +410,9 @@ def _grey_sequence(folder: Path, count: int = 3) -> str:
 def test_preview_frame_writes_one_picture_per_input_in_the_cache(settings: Settings,
                                                                  testdata: Path,
                                                                  tmp_path: Path) -> None:
-    request = RenderRequest(sources=(testdata / "media" / "obama.jpg",),
-                            input=_grey_sequence(tmp_path / "plate"),
-                            output=str(tmp_path / "out" / "o.####.png"), settings=settings)
+    request = RenderRequest(sources=(testdata / "media" / "obama.jpg",), settings=settings,
+                            input=InputSpec(_grey_sequence(tmp_path / "plate")),
+                            output=OutputSpec(str(tmp_path / "out" / "o.####.png")))
     path = previews.preview_frame(request, 2)
     assert path.parent == settings.cache_dir / "previews"
     assert _read(path)[5, 5].tolist() == [40, 40, 40]  # frame 2, no face: as it is
@@ -428,8 +431,8 @@ def test_preview_of_a_linear_exr_is_display_referred(settings: Settings, testdat
     assert out.open(str(folder / "p.0001.exr"), spec)
     assert out.write_image(np.full((120, 160, 3), 0.18, np.float32))
     assert out.close()
-    request = RenderRequest(sources=(testdata / "media" / "obama.jpg",),
-                            input=str(folder / "p.####.exr"), output="", settings=settings)
+    request = RenderRequest(sources=(testdata / "media" / "obama.jpg",), settings=settings,
+                            input=InputSpec(str(folder / "p.####.exr")), output=OutputSpec(""))
     grey = int(_read(previews.preview_frame(request, 1, out_dir=tmp_path / "pv"))[10, 10, 1])
     assert 110 <= grey <= 125  # sRGB-encoded 18% grey (~118), not the linear 46
 
@@ -450,7 +453,9 @@ def test_a_still_of_a_linear_exr_plate_is_the_render_to_that_format(
     request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
                              folder / "p.####.exr", "")
     ext = suffix or ".exr"
-    assert render(replace(request, output=str(tmp_path / "out" / f"r.####{ext}"))).swapped == 6
+    assert render(replace(request,
+                          output=replace(request.output,
+                                         path=str(tmp_path / "out" / f"r.####{ext}")))).swapped == 6
     stills = render_stills(request, (2, 5), tmp_path / "stills", suffix=suffix)
     for number, path in stills.items():
         assert path.suffix == ext
@@ -499,7 +504,8 @@ def test_a_still_over_a_file_the_preview_reads_is_refused(shot: Shot, tmp_path: 
 def _cast(shot: Shot, *who: str, selector: str = "many") -> RenderRequest:
     """A request without -s where each of `who` is assigned the render's usual source."""
     request = shot.request(selector=selector,
-                           assign=tuple((_id_of(shot, name), shot.source) for name in who))
+                           assign=tuple((PersonId(_id_of(shot, name)), shot.source)
+                                        for name in who))
     return replace(request, sources=())
 
 
@@ -511,8 +517,8 @@ def test_every_person_cast_needs_no_default_source(shot: Shot, tmp_path: Path) -
     stills = render_stills(cast, (1, 21, 41), tmp_path / "cast")
     for number in (1, 21, 41):
         assert np.array_equal(_read(stills[number]), shot.frame("many", number))
-    summary = render(replace(cast, output=str(tmp_path / "out" / "f.####.png"),
-                             only=((11, 12),)))
+    summary = render(replace(cast, output=OutputSpec(str(tmp_path / "out" / "f.####.png")),
+                             frames=replace(cast.frames, only=((11, 12),))))
     assert (summary.swapped, summary.failed) == (2, ())
     png = previews.preview_frame(cast, 21, out_dir=tmp_path / "previews")
     assert np.array_equal(_read(png), shot.frame("many", 21))
@@ -523,7 +529,7 @@ def test_a_person_swapped_without_a_source_is_named_before_anything_is_written(
     man = _id_of(shot, MAN)
     cast = _cast(shot, WOMAN, SIGNER)  # the man, chosen by selector many, has nothing
     with pytest.raises(InputError) as caught:
-        render(replace(cast, output=str(tmp_path / "out" / "f.####.png")))
+        render(replace(cast, output=OutputSpec(str(tmp_path / "out" / "f.####.png"))))
     assert str(caught.value).startswith(f"{man} is swapped but has no source")
     assert f"--assign {man}=PHOTO" in str(caught.value)
     assert not (tmp_path / "out").exists()
@@ -531,9 +537,9 @@ def test_a_person_swapped_without_a_source_is_named_before_anything_is_written(
     assert 21 in stills
     with pytest.raises(InputError, match=f"{man} is swapped but has no source"):
         previews.preview_frame(cast, 41, out_dir=tmp_path / "previews")
-    skipped = replace(cast, skip=(man,))  # or leave him out
-    assert render(replace(skipped, output=str(tmp_path / "ok" / "f.####.png"),
-                          only=((1, 1),))).swapped == 1
+    skipped = replace(cast, plan=replace(cast.plan, skip=(PersonId(man),)))  # or leave him out
+    assert render(replace(skipped, output=OutputSpec(str(tmp_path / "ok" / "f.####.png")),
+                          frames=replace(skipped.frames, only=((1, 1),)))).swapped == 1
 
 
 def test_finding_people_and_their_review_need_no_source(shot: Shot, tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ import av
 import numpy as np
 import pytest
 
+from facefuse.shot.request import InputSpec, OutputSpec
 from tests.integration.render_helpers import Media, assert_changes_confined, read_bgr
 from tests.media_factory import read_marker
 from tests.render_media import (
@@ -44,7 +45,8 @@ def test_linear_exr_to_video_is_written_display_encoded(
         write_plate_oiio(plates / f"p.{n}.exr", linear, "half")
     out = tmp_path / "linear.mov"
     summary, _ = run_render(render_request(render_models, render_cache, media.source,
-                                           plates / "p.#.exr", out, codec="prores_422"))
+                                           plates / "p.#.exr",
+                                           OutputSpec(str(out), codec="prores_422")))
     assert summary.failed == ()
     first = decode_video(out)[0]
     region = (slice(160, 240), slice(0, 100))  # far from the face
@@ -136,9 +138,9 @@ def test_exr_half_rgba_linear_plates_keep_type_alpha_and_values_above_one(
         inputs[n] = write_plate_oiio(plates / f"plate.{n}.exr", linear_plate(n - 1001, media.face,
                                                                            True),
                                      "half", attributes={"compression": "piz"})
-    request = render_request(render_models, render_cache, media.source,
-                             plates / "plate.####.exr", out / "swap.####.exr",
-                             matte=str(out / "matte.####.exr"))
+    request = render_request(render_models, render_cache, media.source, plates / "plate.####.exr",
+                             OutputSpec(str(out / "swap.####.exr"),
+                                        matte=str(out / "matte.####.exr")))
     summary, _ = run_render(request)
     assert (summary.frames, summary.swapped, summary.no_face, summary.failed) == (4, 4, 0, ())
     for n in numbers:
@@ -172,8 +174,10 @@ def test_exr_float_colour_swap_lands_in_the_plate_colour_space(
         write_plate_oiio(plates / f"plate.{n}.exr",
                          linear_plate(n - 1001, media.face, False, linear), "float")
     request = render_request(render_models, render_cache, media.source,
-                             plates / "plate.####.exr", out / "swap.####.exr", swapper="colour",
-                             matte=str(out / "matte.####.exr"), colorspace=colorspace)
+                             InputSpec(str(plates / "plate.####.exr"), colorspace=colorspace),
+                             OutputSpec(str(out / "swap.####.exr"),
+                                        matte=str(out / "matte.####.exr")),
+                             swapper="colour")
     summary, _ = run_render(request)
     assert (summary.swapped, summary.no_face, summary.failed) == (3, 0, ())
     expected = srgb_to_linear(media.colour_rgb) if linear else media.colour_rgb
@@ -205,8 +209,9 @@ def test_integer_plates_round_trip_bit_exact_outside_the_matte(
         inputs[n] = write_plate_oiio(plates / f"plate.{n:04d}.{ext}", pixels, "uint16",
                                      bits=bits if bits != 16 else 0)
     request = render_request(render_models, render_cache, media.source,
-                             plates / f"plate.####.{ext}", out / f"swap.####.{ext}",
-                             matte=str(out / "matte.####.exr"))
+                             plates / f"plate.####.{ext}",
+                             OutputSpec(str(out / f"swap.####.{ext}"),
+                                        matte=str(out / "matte.####.exr")))
     summary, _ = run_render(request)
     assert (summary.frames, summary.swapped, summary.failed) == (3, 3, ())
     for n in range(1, 4):

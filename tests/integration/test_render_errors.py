@@ -23,7 +23,7 @@ import pytest
 from facefuse.cli import main as cli  # imported here, while sys.stderr is pytest's own stream
 from facefuse.cli import render as cli_render
 from facefuse.errors import ExitCode
-from facefuse.shot.request import FrameReport
+from facefuse.shot.request import FrameReport, FrameSpec
 from tests.integration.render_helpers import CLIP_FRAMES, Media, one_line_error, read_bgr
 from tests.media_factory import make_vfr_clip, read_marker
 from tests.render_media import (
@@ -192,7 +192,7 @@ def test_sequence_with_a_gap_inside_the_range(bad, media: Media, render_models: 
     # the ranges on either side of the gap render
     summary, _ = run_render(render_request(render_models, render_cache, media.source,
                                            plates / "p.####.png", out_dir / "o.####.png",
-                                           frames=(5, 9)))
+                                           frames=FrameSpec(range=(5, 9))))
     assert (summary.frames, summary.no_face) == (2, 2)
     assert sorted(p.name for p in out_dir.iterdir()) == ["o.0005.png", "o.0006.png"]
 

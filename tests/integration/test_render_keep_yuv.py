@@ -27,6 +27,7 @@ from facefuse.errors import ExitCode
 from facefuse.io.video import VideoSink, VideoSource
 from facefuse.io.video import write as video_write
 from facefuse.io.video.yuv import PLANAR, picture_planes
+from facefuse.shot.request import OutputSpec
 from tests.integration.farm_helpers import (
     CLIP_FRAMES,
     Farm,
@@ -111,8 +112,8 @@ def test_a_kept_yuv_render_is_the_input_outside_the_faces_and_today_inside(
     clip, frames, without_face = _clip(kind, tmp_path, face_photo(testdata))
     out = tmp_path / "out.mkv"
     composed = Composed(monkeypatch)
-    request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
-                             clip, out, swapper="colour", codec=codec, keep_yuv=True)
+    request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg", clip,
+                             OutputSpec(str(out), codec=codec, keep_yuv=True), swapper="colour")
     with caplog.at_level(logging.DEBUG, logger="facefuse.io.video.write"):
         summary, _ = run_render(request)
     assert summary.failed == () and summary.swapped == frames - len(without_face)

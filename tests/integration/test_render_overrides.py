@@ -23,7 +23,7 @@ from facefuse.cli.main import main
 from facefuse.review.writing import write_review
 from facefuse.shot.planning import plan_shot
 from facefuse.shot.render import render
-from facefuse.shot.request import FrameReport, RenderRequest
+from facefuse.shot.request import FrameReport, PlanChoices, RenderRequest
 from tests.integration.render_helpers import Media, one_line_error
 from tests.render_media import cli_args, render_request, run_render
 
@@ -122,7 +122,7 @@ def test_a_video_is_rendered_whole_again(media: Media, render_models: Path, rend
                                          ) -> None:
     fix = _overrides(tmp_path / "fix.json", {"frames": "8-9", "action": "keep"})
     request = render_request(render_models, render_cache, media.source, media.clip,
-                             tmp_path / "out.mp4", "colour", overrides=fix)
+                             tmp_path / "out.mp4", "colour", plan=PlanChoices(overrides=fix))
     with caplog.at_level(logging.INFO, logger="facefuse.shot.render"):
         summary, _ = run_render(request)
     assert summary.frames == 16 and summary.swapped == len(FACE_FRAMES) - 2
@@ -176,7 +176,7 @@ def test_a_part_of_the_shot_takes_the_whole_shots_corrections_and_ignores_the_re
     fix = _overrides(tmp_path / "fix.json", {"frames": "8-9", "action": "keep"},
                      {"frames": "12-14", "action": "keep"},
                      {"frames": "10-11", "person": "p1", "action": "skip"}, shot=shot_id)
-    reference, _ = run_render(replace(whole, overrides=fix))
+    reference, _ = run_render(replace(whole, plan=replace(whole.plan, overrides=fix)))
     part = _request(media, render_models, render_cache, tmp_path / "part", frames=(5, 10),
                     overrides=fix)
     with caplog.at_level(logging.INFO, logger="facefuse.shot.render"):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from facefuse import Replacement, replaced_frames
+from facefuse import OutputSpec, Replacement, replaced_frames
 from facefuse.cli.main import main
 from tests.integration.render_helpers import Media
 from tests.render_media import cli_args, render_request, run_render
@@ -30,17 +30,17 @@ def test_replaced_frames_names_the_frames_and_what_differs_and_writes_nothing(
     out = tmp_path / "out"
     request = render_request(render_models, render_cache, media.source, media.clip,
                              out / "o.####.png", "colour")
-    assert replaced_frames(request) == Replacement(request.output)  # nothing there yet
+    assert replaced_frames(request) == Replacement(request.output.path)  # nothing there yet
     first, _ = run_render(request)
     before = _state(out)
     assert not replaced_frames(request)  # the same choices: a resume, not a replacement
 
     weighted = replace(request, settings=replace(request.settings, swapper_weight=0.7))
     asked = replaced_frames(weighted)
-    assert (asked.count, asked.frames, asked.whole_file) == (16, ((1, 16),), False)
+    assert (asked.count, asked.frames.range, asked.whole_file) == (16, ((1, 16),), False)
     assert asked.differences == ("swapper_weight 0.5 -> 0.7",)
     assert asked.message == ("this render replaces 16 finished frames (1-16) of "
-                             f"{request.output}, made with other choices: swapper_weight "
+                             f"{request.output.path}, made with other choices: swapper_weight "
                              "0.5 -> 0.7")
     assert _state(out) == before  # asking wrote nothing
     assert asked.made_by == (first.request_fingerprint,) and len(first.request_fingerprint) == 64
@@ -48,8 +48,8 @@ def test_replaced_frames_names_the_frames_and_what_differs_and_writes_nothing(
     fix = tmp_path / "fix.json"
     fix.write_text(json.dumps({"schema": "facefuse.overrides/1",
                                "overrides": [{"frames": "8-9", "action": "keep"}]}))
-    planned = replaced_frames(replace(request, overrides=fix))
-    assert (planned.count, planned.frames) == (2, ((8, 9),))
+    planned = replaced_frames(replace(request, plan=replace(request.plan, overrides=fix)))
+    assert (planned.count, planned.frames.range) == (2, ((8, 9),))
     assert planned.differences == (
         "the plan (people, sources or corrections) in frames 8-9",)
     assert planned.made_by == (first.request_fingerprint,)  # the plan changed, not the render
@@ -63,15 +63,16 @@ def test_replaced_frames_names_the_frames_and_what_differs_and_writes_nothing(
 def test_a_video_made_otherwise_is_replaced_whole_only_with_overwrite(
         media: Media, render_models: Path, render_cache: Path, tmp_path: Path) -> None:
     request = render_request(render_models, render_cache, media.source, media.clip,
-                             tmp_path / "o.mkv", "colour", codec="ffv1")
+                             OutputSpec(str(tmp_path / "o.mkv"), codec="ffv1"), "colour")
     summary, _ = run_render(request)
     other = replace(request, settings=replace(request.settings, mask_blur=0.1))
     assert not replaced_frames(other)  # without --overwrite the render refuses it anyway
-    again = replaced_frames(replace(other, overwrite=True))
+    again = replaced_frames(replace(other, output=replace(other.output, overwrite=True)))
     assert (again.whole_file, again.count) == (True, 16)
     assert again.differences == ("mask_blur 0.3 -> 0.1",)
     assert again.made_by == (summary.request_fingerprint,)
-    assert not replaced_frames(replace(request, overwrite=True))  # the same choices
+    again_overwriting = replace(request, output=replace(request.output, overwrite=True))
+    assert not replaced_frames(again_overwriting)  # the same choices
 
 
 @pytest.mark.parametrize("mode", ["line", "json"])

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from facefuse.shot import prints as prints_module
+from facefuse.shot.request import OutputSpec
 from tests.integration.render_helpers import Media, read_bgr
 from tests.media_factory import read_marker
 from tests.render_media import face_frame, render_request, run_render, write_plate_oiio
@@ -77,8 +78,9 @@ def test_resume_skips_finished_frames_and_rerenders_on_changes(
 
     # a setting that does not change pixels (the cache folder) does not re-render
     moved = render_request(render_models, tmp_path / "other-cache" / "embeddings", media.source,
-                           plates / "p.####.png", out / "o.####.png",
-                           matte=str(out / "m.####.png"), settings={"mask_blur": 0.6})
+                           plates / "p.####.png",
+                           OutputSpec(str(out / "o.####.png"), matte=str(out / "m.####.png")),
+                           settings={"mask_blur": 0.6})
     assert run_render(moved)[0].skipped == 5
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from facefuse.cli import main as cli  # imported here, while sys.stderr is pytest's own stream
-from facefuse.shot.request import RenderSummary
+from facefuse.shot.request import FrameSpec, InputSpec, OutputSpec, RenderSummary
 from tests.integration.render_helpers import (
     FACE_BOX,
     NO_FACE,
@@ -55,9 +55,12 @@ def video_to_png(media: Media, render_models: Path, render_cache: Path,
                  tmp_path_factory: pytest.TempPathFactory) -> SequenceRender:
     """Clip frames 1003-1014 (numbered from 1001) -> PNG, with an EXR matte and patch."""
     out = tmp_path_factory.mktemp("video-to-png")
-    request = render_request(render_models, render_cache, media.source, media.clip,
-                             out / "shot.####.png", start_number=1001, frames=(1003, 1014),
-                             matte=str(out / "matte.####.exr"), patch=str(out / "patch.####.exr"))
+    request = render_request(render_models, render_cache, media.source,
+                             InputSpec(str(media.clip), start_number=1001),
+                             OutputSpec(str(out / "shot.####.png"),
+                                        matte=str(out / "matte.####.exr"),
+                                        patch=str(out / "patch.####.exr")),
+                             frames=FrameSpec(range=(1003, 1014)))
     summary, reports = run_render(request)
     return SequenceRender(out, summary, reports, range(1003, 1015))
 
@@ -195,7 +198,7 @@ def test_frames_without_a_face_pass_through_and_are_counted(
         inputs[n] = face_frame(n, None if n in faceless else media.face)
         write_plate_oiio(plates / f"p.{n}.png", inputs[n][..., ::-1].copy(), "uint8")
     request = render_request(render_models, render_cache, media.source, plates / "p.#.png",
-                             out / "o.#.png", matte=str(out / "m.#.exr"))
+                             OutputSpec(str(out / "o.#.png"), matte=str(out / "m.#.exr")))
     summary, reports = run_render(request)
     assert (summary.frames, summary.swapped, summary.no_face, summary.skipped,
             summary.failed) == (8, 5, 3, 0, ())

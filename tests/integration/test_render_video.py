@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from facefuse.cli import main as cli  # imported here, while sys.stderr is pytest's own stream
+from facefuse.shot.request import OutputSpec
 from tests import media_factory
 from tests.integration.render_helpers import (
     CLIP_FRAMES,
@@ -46,8 +47,9 @@ def test_video_to_mov_h264_keeps_rate_duration_timecode_audio(media: Media, rend
                                                               render_cache: Path,
                                                               tmp_path: Path) -> None:
     out = tmp_path / "swapped.mov"
-    request = render_request(render_models, render_cache, media.source, media.clip, out,
-                             swapper="colour", matte=str(tmp_path / "matte.####.png"))
+    request = render_request(render_models, render_cache, media.source, media.clip,
+                             OutputSpec(str(out), matte=str(tmp_path / "matte.####.png")),
+                             swapper="colour")
     summary, _ = run_render(request)
     assert (summary.frames, summary.swapped, summary.no_face, summary.failed) == (
         CLIP_FRAMES, CLIP_FRAMES - len(NO_FACE), len(NO_FACE), ())
@@ -147,8 +149,8 @@ def test_sequence_to_video_takes_the_rate_and_keeps_the_order(
                          .copy(), "uint8")
     out = tmp_path / "seq.mp4"
     summary, _ = run_render(render_request(render_models, render_cache, media.source,
-                                           plates / "p.####.png", out,
-                                           rate=Fraction(30000, 1001)))
+                                           plates / "p.####.png",
+                                           OutputSpec(str(out), rate=Fraction(30000, 1001))))
     assert (summary.frames, summary.swapped) == (6, 6)
     facts = video_facts(out)
     assert facts["packets"] == 6 and facts["rate"] == Fraction(30000, 1001)

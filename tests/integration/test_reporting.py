@@ -23,7 +23,7 @@ from facefuse.cli import render as cli_render
 from facefuse.errors import ExitCode
 from facefuse.runtime.sessions import create_session
 from facefuse.shot.render import render
-from facefuse.shot.request import FrameReport, PhaseProgress
+from facefuse.shot.request import FrameReport, FrameSpec, OutputSpec, PhaseProgress
 from tests.integration import farm_helpers
 from tests.integration.render_helpers import CLIP_FRAMES, Media
 from tests.render_media import cli_args, read_plate_oiio, render_request
@@ -126,7 +126,8 @@ def test_swapped_frames_report_faces_found_and_swapped(media: Media, render_mode
                                                        tmp_path: Path) -> None:
     reports: list[FrameReport] = []
     summary = render(render_request(render_models, render_cache, media.source, media.clip,
-                                    tmp_path / "o.####.png", frames=(3, 6)), reports.append)
+                                    tmp_path / "o.####.png", frames=FrameSpec(range=(3, 6))),
+                     reports.append)
     assert [(r.frame, r.status, r.faces, r.found) for r in reports] == [
         (3, "no_face", 0, 0), (4, "no_face", 0, 0), (5, "swapped", 1, 1), (6, "swapped", 1, 1)]
     assert (summary.unselected, summary.warnings) == (0, ())
@@ -139,7 +140,8 @@ def test_progress_covers_analysis_swap_and_encode(media: Media, render_models: P
     phases: list[PhaseProgress] = []
     reports: list[FrameReport] = []
     render(render_request(render_models, tmp_path / "fresh" / "embeddings", media.source,
-                          media.clip, tmp_path / "o.####.png", frames=(5, 8), chunk=(1, 2)),
+                          media.clip, tmp_path / "o.####.png",
+                          frames=FrameSpec(range=(5, 8), chunk=(1, 2))),
            reports.append, on_phase=phases.append)
     analysis = [(p.done, p.total) for p in phases if p.phase == "analysis"]
     assert analysis == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)], "pass 1 analyses frames 5-8"
@@ -150,7 +152,8 @@ def test_progress_covers_analysis_swap_and_encode(media: Media, render_models: P
 
     again: list[PhaseProgress] = []  # analysis cached now: one report, already complete
     render(render_request(render_models, tmp_path / "fresh" / "embeddings", media.source,
-                          media.clip, tmp_path / "o.####.png", frames=(5, 8), chunk=(2, 2)),
+                          media.clip, tmp_path / "o.####.png",
+                          frames=FrameSpec(range=(5, 8), chunk=(2, 2))),
            on_phase=again.append)
     assert [(p.done, p.total) for p in again if p.phase == "analysis"] == [(4, 4)]
 
@@ -201,8 +204,9 @@ def test_outputs_name_files_without_local_paths_unless_asked(media: Media, rende
     for mode in ("names", "full"):
         out = tmp_path / mode / "o.####.png"
         out.parent.mkdir()
-        render(render_request(render_models, render_cache, media.source, media.clip, out,
-                              frames=(5, 5), provenance=mode))
+        render(render_request(render_models, render_cache, media.source, media.clip,
+                              OutputSpec(str(out), provenance=mode),
+                              frames=FrameSpec(range=(5, 5))))
         tags = _tags(out.parent / "o.0005.png")
         everything = json.dumps(tags)
         models = json.loads(tags["models"])

@@ -25,6 +25,7 @@ from onnx import TensorProto, helper, numpy_helper
 from facefuse.pipeline import Pipeline
 from facefuse.runtime.sessions import SessionReplicas
 from facefuse.shot.render import render
+from facefuse.shot.request import OutputSpec
 from tests import contract_models
 from tests.media_factory import write_h264_clip
 from tests.render_media import (
@@ -214,8 +215,8 @@ def test_each_worker_has_its_own_session_of_the_batch_one_models(
         shots: dict[str, Path], models: dict[str, Path], render_models: Path,
         render_cache: Path, testdata: Path, tmp_path: Path) -> None:
     request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
-                             shots["two"], tmp_path / "out.mov",
-                             settings=_settings("real", models, 3, "two"), codec="rawvideo")
+                             shots["two"], OutputSpec(str(tmp_path / "out.mov"), codec="rawvideo"),
+                             settings=_settings("real", models, 3, "two"))
     with Pipeline(request.settings) as pipeline:
         summary = render(request, pipeline=pipeline)
         assert summary.done == FRAMES
@@ -251,7 +252,7 @@ def test_cancel_and_fail_fast_stop_a_render_with_workers(
         testdata: Path, tmp_path: Path) -> None:
     before = threading.active_count()
     request = render_request(render_models, render_cache, testdata / "media" / "obama.jpg",
-                             shots["long"], tmp_path / "c.mov", codec="rawvideo",
+                             shots["long"], OutputSpec(str(tmp_path / "c.mov"), codec="rawvideo"),
                              settings={"swap_workers": workers})
     seen: list[int] = []
     summary = render(request, lambda report: seen.append(report.frame),

@@ -10,7 +10,7 @@ import numpy as np
 
 from facefuse.pipeline import Pipeline
 from facefuse.runtime.sessions import TimedSession
-from facefuse.shot.request import RenderSummary
+from facefuse.shot.request import FrameSpec, RenderSummary
 from tests.integration.render_helpers import Media, read_bgr
 from tests.render_media import render_request, render_settings, run_render
 
@@ -27,7 +27,7 @@ def test_one_thread_renders_the_same_frames_and_they_count_as_finished(
     def go(out: Path, threads: int) -> RenderSummary:
         request = render_request(render_models, render_cache, media.source, media.clip,
                                  out / "o.####.png", settings={"threads": threads},
-                                 frames=(1, 8))
+                                 frames=FrameSpec(range=(1, 8)))
         return run_render(request)[0]
 
     one = go(tmp_path / "one", 1)
@@ -45,7 +45,7 @@ def test_the_budget_reaches_the_encoder(media: Media, render_models: Path, rende
     for threads in (1, 2):
         out = tmp_path / f"t{threads}.mp4"
         request = render_request(render_models, render_cache, media.source, media.clip, out,
-                                 settings={"threads": threads}, frames=(1, 4))
+                                 settings={"threads": threads}, frames=FrameSpec(range=(1, 4)))
         assert run_render(request)[0].frames == 4
         # x264 writes the options it ran with into the stream (its first SEI)
         assert f" threads={threads} ".encode() in out.read_bytes()

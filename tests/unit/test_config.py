@@ -10,7 +10,7 @@ import pytest
 
 from facefuse.config import SMOOTHING_OPTIONS, Settings, tunable_options
 from facefuse.errors import ExitCode, InputError
-from facefuse.shot.request import RenderRequest
+from facefuse.shot.request import InputSpec, OutputSpec, PlanChoices, RenderRequest
 
 FLOATS = [option for option in tunable_options() if option.kind == "float"]
 BAD = [math.inf, -math.inf, math.nan, 1e308, -1e308]
@@ -30,16 +30,18 @@ def test_every_float_tunable_refuses_non_finite_and_huge_values(option, value: f
 @pytest.mark.parametrize("option", SMOOTHING_OPTIONS, ids=lambda o: o.flag)
 def test_smoothing_refuses_non_finite_and_huge_values(option, value: float) -> None:
     with pytest.raises(InputError, match=option.label.lower()) as info:
-        RenderRequest(sources=(), input="in.mp4", output="out.mp4", **{option.name: value})
+        PlanChoices(**{option.name: value})
     assert info.value.exit_code == ExitCode.USAGE and "\n" not in str(info.value)
 
 
 def test_smoothing_within_its_bounds_and_the_defaults_pass() -> None:
-    RenderRequest(sources=(), input="in.mp4", output="out.mp4")
-    RenderRequest(sources=(), input="in.mp4", output="out.mp4", smoothing_min_cutoff=0.05,
-                  smoothing_beta=0.0)
-    RenderRequest(sources=(), input="in.mp4", output="out.mp4", smoothing_min_cutoff=1000.0,
-                  smoothing_beta=1000.0)
+    RenderRequest(sources=(), input=InputSpec("in.mp4"), output=OutputSpec("out.mp4"))
+    RenderRequest(sources=(), input=InputSpec("in.mp4"),
+                  plan=PlanChoices(smoothing_min_cutoff=0.05, smoothing_beta=0.0),
+                  output=OutputSpec("out.mp4"))
+    RenderRequest(sources=(), input=InputSpec("in.mp4"),
+                  plan=PlanChoices(smoothing_min_cutoff=1000.0, smoothing_beta=1000.0),
+                  output=OutputSpec("out.mp4"))
 
 
 @pytest.mark.parametrize("padding", [(0.0, math.nan, 0.0, 0.0), (math.inf, 0, 0, 0),

@@ -40,7 +40,7 @@ from ..io.video.common import VIDEO_CODECS
 from ..periodic import every
 from ..runtime.threads import detector_sessions, swap_workers, thread_budget
 from ..shot.option_types import usage_type
-from ..shot.request import RenderRequest, RenderSummary
+from ..shot.request import FrameSpec, InputSpec, OutputSpec, RenderRequest, RenderSummary
 from ..stopping import stop_signals
 from ..timing import (
     INFERENCE,
@@ -125,10 +125,12 @@ def request_from_args(args: argparse.Namespace, work: Path) -> RenderRequest:
     if settings.selector == "reference" and not settings.reference_images:
         raise InputError("--selector reference needs --reference IMAGE (the person to replace)")
     output = args.output or str(work / "bench.mp4")
-    return RenderRequest(sources=tuple(args.source), input=args.input, output=output,
-                         settings=settings, frames=_frame_range(args.input, args.frames),
-                         codec=args.codec, overwrite=True, crf=args.crf, preset=args.preset,
-                         compression=args.compression, keep_yuv=args.keep_yuv)
+    return RenderRequest(
+        sources=tuple(args.source), input=InputSpec(args.input), settings=settings,
+        frames=FrameSpec(range=_frame_range(args.input, args.frames)),
+        output=OutputSpec(output, codec=args.codec, overwrite=True, crf=args.crf,
+                          preset=args.preset, compression=args.compression,
+                          keep_yuv=args.keep_yuv))
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -181,7 +183,7 @@ def _figures(request: RenderRequest, summary: RenderSummary, report: TimingRepor
     busy_ms = min(report.totals_ms.get(INFERENCE_BUSY, 0.0), wall_ms)
     cpu = _cpu_split(report, cpu_s, frames)
     return {
-        "input": request.input, "output": request.output, "frames": summary.done,
+        "input": request.input.path, "output": request.output.path, "frames": summary.done,
         "failed": len(summary.failed), "cache": "warm" if warm else "cold",
         "analysis_cached": summary.analysis_cached, "decoded_once": summary.decoded_once,
         "held_mib": summary.held_mib, "providers": list(providers),

@@ -99,13 +99,13 @@ def _shot_request(args: argparse.Namespace) -> tuple[RenderRequest, Path]:
     request = request_from_args(args)
     if not args.allow_downloads:  # workers never download in the middle of a job
         request = replace(request, settings=replace(request.settings, offline=True))
-    if not is_frame_pattern(request.output):
-        raise InputError(f"farm jobs write image sequences, not {request.output}; give a "
+    if not is_frame_pattern(request.output.path):
+        raise InputError(f"farm jobs write image sequences, not {request.output.path}; give a "
                          "pattern such as out/shot.####.exr (encode a video afterwards)")
-    if request.overrides is not None:
-        load_overrides(request.overrides)  # a bad file is refused now, not by every task
-    root = (args.output_dir or Path(request.output).parent).resolve()
-    check_inside(root, (request.output, request.matte, request.patch))
+    if request.plan.overrides is not None:
+        load_overrides(request.plan.overrides)  # a bad file is refused now, not by every task
+    root = (args.output_dir or Path(request.output.path).parent).resolve()
+    check_inside(root, (request.output.path, request.output.matte, request.output.patch))
     return absolute_paths(request), root
 
 
@@ -124,7 +124,7 @@ def cmd_openjd(args: argparse.Namespace) -> int:
         bundle = openjd.shot_bundle(request, (frames[0], frames[-1]), args.chunk_size,
                                     args.facefuse, args.allow_downloads, root,
                                     task_chunking=not args.no_task_chunking)
-        tasks = len(chunk_ranges(within(frames, request.only), args.chunk_size))
+        tasks = len(chunk_ranges(within(frames, request.frames.only), args.chunk_size))
     written = openjd.write_bundle(bundle, args.bundle)
     print(f"wrote {', '.join(str(p) for p in written)}: {tasks} tasks; run it here with "
           f"`openjd run {written[0]} -p file://{written[2]}` or submit it with "

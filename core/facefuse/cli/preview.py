@@ -37,7 +37,7 @@ from ..shot.request import FrameReport, PhaseProgress, RenderRequest
 from ..stopping import stop_signals
 from .render import Progress
 
-STILL = Option(("-o", "--output"), "request.output", "text", "the still: a .png, .tif or .exr "
+STILL = Option(("-o", "--output"), "request.output.path", "text", "the still: a .png, .tif or .exr "
                "file, holding what a render of these options to an image sequence of that "
                "format writes for the frame")
 
@@ -80,15 +80,15 @@ def check_still(request: RenderRequest) -> Path:
     """The still's path; InputError for one that cannot be a still or exists already."""
     from ..shot.stills import check_still_suffix
 
-    path = Path(request.output)
-    if is_frame_pattern(request.output):
+    path = Path(request.output.path)
+    if is_frame_pattern(request.output.path):
         raise InputError(f"the preview's -o {path} names one still, not an image sequence: "
                          "give a file name without a frame token")
     check_still_suffix(path.suffix, f"the preview's -o {path}")
     check_path_length(path, "the preview's -o")
     if path.is_dir():
         raise InputError(f"{path} is a folder, not a file name")
-    if path.exists() and not request.overwrite:
+    if path.exists() and not request.output.overwrite:
         raise InputError(f"{path} already exists; add --overwrite to replace it")
     if path.parent.exists() and not path.parent.is_dir():
         raise InputError(f"the output folder {path.parent} is a file, not a folder")
@@ -103,7 +103,7 @@ def _files_read(request: RenderRequest) -> list[Path]:
     references, assigned images, the overrides file, the model manifest...)."""
     from ..shot.inputs import open_input
 
-    shot = open_input(request.input, request.start_number, request.conform_vfr,
+    shot = open_input(request.input.path, request.input.start_number, request.input.conform_vfr,
                       request.settings.threads)
     try:
         read = list(shot.files(shot.frame_numbers))
@@ -116,7 +116,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
     request = commandline.request_from_namespace(args)
     still = check_still(request)
     if args.output_root is not None:
-        check_inside(Path(args.output_root), (request.output,))
+        check_inside(Path(args.output_root), (request.output.path,))
     progress = Progress(args.progress)
     started = time.perf_counter()
     reports: list[FrameReport] = []
@@ -158,7 +158,7 @@ def _preview(request: RenderRequest, frame: int, still: Path, phases: _Phases,
                              cancel=cancel)[frame]
         data = made.read_bytes()
     make_folder(still.parent)
-    sweep_leftovers(still.parent, file_ids([request.input, *request_inputs(request)]))
+    sweep_leftovers(still.parent, file_ids([request.input.path, *request_inputs(request)]))
     try:
         atomic_write_bytes(still, data)
     except OSError as exc:

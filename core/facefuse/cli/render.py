@@ -191,11 +191,12 @@ def cmd_render(args: argparse.Namespace) -> int:
         print("\n".join(list_colorspaces()))
         return ExitCode.OK
     request = request_from_args(args)
-    report = check_report_folder(args.report, (Path(request.input),
+    report = check_report_folder(args.report, (Path(request.input.path),
                                                *request_inputs(request))) \
         if args.report is not None else None
     if args.output_root is not None:
-        check_inside(Path(args.output_root), (request.output, request.matte, request.patch,
+        output = request.output
+        check_inside(Path(args.output_root), (output.path, output.matte, output.patch,
                                               *([str(report / "report.json")] if report else [])))
     progress = Progress(args.progress)
     from ..pipeline import Pipeline  # the engine loads here, when a render runs

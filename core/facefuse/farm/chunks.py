@@ -16,14 +16,14 @@ from ..shot.request import RenderRequest
 
 
 def shot_frames(request: RenderRequest) -> tuple[int, ...]:
-    """The input's frame numbers inside request.frames (all when None; InputError for a
-    request.only reaching outside them); opens the input."""
+    """The input's frame numbers inside request.frames.range (all when None; InputError for a
+    request.frames.only reaching outside them); opens the input."""
     from ..shot.inputs import open_input  # the decoders load only when a job is made
 
-    shot = open_input(request.input, request.start_number, request.conform_vfr)
+    shot = open_input(request.input.path, request.input.start_number, request.input.conform_vfr)
     try:
-        return plan_frames(shot.frame_numbers, request.frames, None, shot.label,
-                           contiguous=shot.is_sequence, only=request.only).analysed
+        return plan_frames(shot.frame_numbers, request.frames.range, None, shot.label,
+                           contiguous=shot.is_sequence, only=request.frames.only).analysed
     finally:
         shot.close()
 

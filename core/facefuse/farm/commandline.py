@@ -16,7 +16,7 @@ from typing import Any
 from ..config import tunable_options
 from ..models.locations import looks_like_model_path
 from ..shot.commandline import OUTPUT_ROOT, render_args
-from ..shot.request import REFERENCE_PREFIX, RenderRequest
+from ..shot.request import PersonId, PersonInPicture, PersonRef, RenderRequest
 
 
 def render_command(request: RenderRequest, executable: str = "facefuse",
@@ -41,20 +41,21 @@ def absolute_paths(request: RenderRequest) -> RenderRequest:
                if (value := getattr(settings, name)) is not None}
     settings = replace(settings, **models, **folders, reference_images=tuple(
         Path(absolute(p)) for p in settings.reference_images))
-    return replace(request, settings=settings,
-                   sources=tuple(Path(absolute(p)) for p in request.sources),
-                   assign=tuple((absolute_person(person), Path(absolute(image)))
-                                for person, image in request.assign),
-                   skip=tuple(absolute_person(person) for person in request.skip),
-                   input=absolute(request.input), output=absolute(request.output),
-                   matte=absolute(request.matte) if request.matte else None,
-                   patch=absolute(request.patch) if request.patch else None,
-                   overrides=Path(absolute(request.overrides)) if request.overrides else None)
+    plan, output = request.plan, request.output
+    return replace(
+        request, settings=settings, sources=tuple(Path(absolute(p)) for p in request.sources),
+        input=replace(request.input, path=absolute(request.input.path)),
+        plan=replace(plan, assign=tuple((absolute_person(person), Path(absolute(image)))
+                                        for person, image in plan.assign),
+                     skip=tuple(absolute_person(person) for person in plan.skip),
+                     overrides=Path(absolute(plan.overrides)) if plan.overrides else None),
+        output=replace(output, path=absolute(output.path),
+                       matte=absolute(output.matte) if output.matte else None,
+                       patch=absolute(output.patch) if output.patch else None))
 
 
-def absolute_person(person: str) -> str:
-    """A person of --assign/--skip with a ref:PICTURE's path made absolute (an id unchanged)."""
-    if not person.startswith(REFERENCE_PREFIX):
+def absolute_person(person: PersonRef) -> PersonRef:
+    """A person of --assign/--skip with a picture's path made absolute (an id unchanged)."""
+    if isinstance(person, PersonId):
         return person
-    return REFERENCE_PREFIX + os.path.abspath(os.path.expanduser(
-        person.removeprefix(REFERENCE_PREFIX)))
+    return PersonInPicture(os.path.abspath(os.path.expanduser(person.path)))

@@ -114,7 +114,7 @@ class PipelinePlugin(WorkerPlugin):
         request = request_from_args(args)
         root = output_root_of(args)
         if root is not None:
-            check_inside(root, (request.output, request.matte, request.patch))
+            check_inside(root, (request.output.path, request.output.matte, request.output.patch))
         with self._lock:
             started = time.perf_counter()
             first: list[float] = []
@@ -126,7 +126,7 @@ class PipelinePlugin(WorkerPlugin):
             summary = render(request, on_progress=settled,
                              pipeline=self.pipeline(request.settings))
             sessions = self.sessions()
-        chunk = request.chunk_frames or request.frames or (0, 0)
+        chunk = request.frames.chunk_frames or request.frames.range or (0, 0)
         return ChunkResult(chunk, summary.frames, summary.swapped, summary.no_face,
                            summary.skipped, summary.failed, summary.seconds,
                            first[0] if first else None, self.address, os.getpid(),
@@ -142,9 +142,10 @@ def render_chunk(args: Sequence[str]) -> ChunkResult:
 def chunk_args(request: RenderRequest, chunk_size: int, output_root: Path) -> list[list[str]]:
     """The `facefuse render` arguments of every chunk of the request's range."""
     frames = shot_frames(request)
-    whole = replace(request, frames=(frames[0], frames[-1]), chunk=None, chunk_frames=None)
-    return [[*render_args(replace(whole, chunk_frames=c)), OUTPUT_ROOT, str(output_root)]
-            for c in chunk_ranges(within(frames, request.only), chunk_size)]
+    whole = replace(request.frames, range=(frames[0], frames[-1]), chunk=None, chunk_frames=None)
+    return [[*render_args(replace(request, frames=replace(whole, chunk_frames=c))),
+             OUTPUT_ROOT, str(output_root)]
+            for c in chunk_ranges(within(frames, request.frames.only), chunk_size)]
 
 
 @contextmanager

@@ -129,7 +129,7 @@ def shot_bundle(request: RenderRequest, frames: tuple[int, int], chunk_size: int
                 output_dir: Path | None = None, task_chunking: bool = True) -> Bundle:
     """The job that renders `request` over `frames` (inclusive) in chunks of `chunk_size`.
 
-    output_dir: the job's output folder (default: the folder of request.output); every output
+    output_dir: the job's output folder (default: the folder of request.output.path); every output
     must lie inside it.
     downloads: let tasks fetch missing manifest models (default: a missing model fails the
     session's model check at once, naming it). InputError for outputs outside the folder.
@@ -142,8 +142,8 @@ def shot_bundle(request: RenderRequest, frames: tuple[int, int], chunk_size: int
     params = _Params()
     params.add("Facefuse", "STRING", executable, "the facefuse program on the workers")
     space, frames_arg, chunk_arg = (_chunked_space if task_chunking else _listed_space)(
-        params, frames, chunk_size, request.only)
-    root = (output_dir or Path(request.output).parent).resolve()
+        params, frames, chunk_size, request.frames.only)
+    root = (output_dir or Path(request.output.path).parent).resolve()
     templated = _templated_request(request, params, downloads, root)
     args = [*params.quoted(commandline.render_args(templated)), "--frames", frames_arg,
             "--chunk-frames", chunk_arg, commandline.OUTPUT_ROOT, ref("OutputDir"),
@@ -154,7 +154,7 @@ def shot_bundle(request: RenderRequest, frames: tuple[int, int], chunk_size: int
             "script": {"actions": {"onRun": {"command": ref("Facefuse"),
                                              "args": ["render", *args],
                                              "cancelation": dict(CANCELATION)}}}}
-    name = _job_name(f"facefuse {Path(request.input).name} {frames[0]}-{frames[1]}")
+    name = _job_name(f"facefuse {Path(request.input.path).name} {frames[0]}-{frames[1]}")
     template = {"specificationVersion": SPEC, "name": name,
                 "parameterDefinitions": params.definitions, "steps": [step]}
     if task_chunking:
@@ -198,8 +198,8 @@ def _templated_request(request: RenderRequest, params: _Params, downloads: bool,
                        root: Path) -> RenderRequest:
     """`request` with every path replaced by its job parameter (added to `params`)."""
     patterns = {}
-    for what, value in (("Output", request.output), ("Matte", request.matte),
-                        ("Patch", request.patch)):
+    for what, value in (("Output", request.output.path), ("Matte", request.output.matte),
+                        ("Patch", request.output.patch)):
         if value is not None:
             pattern = relative_to_root(root, value, f"{what.lower()} pattern")
             check_pattern(pattern, f"{what.lower()} pattern")
@@ -213,16 +213,18 @@ def _templated_request(request: RenderRequest, params: _Params, downloads: bool,
     sources = tuple(Path(params.path(f"Source{i}", Path(s).resolve(), "source face image",
                                      "FILE", "IN"))
                     for i, s in enumerate(request.sources, 1))
-    source_input = Path(request.input)
+    source_input = Path(request.input.path)
     shot = params.path("Input", source_input.resolve(), "the shot: a video or a sequence pattern",
                        "FILE" if source_input.is_file() else None, "IN")
     settings = _templated_settings(request, params, downloads)
-    overrides = (Path(params.path("Overrides", request.overrides.resolve(), "per-frame "
+    overrides = (Path(params.path("Overrides", request.plan.overrides.resolve(), "per-frame "
                                   "corrections of the shot plan (JSON)", "FILE", "IN"))
-                 if request.overrides is not None else None)
-    return replace(request, sources=sources, input=shot, output=out["Output"],
-                   matte=out.get("Matte"), patch=out.get("Patch"), settings=settings,
-                   frames=None, chunk=None, chunk_frames=None, overrides=overrides)
+                 if request.plan.overrides is not None else None)
+    return replace(request, sources=sources, input=replace(request.input, path=shot),
+                   output=replace(request.output, path=out["Output"], matte=out.get("Matte"),
+                                  patch=out.get("Patch")),
+                   settings=settings, plan=replace(request.plan, overrides=overrides),
+                   frames=replace(request.frames, range=None, chunk=None, chunk_frames=None))
 
 
 def _templated_settings(request: RenderRequest, params: _Params, downloads: bool) -> Any:

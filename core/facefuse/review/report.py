@@ -71,7 +71,7 @@ def settings_record(request: RenderRequest, swapper_size_px: int) -> dict[str, A
             "detector_size_px": s.detector_size_px, "detector_score": s.detector_score,
             "recogniser": s.recogniser, "swapper": s.swapper,
             "swapper_size_px": swapper_size_px, "enhancer": s.enhancer,
-            "smoothing": request.smoothing, "colorspace": request.colorspace}
+            "smoothing": request.plan.smoothing, "colorspace": request.input.colorspace}
 
 
 def build_report(plan: ShotPlan, request: RenderRequest, flags: Sequence[Flag],
@@ -80,7 +80,7 @@ def build_report(plan: ShotPlan, request: RenderRequest, flags: Sequence[Flag],
                  render: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The report's JSON (see docs/review.md)."""
     return {
-        "schema": SCHEMA, "facefuse": __version__, "input": request.input,
+        "schema": SCHEMA, "facefuse": __version__, "input": request.input.path,
         "shot_id": plan.shot_id,
         "frames": {"first": plan.frames[0], "last": plan.frames[-1],
                    "count": len(plan.frames)} if plan.frames else None,

@@ -45,11 +45,11 @@ class Pictures:
 
     def __init__(self, request: RenderRequest, cancel: CancelCheck | None = None) -> None:
         self.request, self.cancel = request, cancel
-        shot = open_input(request.input, request.start_number, request.conform_vfr,
+        shot = open_input(request.input.path, request.input.start_number, request.input.conform_vfr,
                           request.settings.threads)
         try:
             self.colour: DisplayConversion | None = input_conversion(
-                request.colorspace, shot.suffix, shot.pixel_type)[0]
+                request.input.colorspace, shot.suffix, shot.pixel_type)[0]
         except BaseException:
             shot.close()
             raise

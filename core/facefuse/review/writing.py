@@ -106,7 +106,7 @@ def _review(request: RenderRequest, folder: Path, pipeline: Pipeline,
 
 def review_inputs(request: RenderRequest) -> tuple[Path, ...]:
     """The files a review of `request` reads: its input and what a render of it reads."""
-    return (Path(request.input), *request_inputs(request))
+    return (Path(request.input.path), *request_inputs(request))
 
 
 def sample_frames(plan: ShotPlan, flags: Sequence[Flag]) -> dict[int, str]:
@@ -124,7 +124,7 @@ def sample_frames(plan: ShotPlan, flags: Sequence[Flag]) -> dict[int, str]:
 def after_frames(request: RenderRequest, plan: ShotPlan, picked: Iterable[int]) -> list[int]:
     """The picked frames whose swap a render of `request` can show: those whose swapped people
     all have a source (planning.people_without_source), none without any source at all."""
-    if not request.sources and not request.assign:
+    if not request.sources and not request.plan.assign:
         return []
     return [frame for frame in picked if not people_without_source(plan, request, (frame,))]
 

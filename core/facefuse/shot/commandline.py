@@ -1,8 +1,9 @@
 """A shot request's command-line form, described once: the options of `facefuse render`, the
 field each one sets, and a request written back as those options.
 
-Each option is an `Option`: its switches, the field it sets ("request.NAME" of RenderRequest,
-"settings.NAME" of Settings, or "" for the command's own, such as --output-root), how its text
+Each option is an `Option`: its switches, the field it sets ("request.NAME" of RenderRequest or
+"request.GROUP.NAME" of one of its groups, "settings.NAME" of Settings, or "" for the command's
+own, such as --output-root), how its text
 is read and written (`kind`), its help and the value an absent option reads as. The Settings
 fields a user tunes come from their own descriptions (config.tunable_options()); the other
 Settings fields and the RenderRequest fields are described here. The command line builds its
@@ -12,7 +13,8 @@ parsers from this table (`add_settings_options`, `add_render_options`) and reads
 are left out; `request_from_args(render_args(r)) == r` for every field an option carries.
 
 Kinds: "text", "path" (a Path), "paths" (repeatable, a tuple of Paths), "assignments"
-(repeatable PERSON=IMAGE, a tuple of (str, Path)), "names" (repeatable, a tuple of str), "int",
+(repeatable PERSON=IMAGE, a tuple of (PersonRef, Path)), "people" (repeatable PERSON, a tuple
+of PersonRef; a person is written p1 or ref:PICTURE), "int",
 "frame" (a frame number, 0 to io.sequences.LARGEST_FRAME),
 "float", "switch" (given: True), "off" (given: False), "range" (A-B), "frames" (A-B, a list or
 flagged:REPORT: shot.frames.parse_frames; it sets `only` too), "ranges" (a list of frames and
@@ -26,7 +28,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
+from operator import attrgetter
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, NoReturn
 
 from ..config import Settings, Tunable, tunable_options
@@ -35,7 +39,15 @@ from ..io.video.common import CRF_RANGE, DEFAULT_CRF, DEFAULT_PRESET, VIDEO_CODE
 from ..runtime.providers import parse_providers
 from .frames import FrameChoice, format_frame_list
 from .option_types import OPTION_TYPES
-from .request import PROVENANCE_MODES, RenderRequest
+from .request import (
+    PROVENANCE_MODES,
+    FrameSpec,
+    InputSpec,
+    OutputSpec,
+    PlanChoices,
+    RenderRequest,
+    parse_person,
+)
 
 OUTPUT_ROOT = "--output-root"
 
@@ -65,6 +77,8 @@ class Option:
 
     @property
     def name(self) -> str:
+        """The field's path below its owner: "codec" of "settings.codec", "output.codec" of
+        "request.output.codec"."""
         return self.field.partition(".")[2]
 
 
@@ -104,81 +118,95 @@ SETTINGS_OPTIONS = (
 )
 _CRF_DEFAULTS = ", ".join(f"{codec} {crf}" for codec, crf in DEFAULT_CRF.items())
 SHOT_OPTIONS = (
-    Option(("--frames",), "request.frames", "frames", "A-B: the inclusive range rendered, in "
+    Option(("--frames",), "request.frames.range", "frames", "A-B: the inclusive range rendered, in "
            "the input's own frame numbers (clipped to the frames the input has); a list "
            "(1001-1010,1035,1040-1042) or flagged:DIR/report.json (a review report's flagged "
            "frames) renders only those frames, exactly as a render of the whole shot makes "
            "them (the input's whole range, or the report's, is analysed)",
            metavar="A-B|LIST|flagged:REPORT"),
-    Option(("--only-frames",), "request.only", "ranges", "render only these frames (a list as "
+    Option(("--only-frames",), "request.frames.only", "ranges",
+           "render only these frames (a list as "
            "for --frames) of the --frames range, which is still analysed whole (what --frames "
            "LIST and flagged: come to in farm tasks)", metavar="LIST"),
-    Option(("--only-input",), "request.only_input", "text", "shot:ID (a review report's shot "
+    Option(("--only-input",), "request.frames.only_input", "text",
+           "shot:ID (a review report's shot "
            "id) or sha256:HEX (the input's content) that --only-frames were chosen for: another "
            "shot is refused (flagged: sets it)", metavar="ID"),
-    Option(("--overrides",), "request.overrides", "path", "JSON file of per-frame, per-person "
+    Option(("--overrides",), "request.plan.overrides", "path", "JSON file of per-frame, per-person "
            "corrections (skip, keep, swap, hold; see docs/overrides.md); a re-render rewrites "
            "only the frames they change; with --frames A-B, the whole shot's corrections plan "
            "that shot and those outside A-B are ignored (one note)", metavar="FILE"),
-    Option(("--chunk",), "request.chunk", "chunk", "render the Nth of M equal slices of the "
+    Option(("--chunk",), "request.frames.chunk", "chunk", "render the Nth of M equal slices of the "
            "range (farm work)", metavar="N/M"),
-    Option(("--chunk-frames",), "request.chunk_frames", "range", "render only frames A-B of the "
+    Option(("--chunk-frames",), "request.frames.chunk_frames", "range",
+           "render only frames A-B of the "
            "--frames range, which is still analysed whole (a farm task's chunk of frames)",
            metavar="A-B"),
     Option((OUTPUT_ROOT,), "", "text", "refuse any output (-o, --matte, --patch) whose folder "
            "is not inside this one (farm jobs)"),
-    Option(("--matte",), "request.matte", "text", "sequence pattern for the blend mask (one "
+    Option(("--matte",), "request.output.matte", "text", "sequence pattern for the blend mask (one "
            "channel)"),
-    Option(("--patch",), "request.patch", "text", "sequence pattern for the swapped face alone "
+    Option(("--patch",), "request.output.patch", "text",
+           "sequence pattern for the swapped face alone "
            "(premultiplied RGBA)"),
-    Option(("--colorspace",), "request.colorspace", "text", "OCIO colour space of the input "
+    Option(("--colorspace",), "request.input.colorspace", "text", "OCIO colour space of the input "
            "('none': no conversion); default per format, e.g. EXR = 'Linear Rec.709 (sRGB)'"),
-    Option(("--codec",), "request.codec", "text", "for video outputs; rawvideo (.mov) and ffv1 "
+    Option(("--codec",), "request.output.codec", "text",
+           "for video outputs; rawvideo (.mov) and ffv1 "
            "(.mkv) are lossless (RGB; with --keep-yuv, the input's YUV in .mkv)", "h264",
            tuple(VIDEO_CODECS)),
-    Option(("--keep-yuv",), "request.keep_yuv", "switch", "with --codec ffv1 or rawvideo "
+    Option(("--keep-yuv",), "request.output.keep_yuv", "switch", "with --codec ffv1 or rawvideo "
            "(.mkv): keep the input video's own YUV pictures (layout, bit depth, colour tags), "
            "bit-exact outside the faces, instead of RGB"),
-    Option(("--crf",), "request.crf", "int", f"h264/h265 constant rate factor, {CRF_RANGE[0]}.."
+    Option(("--crf",), "request.output.crf", "int",
+           f"h264/h265 constant rate factor, {CRF_RANGE[0]}.."
            f"{CRF_RANGE[1]}, lower is better ({_CRF_DEFAULTS})", metavar="N"),
-    Option(("--preset",), "request.preset", "text", "h264/h265 speed preset, ultrafast .. "
+    Option(("--preset",), "request.output.preset", "text", "h264/h265 speed preset, ultrafast .. "
            f"placebo ({DEFAULT_PRESET})", metavar="NAME"),
-    Option(("--compression",), "request.compression", "text", "EXR (zip, none, zips, piz, rle, "
+    Option(("--compression",), "request.output.compression", "text",
+           "EXR (zip, none, zips, piz, rle, "
            "pxr24, b44, b44a, dwaa, dwab) or TIFF (zip, none, lzw) sequence outputs (the input "
            "plate's, else zip)", metavar="NAME"),
-    Option(("--rate",), "request.rate", "rate", "fps of a video made from a sequence (24)"),
-    Option(("--start-number",), "request.start_number", "frame", "number of a video's first "
+    Option(("--rate",), "request.output.rate", "rate", "fps of a video made from a sequence (24)"),
+    Option(("--start-number",), "request.input.start_number", "frame", "number of a video's first "
            "frame", 1),
-    Option(("--conform-vfr",), "request.conform_vfr", "switch", "conform a variable frame "
+    Option(("--conform-vfr",), "request.input.conform_vfr", "switch", "conform a variable frame "
            "rate"),
-    Option(("--overwrite",), "request.overwrite", "switch", "render frames that are done too"),
+    Option(("--overwrite",), "request.output.overwrite", "switch",
+           "render frames that are done too"),
     Option(("--fail-fast",), "request.fail_fast", "switch", "stop at the first failed frame (no "
            "later frame is written)"),
-    Option(("--no-smooth",), "request.smoothing", "off", "do not smooth landmarks over time"),
-    Option(("--smooth-min-cutoff",), "request.smoothing_min_cutoff", "float", "One Euro min "
+    Option(("--no-smooth",), "request.plan.smoothing", "off", "do not smooth landmarks over time"),
+    Option(("--smooth-min-cutoff",), "request.plan.smoothing_min_cutoff", "float", "One Euro min "
            "cutoff, Hz (1.0)"),
-    Option(("--smooth-beta",), "request.smoothing_beta", "float", "One Euro beta, per face size "
+    Option(("--smooth-beta",), "request.plan.smoothing_beta", "float",
+           "One Euro beta, per face size "
            "(3.0)"),
-    Option(("--assign",), "request.assign", "assignments", "give one person of the shot their "
+    Option(("--assign",), "request.plan.assign", "assignments", "give one person of the shot their "
            "own source: PERSON=IMAGE, PERSON a person id (p1, p2, ...: see `facefuse review`) "
            "or ref:PICTURE (the person who looks like PICTURE); repeatable; without -s every "
            "person swapped needs one (or --skip)", (),
            metavar="PERSON=IMAGE"),
-    Option(("--skip",), "request.skip", "names", "leave this person untouched (a person id, "
+    Option(("--skip",), "request.plan.skip", "people", "leave this person untouched (a person id, "
            "or ref:PICTURE); repeatable", (), metavar="PERSON"),
-    Option(("--provenance",), "request.provenance", "text", "what output metadata names: file "
+    Option(("--provenance",), "request.output.provenance", "text",
+           "what output metadata names: file "
            "names and hashes (names), or local paths too (full)", "names", PROVENANCE_MODES),
 )
-INPUT = Option(("-i", "--input"), "request.input", "text", "video file, or sequence: "
+INPUT = Option(("-i", "--input"), "request.input.path", "text", "video file, or sequence: "
                "name.####.exr, name.%%04d.dpx, name.#.png")
-OUTPUT = Option(("-o", "--output"), "request.output", "text", "video file, or sequence pattern "
+OUTPUT = Option(("-o", "--output"), "request.output.path", "text",
+                "video file, or sequence pattern "
                 "as for --input")
 RENDER_OPTIONS = (INPUT, OUTPUT, SOURCE, *SETTINGS_OPTIONS, *SHOT_OPTIONS)
 DEFAULT_SETTINGS = Settings()
-DEFAULT_REQUEST = RenderRequest(sources=(), input="", output="")
+DEFAULT_REQUEST = RenderRequest(sources=(), input=InputSpec(""), output=OutputSpec(""))
 # Settings fields no option sets: a request that changes them has no command line
 UNSPEAKABLE = tuple(f.name for f in fields(Settings)
                     if f"settings.{f.name}" not in {o.field for o in RENDER_OPTIONS})
+
+
+REPEATABLE = ("paths", "assignments", "people")
 
 
 # -- parsers -------------------------------------------------------------------------------------
@@ -189,7 +217,7 @@ def add_option(parser: argparse.ArgumentParser, option: Option, required: bool =
         parser.add_argument(*option.flags, action="store_true", help=option.help)
         return
     extra: dict[str, Any] = {"required": True} if required else {}
-    repeatable = option.kind in ("paths", "assignments", "names")
+    repeatable = option.kind in REPEATABLE
     if repeatable:
         extra["action"] = "append"
     if option.default is not None:
@@ -238,7 +266,11 @@ def add_render_options(parser: argparse.ArgumentParser,
 def _read(option: Option, value: Any) -> Any:
     if option.kind == "off":
         return not value
-    if option.kind in ("paths", "assignments", "names"):
+    if option.kind == "assignments":
+        return tuple((parse_person(person), image) for person, image in value or ())
+    if option.kind == "people":
+        return tuple(parse_person(person) for person in value or ())
+    if option.kind == "paths":
         return tuple(value or ())
     if option.kind == "providers":
         return parse_providers(value)
@@ -274,26 +306,37 @@ def request_from_namespace(args: argparse.Namespace,
     if not args.input or not args.output:
         raise InputError("render needs -i INPUT and -o OUTPUT")
     values = _values(args, "request")
-    choice = values.get("frames")
+    group = {name: {key.partition(".")[2]: value for key, value in values.items()
+                    if key.partition(".")[0] == name} for name in _GROUPS}
+    frames = group["frames"]
+    choice = frames.get("range")
     if isinstance(choice, FrameChoice):
         if choice.report is not None:
             if read_report is None:
                 raise InputError("--frames flagged:REPORT is read by `facefuse render` and "
                                  "`facefuse farm`; give the frames as a list here")
             choice = read_report(choice.report)
-            values["only_report"] = choice.report
-        values.update(_frame_choice(choice, values))
-    return RenderRequest(**values, settings=settings_from_namespace(args))
+            frames["only_report"] = choice.report
+        frames.update(_frame_choice(choice, frames))
+    made = {name: kind(**group[name]) for name, kind in _GROUPS.items()}
+    return RenderRequest(sources=values.get("sources", ()), **made,
+                         fail_fast=values.get("fail_fast", False),
+                         settings=settings_from_namespace(args))
 
 
-def _frame_choice(choice: FrameChoice, values: Mapping[str, Any]) -> dict[str, Any]:
-    """The request fields a --frames value sets: frames, and only / only_input for a list or
+_GROUPS: Mapping[str, Callable[..., Any]] = MappingProxyType({
+    "input": InputSpec, "frames": FrameSpec, "output": OutputSpec, "plan": PlanChoices})
+"""RenderRequest's groups, made in this order from a parse (their checks' order)."""
+
+
+def _frame_choice(choice: FrameChoice, frames: Mapping[str, Any]) -> dict[str, Any]:
+    """The FrameSpec fields a --frames value sets: range, and only / only_input for a list or
     a report (InputError when --only-frames or --only-input is given too)."""
     if choice.only is None:
-        return {"frames": choice.frames}
-    if values.get("only") is not None or values.get("only_input") is not None:
+        return {"range": choice.frames}
+    if frames.get("only") is not None or frames.get("only_input") is not None:
         raise InputError("give --frames a list or flagged:REPORT, or --only-frames, not both")
-    return {"frames": choice.frames, "only": choice.only, "only_input": choice.made_from}
+    return {"range": choice.frames, "only": choice.only, "only_input": choice.made_from}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -327,7 +370,7 @@ def _written(option: Option, value: Any) -> list[str]:
     flag = option.flags[-1] if option.flags[-1] != "--source" else "-s"
     if option.kind in ("switch", "off"):
         return [flag]
-    if option.kind in ("paths", "names"):
+    if option.kind in ("paths", "people"):
         return [arg for item in value for arg in (flag, str(item))]
     if option.kind == "assignments":
         return [arg for person, image in value for arg in (flag, f"{person}={image}")]
@@ -341,8 +384,8 @@ def _written(option: Option, value: Any) -> list[str]:
 
 
 def _option_args(option: Option, obj: object, default: object) -> list[str]:
-    value = getattr(obj, option.name)
-    if value is None or value == getattr(default, option.name):
+    value = attrgetter(option.name)(obj)
+    if value is None or value == attrgetter(option.name)(default):
         return []
     return _written(option, value)
 
@@ -358,7 +401,8 @@ def render_args(request: RenderRequest) -> list[str]:
         if getattr(settings, name) != getattr(DEFAULT_SETTINGS, name):
             raise ValueError(f"Settings.{name} has no command-line option; a farm task cannot "
                              "carry it")
-    args = _written(SOURCE, request.sources) + ["-i", request.input, "-o", request.output]
+    args = _written(SOURCE, request.sources) + ["-i", request.input.path, "-o",
+                                                 request.output.path]
     for option in RENDER_OPTIONS:
         if option.owner == "settings":
             args += _option_args(option, settings, DEFAULT_SETTINGS)

@@ -87,5 +87,5 @@ OPTION_TYPES: Mapping[str, Callable[[str], Any]] = MappingProxyType({
     "path": Path, "paths": Path, "int": int, "float": float, "choices": comma_list,
     "range": usage_type(parse_frame_range), "chunk": usage_type(parse_chunk),
     "frames": usage_type(_frames), "ranges": usage_type(parse_frame_list),
-    "assignments": usage_type(_assignment), "names": str,
+    "assignments": usage_type(_assignment), "people": str,
     "rate": usage_type(_rate), "frame": usage_type(_frame_number)})

@@ -25,7 +25,7 @@ from ..io import files, sequences
 from ..io.sequences import FramePattern
 from ..models.locations import default_models_dir, looks_like_model_path
 from ..models.manifest import default_manifest_path, load_manifest
-from .request import REFERENCE_PREFIX, RenderRequest
+from .request import PersonInPicture, RenderRequest
 
 if TYPE_CHECKING:
     from .inputs import ShotInput
@@ -99,11 +99,12 @@ def request_inputs(request: RenderRequest) -> tuple[Path, ...]:
     --frames flagged:REPORT read, and settings_inputs. The one list of "what this command
     reads" that render, preview, review, timeline swaps, farm jobs and hosts check their
     outputs against (check_not_input, check_outputs)."""
-    named = [Path(person.removeprefix(REFERENCE_PREFIX)) for person in
-             (*(p for p, _ in request.assign), *request.skip)
-             if person.startswith(REFERENCE_PREFIX)]
-    files_named = [path for path in (request.overrides, request.only_report) if path is not None]
-    return (*map(Path, request.sources), *(image for _, image in request.assign), *named,
+    named = [Path(person.path) for person in
+             (*(p for p, _ in request.plan.assign), *request.plan.skip)
+             if isinstance(person, PersonInPicture)]
+    files_named = [path for path in (request.plan.overrides, request.frames.only_report)
+                   if path is not None]
+    return (*map(Path, request.sources), *(image for _, image in request.plan.assign), *named,
             *map(Path, files_named), *settings_inputs(request.settings))
 
 
@@ -162,8 +163,8 @@ def check_output_names(request: RenderRequest) -> None:
     than the file system takes, or a name in it longer than its folder takes (PATH_MAX,
     NAME_MAX): checked before anything looks at the path. The frame numbers a pattern's files
     get are checked by check_outputs."""
-    for option, value in (("-o", request.output), ("--matte", request.matte),
-                          ("--patch", request.patch)):
+    for option, value in (("-o", request.output.path), ("--matte", request.output.matte),
+                          ("--patch", request.output.patch)):
         if value is not None:
             files.check_path_length(Path(value), f"{option} {value}")
 
@@ -174,14 +175,14 @@ def check_request_outputs(request: RenderRequest, numbers: Sequence[int]) -> Non
     video file, or the frames a sequence pattern finds now)."""
     check_output_names(request)
     shot: tuple[Path, ...] = ()
-    if sequences.is_frame_pattern(request.input):
-        shot = tuple(FramePattern.parse(request.input).scan().values())
-    elif os.path.isfile(request.input):
-        shot = (Path(request.input),)
+    if sequences.is_frame_pattern(request.input.path):
+        shot = tuple(FramePattern.parse(request.input.path).scan().values())
+    elif os.path.isfile(request.input.path):
+        shot = (Path(request.input.path),)
     claims = []
     video_path = None
-    for option, value in (("-o", request.output), ("--matte", request.matte),
-                          ("--patch", request.patch)):
+    for option, value in (("-o", request.output.path), ("--matte", request.output.matte),
+                          ("--patch", request.output.patch)):
         if value is None:
             continue
         if sequences.is_frame_pattern(value):

@@ -44,11 +44,11 @@ def fit_overrides(request: RenderRequest, shot: ShotInput, pipeline: Pipeline,
     is not the request's own range."""
     if overrides is None:
         return FittedRequest(request)
-    asked = plan_frames(shot.frame_numbers, request.frames, None, shot.label,
+    asked = plan_frames(shot.frame_numbers, request.frames.range, None, shot.label,
                         contiguous=shot.is_sequence).analysed
     span = (asked[0], asked[-1])
     fitted = request
-    if overrides.shot is not None and request.frames is not None:
+    if overrides.shot is not None and request.frames.range is not None:
         fitted = _widened(request, shot, pipeline, overrides, asked)
     return FittedRequest(fitted, overrides.outside_note(span))
 
@@ -58,7 +58,7 @@ def _widened(request: RenderRequest, shot: ShotInput, pipeline: Pipeline,
     """`request` over the range of the same input whose shot id is the overrides', rendering
     only the frames it asked for; unchanged when its own range is the overrides' shot or no
     range covering it is."""
-    colour_name = input_conversion(request.colorspace, shot.suffix, shot.pixel_type)[1]
+    colour_name = input_conversion(request.input.colorspace, shot.suffix, shot.pixel_type)[1]
     digest = analysis_key(pipeline, shot.content_sha256(pipeline.hashes), colour_name).digest
     if shot_id_of(digest, asked) == overrides.shot:
         return request
@@ -69,6 +69,6 @@ def _widened(request: RenderRequest, shot: ShotInput, pipeline: Pipeline,
         frames = plan_frames(shot.frame_numbers, candidate, None, shot.label,
                              contiguous=shot.is_sequence).analysed
         if shot_id_of(digest, frames) == overrides.shot:
-            only: FrameRanges = request.only or ((asked[0], asked[-1]),)
-            return replace(request, frames=candidate, only=only)
+            only: FrameRanges = request.frames.only or ((asked[0], asked[-1]),)
+            return replace(request, frames=replace(request.frames, range=candidate, only=only))
     return request

@@ -29,7 +29,14 @@ from .override_fit import fit_overrides
 from .overrides import Overrides, load_overrides
 from .pass_one import PassOne
 from .plan import DEFAULT_SOURCE, PlanOptions, ShotPlan, make_plan, shot_id_of
-from .request import REFERENCE_PREFIX, CancelCheck, PhaseCallback, PhaseProgress, RenderRequest
+from .request import (
+    CancelCheck,
+    PersonId,
+    PersonInPicture,
+    PhaseCallback,
+    PhaseProgress,
+    RenderRequest,
+)
 from .smoothing import OneEuroParams
 
 log = logging.getLogger(__name__)
@@ -58,17 +65,18 @@ def plan_shot(request: RenderRequest, pipeline: Pipeline | None = None,
 def _plan(request: RenderRequest, pipeline: Pipeline, on_phase: PhaseCallback | None,
           cancel: CancelCheck | None) -> ShotPlan:
     cancelled: Callable[[], bool] = cancel or (lambda: False)
-    overrides = load_overrides(request.overrides) if request.overrides is not None else None
-    shot = open_input(request.input, request.start_number, request.conform_vfr,
+    overrides = (load_overrides(request.plan.overrides)
+                 if request.plan.overrides is not None else None)
+    shot = open_input(request.input.path, request.input.start_number, request.input.conform_vfr,
                       request.settings.threads)
     try:
         fitted = fit_overrides(request, shot, pipeline, overrides)
         if fitted.note is not None:
             log.info("%s", fitted.note)
         request = fitted.request
-        frames = plan_frames(shot.frame_numbers, request.frames, None, shot.label,
-                             contiguous=shot.is_sequence, only=request.only)  # only: checked
-        colour = input_conversion(request.colorspace, shot.suffix, shot.pixel_type)
+        frames = plan_frames(shot.frame_numbers, request.frames.range, None, shot.label,
+                             contiguous=shot.is_sequence, only=request.frames.only)  # only: checked
+        colour = input_conversion(request.input.colorspace, shot.suffix, shot.pixel_type)
         pipeline.models.require_models()
         options = plan_options(request, pipeline, float(shot.rate) if shot.rate else None,
                                overrides)
@@ -94,10 +102,10 @@ def fitted_request(request: RenderRequest, pipeline: Pipeline) -> RenderRequest:
     """`request` as it is planned with its overrides (shot.override_fit: a part of the shot
     the overrides were made for is planned over that shot); itself without overrides or
     without --frames."""
-    if request.overrides is None or request.frames is None:
+    if request.plan.overrides is None or request.frames.range is None:
         return request
-    overrides = load_overrides(request.overrides)
-    shot = open_input(request.input, request.start_number, request.conform_vfr,
+    overrides = load_overrides(request.plan.overrides)
+    shot = open_input(request.input.path, request.input.start_number, request.input.conform_vfr,
                       request.settings.threads)
     try:
         return fit_overrides(request, shot, pipeline, overrides).request
@@ -107,12 +115,12 @@ def fitted_request(request: RenderRequest, pipeline: Pipeline) -> RenderRequest:
 
 def smoothing_of(request: RenderRequest) -> OneEuroParams | None:
     """The landmark smoothing a request asks for (None: off)."""
-    if not request.smoothing:
+    if not request.plan.smoothing:
         return None
     defaults = OneEuroParams()
     return OneEuroParams(
-        min_cutoff=request.smoothing_min_cutoff or defaults.min_cutoff,
-        beta=defaults.beta if request.smoothing_beta is None else request.smoothing_beta,
+        min_cutoff=request.plan.smoothing_min_cutoff or defaults.min_cutoff,
+        beta=defaults.beta if request.plan.smoothing_beta is None else request.plan.smoothing_beta,
         d_cutoff=defaults.d_cutoff)
 
 
@@ -120,20 +128,21 @@ def plan_options(request: RenderRequest, pipeline: Pipeline, rate_hz: float | No
                  overrides: Overrides | None = None) -> PlanOptions:
     """The options the shot plan of `request` is made with (render, preview and review alike):
     its selector, reference and smoothing, the people it names (their reference pictures'
-    identities found with `pipeline`) and its overrides (`overrides`: request.overrides read
+    identities found with `pipeline`) and its overrides (`overrides`: request.plan.overrides read
     already; else read here)."""
-    if overrides is None and request.overrides is not None:
-        overrides = load_overrides(request.overrides)
+    if overrides is None and request.plan.overrides is not None:
+        overrides = load_overrides(request.plan.overrides)
     settings = request.settings
-    named = {person: str(image) for person, image in request.assign
-             if not person.startswith(REFERENCE_PREFIX)}
+    plan = request.plan
+    named = {person.id: str(image) for person, image in plan.assign
+             if isinstance(person, PersonId)}
     by_picture = tuple(
-        (pipeline.source_identity([Path(person.removeprefix(REFERENCE_PREFIX))]).embedding,
-         str(image)) for person, image in request.assign if person.startswith(REFERENCE_PREFIX))
-    skipped = [p for p in request.skip if not p.startswith(REFERENCE_PREFIX)]
+        (pipeline.source_identity([Path(person.path)]).embedding, str(image))
+        for person, image in plan.assign if isinstance(person, PersonInPicture))
+    skipped = [p.id for p in plan.skip if isinstance(p, PersonId)]
     skipped_by_picture = tuple(
-        pipeline.source_identity([Path(p.removeprefix(REFERENCE_PREFIX))]).embedding
-        for p in request.skip if p.startswith(REFERENCE_PREFIX))
+        pipeline.source_identity([Path(p.path)]).embedding
+        for p in plan.skip if isinstance(p, PersonInPicture))
     return PlanOptions(settings.selector, pipeline.reference_embedding(), settings.similarity,
                        rate_hz, smoothing_of(request), named, by_picture, frozenset(skipped),
                        skipped_by_picture, overrides)
@@ -145,7 +154,7 @@ def source_identities(request: RenderRequest, pipeline: Pipeline) -> dict[str, S
     for a bad one)."""
     identities = ({DEFAULT_SOURCE: pipeline.source_identity(request.sources)}
                   if request.sources else {})
-    for _, image in request.assign:
+    for _, image in request.plan.assign:
         identities.setdefault(str(image), pipeline.source_identity([image]))
     return identities
 
@@ -162,7 +171,7 @@ def default_identity(identities: Mapping[str, SourceIdentity]) -> SourceIdentity
 def check_casting(request: RenderRequest) -> None:
     """InputError, before anything is analysed, for a request that swaps faces with nothing:
     no sources (-s) and nobody assigned one (--assign)."""
-    if not request.sources and not request.assign:
+    if not request.sources and not request.plan.assign:
         raise InputError("there is no source face to swap in: give -s PHOTO (the face given "
                          "to everyone the selector chooses) or --assign p1=PHOTO per person "
                          "(`facefuse review` lists the people)")

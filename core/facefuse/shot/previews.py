@@ -104,8 +104,8 @@ def preview_frame(request: RenderRequest, frame_number: int, pipeline: Pipeline 
 
     The frame is rendered by shot.stills.render_stills, so the people swapped, their sources,
     tracks, gap fills and smoothing are the render's, decided on the request's whole analysed
-    range (request.frames): an 8-bit plate's preview holds exactly the render's pixels, a deeper
-    or scene-linear one the render's frame converted for display as frame_picture converts
+    range (request.frames.range): an 8-bit plate's preview holds exactly the render's pixels, a
+    deeper or scene-linear one the render's frame converted for display as frame_picture converts
     the input. A shot not analysed yet is analysed first (on_phase gets its "analysis"
     progress) and cached. One file per input (rewritten). Raises InputError (a frame outside
     the input or the analysed range, an unreadable frame, an unknown person) and the
@@ -117,7 +117,7 @@ def preview_frame(request: RenderRequest, frame_number: int, pipeline: Pipeline 
                               on_phase)[frame_number]
         frame, _ = read_plate(still)
     picture = geometry.to_display_uint8(frame, _colour(request))
-    name = f"preview-{_digest(request.input)}.png"
+    name = f"preview-{_digest(request.input.path)}.png"
     return _write_png(folder / name, picture)
 
 
@@ -137,7 +137,7 @@ def faces_overlay(request: RenderRequest, frame_number: int, pipeline: Pipeline 
         _label(picture, scaled, str(index))
     if not faces:
         _border(picture, NO_FACE_BGR)
-    name = f"faces-{_digest(request.input)}.png"
+    name = f"faces-{_digest(request.input.path)}.png"
     return _write_png(_folder(out_dir, request.settings) / name, picture), len(faces)
 
 
@@ -155,7 +155,7 @@ def reference_face(request: RenderRequest, frame_number: int, face_index: int,
             _pipeline(request.settings, pipeline) as p:
         faces = ordered_faces(p.detect(frame, colour))
         if not faces:
-            raise NoFaceError(f"no face found in frame {frame_number} of {request.input}")
+            raise NoFaceError(f"no face found in frame {frame_number} of {request.input.path}")
         if not 0 <= face_index < len(faces):
             raise InputError(f"frame {frame_number} has {len(faces)} face(s): pick a number "
                              f"from 0 to {len(faces) - 1}, not {face_index}")
@@ -188,7 +188,7 @@ def _pipeline(settings: Settings, given: Pipeline | None) -> Iterator[Pipeline]:
 def _frame(request: RenderRequest, number: int
            ) -> Iterator[tuple[np.ndarray, DisplayConversion | None]]:
     """One decoded frame of the request's input and its colour conversion to display space."""
-    shot = open_input(request.input, request.start_number, request.conform_vfr,
+    shot = open_input(request.input.path, request.input.start_number, request.input.conform_vfr,
                       request.settings.threads)
     try:
         if number not in shot.frame_numbers:
@@ -198,7 +198,7 @@ def _frame(request: RenderRequest, number: int
         _, frame = next(iter(shot.read([number])))
         if isinstance(frame, DecodeFailure):
             raise InputError(f"frame {number} of {shot.label} cannot be decoded: {frame.reason}")
-        colour, _ = input_conversion(request.colorspace, shot.suffix, shot.pixel_type)
+        colour, _ = input_conversion(request.input.colorspace, shot.suffix, shot.pixel_type)
         yield frame.to_ndarray(), colour
     finally:
         shot.close()
@@ -206,10 +206,10 @@ def _frame(request: RenderRequest, number: int
 
 def _colour(request: RenderRequest) -> DisplayConversion | None:
     """The request's input's conversion to display space."""
-    shot = open_input(request.input, request.start_number, request.conform_vfr,
+    shot = open_input(request.input.path, request.input.start_number, request.input.conform_vfr,
                       request.settings.threads)
     try:
-        colour, _ = input_conversion(request.colorspace, shot.suffix, shot.pixel_type)
+        colour, _ = input_conversion(request.input.colorspace, shot.suffix, shot.pixel_type)
     finally:
         shot.close()
     return colour
@@ -277,7 +277,7 @@ def frame_picture(request: RenderRequest, frame_number: int, out_dir: Path | Non
     input (rewritten)."""
     with _frame(request, frame_number) as (frame, colour):
         picture = geometry.to_display_uint8(frame, colour)
-    name = f"frame-{_digest(request.input)}.png"
+    name = f"frame-{_digest(request.input.path)}.png"
     return _write_png(_folder(out_dir, request.settings) / name, picture)
 
 
@@ -291,7 +291,7 @@ def face_pictures(request: RenderRequest, frame_number: int, pipeline: Pipeline 
         faces = ordered_faces(p.detect(frame, colour))
         picture = geometry.to_display_uint8(frame, colour)
     folder = _folder(out_dir, request.settings)
-    key = _digest(request.input, frame_number)
+    key = _digest(request.input.path, frame_number)
     tiles = []
     for index, face in enumerate(faces):
         tile, _ = geometry.shrink_to_fit(_crop(picture, face), size_px)

@@ -70,13 +70,14 @@ def render_prints(request: RenderRequest, pipeline: Pipeline, shot: ShotInput,
     options = fingerprint_options(request, analysed, content,
                                   [memo.sha256(Path(p)) for p in request.settings.reference_images])
     base = provenance.fingerprint(request.settings, models, identity, colour_name, options)
-    told = {"assign": [(person, memo.sha256(image)) for person, image in request.assign],
-            "skip": list(request.skip),
+    told = {"assign": [(str(person), memo.sha256(image))
+                       for person, image in request.plan.assign],
+            "skip": [str(person) for person in request.plan.skip],
             "overrides": overrides.sha256 if overrides is not None else None}
     memo.flush()
     whole = hashlib.sha256((base + json.dumps(told, sort_keys=True)).encode("utf-8")).hexdigest()
     metadata = provenance.provenance(request.settings, pipeline.models.used(), identity, whole,
-                                     shot.label, full=request.provenance == "full")
+                                     shot.label, full=request.output.provenance == "full")
     if overrides is not None:
         metadata[OVERRIDES_KEY] = overrides.sha256
     metadata[RENDER_KEY] = base
@@ -93,6 +94,6 @@ def fingerprint_options(request: RenderRequest, analysed: Sequence[int], content
     number, the input's content, the reference pictures' sha256, enhancer on or off, conform."""
     return {"smoothing": repr(smoothing_of(request)), "frames": (analysed[0], analysed[-1]),
             "analysis": ANALYSIS_VERSION, "plan": PLAN_VERSION, "reader": READER_VERSION,
-            "start_number": request.start_number, "input": content_sha256,
+            "start_number": request.input.start_number, "input": content_sha256,
             "reference": list(references), "enhancer": bool(request.settings.enhancer),
-            "conform_vfr": request.conform_vfr}
+            "conform_vfr": request.input.conform_vfr}

@@ -105,8 +105,9 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
     if pipeline is not None and pipeline.settings != request.settings:
         raise ValueError("the pipeline given to render() was built from other settings")
     check_casting(request)
-    overrides = load_overrides(request.overrides) if request.overrides is not None else None
-    shot = open_input(request.input, request.start_number, request.conform_vfr,
+    overrides = (load_overrides(request.plan.overrides)
+                 if request.plan.overrides is not None else None)
+    shot = open_input(request.input.path, request.input.start_number, request.input.conform_vfr,
                       request.settings.threads)
     try:
         # a flat peak however long the shot (runtime.memory); no BLAS workers left spinning
@@ -176,11 +177,12 @@ class RenderJob:
                  overrides: Overrides | None = None) -> None:
         self.request, self.shot = request, shot
         self.timings = timings if timings is not None else RenderTimings()
-        self.frames = plan_frames(shot.frame_numbers, request.frames, request.chunk, shot.label,
+        asked = request.frames
+        self.frames = plan_frames(shot.frame_numbers, asked.range, asked.chunk, shot.label,
                                   contiguous=shot.is_sequence,
-                                  chunk_frames=request.chunk_frames, only=request.only)
-        self.overrides = overrides  # request.overrides, read
-        self.colour, self.colour_name = input_conversion(request.colorspace, shot.suffix,
+                                  chunk_frames=asked.chunk_frames, only=asked.only)
+        self.overrides = overrides  # request.plan.overrides, read
+        self.colour, self.colour_name = input_conversion(request.input.colorspace, shot.suffix,
                                                          shot.pixel_type)
         self.writer: FrameWriter = open_writer(request, shot, self.frames.rendered, self.colour)
         self.pass_one = PassOne(shot, self.frames, request.settings,
@@ -188,7 +190,7 @@ class RenderJob:
                                 request.settings.frame_memory_mib * MIB)
         self.tally = FrameTally(report, phase, self.timings, self.pass_one)
         self.plan: ShotPlan | None = None  # the shot plan, once made (see run)
-        self.replaced = Replacement(request.output)  # what it rewrites that was made otherwise
+        self.replaced = Replacement(request.output.path)  # what it rewrites that was made otherwise
         self.notes: tuple[str, ...] = ()  # what the user should hear (not warnings)
         self.request_fingerprint = ""  # the whole request's (RenderPrints.whole), once known
 
@@ -207,13 +209,13 @@ class RenderJob:
         if not rendered:
             return True
         options = plan_options(self.request, pipeline, self._rate(), self.overrides)
-        made = made_outputs(self.request.output, rendered)  # results it may replace
-        resuming = not self.request.overwrite and self.writer.started(rendered)
+        made = made_outputs(self.request.output.path, rendered)  # results it may replace
+        resuming = not self.request.output.overwrite and self.writer.started(rendered)
         # the plan decides which made frames a sequence replaces (replacement_of) and, without
         # sources of the render's own, that it swaps nobody with them (check_sources): such
         # renders plan on the whole analysis first
         whole_first = (resuming or (bool(made) and self.is_sequence)
-                       or (self.request.only_input or "").startswith("shot:")
+                       or (self.request.frames.only_input or "").startswith("shot:")
                        or DEFAULT_SOURCE not in identities)
         horizon = None if whole_first else self._horizon(rendered[0], options)
         halt = threading.Event()  # pass 2 ended early: pass 1 stops too
@@ -258,9 +260,10 @@ class RenderJob:
         return horizon
 
     def _check_only_input(self, found: str) -> None:
-        """InputError when the frames to render were chosen for another input: request.only_input
-        names it as `found` does ("sha256:HEX" of its content or "shot:ID"), and differently."""
-        wanted = self.request.only_input
+        """InputError when the frames to render were chosen for another input:
+        request.frames.only_input names it as `found` does ("sha256:HEX" of its content or
+        "shot:ID"), and differently."""
+        wanted = self.request.frames.only_input
         if wanted is None or wanted.partition(":")[0] != found.partition(":")[0]:
             return
         if wanted != found:
@@ -273,22 +276,22 @@ class RenderJob:
                       prints: RenderPrints) -> None:
         """Work out (shot.replacement) and log which finished frames made with other choices
         this render rewrites; the summary reports them."""
-        self.replaced = replacement_of(self.request.output, made, self.frames.rendered,
+        self.replaced = replacement_of(self.request.output.path, made, self.frames.rendered,
                                        plan if self.is_sequence else None, prints)
         if self.replaced:
             log.info("%s", self.replaced.message)
 
     def _say_video_is_whole(self) -> None:
-        if self.request.overrides is not None and not sequences.is_frame_pattern(
-                self.request.output):
+        if self.request.plan.overrides is not None and not sequences.is_frame_pattern(
+                self.request.output.path):
             log.info("%s is a video, written whole: all %d frames are rendered again (a video "
                      "cannot be rewritten in part; render a sequence to rewrite only the frames "
-                     "the overrides change)", self.request.output, len(self.frames.rendered))
+                     "the overrides change)", self.request.output.path, len(self.frames.rendered))
 
     @property
     def is_sequence(self) -> bool:
         """Whether the output is an image sequence (else a video)."""
-        return sequences.is_frame_pattern(self.request.output)
+        return sequences.is_frame_pattern(self.request.output.path)
 
     def _rate(self) -> float | None:
         return float(self.shot.rate) if self.shot.rate else None
@@ -321,8 +324,9 @@ class RenderJob:
                   metadata: Mapping[str, str], cancelled: CancelCheck) -> bool:
         """Pass 2 over `work`'s frames (pass_two.PassTwo.run) into this render's output."""
         request = self.request
-        swap = Swap(pipeline, identities, self.colour, bool(request.matte or request.patch))
-        out = Output(self.writer, metadata, sequences.is_frame_pattern(request.output),
+        swap = Swap(pipeline, identities, self.colour,
+                    bool(request.output.matte or request.output.patch))
+        out = Output(self.writer, metadata, sequences.is_frame_pattern(request.output.path),
                      self.tally)
         return work.run(swap, out, request.fail_fast, cancelled)
 

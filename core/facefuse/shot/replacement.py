@@ -63,18 +63,21 @@ def replaced_frames(request: RenderRequest, pipeline: Pipeline | None = None,
 
 def _replaced(request: RenderRequest, pipeline: Pipeline, on_phase: PhaseCallback | None,
               cancel: CancelCheck | None) -> Replacement:
-    overrides = load_overrides(request.overrides) if request.overrides is not None else None
-    shot = open_input(request.input, request.start_number, request.conform_vfr,
+    overrides = (load_overrides(request.plan.overrides)
+                 if request.plan.overrides is not None else None)
+    shot = open_input(request.input.path, request.input.start_number, request.input.conform_vfr,
                       request.settings.threads)
     try:
-        if overrides is not None and request.frames is not None:  # as the render fits them
+        if overrides is not None and request.frames.range is not None:  # as the render fits them
             request = fit_overrides(request, shot, pipeline, overrides).request
-        frames = plan_frames(shot.frame_numbers, request.frames, request.chunk, shot.label,
-                             contiguous=shot.is_sequence, chunk_frames=request.chunk_frames,
-                             only=request.only)
-        found = made_outputs(request.output, frames.rendered)
-        if not found or not (request.overwrite or sequences.is_frame_pattern(request.output)):
-            return Replacement(request.output)  # none, or a video the render refuses to replace
+        asked = request.frames
+        frames = plan_frames(shot.frame_numbers, asked.range, asked.chunk, shot.label,
+                             contiguous=shot.is_sequence, chunk_frames=asked.chunk_frames,
+                             only=asked.only)
+        output = request.output
+        found = made_outputs(output.path, frames.rendered)
+        if not found or not (output.overwrite or sequences.is_frame_pattern(output.path)):
+            return Replacement(output.path)  # none, or a video the render refuses to replace
         return _replacement(request, shot, frames.analysed, frames.rendered, found, pipeline,
                             overrides, on_phase, cancel)
     finally:
@@ -86,13 +89,13 @@ def _replacement(request: RenderRequest, shot: ShotInput, analysed: Sequence[int
                  pipeline: Pipeline, overrides: Overrides | None,
                  on_phase: PhaseCallback | None, cancel: CancelCheck | None) -> Replacement:
     pipeline.models.require_models()
-    _, colour_name = input_conversion(request.colorspace, shot.suffix, shot.pixel_type)
+    _, colour_name = input_conversion(request.input.colorspace, shot.suffix, shot.pixel_type)
     prints = render_prints(request, pipeline, shot, analysed, colour_name, overrides)
     plan = None
-    if sequences.is_frame_pattern(request.output):
+    if sequences.is_frame_pattern(request.output.path):
         plan = plan_shot(request, pipeline, on_phase, cancel)
         check_sources(plan, request, found)
-    return replacement_of(request.output, found, rendered, plan, prints)
+    return replacement_of(request.output.path, found, rendered, plan, prints)
 
 
 def replacement_of(output: str, found: Mapping[int, Mapping[str, str]],

@@ -75,14 +75,17 @@ def render_stills(request: RenderRequest, frames: Iterable[int], out_dir: Path,
     chosen = (suffix or native).lower()
     check_still_suffix(chosen)
     pattern = str(Path(out_dir) / f"{name}.%08d{chosen}")
-    base = replace(request, output=pattern, chunk=None, chunk_frames=None, only=None, matte=None,
-                   patch=None, overwrite=True, fail_fast=False, crf=None, preset=None,
-                   compression=_compression(request.compression, chosen))
-    summary = render(replace(base, only=tuple(_runs(wanted, analysed))), on_progress, cancel,
+    output = replace(request.output, path=pattern, matte=None, patch=None, overwrite=True,
+                     crf=None, preset=None,
+                     compression=_compression(request.output.compression, chosen))
+    only = tuple(_runs(wanted, analysed))
+    base = replace(request, output=output, fail_fast=False,
+                   frames=replace(request.frames, chunk=None, chunk_frames=None, only=only))
+    summary = render(base, on_progress, cancel,
                      on_phase, pipeline=pipeline)  # one render: one plan, one pass
     if summary.failed:
         number, why = summary.failed[0]
-        raise InputError(f"frame {number} of {request.input} cannot be rendered: {why}")
+        raise InputError(f"frame {number} of {request.input.path} cannot be rendered: {why}")
     if summary.cancelled:
         raise StillsCancelled("the preview was cancelled")
     written = FramePattern.parse(pattern)
@@ -92,7 +95,7 @@ def render_stills(request: RenderRequest, frames: Iterable[int], out_dir: Path,
 def native_suffix(request: RenderRequest) -> str:
     """The still format that keeps the render's frames of `request` unchanged (see the module
     docstring)."""
-    shot = open_input(request.input, request.start_number, request.conform_vfr,
+    shot = open_input(request.input.path, request.input.start_number, request.input.conform_vfr,
                       request.settings.threads)
     try:
         return _native(shot.plate_format, shot.pixel_type)
@@ -111,10 +114,10 @@ def _native(like: plates.PlateFormat | None, pixel_type: str) -> str:
 def _facts(request: RenderRequest, wanted: list[int]) -> tuple[tuple[int, ...], str]:
     """The request's analysed frames and native still suffix; InputError when a wanted frame
     is not among those frames."""
-    shot = open_input(request.input, request.start_number, request.conform_vfr,
+    shot = open_input(request.input.path, request.input.start_number, request.input.conform_vfr,
                       request.settings.threads)
     try:
-        plan = plan_frames(shot.frame_numbers, request.frames, None, shot.label,
+        plan = plan_frames(shot.frame_numbers, request.frames.range, None, shot.label,
                            contiguous=shot.is_sequence)
         native = _native(shot.plate_format, shot.pixel_type)
         available = set(shot.frame_numbers)

@@ -309,18 +309,18 @@ class VideoWriter:
               ) -> video.VideoSink:
         files.make_folder(self.path.parent)
         timing = self.shot.video_timing(self.numbers)
-        info = _video_info(self.path, timing.source, timing.rate or self.request.rate
+        info = _video_info(self.path, timing.source, timing.rate or self.request.output.rate
                            or DEFAULT_SEQUENCE_RATE, len(self.numbers), shape, timing.timecode)
         audio = timing.audio
-        request = self.request
+        request, out = self.request, self.request.output
         threads = thread_budget(request.settings.threads).encode
         if audio is None:
-            return video.VideoSink(self.path, info, codec=request.codec, metadata=metadata,
-                                   quality=request.crf, preset=request.preset, threads=threads,
-                                   keep_yuv=request.keep_yuv)
-        return video.VideoSink(self.path, info, codec=request.codec, metadata=metadata,
-                               quality=request.crf, preset=request.preset, threads=threads,
-                               keep_yuv=request.keep_yuv, audio_from=audio.path,
+            return video.VideoSink(self.path, info, codec=out.codec, metadata=metadata,
+                                   quality=out.crf, preset=out.preset, threads=threads,
+                                   keep_yuv=out.keep_yuv)
+        return video.VideoSink(self.path, info, codec=out.codec, metadata=metadata,
+                               quality=out.crf, preset=out.preset, threads=threads,
+                               keep_yuv=out.keep_yuv, audio_from=audio.path,
                                audio_start_s=audio.start_s,
                                audio_duration_s=audio.duration_s)
 

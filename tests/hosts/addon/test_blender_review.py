@@ -21,6 +21,7 @@ import pytest
 # tests/hosts/conftest.py points BLENDER_USER_* at a temporary folder before bpy is imported.
 bpy = pytest.importorskip("bpy", reason="bpy (Blender as a Python module) is not installed")
 
+from facefuse import PersonId
 from tests.hosts.addon.blender_helpers import (
     ADDON,
     FIRST,
@@ -92,10 +93,11 @@ def test_review_marks_its_flags_and_lists_its_people(shot: SimpleNamespace, test
     # each person's own source and skip go into the request
     person.source = str(testdata / "media" / "biden.jpg")
     request = module("convert").strip_swap(scene, shot.strip).request
-    assert request.assign == (("p1", testdata / "media" / "biden.jpg"),) and request.skip == ()
+    assert request.plan.assign == ((PersonId("p1"), testdata / "media" / "biden.jpg"),)
+    assert request.plan.skip == ()
     person.skip = True
     request = module("convert").strip_swap(scene, shot.strip).request
-    assert request.assign == () and request.skip == ("p1",)
+    assert request.plan.assign == () and request.plan.skip == (PersonId("p1"),)
 
     layout = FakeLayout()
     module("panels").SEQUENCER_PT_facefuse_people.draw(SimpleNamespace(layout=layout),
@@ -119,7 +121,7 @@ def test_overrides_from_blender_and_rerender_flagged(shot: SimpleNamespace,
     scene.timeline_markers.new("b", frame=FIRST + 6).select = True
     assert bpy.ops.facefuse.add_override(action='hold', frames='MARKERS') == {'FINISHED'}
     path = shot.out / "corrections.json"
-    assert module("convert").strip_swap(scene, strip).request.overrides == path
+    assert module("convert").strip_swap(scene, strip).request.plan.overrides == path
     entries = json.loads(path.read_text())  # written for the engine by each request
     assert entries["schema"] == "facefuse.overrides/1"
     assert entries["overrides"] == [

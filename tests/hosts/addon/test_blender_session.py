@@ -26,7 +26,7 @@ bpy = pytest.importorskip("bpy", reason="bpy (Blender as a Python module) is not
 
 import cv2
 
-from facefuse import render
+from facefuse import PersonId, render
 from tests.hosts.addon.blender_helpers import (
     ADDON,
     FIRST,
@@ -77,20 +77,20 @@ def test_casting_and_corrections_survive_save_and_reopen_and_drive_every_render(
     assert f"skip p1 over frames {FIRST + 1}-{FIRST + 3}" in shown
     assert f"keep everyone over frames {FIRST + 5}-{FIRST + 6}" in shown
     before = module("convert").strip_swap(shot.scene, shot.strip).request
-    written = before.overrides.read_bytes()
+    written = before.plan.overrides.read_bytes()
     assert json.loads(written)["overrides"] == [
         {"frames": f"{MEDIA_FIRST + 1}-{MEDIA_FIRST + 3}", "action": "skip", "person": "p1"},
         {"frames": f"{MEDIA_FIRST + 5}-{MEDIA_FIRST + 6}", "action": "keep"}]
-    assert before.assign == (("p1", testdata / "media" / "biden.jpg"),)
+    assert before.plan.assign == ((PersonId("p1"), testdata / "media" / "biden.jpg"),)
 
     # saved, the file the engine read is gone, the .blend opened again: the same request
     assert bpy.ops.wm.save_mainfile() == {'FINISHED'}
-    before.overrides.unlink()
+    before.plan.overrides.unlink()
     assert bpy.ops.wm.open_mainfile(filepath=str(shot.blend)) == {'FINISHED'}
     scene = bpy.context.scene
     strip = scene.sequence_editor.strips["plate"]
     after = module("convert").strip_swap(scene, strip).request
-    assert after == before and after.overrides.read_bytes() == written
+    assert after == before and after.plan.overrides.read_bytes() == written
 
     # the farm renders it; Swap Strip in Blender finds every frame done (same plan)
     headless = importlib.import_module(f"{ADDON}.headless")
@@ -125,12 +125,12 @@ def test_a_corrections_file_made_elsewhere_comes_before_the_strips_own(
     elsewhere.write_text(json.dumps({"schema": "facefuse.overrides/1", "overrides": [
         {"frames": f"{MEDIA_FIRST}-{MEDIA_FIRST + 1}", "action": "keep"}]}))
     shot.strip.facefuse.overrides_file = str(elsewhere)
-    assert convert.strip_swap(shot.scene, shot.strip).request.overrides == elsewhere
+    assert convert.strip_swap(shot.scene, shot.strip).request.plan.overrides == elsewhere
     shot.scene.frame_start, shot.scene.frame_end = FIRST + 4, FIRST + 4
     assert bpy.ops.facefuse.add_override(action='keep') == {'FINISHED'}
     request = convert.strip_swap(shot.scene, shot.strip).request
-    assert request.overrides == shot.out / "corrections.json"
-    assert [e["frames"] for e in json.loads(request.overrides.read_text())["overrides"]] == [
+    assert request.plan.overrides == shot.out / "corrections.json"
+    assert [e["frames"] for e in json.loads(request.plan.overrides.read_text())["overrides"]] == [
         f"{MEDIA_FIRST}-{MEDIA_FIRST + 1}", f"{MEDIA_FIRST + 4}"]
     assert json.loads(elsewhere.read_text())["overrides"][0]["action"] == "keep"  # untouched
     elsewhere.unlink()

@@ -26,21 +26,36 @@ from facefuse.farm import commandline as farm_commandline
 from facefuse.farm.chunks import chunk_ranges
 from facefuse.shot import commandline
 from facefuse.shot.frames import plan_frames
-from facefuse.shot.request import PhaseProgress, RenderRequest
+from facefuse.shot.request import (
+    FrameSpec,
+    InputSpec,
+    OutputSpec,
+    PersonId,
+    PersonInPicture,
+    PhaseProgress,
+    PlanChoices,
+    RenderRequest,
+)
 
-BASE = RenderRequest(sources=(Path("actor.jpg"),), input="shot.mov",
-                     output="out/shot.####.exr")
-# A value other than the default for every field the command line can set.
+BASE = RenderRequest(sources=(Path("actor.jpg"),), input=InputSpec("shot.mov"),
+                     output=OutputSpec("out/shot.####.exr"))
+# A value other than the default for every field the command line can set, by its path in
+# the request ("GROUP.NAME" for a field of one of its groups).
 REQUEST_CHANGES = {
-    "sources": (Path("a.jpg"), Path("b b.jpg")), "input": "plate.%04d.dpx",
-    "output": "o/x.####.exr", "frames": (1001, 1240), "chunk": (2, 5), "matte": "o/m.####.exr",
-    "patch": "o/p.####.exr", "colorspace": "ACEScg", "codec": "prores_4444", "overwrite": True,
-    "fail_fast": True, "smoothing": False, "smoothing_min_cutoff": 0.7, "smoothing_beta": 2.5,
-    "start_number": 1001, "conform_vfr": True, "rate": Fraction(24000, 1001),
-    "provenance": "full", "crf": 12, "preset": "slow", "compression": "piz", "keep_yuv": True,
-    "assign": (("p2", Path("b b.jpg")), ("ref:c.png", Path("d=e.jpg"))), "skip": ("p3",),
-    "only": ((1001, 1010), (1035, 1035), (1040, 1042)), "only_input": "sha256:" + "ab" * 32,
-    "overrides": Path("fix/overrides.json")}
+    "sources": (Path("a.jpg"), Path("b b.jpg")), "fail_fast": True,
+    "input.path": "plate.%04d.dpx", "input.colorspace": "ACEScg", "input.start_number": 1001,
+    "input.conform_vfr": True,
+    "frames.range": (1001, 1240), "frames.chunk": (2, 5),
+    "frames.only": ((1001, 1010), (1035, 1035), (1040, 1042)),
+    "frames.only_input": "sha256:" + "ab" * 32,
+    "plan.smoothing": False, "plan.smoothing_min_cutoff": 0.7, "plan.smoothing_beta": 2.5,
+    "plan.assign": ((PersonId("p2"), Path("b b.jpg")),
+                    (PersonInPicture("c.png"), Path("d=e.jpg"))),
+    "plan.skip": (PersonId("p3"),), "plan.overrides": Path("fix/overrides.json"),
+    "output.path": "o/x.####.exr", "output.matte": "o/m.####.exr", "output.patch": "o/p.####.exr",
+    "output.codec": "prores_4444", "output.crf": 12, "output.preset": "slow",
+    "output.compression": "piz", "output.keep_yuv": True, "output.rate": Fraction(24000, 1001),
+    "output.provenance": "full", "output.overwrite": True}
 SETTINGS_CHANGES = {
     "detector": "yunet_2023mar", "recogniser": "r.onnx", "swapper": "inswapper_128_fp16",
     "enhancer": "gfpgan_1.4", "selector": "reference", "reference_images": (Path("ref.png"),),
@@ -54,6 +69,26 @@ SETTINGS_CHANGES = {
     "use_embedding_cache": False}
 
 
+def _changed(request: RenderRequest, changes: dict[str, object]) -> RenderRequest:
+    """`request` with `changes` made, by path ("output.matte", "fail_fast")."""
+    for path, value in changes.items():
+        group, _, name = path.rpartition(".")
+        request = (replace(request, **{group: replace(getattr(request, group), **{name: value})})
+                   if group else replace(request, **{name: value}))
+    return request
+
+
+def _paths(kind: type) -> set[str]:
+    """The paths of the fields of `kind`, a group's fields by "GROUP.NAME"."""
+    groups = {"InputSpec": InputSpec, "FrameSpec": FrameSpec, "PlanChoices": PlanChoices,
+              "OutputSpec": OutputSpec}
+    paths: set[str] = set()
+    for f in fields(kind):
+        group = groups.get(str(f.type))
+        paths |= {f"{f.name}.{g.name}" for g in fields(group)} if group else {f.name}
+    return paths
+
+
 def test_the_defaults_round_trip_to_a_short_command() -> None:
     args = commandline.render_args(BASE)
     assert args == ["-s", "actor.jpg", "-i", "shot.mov", "-o", "out/shot.####.exr"]
@@ -62,7 +97,7 @@ def test_the_defaults_round_trip_to_a_short_command() -> None:
 
 @pytest.mark.parametrize("name", sorted(REQUEST_CHANGES))
 def test_every_request_field_round_trips(name: str) -> None:
-    request = replace(BASE, **{name: REQUEST_CHANGES[name]})
+    request = _changed(BASE, {name: REQUEST_CHANGES[name]})
     assert commandline.request_from_args(commandline.render_args(request)) == request
 
 
@@ -77,8 +112,9 @@ def test_every_settings_field_round_trips(name: str) -> None:
 
 def test_everything_changed_at_once_round_trips_and_chunk_frames_too() -> None:
     settings = replace(Settings(), **SETTINGS_CHANGES)
-    request = replace(BASE, **{**REQUEST_CHANGES, "chunk": None}, chunk_frames=(1011, 1020),
-                      settings=settings)
+    request = _changed(replace(BASE, settings=settings),
+                       {**REQUEST_CHANGES, "frames.chunk": None,
+                        "frames.chunk_frames": (1011, 1020)})
     args = commandline.render_args(request)
     assert commandline.request_from_args(args) == request
     command = farm_commandline.render_command(request, "/opt/facefuse", output_root="o")
@@ -88,8 +124,8 @@ def test_everything_changed_at_once_round_trips_and_chunk_frames_too() -> None:
 
 def test_the_tables_cover_every_field() -> None:
     """A field added to RenderRequest or Settings must be added here (and to the command line)."""
-    assert {f.name for f in fields(RenderRequest)} - set(REQUEST_CHANGES) == {
-        "settings", "chunk_frames", "only_report"}
+    assert _paths(RenderRequest) - set(REQUEST_CHANGES) == {
+        "settings", "frames.chunk_frames", "frames.only_report"}
     assert {f.name for f in fields(Settings)} - set(SETTINGS_CHANGES) == set(
         commandline.UNSPEAKABLE)
 
@@ -97,7 +133,7 @@ def test_the_tables_cover_every_field() -> None:
 def test_every_option_names_a_real_field_once() -> None:
     """The table shot.commandline describes: each option sets one field, and the command line's
     render parser is built from it (same switches, defaults and help)."""
-    owners = {"request": {f.name for f in fields(RenderRequest)},
+    owners = {"request": _paths(RenderRequest),
               "settings": {f.name for f in fields(Settings)}, "": {""}}
     named = [option.field for option in commandline.RENDER_OPTIONS]
     assert len(named) == len(set(named))
@@ -190,11 +226,13 @@ def test_dask_tasks_name_every_file_absolutely(tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     settings = replace(Settings(), swapper="models/s.onnx", models_dir=Path("m"),
                        reference_images=(Path("ref.png"),))
-    request = replace(BASE, settings=settings, matte="out/matte.####.png")
+    request = replace(BASE, settings=settings,
+                      output=replace(BASE.output, matte="out/matte.####.png"))
     made = farm_commandline.absolute_paths(request)
-    assert made.sources == (tmp_path / "actor.jpg",) and made.input == str(tmp_path / "shot.mov")
-    assert made.output == str(tmp_path / "out/shot.####.exr")
-    assert made.matte == str(tmp_path / "out/matte.####.png")
+    assert made.sources == (tmp_path / "actor.jpg",)
+    assert made.input.path == str(tmp_path / "shot.mov")
+    assert made.output.path == str(tmp_path / "out/shot.####.exr")
+    assert made.output.matte == str(tmp_path / "out/matte.####.png")
     assert made.settings.swapper == str(tmp_path / "models/s.onnx")
     assert made.settings.detector == Settings().detector  # a manifest name stays a name
     assert made.settings.models_dir == tmp_path / "m"

@@ -13,7 +13,7 @@ from facefuse.config import Settings
 from facefuse.errors import InputError
 from facefuse.farm import openjd
 from facefuse.farm.paths import check_inside, check_pattern, relative_to_root
-from facefuse.shot.request import RenderRequest
+from facefuse.shot.request import FrameSpec, InputSpec, OutputSpec, PlanChoices, RenderRequest
 
 
 @pytest.mark.parametrize("pattern", ["shot.####.exr", "sub/dir/shot.####.exr", "a/../b.#.png"])
@@ -62,10 +62,10 @@ def test_every_file_of_a_shot_job_is_a_path_parameter(tmp_path: Path) -> None:
     settings = Settings(detector=str(tmp_path / "det.onnx"), reference_images=(
         tmp_path / "ref.png",), selector="reference", models_dir=tmp_path / "models",
         cache_dir=tmp_path / "cache")
-    request = RenderRequest(sources=(tmp_path / "a.jpg",), input=str(tmp_path / "shot.mov"),
-                            output=str(tmp_path / "out" / "x.####.png"),
-                            matte=str(tmp_path / "out" / "m" / "m.####.png"),
-                            settings=settings)
+    request = RenderRequest(sources=(tmp_path / "a.jpg",), settings=settings,
+                            input=InputSpec(str(tmp_path / "shot.mov")),
+                            output=OutputSpec(str(tmp_path / "out" / "x.####.png"),
+                                              matte=str(tmp_path / "out" / "m" / "m.####.png")))
     bundle = openjd.shot_bundle(request, (1, 48), 12)
     definitions = {d["name"]: d for d in bundle.template["parameterDefinitions"]}
     assert {n for n, d in definitions.items() if d["type"] == "PATH"} == {
@@ -88,10 +88,12 @@ def test_every_file_of_a_shot_job_is_a_path_parameter(tmp_path: Path) -> None:
 def test_a_list_render_job_chunks_its_frames_and_carries_the_overrides(tmp_path: Path) -> None:
     for name in ("a.jpg", "shot.mov", "fix.json"):
         (tmp_path / name).write_bytes(b"x")
-    request = RenderRequest(sources=(tmp_path / "a.jpg",), input=str(tmp_path / "shot.mov"),
-                            output=str(tmp_path / "out" / "x.####.png"),
-                            only=((5, 9), (30, 30)), overrides=tmp_path / "fix.json",
-                            settings=Settings(models_dir=tmp_path / "m", cache_dir=tmp_path))
+    request = RenderRequest(sources=(tmp_path / "a.jpg",),
+                            settings=Settings(models_dir=tmp_path / "m", cache_dir=tmp_path),
+                            input=InputSpec(str(tmp_path / "shot.mov")),
+                            frames=FrameSpec(only=((5, 9), (30, 30))),
+                            plan=PlanChoices(overrides=tmp_path / "fix.json"),
+                            output=OutputSpec(str(tmp_path / "out" / "x.####.png")))
     bundle = openjd.shot_bundle(request, (1, 48), 4)
     definitions = {d["name"]: d for d in bundle.template["parameterDefinitions"]}
     assert definitions["Overrides"]["type"] == "PATH"

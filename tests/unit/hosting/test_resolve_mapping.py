@@ -129,9 +129,9 @@ def test_a_job_at_one_hour_becomes_facts_and_a_request_for_the_used_range(media:
     assert facts.span == ItemSpan(86448, 10, 3)
     assert facts.edition.kind == "studio" and facts.edition.version == (19, 1, 3)
     swap = resolve_swaps.item_swap(facts, (tmp_path / "me.jpg",), Settings())
-    assert swap.request.input == str(media)
-    assert swap.request.frames == (4, 13) and swap.request.start_number == 1
-    assert swap.request.output == str(media.parent / "facefuse" / "plate_v001.####.png")
+    assert swap.request.input.path == str(media)
+    assert swap.request.frames.range == (4, 13) and swap.request.input.start_number == 1
+    assert swap.request.output.path == str(media.parent / "facefuse" / "plate_v001.####.png")
     placed = swap.placement
     assert (placed.record_frame, placed.track, placed.bin) == (86448, 2, "facefuse")
     assert (placed.start_index, placed.end_index) == (4, 13)  # the files the render writes
@@ -161,8 +161,8 @@ def test_ntsc_timelines_map_the_playhead_to_the_source(media: Path, rate: str, d
 
 def test_a_movie_output_holds_just_the_used_range(media: Path):
     swap = resolve_swaps.item_swap(parse_job(job(media)), (), Settings(), output="prores_4444")
-    assert swap.request.codec == "prores_4444"
-    assert swap.request.output.endswith("plate_v001_facefuse.mov")
+    assert swap.request.output.codec == "prores_4444"
+    assert swap.request.output.path.endswith("plate_v001_facefuse.mov")
     placed = swap.placement
     assert not placed.sequence and (placed.start_frame, placed.end_frame) == (0, 10)
 
@@ -228,7 +228,7 @@ def test_an_image_sequence_clip_reads_as_a_pattern(tmp_path: Path):
     facts = parse_job(job(str(tmp_path / "shot.[1001-1020].exr"), left_offset=2))
     assert facts.input == str(tmp_path / "shot.####.exr") and facts.is_sequence
     swap = resolve_swaps.item_swap(facts, (), Settings())
-    assert swap.request.frames == (1003, 1012) and swap.request.start_number == 1001
+    assert swap.request.frames.range == (1003, 1012) and swap.request.input.start_number == 1001
 
 
 def test_a_read_only_media_folder_is_refused_before_rendering(
@@ -239,7 +239,7 @@ def test_a_read_only_media_folder_is_refused_before_rendering(
     assert not (media.parent / "facefuse").exists()
     elsewhere = media.parent.parent / "elsewhere"
     swap = resolve_swaps.item_swap(parse_job(job(media)), (), Settings(), folder=elsewhere)
-    assert swap.request.output == str(elsewhere / "plate_v001.####.png")
+    assert swap.request.output.path == str(elsewhere / "plate_v001.####.png")
 
 
 def test_results_round_trip_and_outcomes_say_why_nothing_is_placed(media: Path,

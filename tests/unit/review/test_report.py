@@ -22,7 +22,7 @@ from facefuse.review.report import (
     load_report,
     report_json,
 )
-from facefuse.shot.request import RenderRequest
+from facefuse.shot.request import InputSpec, OutputSpec, RenderRequest
 from tests.unit.review.plans import plan_of
 
 FRAMES = tuple(range(101, 131))
@@ -36,8 +36,8 @@ def report() -> dict:
     flags = find_flags(plan)
     samples = [Sample(f, "sampled", f"samples/{f}-before.jpg", f"samples/{f}-after.jpg")
                for f in FRAMES[::10]]
-    request = RenderRequest(sources=(Path("me <&> you.jpg"),), input="shot <1>.mp4",
-                            output="out.mp4")
+    request = RenderRequest(sources=(Path("me <&> you.jpg"),), input=InputSpec("shot <1>.mp4"),
+                            output=OutputSpec("out.mp4"))
     return build_report(plan, request, flags, [person_series(plan, "p1")], samples,
                         {"p1": "people/p1.jpg"}, Timings(2.0, 0.5, False), Thresholds())
 
@@ -175,7 +175,8 @@ def test_a_report_folder_the_storage_refuses_is_code_6(tmp_path, monkeypatch):
 
 def test_a_shot_without_faces_still_has_a_report_and_a_page():
     plan = plan_of(FRAMES, [])
-    report = build_report(plan, RenderRequest(sources=(), input="empty.mp4", output="o.mp4"),
+    report = build_report(plan, RenderRequest(sources=(), input=InputSpec("empty.mp4"),
+                                              output=OutputSpec("o.mp4")),
                           find_flags(plan), [], [], {}, Timings(1.0, 0.1, True), Thresholds())
     assert report["people"] == [] and report["flagged_frames"] == []
     assert all(row["found"] == 0 for row in report["strip"])

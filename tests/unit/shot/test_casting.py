@@ -18,7 +18,7 @@ from facefuse.shot.planning import (
     default_identity,
     people_without_source,
 )
-from facefuse.shot.request import RenderRequest
+from facefuse.shot.request import InputSpec, OutputSpec, PersonId, PlanChoices, RenderRequest
 from tests.unit.shot.faces import face_at
 
 LEAD, EXTRA = np.eye(8, dtype=np.float32)[0], np.eye(8, dtype=np.float32)[1]
@@ -31,15 +31,16 @@ def _two_people() -> ShotAnalysis:
     return ShotAnalysis(detections)
 
 
-def _request(sources: tuple[str, ...] = (), **fields: object) -> RenderRequest:
-    return RenderRequest(sources=tuple(Path(s) for s in sources), input="in.mov",
-                         output="out.####.png", **fields)  # type: ignore[arg-type]
+def _request(sources: tuple[str, ...] = (), **plan: object) -> RenderRequest:
+    return RenderRequest(sources=tuple(Path(s) for s in sources), input=InputSpec("in.mov"),
+                         output=OutputSpec("out.####.png"),
+                         plan=PlanChoices(**plan))  # type: ignore[arg-type]
 
 
 def test_only_people_swapped_with_the_default_source_need_one() -> None:
     plan = make_plan(_two_people(), PlanOptions("many", rate_hz=24.0, assign={"p1": "a.png"}),
                      "s")
-    request = _request(assign=(("p1", Path("a.png")),))
+    request = _request(assign=((PersonId("p1"), Path("a.png")),))
     assert people_without_source(plan, request) == ("p2",)
     assert people_without_source(plan, request, (1, 2)) == ()  # p2 is not in frames 1-2
     check_sources(plan, request, (1, 2))
@@ -54,7 +55,7 @@ def test_only_people_swapped_with_the_default_source_need_one() -> None:
 def test_a_request_with_no_source_and_nobody_assigned_is_refused_at_once() -> None:
     with pytest.raises(InputError, match="there is no source face to swap in"):
         check_casting(_request())
-    check_casting(_request(assign=(("p1", Path("a.png")),)))
+    check_casting(_request(assign=((PersonId("p1"), Path("a.png")),)))
     check_casting(_request(("s.png",)))
 
 

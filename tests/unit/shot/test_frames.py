@@ -21,7 +21,7 @@ from facefuse.shot.frames import (
     parse_frames,
     plan_frames,
 )
-from facefuse.shot.request import RenderRequest
+from facefuse.shot.request import FrameSpec, InputSpec, OutputSpec, RenderRequest
 
 SHOT = tuple(range(1001, 1011))  # ten frames, 1001-1010
 
@@ -191,10 +191,10 @@ def test_a_missing_or_empty_report_is_refused(tmp_path):
 def test_the_command_line_reads_lists_and_reports_and_writes_them_back(tmp_path):
     base = ["-s", "a.jpg", "-i", "shot.mov", "-o", "o/x.####.png"]
     listed = commandline.request_from_args([*base, "--frames", "1035,1001-1010"])
-    assert (listed.frames, listed.only) == (None, ((1001, 1010), (1035, 1035)))
+    assert (listed.frames.range, listed.frames.only) == (None, ((1001, 1010), (1035, 1035)))
     report = _report(tmp_path / "review")
     flagged = _read_cli([*base, "--frames", f"flagged:{report}"])
-    assert (flagged.frames, flagged.only, flagged.only_input) == (
+    assert (flagged.frames.range, flagged.frames.only, flagged.frames.only_input) == (
         (1001, 1010), ((1003, 1004), (1008, 1008)), "shot:0123456789abcdef")
     for request in (listed, flagged):
         args = commandline.render_args(request)
@@ -207,7 +207,9 @@ def test_the_command_line_reads_lists_and_reports_and_writes_them_back(tmp_path)
 
 
 def test_a_request_keeps_its_list_normalised():
-    request = RenderRequest(sources=(), input="i", output="o", only=((9, 9), (1, 3), (4, 5)))
-    assert request.only == ((1, 5), (9, 9))
+    request = RenderRequest(sources=(), input=InputSpec("i"),
+                            frames=FrameSpec(only=((9, 9), (1, 3), (4, 5))), output=OutputSpec("o"))
+    assert request.frames.only == ((1, 5), (9, 9))
     with pytest.raises(InputError, match="empty"):
-        RenderRequest(sources=(), input="i", output="o", only=())
+        RenderRequest(sources=(), input=InputSpec("i"), frames=FrameSpec(only=()),
+                      output=OutputSpec("o"))

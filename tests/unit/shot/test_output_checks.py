@@ -19,7 +19,7 @@ import pytest
 from facefuse.errors import InputError, OutputError
 from facefuse.io import files, images, plates
 from facefuse.shot.output_checks import check_outputs
-from facefuse.shot.request import RenderRequest
+from facefuse.shot.request import InputSpec, OutputSpec, RenderRequest
 from facefuse.shot.writers import SequenceOutput
 
 
@@ -175,7 +175,8 @@ def _check(tmp_path: Path, main: str, matte: str, numbers: Sequence[int]) -> Non
     shot = _Shot({n: inputs / f"i.{n}.png" for n in numbers})
     for path in shot.paths.values():
         path.write_bytes(b"plate")
-    request = RenderRequest(sources=(), input=str(inputs / "i.#.png"), output=main)
+    request = RenderRequest(sources=(), input=InputSpec(str(inputs / "i.#.png")),
+                            output=OutputSpec(main))
     check_outputs(named, None, shot, numbers, request)  # type: ignore[arg-type]
 
 

@@ -22,7 +22,7 @@ from facefuse.shot.output_checks import (
     check_outputs,
     check_request_outputs,
 )
-from facefuse.shot.request import RenderRequest
+from facefuse.shot.request import InputSpec, OutputSpec, RenderRequest
 from facefuse.shot.writers import SequenceOutput
 
 KINDS = ("same", "symlink", "hardlink", "relative")
@@ -59,7 +59,10 @@ def _request(folder: Path, option: str, **fields: object) -> RenderRequest:
         outputs["output"] = str(folder / "x.####.png")
     else:
         outputs[option.removeprefix("--")] = str(folder / "x.####.png")
-    return RenderRequest(input=str(folder / "shot.mp4"), **{"sources": (), **outputs, **fields})  # type: ignore[arg-type]
+    path = str(outputs.pop("output"))
+    return RenderRequest(input=InputSpec(str(folder / "shot.mp4")),
+                         output=OutputSpec(path, **outputs),  # type: ignore[arg-type]
+                         **{"sources": (), **fields})  # type: ignore[arg-type]
 
 
 def _name(option: str) -> str:
@@ -94,8 +97,8 @@ def test_an_output_over_a_model_file_or_the_manifest_is_refused(
     manifest = tmp_path / "m.0001.png"
     manifest.write_text("schema_version = 1\n")
     monkeypatch.setenv("FACEFUSE_MANIFEST", str(manifest))
-    request = RenderRequest(sources=(), input=str(tmp_path / "shot.mp4"),
-                            output=str(tmp_path / "m.####.png"))
+    request = RenderRequest(sources=(), input=InputSpec(str(tmp_path / "shot.mp4")),
+                            output=OutputSpec(str(tmp_path / "m.####.png")))
     with pytest.raises(InputError, match="would overwrite the input file"):
         check_request_outputs(request, [1])
 
@@ -119,9 +122,9 @@ def test_an_output_over_a_model_the_manifest_names_is_refused(tmp_path: Path, ki
 
 def test_the_plate_of_a_later_render_counts_too(tmp_path: Path) -> None:
     (tmp_path / "in.1001.png").write_bytes(b"plate")
-    request = RenderRequest(sources=(), input=str(tmp_path / "in.####.png"),
-                            output=str(tmp_path / "o.####.png"),
-                            matte=str(tmp_path / "in.#.png"))
+    request = RenderRequest(sources=(), input=InputSpec(str(tmp_path / "in.####.png")),
+                            output=OutputSpec(str(tmp_path / "o.####.png"),
+                                              matte=str(tmp_path / "in.#.png")))
     with pytest.raises(InputError, match="--matte"):  # in.#.png names in.1001.png too
         check_request_outputs(request, [1001])
 
@@ -142,9 +145,9 @@ def test_a_renders_own_check_takes_the_sources_from_the_request(tmp_path: Path) 
     photo = tmp_path / "face.jpg"
     photo.write_bytes(b"photo")
     os.link(photo, tmp_path / "o.0001.png")
-    request = RenderRequest(sources=(photo,), input=str(tmp_path / "p.png"),
-                            output=str(tmp_path / "o.####.png"))
-    named = [("-o o.####.png", SequenceOutput(request.output, None))]
+    request = RenderRequest(sources=(photo,), input=InputSpec(str(tmp_path / "p.png")),
+                            output=OutputSpec(str(tmp_path / "o.####.png")))
+    named = [("-o o.####.png", SequenceOutput(request.output.path, None))]
     with pytest.raises(InputError, match="would overwrite the input file"):
         check_outputs(named, None, _Shot(tmp_path / "p.png"), [1], request)  # type: ignore[arg-type]
 
@@ -168,8 +171,10 @@ def test_outputs_that_read_nothing_pass(tmp_path: Path) -> None:
 ])
 def test_names_and_paths_longer_than_the_file_system_takes_are_refused(
         tmp_path: Path, option: str, name: str, limit: str | None) -> None:
-    fields = {"output": str(tmp_path / "o.####.png"), option: str(tmp_path / name)}
-    request = RenderRequest(sources=(), input=str(tmp_path / "shot.mp4"), **fields)  # type: ignore[arg-type]
+    fields = {"path": str(tmp_path / "o.####.png"),
+              option.replace("output", "path"): str(tmp_path / name)}
+    request = RenderRequest(sources=(), input=InputSpec(str(tmp_path / "shot.mp4")),
+                            output=OutputSpec(**fields))  # type: ignore[arg-type]
     with pytest.raises(InputError, match=f"at most {limit or '255'} bytes") as info:
         check_output_names(request)
         check_request_outputs(request, [1])
@@ -179,7 +184,7 @@ def test_names_and_paths_longer_than_the_file_system_takes_are_refused(
 
 
 def test_the_longest_legal_name_passes(tmp_path: Path) -> None:
-    request = RenderRequest(sources=(), input=str(tmp_path / "shot.mp4"),
-                            output=str(tmp_path / ("n" * 246 + ".####.png")))  # 255 bytes
+    request = RenderRequest(sources=(), input=InputSpec(str(tmp_path / "shot.mp4")),
+                            output=OutputSpec(str(tmp_path / ("n" * 246 + ".####.png"))))  # 255 B
     check_output_names(request)
     check_request_outputs(request, [1, 9999])

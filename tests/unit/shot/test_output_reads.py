@@ -18,7 +18,7 @@ from facefuse.errors import ExitCode, InputError
 from facefuse.review.folder import check_report_folder
 from facefuse.shot import commandline
 from facefuse.shot.output_checks import check_not_input, check_request_outputs, request_inputs
-from facefuse.shot.request import RenderRequest
+from facefuse.shot.request import InputSpec, OutputSpec, PlanChoices, RenderRequest
 from tests.review_reports import review_report
 
 KINDS = ("same", "symlink", "hardlink", "dotdot")
@@ -57,8 +57,10 @@ def test_no_output_may_replace_the_overrides_file(tmp_path: Path, option: str,
         outputs["output"] = str(tmp_path / "ov.####.png")
     else:
         outputs[option.removeprefix("--")] = str(tmp_path / "ov.####.png")
-    request = RenderRequest(sources=(), input=str(tmp_path / "shot.mp4"), overrides=given,
-                            **outputs)  # type: ignore[arg-type]
+    path = str(outputs.pop("output"))
+    request = RenderRequest(sources=(), input=InputSpec(str(tmp_path / "shot.mp4")),
+                            plan=PlanChoices(overrides=given),
+                            output=OutputSpec(path, **outputs))  # type: ignore[arg-type]
     with pytest.raises(InputError, match="would overwrite the input file") as caught:
         check_request_outputs(request, range(1, 4))
     assert caught.value.exit_code == ExitCode.USAGE and "\n" not in str(caught.value)
@@ -90,7 +92,7 @@ def test_the_report_of_frames_flagged_is_an_input_too(tmp_path: Path, given: str
     request = _flagged_request(tmp_path, report if given == "file" else report.parent)
     assert report in request_inputs(request)
     with pytest.raises(InputError, match="which this command reads"):  # render --report
-        check_report_folder(report.parent, (Path(request.input), *request_inputs(request)))
+        check_report_folder(report.parent, (Path(request.input.path), *request_inputs(request)))
     assert json.loads(report.read_text())["flagged_frames"] == [[1003, 1004]]
 
 
@@ -98,7 +100,8 @@ def test_render_report_may_not_replace_the_overrides_file(tmp_path: Path) -> Non
     folder = tmp_path / "review"
     folder.mkdir()
     overrides = _overrides(folder / "report.json")
-    request = RenderRequest(sources=(), input=str(tmp_path / "shot.mp4"),
-                            output=str(tmp_path / "o.####.png"), overrides=overrides)
+    request = RenderRequest(sources=(), input=InputSpec(str(tmp_path / "shot.mp4")),
+                            plan=PlanChoices(overrides=overrides),
+                            output=OutputSpec(str(tmp_path / "o.####.png")))
     with pytest.raises(InputError, match="which this command reads"):
-        check_report_folder(folder, (Path(request.input), *request_inputs(request)))
+        check_report_folder(folder, (Path(request.input.path), *request_inputs(request)))

@@ -15,7 +15,7 @@ import pytest
 from facefuse.config import Settings
 from facefuse.errors import InputError, NoFaceError
 from facefuse.shot import previews
-from facefuse.shot.request import RenderRequest
+from facefuse.shot.request import InputSpec, OutputSpec, RenderRequest
 from facefuse.types import Face, SourceIdentity
 
 SIZE = (160, 120)  # width, height of the test frames
@@ -73,8 +73,9 @@ def write_sequence(folder: Path, count: int = 3, first: int = 1) -> str:
 
 
 def request_for(input_spec: str, settings: Settings, tmp_path: Path) -> RenderRequest:
-    return RenderRequest(sources=(tmp_path / "unused.png",), input=input_spec,
-                         output=str(tmp_path / "out" / "o.####.png"), settings=settings)
+    return RenderRequest(sources=(tmp_path / "unused.png",), settings=settings,
+                         input=InputSpec(input_spec),
+                         output=OutputSpec(str(tmp_path / "out" / "o.####.png")))
 
 
 def files_in(folder: Path) -> list[str]:

@@ -14,7 +14,7 @@ from facefuse import __version__
 from facefuse.config import Settings
 from facefuse.errors import InputError
 from facefuse.shot.provenance import fingerprint, provenance, settings_record
-from facefuse.shot.request import RenderRequest
+from facefuse.shot.request import InputSpec, OutputSpec, RenderRequest
 from facefuse.types import SourceIdentity
 
 MODELS = {"detector": "d" * 64, "recogniser": "r" * 64, "swapper": "s" * 64}
@@ -80,6 +80,8 @@ def test_provenance_names_models_identity_settings_input_and_fingerprint():
 
 
 def test_a_request_refuses_an_unknown_provenance_mode():
-    assert RenderRequest(sources=(), input="a.mov", output="b.mov", provenance="full")
+    assert RenderRequest(sources=(), input=InputSpec("a.mov"),
+                         output=OutputSpec("b.mov", provenance="full"))
     with pytest.raises(InputError, match="provenance 'paths' is not one of names, full"):
-        RenderRequest(sources=(), input="a.mov", output="b.mov", provenance="paths")
+        RenderRequest(sources=(), input=InputSpec("a.mov"),
+                      output=OutputSpec("b.mov", provenance="paths"))
