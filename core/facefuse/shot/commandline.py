@@ -3,24 +3,23 @@ field each one sets, and a request written back as those options.
 
 Each option is an `Option`: its switches, the field it sets ("request.NAME" of RenderRequest or
 "request.GROUP.NAME" of one of its groups, "settings.NAME" of Settings, or "" for the command's
-own, such as --output-root), how its text
-is read and written (`kind`), its help and the value an absent option reads as. The Settings
-fields a user tunes come from their own descriptions (config.tunable_options()); the other
-Settings fields and the RenderRequest fields are described here. The command line builds its
-parsers from this table (`add_settings_options`, `add_render_options`) and reads a parse back
-(`settings_from_namespace`, `request_from_namespace`); a farm writes a task's arguments with
-`render_args` and a worker reads them back with `request_from_args`. Options at their default
-are left out; `request_from_args(render_args(r)) == r` for every field an option carries.
+own, such as --output-root), how its text is read and written (`kind`), its help and the value
+an absent option reads as. The Settings fields a user tunes come from their own descriptions
+(config.tunable_options()); the other Settings fields and the RenderRequest fields are
+described here. The command line builds its parsers from this table (`add_settings_options`,
+`add_render_options`) and reads a parse back (`settings_from_namespace`,
+`request_from_namespace`); a farm writes a task's arguments with `render_args` and a worker
+reads them back with `request_from_args`. Options at their default are left out;
+`request_from_args(render_args(r)) == r` for every field an option carries.
 
 Kinds: "text", "path" (a Path), "paths" (repeatable, a tuple of Paths), "assignments"
 (repeatable PERSON=IMAGE, a tuple of (PersonRef, Path)), "people" (repeatable PERSON, a tuple
-of PersonRef; a person is written p1 or ref:PICTURE), "int",
-"frame" (a frame number, 0 to io.sequences.LARGEST_FRAME),
-"float", "switch" (given: True), "off" (given: False), "range" (A-B), "frames" (A-B, a list or
-flagged:REPORT: shot.frames.parse_frames; it sets `only` too), "ranges" (a list of frames and
-ranges, 1001-1010,1035), "chunk" (N/M), "rate" (a positive Fraction, 24000/1001), "providers"
-(auto or a comma list), "choices" (a comma list of some of `choices`) and "optional-model" (a
-model, or none).
+of PersonRef; a person is written p1 or ref:PICTURE), "int", "frame" (a frame number, 0 to
+io.sequences.LARGEST_FRAME), "float", "switch" (given: True), "off" (given: False), "range"
+(A-B), "frames" (A-B, a list or flagged:REPORT: shot.frames.parse_frames; it sets
+`frames.only` too), "ranges" (a list of frames and ranges, 1001-1010,1035), "chunk" (N/M),
+"rate" (a positive Fraction, 24000/1001), "providers" (auto or a comma list), "choices" (a
+comma list of some of `choices`) and "optional-model" (a model, or none).
 """
 
 from __future__ import annotations
@@ -124,37 +123,32 @@ SHOT_OPTIONS = (
            "frames) renders only those frames, exactly as a render of the whole shot makes "
            "them (the input's whole range, or the report's, is analysed)",
            metavar="A-B|LIST|flagged:REPORT"),
-    Option(("--only-frames",), "request.frames.only", "ranges",
-           "render only these frames (a list as "
-           "for --frames) of the --frames range, which is still analysed whole (what --frames "
+    Option(("--only-frames",), "request.frames.only", "ranges", "render only these frames (a list "
+           "as for --frames) of the --frames range, which is still analysed whole (what --frames "
            "LIST and flagged: come to in farm tasks)", metavar="LIST"),
-    Option(("--only-input",), "request.frames.only_input", "text",
-           "shot:ID (a review report's shot "
-           "id) or sha256:HEX (the input's content) that --only-frames were chosen for: another "
-           "shot is refused (flagged: sets it)", metavar="ID"),
+    Option(("--only-input",), "request.frames.only_input", "text", "shot:ID (a review report's "
+           "shot id) or sha256:HEX (the input's content) that --only-frames were chosen for: "
+           "another shot is refused (flagged: sets it)", metavar="ID"),
     Option(("--overrides",), "request.plan.overrides", "path", "JSON file of per-frame, per-person "
            "corrections (skip, keep, swap, hold; see docs/overrides.md); a re-render rewrites "
            "only the frames they change; with --frames A-B, the whole shot's corrections plan "
            "that shot and those outside A-B are ignored (one note)", metavar="FILE"),
     Option(("--chunk",), "request.frames.chunk", "chunk", "render the Nth of M equal slices of the "
            "range (farm work)", metavar="N/M"),
-    Option(("--chunk-frames",), "request.frames.chunk_frames", "range",
-           "render only frames A-B of the "
-           "--frames range, which is still analysed whole (a farm task's chunk of frames)",
+    Option(("--chunk-frames",), "request.frames.chunk_frames", "range", "render only frames A-B "
+           "of the --frames range, which is still analysed whole (a farm task's chunk of frames)",
            metavar="A-B"),
     Option((OUTPUT_ROOT,), "", "text", "refuse any output (-o, --matte, --patch) whose folder "
            "is not inside this one (farm jobs)"),
     Option(("--matte",), "request.output.matte", "text", "sequence pattern for the blend mask (one "
            "channel)"),
-    Option(("--patch",), "request.output.patch", "text",
-           "sequence pattern for the swapped face alone "
-           "(premultiplied RGBA)"),
+    Option(("--patch",), "request.output.patch", "text", "sequence pattern for the swapped face "
+           "alone (premultiplied RGBA)"),
     Option(("--colorspace",), "request.input.colorspace", "text", "OCIO colour space of the input "
            "('none': no conversion); default per format, e.g. EXR = 'Linear Rec.709 (sRGB)'"),
-    Option(("--codec",), "request.output.codec", "text",
-           "for video outputs; rawvideo (.mov) and ffv1 "
-           "(.mkv) are lossless (RGB; with --keep-yuv, the input's YUV in .mkv)", "h264",
-           tuple(VIDEO_CODECS)),
+    Option(("--codec",), "request.output.codec", "text", "for video outputs; rawvideo (.mov) and "
+           "ffv1 (.mkv) are lossless (RGB; with --keep-yuv, the input's YUV in .mkv)",
+           "h264", tuple(VIDEO_CODECS)),
     Option(("--keep-yuv",), "request.output.keep_yuv", "switch", "with --codec ffv1 or rawvideo "
            "(.mkv): keep the input video's own YUV pictures (layout, bit depth, colour tags), "
            "bit-exact outside the faces, instead of RGB"),
@@ -163,25 +157,23 @@ SHOT_OPTIONS = (
            f"{CRF_RANGE[1]}, lower is better ({_CRF_DEFAULTS})", metavar="N"),
     Option(("--preset",), "request.output.preset", "text", "h264/h265 speed preset, ultrafast .. "
            f"placebo ({DEFAULT_PRESET})", metavar="NAME"),
-    Option(("--compression",), "request.output.compression", "text",
-           "EXR (zip, none, zips, piz, rle, "
-           "pxr24, b44, b44a, dwaa, dwab) or TIFF (zip, none, lzw) sequence outputs (the input "
-           "plate's, else zip)", metavar="NAME"),
+    Option(("--compression",), "request.output.compression", "text", "EXR (zip, none, zips, piz, "
+           "rle, pxr24, b44, b44a, dwaa, dwab) or TIFF (zip, none, lzw) sequence outputs (the "
+           "input plate's, else zip)", metavar="NAME"),
     Option(("--rate",), "request.output.rate", "rate", "fps of a video made from a sequence (24)"),
     Option(("--start-number",), "request.input.start_number", "frame", "number of a video's first "
            "frame", 1),
     Option(("--conform-vfr",), "request.input.conform_vfr", "switch", "conform a variable frame "
            "rate"),
-    Option(("--overwrite",), "request.output.overwrite", "switch",
-           "render frames that are done too"),
+    Option(("--overwrite",), "request.output.overwrite", "switch", "render frames that are done "
+           "too"),
     Option(("--fail-fast",), "request.fail_fast", "switch", "stop at the first failed frame (no "
            "later frame is written)"),
     Option(("--no-smooth",), "request.plan.smoothing", "off", "do not smooth landmarks over time"),
     Option(("--smooth-min-cutoff",), "request.plan.smoothing_min_cutoff", "float", "One Euro min "
            "cutoff, Hz (1.0)"),
-    Option(("--smooth-beta",), "request.plan.smoothing_beta", "float",
-           "One Euro beta, per face size "
-           "(3.0)"),
+    Option(("--smooth-beta",), "request.plan.smoothing_beta", "float", "One Euro beta, per face "
+           "size (3.0)"),
     Option(("--assign",), "request.plan.assign", "assignments", "give one person of the shot their "
            "own source: PERSON=IMAGE, PERSON a person id (p1, p2, ...: see `facefuse review`) "
            "or ref:PICTURE (the person who looks like PICTURE); repeatable; without -s every "
@@ -189,15 +181,13 @@ SHOT_OPTIONS = (
            metavar="PERSON=IMAGE"),
     Option(("--skip",), "request.plan.skip", "people", "leave this person untouched (a person id, "
            "or ref:PICTURE); repeatable", (), metavar="PERSON"),
-    Option(("--provenance",), "request.output.provenance", "text",
-           "what output metadata names: file "
-           "names and hashes (names), or local paths too (full)", "names", PROVENANCE_MODES),
+    Option(("--provenance",), "request.output.provenance", "text", "what output metadata names: "
+           "file names and hashes (names), or local paths too (full)", "names", PROVENANCE_MODES),
 )
 INPUT = Option(("-i", "--input"), "request.input.path", "text", "video file, or sequence: "
                "name.####.exr, name.%%04d.dpx, name.#.png")
-OUTPUT = Option(("-o", "--output"), "request.output.path", "text",
-                "video file, or sequence pattern "
-                "as for --input")
+OUTPUT = Option(("-o", "--output"), "request.output.path", "text", "video file, or sequence "
+                "pattern as for --input")
 RENDER_OPTIONS = (INPUT, OUTPUT, SOURCE, *SETTINGS_OPTIONS, *SHOT_OPTIONS)
 DEFAULT_SETTINGS = Settings()
 DEFAULT_REQUEST = RenderRequest(sources=(), input=InputSpec(""), output=OutputSpec(""))
@@ -324,9 +314,8 @@ def request_from_namespace(args: argparse.Namespace,
                          settings=settings_from_namespace(args))
 
 
-_GROUPS: Mapping[str, Callable[..., Any]] = MappingProxyType({
+_GROUPS: Mapping[str, Callable[..., Any]] = MappingProxyType({  # made (and checked) in order
     "input": InputSpec, "frames": FrameSpec, "output": OutputSpec, "plan": PlanChoices})
-"""RenderRequest's groups, made in this order from a parse (their checks' order)."""
 
 
 def _frame_choice(choice: FrameChoice, frames: Mapping[str, Any]) -> dict[str, Any]:
