@@ -97,7 +97,7 @@ if TYPE_CHECKING:
         RenderSummary,
         Replacement,
     )
-    from .stopping import Stop, stop_signals
+    from .stopping import Stop, stop_signals, stopped_exit_code
     from .timing import PhaseRate
 
 

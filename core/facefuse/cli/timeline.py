@@ -25,7 +25,7 @@ from ..review.folder import check_report_folder
 from ..shot import commandline
 from ..shot.output_checks import check_not_input, request_inputs
 from ..shot.request import RenderRequest, RenderSummary
-from ..stopping import stop_signals
+from ..stopping import Cancelled, stop_signals
 from .render import Progress, run_render, summary_record
 
 # render options each clip sets itself (its media, frames and versioned output), or that would
@@ -142,14 +142,12 @@ def cmd_swap(args: argparse.Namespace) -> int:
         return ExitCode.OK
     for note in swap.notes:
         print(note)
-    from ..shot.planning import PlanCancelled
-    from ..shot.stills import StillsCancelled
 
     with stop_signals() as stop:
         try:
             code, sentence = commands.run_swap(
                 swap, lambda r: _render(r, reports.get(r.output), stop.is_set), print)
-        except (PlanCancelled, StillsCancelled):  # in a clip's report
+        except Cancelled:  # in a clip's report
             code, sentence = stop.exit_code, (f"stopped by {stop.name}: {swap.path.name} is "
                                               "not written")
     if code != ExitCode.OK:
