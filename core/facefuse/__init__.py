@@ -98,6 +98,15 @@ if TYPE_CHECKING:
         Replacement,
     )
     from .stopping import Stop, stop_signals, stopped_exit_code
+    from .timebase import (
+        TimecodeRate,
+        frames_to_timecode,
+        parse_rate,
+        rate_text,
+        same_rate,
+        says_drop_frame,
+        timecode_to_frames,
+    )
     from .timing import PhaseRate
 
 
