@@ -92,15 +92,16 @@ def read_marker(frame: np.ndarray) -> int:
 
 
 def _video_stream(container: Any, codec: str, rate: Fraction, size: tuple[int, int],
-                  gop: int, time_base: Fraction | None) -> Any:
+                  gop: int | None, time_base: Fraction | None) -> Any:
     spec = _CODECS[codec]
     options = dict(spec.options)
-    if spec.encoder == "libx264":
+    if spec.encoder == "libx264" and gop is not None:
         options["x264-params"] = f"keyint={gop}:min-keyint={gop}:scenecut=0"
         options["preset"], options["crf"] = "veryfast", "18"
     stream = container.add_stream(spec.encoder, rate=rate, options=options)
     stream.width, stream.height, stream.pix_fmt = size[0], size[1], spec.pix_fmt
-    stream.codec_context.gop_size = gop
+    if gop is not None:  # None: the encoder's own
+        stream.codec_context.gop_size = gop
     if time_base is not None:
         stream.codec_context.time_base = time_base
     return stream

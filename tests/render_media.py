@@ -16,7 +16,7 @@ to build an offline, CPU-only RenderRequest on them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import fields as dataclass_fields
 from dataclasses import replace
 from fractions import Fraction
@@ -148,31 +148,52 @@ def make_face_clip(path: Path, face: np.ndarray, frames: int = 12,
                    rate: Fraction = Fraction(24), codec: str = "h264",
                    timecode: str | None = "01:00:00:00", audio: str | None = "aac",
                    without_face: Iterable[int] = (), size: tuple[int, int] = SIZE,
-                   gop: int = 6) -> Path:
-    """A clip whose frame i (0-based) is face_frame(i), without the face for `without_face`.
-    codec as media_factory (h264 with B-frames, mjpeg, prores_422, prores_4444, ffv1); audio: a
-    tone as long as the video (codec name, e.g. "aac" or "pcm_s16le") or None."""
+                   gop: int | None = 6, matrix: str | None = "itu709",
+                   picture: Callable[[int], np.ndarray] | None = None,
+                   zeroed: Iterable[int] = ()) -> Path:
+    """A clip whose frame i (0-based) is face_frame(i), without the face for `without_face`, or
+    picture(i) when given. codec as media_factory (h264 with B-frames, mjpeg, prores_422,
+    prores_4444, ffv1); gop None: the encoder's own; matrix: the RGB -> YUV matrix (None:
+    swscale's default); audio: a tone as long as the video (codec name, e.g. "aac" or
+    "pcm_s16le") or None. `zeroed`: 0-based indices whose packet payloads are then overwritten
+    with zeros in the file (same length: the demuxer still indexes every frame, the decoder
+    cannot decode those)."""
     path = Path(path)
     missing = set(without_face)
     alpha = codec == "prores_4444"
     packed = "bgra" if alpha else "bgr24"
+    conversion = {"dst_colorspace": matrix} if matrix else {}
     with av.open(str(path), "w") as container:
         stream = media_factory._video_stream(container, codec, Fraction(rate), size, gop, None)
         if timecode:
             stream.metadata["timecode"] = timecode
         tone = media_factory._add_audio(container, audio, frames / rate) if audio else None
         for i in range(frames):
-            picture = av.VideoFrame.from_ndarray(
-                face_frame(i, None if i in missing else face, size, alpha), format=packed)
-            picture = picture.reformat(format=stream.pix_fmt, dst_colorspace="itu709",
-                                       dst_color_range=2 if stream.pix_fmt.startswith("yuvj")
-                                       else 1)
-            picture.pts = i
-            container.mux(stream.encode(picture))
+            pixels = (picture(i) if picture is not None
+                      else face_frame(i, None if i in missing else face, size, alpha))
+            frame = av.VideoFrame.from_ndarray(pixels, format=packed)
+            frame = frame.reformat(format=stream.pix_fmt, **conversion,
+                                   dst_color_range=2 if stream.pix_fmt.startswith("yuvj") else 1)
+            frame.pts = i
+            container.mux(stream.encode(frame))
         container.mux(stream.encode(None))
         if tone is not None:
             media_factory._encode_tone(container, tone, float(frames / Fraction(rate)))
+    if zeroed:
+        _zero_packets(path, tuple(zeroed))
     return path
+
+
+def _zero_packets(path: Path, indices: tuple[int, ...]) -> None:
+    with av.open(str(path)) as container:
+        packets = [(p.pos, bytes(p)) for p in container.demux(container.streams.video[0])
+                   if p.size]
+    data = bytearray(path.read_bytes())
+    for index in indices:
+        pos, payload = packets[index]
+        start = data.index(payload[:64], pos)
+        data[start:start + len(payload)] = bytes(len(payload))
+    path.write_bytes(bytes(data))
 
 
 def decode_video(path: Path, fmt: str = "bgr24") -> list[np.ndarray]:

@@ -17,7 +17,14 @@ from typing import Any
 
 import opentimelineio as otio
 
-from facefuse import ExitCode, InputError, RenderRequest, RenderSummary, check_path_length
+from facefuse import (
+    ExitCode,
+    InputError,
+    RenderRequest,
+    RenderSummary,
+    check_path_length,
+    stopped_exit_code,
+)
 
 from .conform import NativeWriteError, swapped_timeline, write_native, write_timeline
 from .paths import normalised
@@ -163,7 +170,7 @@ def _failure(clip: ClipRender, summary: RenderSummary, terminated: bool
              ) -> tuple[int, str] | None:
     """Why a finished render cannot go on the timeline (exit code, words), or None."""
     if summary.cancelled:
-        return ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED, "was stopped"
+        return stopped_exit_code(terminated), "was stopped"
     if summary.failed:
         frame, reason = summary.failed[0]
         return ExitCode.FRAMES_FAILED, (f"failed in {len(summary.failed)} frame(s) (frame "

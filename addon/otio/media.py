@@ -25,10 +25,10 @@ from urllib.parse import unquote
 import opentimelineio as otio
 from opentimelineio.opentime import RationalTime
 
-from facefuse import FramePattern, InputError
+from facefuse import FramePattern, InputError, rate_text
 
 from .paths import PathStyle, local_path, style_of
-from .times import check_time, exact_rate, frames_of, rate_text, time_at
+from .times import check_time, exact_rate, frames_of, time_at
 
 # a single picture in an ExternalReference (a photo cut into the edit), not footage
 STILL_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".tif", ".tiff", ".exr", ".dpx", ".bmp",

@@ -31,10 +31,10 @@ from pathlib import Path
 import opentimelineio as otio
 from opentimelineio.opentime import RationalTime, TimeRange
 
-from facefuse import InputError
+from facefuse import InputError, rate_text
 
 from .media import Media, media_of, not_footage
-from .times import check_time, exact_rate, frame_at_or_before, frames_of, rate_text, time_at
+from .times import check_time, exact_rate, frame_at_or_before, frames_of, time_at
 from .versions import is_swap
 
 DEFAULT_MARKER = "swap"

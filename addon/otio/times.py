@@ -54,11 +54,6 @@ def exact_rate(rate: float) -> Fraction:
     return value.limit_denominator(1001)
 
 
-def rate_text(rate: Fraction) -> str:
-    """24000/1001 -> "23.976", 25 -> "25" (for sentences)."""
-    return f"{float(rate):.3f}".rstrip("0").rstrip(".")
-
-
 def exact_frames(time: RationalTime, rate: Fraction) -> Fraction:
     """`time` in frames at `rate`, exactly (a fraction where it falls between frames)."""
     return Fraction(time.value) * rate / exact_rate(time.rate)

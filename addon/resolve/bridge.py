@@ -25,12 +25,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from facefuse import HostError, InputError
+from facefuse import HostError, InputError, parse_rate, same_rate
 
 from .job_file import JOB_SCHEMA, JOB_VERSION
 from .source_frames import whole_frame
 from .swaps import Placement
-from .timeline import parse_rate, same_rate
 
 MODULE = "DaVinciResolveScript"
 CLIP_PROPERTIES = ("File Path", "Type", "FPS", "Frames", "Start", "End", "Clip Name")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from facefuse import ExitCode, RenderRequest, RenderSummary, Settings
+from facefuse import ExitCode, RenderRequest, RenderSummary, Settings, stopped_exit_code
 
 from .job_file import ClipFacts
 from .swaps import Placement, item_swap, outcome, prepare
@@ -30,5 +30,5 @@ def render_clip(facts: ClipFacts, sources: tuple[Path, ...], settings: Settings,
     if placement is not None:
         return placement, message, ExitCode.OK
     if summary.cancelled:  # SIGTERM (a host's cancel) or SIGINT (Ctrl-C)
-        return None, message, ExitCode.TERMINATED if terminated else ExitCode.INTERRUPTED
+        return None, message, stopped_exit_code(terminated)
     return None, message, ExitCode.FRAMES_FAILED if summary.failed else ExitCode.USAGE

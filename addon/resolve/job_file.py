@@ -39,7 +39,15 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from facefuse import InputError, load_json_file
+from facefuse import (
+    InputError,
+    TimecodeRate,
+    load_json_file,
+    parse_rate,
+    rate_text,
+    same_rate,
+    says_drop_frame,
+)
 
 from .source_frames import (
     HAIR,
@@ -50,15 +58,7 @@ from .source_frames import (
     speed_verdict,
     whole_frame,
 )
-from .timeline import (
-    ENGINE_START_NUMBER,
-    ItemSpan,
-    TimelineRate,
-    format_rate,
-    parse_rate,
-    same_rate,
-    says_drop_frame,
-)
+from .timeline import ENGINE_START_NUMBER, ItemSpan
 
 JOB_SCHEMA = "facefuse-resolve-job"
 JOB_VERSION = 3
@@ -112,7 +112,7 @@ class ClipFacts:
     edition: Edition
     project: str
     timeline: str
-    rate: TimelineRate
+    rate: TimecodeRate
     start_frame: int
     start_timecode: str
     current_timecode: str
@@ -158,7 +158,7 @@ def parse_job(data: Any) -> ClipFacts:
     if not isinstance(timeline, dict):
         raise ClipError("No timeline is open in Resolve: open the timeline with the clip to swap")
     rate_text = _text(timeline.get("frame_rate"), "timeline frame rate")
-    rate = TimelineRate(parse_rate(rate_text),
+    rate = TimecodeRate(parse_rate(rate_text),
                         _flag(timeline.get("drop_frame")) or says_drop_frame(rate_text))
     item = data.get("item")
     if not isinstance(item, dict):
@@ -192,7 +192,7 @@ def _edition(data: dict[str, Any]) -> Edition:
                    sandboxed=_flag(data.get("sandboxed")))
 
 
-def _media(media: Any, name: str, rate: TimelineRate) -> tuple[Path, str, int]:
+def _media(media: Any, name: str, rate: TimecodeRate) -> tuple[Path, str, int]:
     """(media path, engine input, engine number of source index 0) of a video clip."""
     if not isinstance(media, dict):
         raise ClipError(f"'{name}' is a generator, title or effect with no media file: facefuse "
@@ -221,8 +221,8 @@ def _media(media: Any, name: str, rate: TimelineRate) -> tuple[Path, str, int]:
     clip_rate = _clip_rate(media, name)
     if clip_rate is not None and not same_rate(clip_rate, rate.fps):
         raise ClipError(
-            f"Clip '{name}' runs at {format_rate(clip_rate)} fps but the timeline at "
-            f"{format_rate(rate.fps)} fps: facefuse swaps clips whose rate matches the timeline "
+            f"Clip '{name}' runs at {rate_text(clip_rate)} fps but the timeline at "
+            f"{rate_text(rate.fps)} fps: facefuse swaps clips whose rate matches the timeline "
             "(set the clip's frame rate in Clip Attributes, or use a timeline of its rate)")
     return media_path, input_spec, number
 
@@ -250,7 +250,7 @@ def _span(item: dict[str, Any], name: str, first_number: int) -> ItemSpan:
 
 
 def _check_speed(item: dict[str, Any], span: ItemSpan, name: str,
-                 rate: TimelineRate) -> tuple[str, ...]:
+                 rate: TimecodeRate) -> tuple[str, ...]:
     """ClipError for a retimed or reversed item (source_frames.py says how it shows); the
     caveat to tell the user when Resolve gave no source frames to check."""
     read = SourceReadback(*(_reading(item.get(key), f"item {key.replace('_', ' ')}") for key in

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .timeline import same_rate
+from facefuse import same_rate
 
 HAIR = 1e-3  # frames: a readback this close to a whole frame is that frame
 NORMAL, RETIMED, REVERSED, UNKNOWN = "normal", "retimed", "reversed", "unknown"

@@ -1,60 +1,29 @@
 """facefuse: a local face replacement engine (detect, align, embed, swap, enhance, paste back).
 
-The public API: what a host (Blender, the Qt panel, DaVinci Resolve, a farm) or a script uses.
-Hosts import these names and nothing below them (tests/unit/test_import_boundaries.py holds them
-to it); every other module is the engine's own and may change shape.
+The public API: the names a host (Blender, the Qt panel, DaVinci Resolve, a farm) or a script
+imports; hosts import nothing below them (tests/unit/test_import_boundaries.py). Each name is
+written once, in the import block below; ``__all__`` and the lazy loading are derived from it.
 
-- Settings: ``Settings`` (frozen; change it with ``dataclasses.replace``) and its description
-  for hosts, ``tunable_options()`` -> ``Tunable`` per field a user tunes.
-- One image: ``Pipeline(settings)``; its methods detect, embed and swap; ``read_image`` and
-  ``write_image`` read and write the frames it takes (BGR(A) numpy arrays).
-- One shot: a ``RenderRequest`` (``sources``, ``InputSpec``, ``FrameSpec``, ``PlanChoices``,
-  ``OutputSpec``, settings; a person of its plan is a ``PersonRef``: ``PersonId`` or
-  ``PersonInPicture``, read from "p1" / "ref:PICTURE" by ``parse_person``) goes to
-  ``render(request, on_progress, cancel, on_phase)``, which
-  reports a ``FrameReport`` per frame and ``PhaseProgress`` per phase step and returns a
-  ``RenderSummary``; ``replaced_frames(request)`` -> ``Replacement``, asked before a render:
-  the finished frames of its output it would replace, made with other choices, and what
-  differs; ``plan_frames`` says which frames a request renders; ``FramePattern`` and
-  the parsers read sequence patterns, ``--frames A-B`` and ``--chunk N/M``.
-- Its command line: ``render_args(request)`` -> the ``facefuse render`` arguments,
-  ``request_from_args(args)`` -> the request back.
-- Quick looks for hosts: ``preview_frame``, ``frame_picture``, ``faces_overlay``,
-  ``face_pictures``, ``reference_face``, ``source_preview``.
-- Host helpers: ``Job`` / ``JobRunner`` / ``Message`` (engine work off a UI thread),
-  ``HostError``, ``PhaseRate`` (fps and ETA), ``CacheLayout``, ``atomic_write_bytes``,
-  ``check_folder_writable`` and ``check_path_length`` (a name too long for its file system);
-  ``load_json_file`` (the one reader of a small file a user names: a regular file, a size
-  limit, bounded nesting) and ``check_not_input`` (the one rule that an output never replaces
-  a file the command reads); ``stop_signals`` / ``Stop`` (SIGTERM and SIGINT stop the work:
-  exit 143 or 130, the one rule of every entry point); ``reports_only`` (a reader that goes
-  away stops the progress lines, not the work); model checks ``missing_models``,
-  ``absent_models``, ``fetch_models`` over ``MODEL_ROLES`` / ``LOOK_ROLES``.
-- Hosts as plugins: ``host_module(host, module)`` imports a module of a host registered in the
-  entry-point group ``HOST_GROUP`` (``facefuse.hosts``), ``installed_hosts()`` lists them, and
-  a host package calls ``prefer_source_tree`` so an editable install runs the checkout's files;
-  a host adds its commands to ``facefuse`` as ``HostCommand``s (argparse's ``Subcommands``),
-  with what the command line lends them (``CommandLine``).
-- What a host shows before anything is analysed: ``clip_frames`` (a clip's frame numbers).
-- Where a host puts results: ``OUTPUT_KINDS`` (``SEQUENCE_FORMATS``, ``MOVIE_CODECS``),
-  ``output_target``, ``safe_name``, ``OUTPUT_FOLDER``.
+- Settings: ``Settings``, ``tunable_options()`` -> ``Tunable``.
+- One image: ``Pipeline(settings)``, ``read_image``, ``write_image`` (BGR(A) numpy arrays).
+- One shot: ``render(request, on_progress, cancel, on_phase)`` of a ``RenderRequest`` (its
+  ``InputSpec``, ``FrameSpec``, ``PlanChoices`` with people as ``PersonRef``, ``OutputSpec``) ->
+  ``RenderSummary`` (``FrameReport``, ``PhaseProgress`` on the way); ``replaced_frames``,
+  ``plan_frames``, frame patterns; ``render_args`` / ``request_from_args`` (its command line).
+- The shot plan and its review: ``plan_shot``, ``ShotPlan``, ``write_review``, ``load_report``,
+  ``Override`` / ``Overrides``; quick looks: ``preview_frame``, ``frame_picture``, ...
+- Host helpers: jobs off a UI thread, ``stop_signals`` / ``Stop`` (SIGTERM and SIGINT: exit
+  143 or 130), timebase (rates, timecode, drop frame), output targets, model checks, plugins
+  (a host adds its commands as ``HostCommand``s).
 - Errors: ``FacefuseError`` and its subclasses carry their ``ExitCode``.
 
-- The shot plan (what a render decides, for a host to show and edit): ``plan_shot``,
-  ``ShotPlan``, ``PlannedPerson``, ``PlannedFace``, ``people_without_source`` (who a render
-  would refuse to swap for want of a source); the review report: ``write_review``,
-  ``load_report``; a host's corrections of the plan: ``Override``, ``Overrides``,
-  ``load_overrides``, ``write_overrides``.
-
-``import facefuse`` is cheap: every name loads its module on first use (PEP 562), so the command
-line and hosts start without ONNX Runtime, OpenCV, PyAV or OpenImageIO; ``render``,
-``Pipeline`` and the previews bring them in when used.
+``import facefuse`` is cheap: a name loads its module on first use (PEP 562). See
+docs/architecture.md ("The public API").
 """
 
 from __future__ import annotations
 
 import importlib
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .version import __version__
@@ -146,91 +115,33 @@ if TYPE_CHECKING:
         Replacement,
         parse_person,
     )
-    from .stopping import Stop, stop_signals
+    from .stopping import Stop, stop_signals, stopped_exit_code
+    from .timebase import (
+        TimecodeRate,
+        frames_to_timecode,
+        parse_rate,
+        rate_text,
+        same_rate,
+        says_drop_frame,
+        timecode_to_frames,
+    )
     from .timing import PhaseRate
 
-# public name -> the module (relative to this package) that defines it
-_WHERE = MappingProxyType({
-    **dict.fromkeys(("Settings", "Tunable", "tunable_options"), ".config"),
-    **dict.fromkeys(("ExitCode", "FacefuseError", "InputError", "OutputError", "NoFaceError",
-                     "ModelError", "ModelMissingError", "ModelContractError", "ChecksumError",
-                     "DownloadError"), ".errors"),
-    "Pipeline": ".pipeline",
-    **dict.fromkeys(("read_image", "write_image"), ".io.images"),
-    **dict.fromkeys(("RenderRequest", "InputSpec", "FrameSpec", "PlanChoices", "OutputSpec",
-                     "PersonId", "PersonInPicture", "PersonRef", "parse_person", "FrameReport",
-                     "PhaseProgress", "RenderSummary", "Replacement"), ".shot.request"),
-    "render": ".shot.render",
-    "replaced_frames": ".shot.replacement",
-    **dict.fromkeys(("plan_shot", "people_without_source"), ".shot.planning"),
-    **dict.fromkeys(("ShotPlan", "PlannedPerson", "PlannedFace"), ".shot.plan"),
-    "write_review": ".review.writing",
-    **dict.fromkeys(("Override", "Overrides", "load_overrides", "write_overrides"),
-                    ".shot.overrides"),
-    "load_report": ".review.report",
-    **dict.fromkeys(("plan_frames", "FramePlan"), ".shot.frames"),
-    **dict.fromkeys(("FramePattern", "is_frame_pattern", "parse_frame_range", "parse_chunk",
-                     "sequence_of_frame", "SEQUENCE_SUFFIXES"), ".io.sequences"),
-    **dict.fromkeys(("preview_frame", "frame_picture", "faces_overlay", "face_pictures",
-                     "reference_face", "source_preview"), ".shot.previews"),
-    **dict.fromkeys(("Job", "JobRunner", "Message", "Report", "HostError"), ".hosting.jobs"),
-    **dict.fromkeys(("missing_models", "absent_models", "fetch_models", "MODEL_ROLES",
-                     "LOOK_ROLES"), ".hosting.models"),
-    **dict.fromkeys(("render_args", "request_from_args"), ".shot.commandline"),
-    **dict.fromkeys(("host_module", "installed_hosts", "prefer_source_tree", "HOST_GROUP",
-                     "HostCommand", "CommandLine", "Subcommands"), ".hosting.plugins"),
-    **dict.fromkeys(("OUTPUT_FOLDER", "OUTPUT_KINDS", "SEQUENCE_FORMATS", "MOVIE_CODECS",
-                     "output_target", "safe_name"), ".hosting.outputs"),
-    "PhaseRate": ".timing",
-    **dict.fromkeys(("stop_signals", "Stop"), ".stopping"),
-    "reports_only": ".cli.streams",
-    "clip_frames": ".hosting.clips",
-    "CacheLayout": ".cache.layout",
-    **dict.fromkeys(("atomic_write_bytes", "check_folder_writable", "check_path_length"),
-                    ".io.files"),
-    "load_json_file": ".io.small_files",
-    "check_not_input": ".shot.output_checks",
-})
 
-__all__ = [  # noqa: RUF022 - grouped as the docstring lists them
-    "__version__",
-    # settings
-    "Settings", "Tunable", "tunable_options",
-    # one image
-    "Pipeline", "read_image", "write_image",
-    # one shot
-    "RenderRequest", "InputSpec", "FrameSpec", "PlanChoices", "OutputSpec",
-    "PersonId", "PersonInPicture", "PersonRef", "parse_person",
-    "FrameReport", "PhaseProgress", "RenderSummary", "render", "plan_frames",
-    "replaced_frames", "Replacement",
-    "FramePlan", "FramePattern", "is_frame_pattern", "parse_frame_range", "parse_chunk",
-    "sequence_of_frame", "SEQUENCE_SUFFIXES",
-    "render_args", "request_from_args",
-    # the shot plan and its review
-    "plan_shot", "ShotPlan", "PlannedPerson", "PlannedFace", "people_without_source",
-    "write_review", "load_report",
-    "Override", "Overrides", "load_overrides", "write_overrides",
-    # quick looks
-    "preview_frame", "frame_picture", "faces_overlay", "face_pictures", "reference_face",
-    "source_preview",
-    # host helpers
-    "Job", "JobRunner", "Message", "Report", "HostError", "PhaseRate", "CacheLayout",
-    "stop_signals", "Stop", "reports_only",
-    "atomic_write_bytes", "check_folder_writable", "check_path_length", "load_json_file",
-    "check_not_input",
-    "missing_models", "absent_models", "fetch_models", "MODEL_ROLES", "LOOK_ROLES",
-    # hosts as plugins
-    "host_module", "installed_hosts", "prefer_source_tree", "HOST_GROUP", "HostCommand",
-    "CommandLine", "Subcommands",
-    # what a host shows
-    "clip_frames",
-    # where a host puts results
-    "OUTPUT_FOLDER", "OUTPUT_KINDS", "SEQUENCE_FORMATS", "MOVIE_CODECS", "output_target",
-    "safe_name",
-    # errors
-    "ExitCode", "FacefuseError", "InputError", "OutputError", "NoFaceError", "ModelError",
-    "ModelMissingError", "ModelContractError", "ChecksumError", "DownloadError",
-]
+def _public_names() -> dict[str, str]:
+    """Public name -> its module (relative to this package), read from the import block above."""
+    import ast
+
+    with open(__file__, encoding="utf-8") as source:
+        tree = ast.parse(source.read())
+    block = next(node for node in tree.body if isinstance(node, ast.If)
+                 and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
+    return {alias.name: "." * node.level + (node.module or "") for node in block.body
+            if isinstance(node, ast.ImportFrom) for alias in node.names}
+
+
+_WHERE = _public_names()
+__all__ = ["__version__", *_WHERE]  # noqa: PLE0604 - derived from the import block
 
 
 def __getattr__(name: str) -> Any:

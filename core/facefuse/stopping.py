@@ -26,6 +26,15 @@ _CODES: Mapping[int, ExitCode] = MappingProxyType({signal.SIGTERM: ExitCode.TERM
                                                    signal.SIGINT: ExitCode.INTERRUPTED})
 
 
+class Cancelled(Exception):
+    """Work its cancel callback stopped before it finished; nothing half-written is left."""
+
+
+def stopped_exit_code(terminated: bool) -> ExitCode:
+    """The exit code of work a signal stopped: 143 after SIGTERM (`terminated`), else 130."""
+    return _CODES[signal.SIGTERM if terminated else signal.SIGINT]
+
+
 class Stop:
     """Whether (and by which signal) the work was asked to stop."""
 

@@ -22,7 +22,7 @@ from addon.resolve.source_frames import (
     speed_verdict,
     whole_frame,
 )
-from addon.resolve.timeline import parse_rate
+from facefuse import parse_rate
 from facefuse.config import Settings
 from facefuse.shot.request import RenderSummary
 from tests.hosts import resolve_fake as fake

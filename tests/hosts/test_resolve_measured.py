@@ -17,7 +17,7 @@ import pytest
 from addon.resolve import bridge
 from addon.resolve import swaps as resolve_swaps
 from addon.resolve.job_file import ClipError, parse_job
-from addon.resolve.timeline import TimelineRate
+from facefuse import TimecodeRate
 from facefuse.cli.main import main
 from facefuse.config import Settings
 from facefuse.errors import ExitCode, InputError
@@ -85,7 +85,7 @@ def test_drop_frame_rates_read_with_their_suffix_and_number_fps(clip: Path):
                          start_timecode="01:00:00;00", current_timecode="01:00:01;10",
                          start=107892 + 35, playhead=107892 + 40)
     facts = parse_job(bridge.collect_job(resolve))
-    assert facts.rate == TimelineRate(Fraction(30000, 1001), True)
+    assert facts.rate == TimecodeRate(Fraction(30000, 1001), True)
     assert resolve_swaps.preview_frame_number(facts) == LEFT + 1 + 5
 
 

@@ -21,17 +21,16 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
-import av
 import cv2
 import numpy as np
 import OpenImageIO as oiio
 
 from facefuse.config import Settings
 from tests.media_factory import MARKER_BITS, MARKER_BLOCK_PX, MARKER_ORIGIN_PX, marked_frame
-from tests.render_media import linear_to_srgb
+from tests.render_media import linear_to_srgb, make_face_clip
 
 CLIP_FRAMES = 120
 SIZE = (320, 240)
@@ -52,44 +51,24 @@ def _face_patch(testdata: Path) -> np.ndarray:
     return cv2.resize(face[0:300, 100:400], (FACE_PX, FACE_PX), interpolation=cv2.INTER_AREA)
 
 
-def make_face_clip(path: Path, frames: int, testdata: Path, size: tuple[int, int] = SIZE,
-                   zeroed: tuple[int, ...] = ()) -> Path:
-    """An MJPEG .mkv at 24 fps: frame i (render frame i + 1) shows marker i on a scrolling
-    gradient and the face at a position that moves smoothly. `zeroed`: 0-based indices whose
-    packet payloads are then overwritten with zeros in the file (same length: the demuxer still
-    indexes every frame, the decoder cannot decode those)."""
+def farm_clip(testdata: Path, size: tuple[int, int] = SIZE) -> dict[str, Any]:
+    """make_face_clip's arguments for the farm's clip: an MJPEG .mkv at 24 fps whose frame i
+    (render frame i + 1) shows marker i on a scrolling gradient and the face at a position that
+    moves smoothly."""
     patch = _face_patch(testdata)
     width, height = size
     background = marked_frame(0, size)
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream("mjpeg", rate=Fraction(24))
-        stream.width, stream.height, stream.pix_fmt = width, height, "yuvj444p"
-        for i in range(frames):
-            frame = np.roll(background, 2 * i, axis=1)
-            frame[:MARKER_AREA[1], :MARKER_AREA[0]] = marked_frame(i, MARKER_AREA)
-            x = (width - FACE_PX) // 2 + round(0.12 * width * np.sin(i / 9.0))
-            y = max(40, (height - FACE_PX) // 2 + round(0.05 * height * np.cos(i / 7.0)))
-            frame[y:y + FACE_PX, x:x + FACE_PX] = patch
-            picture = av.VideoFrame.from_ndarray(frame, format="bgr24")
-            picture = picture.reformat(format="yuvj444p", dst_color_range=2)
-            picture.pts = i
-            container.mux(stream.encode(picture))
-        container.mux(stream.encode(None))
-    if zeroed:
-        _zero_packets(path, zeroed)
-    return path
 
+    def picture(i: int) -> np.ndarray:
+        frame = np.roll(background, 2 * i, axis=1)
+        frame[:MARKER_AREA[1], :MARKER_AREA[0]] = marked_frame(i, MARKER_AREA)
+        x = (width - FACE_PX) // 2 + round(0.12 * width * np.sin(i / 9.0))
+        y = max(40, (height - FACE_PX) // 2 + round(0.05 * height * np.cos(i / 7.0)))
+        frame[y:y + FACE_PX, x:x + FACE_PX] = patch
+        return frame
 
-def _zero_packets(path: Path, indices: tuple[int, ...]) -> None:
-    with av.open(str(path)) as container:
-        packets = [(p.pos, bytes(p)) for p in container.demux(container.streams.video[0])
-                   if p.size]
-    data = bytearray(path.read_bytes())
-    for index in indices:
-        pos, payload = packets[index]
-        start = data.index(payload[:64], pos)
-        data[start:start + len(payload)] = bytes(len(payload))
-    path.write_bytes(bytes(data))
+    return {"face": None, "picture": picture, "size": size, "codec": "mjpeg", "timecode": None,
+            "audio": None, "gop": None, "matrix": None}
 
 
 # --- files -------------------------------------------------------------------------------------
@@ -291,7 +270,8 @@ def rendered_farm(root: Path, frames: int, testdata: Path, contract_dir: Path,
                   cache: Path) -> Farm:
     """A `frames`-frame face clip with the real YuNet, the contract recogniser and colour
     swapper, and its uninterrupted reference render (PNG), which every frame must swap."""
-    farm = Farm(root=root, clip=make_face_clip(root / "shot.mkv", frames, testdata),
+    clip = make_face_clip(root / "shot.mkv", frames=frames, **farm_clip(testdata))
+    farm = Farm(root=root, clip=clip,
                 cache=cache, models=root / "models", source=testdata / "media" / "obama.jpg",
                 detector=testdata / "models" / "face_detection_yunet_2023mar.onnx",
                 recogniser=contract_dir / "recogniser_512.onnx",

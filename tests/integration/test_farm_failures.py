@@ -20,18 +20,19 @@ from tests.integration.farm_helpers import (
     QUEUE_DEPTH,
     Farm,
     assert_only_outputs,
-    make_face_clip,
+    farm_clip,
     read_pixels,
     run,
 )
 from tests.media_factory import read_marker
+from tests.render_media import make_face_clip
 
 
 def test_undecodable_frames_are_reported_the_rest_finished_exit_5(farm: Farm, testdata: Path,
                                                                   tmp_path: Path) -> None:
     broken = (10, 11, 20)  # 0-based clip indices: render frames 11, 12 and 21
     failing = [i + 1 for i in broken]
-    clip = make_face_clip(tmp_path / "broken.mkv", 30, testdata, zeroed=broken)
+    clip = make_face_clip(tmp_path / "broken.mkv", frames=30, zeroed=broken, **farm_clip(testdata))
     out, fast = tmp_path / "out", tmp_path / "fast"
     out.mkdir()
     fast.mkdir()
@@ -79,7 +80,7 @@ def test_video_output_keeps_one_picture_per_frame_when_frames_fail(farm: Farm, t
                                                                    tmp_path: Path) -> None:
     """A failed frame keeps its slot in a video output (else picture and audio/timecode drift
     apart): the previous frame stands in, and for a failed first frame something must too."""
-    clip = make_face_clip(tmp_path / "broken.mkv", 12, testdata, zeroed=(0, 5))
+    clip = make_face_clip(tmp_path / "broken.mkv", frames=12, zeroed=(0, 5), **farm_clip(testdata))
     settings = replace(farm.settings(), cache_dir=tmp_path / "cache")
     out = tmp_path / "out.mkv"
     summary = render(RenderRequest(sources=(farm.source,), settings=settings,

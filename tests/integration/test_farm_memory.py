@@ -16,9 +16,10 @@ from tests.integration.farm_helpers import (
     Farm,
     Run,
     collect,
-    make_face_clip,
+    farm_clip,
     start,
 )
+from tests.render_media import make_face_clip
 
 
 def _peak_rss_mb(farm: Farm, command: list[str], log: Path,
@@ -39,7 +40,8 @@ def test_peak_memory_does_not_grow_with_shot_length(farm: Farm, testdata: Path,
     size = (640, 360)
     peaks, seconds, cpu = {}, {}, {}
     for frames in (SHORT_FRAMES, LONG_FRAMES):
-        clip = make_face_clip(tmp_path / f"clip{frames}.mkv", frames, testdata, size=size)
+        clip = make_face_clip(tmp_path / f"clip{frames}.mkv", frames=frames,
+                              **farm_clip(testdata, size))
         command = farm.command(tmp_path / f"out{frames}.mkv", "--codec", "mjpeg", clip=clip)
         started = time.perf_counter()
         peaks[frames], cpu[frames], result = _peak_rss_mb(farm, command, tmp_path / f"mem{frames}",

@@ -14,11 +14,12 @@ from tests.integration.farm_helpers import (
     CLIP_FRAMES,
     Farm,
     assert_identical_to,
+    farm_clip,
     frame_files,
-    make_face_clip,
     read_pixels,
     run,
 )
+from tests.render_media import make_face_clip
 
 
 def test_a_rerun_over_a_changed_plate_renders_again(farm: Farm, testdata: Path,
@@ -31,7 +32,8 @@ def test_a_rerun_over_a_changed_plate_renders_again(farm: Farm, testdata: Path,
     for path in list(farm.reference.values())[:12]:
         shutil.copy2(path, out / path.name)
     plate = tmp_path / "shot.mkv"
-    make_face_clip(plate, 12, testdata, size=(352, 240))  # another plate: a wider conform
+    # another plate: a wider conform
+    make_face_clip(plate, frames=12, **farm_clip(testdata, (352, 240)))
     result = run(farm, farm.command(out / "out.####.png", clip=plate), tmp_path / "again",
                  cache=tmp_path / "cache")
     assert result.returncode == 0, result.stderr

@@ -29,8 +29,8 @@ from tests.integration.farm_helpers import (
     assert_identical_to,
     assert_only_outputs,
     collect,
+    farm_clip,
     finish,
-    make_face_clip,
     read_pixels,
     run,
     start,
@@ -39,6 +39,7 @@ from tests.integration.farm_helpers import (
     wait_for_lines,
 )
 from tests.media_factory import read_marker
+from tests.render_media import make_face_clip
 
 
 def test_sigkill_leaves_complete_frames_and_a_rerun_finishes_identically(farm: Farm,
@@ -179,7 +180,7 @@ def test_sigterm_while_waiting_for_another_process_analysis_stops_promptly(
     shot is long enough that the first's analysis (several seconds) outlasts the second's
     start-up on a loaded machine."""
     frames = 4 * CLIP_FRAMES
-    clip = make_face_clip(tmp_path / "long.mkv", frames, testdata)
+    clip = make_face_clip(tmp_path / "long.mkv", frames=frames, **farm_clip(testdata))
     cache = tmp_path / "shared" / "cache"
     first_log, second_log = tmp_path / "first", tmp_path / "second"
     for name in ("a", "b"):

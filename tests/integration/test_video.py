@@ -23,9 +23,9 @@ from facefuse.io.video import (
     VideoSource,
     index,
     is_video_path,
-    offset_timecode,
     yuv,
 )
+from facefuse.timebase import offset_timecode
 from tests import media_factory
 from tests.media_factory import make_marked_clip, make_vfr_clip, read_marker
 from tests.render_media import arrays

@@ -25,6 +25,7 @@ PUBLIC_API = "facefuse"
 LAYERS = (
     ("facefuse.version", "facefuse.types", "facefuse.errors", "facefuse.vectors",
      "facefuse.timing", "facefuse.config", "facefuse.periodic", "facefuse.stopping",
+     "facefuse.timebase",
      # the command line's report streams, public for hosts that print (Blender headless)
      "facefuse.cli.streams", "facefuse.cli.printable"),
     ("facefuse.geometry", "facefuse.masks", "facefuse.paste", "facefuse.selection",

@@ -1,10 +1,11 @@
 """The public API (facefuse/__init__.py): every name in __all__ resolves, `import facefuse`
-loads no heavy library, and the names mypy sees (the TYPE_CHECKING imports) are the names
-served at run time, from the same modules."""
+loads no heavy library, and the names mypy sees (the TYPE_CHECKING imports, where each name is
+written once) are the names served at run time, from the same modules."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import os
 import subprocess
@@ -52,3 +53,10 @@ def _type_checking_imports() -> dict[str, str]:
 def test_the_names_mypy_sees_are_the_names_served() -> None:
     assert _type_checking_imports() == dict(facefuse._WHERE)
     assert sorted(facefuse.__all__) == sorted({"__version__", *facefuse._WHERE})
+    assert len(facefuse.__all__) == len(set(facefuse.__all__)), "a public name imported twice"
+
+
+@pytest.mark.parametrize("name", sorted(facefuse._WHERE))
+def test_each_name_is_served_from_the_module_mypy_sees(name: str) -> None:
+    module = importlib.import_module(facefuse._WHERE[name], "facefuse")
+    assert getattr(facefuse, name) is getattr(module, name)

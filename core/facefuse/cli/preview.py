@@ -34,7 +34,7 @@ from ..shot import commandline
 from ..shot.commandline import INPUT, SHOT_OPTIONS, Option
 from ..shot.output_checks import check_not_input, request_inputs
 from ..shot.request import FrameReport, PhaseProgress, RenderRequest
-from ..stopping import stop_signals
+from ..stopping import Cancelled, stop_signals
 from .render import Progress
 
 STILL = Option(("-o", "--output"), "request.output.path", "text", "the still: a .png, .tif or .exr "
@@ -120,13 +120,11 @@ def cmd_preview(args: argparse.Namespace) -> int:
     progress = Progress(args.progress)
     started = time.perf_counter()
     reports: list[FrameReport] = []
-    from ..shot.planning import PlanCancelled
-    from ..shot.stills import StillsCancelled
 
     with stop_signals() as stop:
         try:
             _preview(request, args.frame, still, _Phases(progress), reports.append, stop.is_set)
-        except (PlanCancelled, StillsCancelled):
+        except Cancelled:
             print(f"facefuse: preview stopped by {stop.name}; no still was written",
                   file=sys.stderr)
             return stop.exit_code

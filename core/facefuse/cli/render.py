@@ -18,7 +18,7 @@ from ..shot import commandline
 from ..shot.frames import FrameChoice, format_frame_list
 from ..shot.output_checks import request_inputs
 from ..shot.request import FrameReport, PhaseProgress, RenderRequest, RenderSummary
-from ..stopping import Stop, stop_signals
+from ..stopping import Cancelled, Stop, stop_signals
 from ..timing import PhaseRate
 
 BAR_WIDTH = 24
@@ -200,8 +200,6 @@ def cmd_render(args: argparse.Namespace) -> int:
                                               *([str(report / "report.json")] if report else [])))
     progress = Progress(args.progress)
     from ..pipeline import Pipeline  # the engine loads here, when a render runs
-    from ..shot.planning import PlanCancelled
-    from ..shot.stills import StillsCancelled
 
     with stop_signals() as stop:
         try:
@@ -211,7 +209,7 @@ def cmd_render(args: argparse.Namespace) -> int:
                 _print_summary(summary, progress.mode, args.json)
                 if report is not None and not summary.cancelled:
                     _write_report(request, report, summary, pipeline, stop.is_set)
-        except (PlanCancelled, StillsCancelled):  # before the frames, or in the report
+        except Cancelled:  # before the frames, or in the report
             print(f"facefuse: stopped by {stop.name}", file=sys.stderr)
             return stop.exit_code
     return _exit_code(summary, stop)

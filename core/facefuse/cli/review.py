@@ -16,7 +16,7 @@ from ..farm.paths import check_inside
 from ..review.folder import check_report_folder
 from ..shot import commandline
 from ..shot.request import RenderRequest
-from ..stopping import stop_signals
+from ..stopping import Cancelled, stop_signals
 from .render import Progress
 
 UNUSED_OUTPUT = "review-frames.####.png"  # the request's output: a review writes no frames
@@ -64,12 +64,10 @@ def write_report(request: RenderRequest, folder: Path, progress: Progress,
     """Write the report folder; its summary record (see review_record), or None when cancel()
     stopped it (nothing written)."""
     from ..review.writing import write_review  # the engine loads here, when a review runs
-    from ..shot.planning import PlanCancelled
-    from ..shot.stills import StillsCancelled
 
     try:
         result = write_review(request, folder, on_phase=progress.phase, cancel=cancel)
-    except (PlanCancelled, StillsCancelled):
+    except Cancelled:
         return None
     return review_record(result.report, result.page)
 

@@ -21,6 +21,7 @@ from ..io import plates, sequences, video
 from ..io.files import check_regular_file
 from ..io.video import DecodedFrame, DecodeFailure, Frame
 from ..runtime.threads import thread_budget
+from ..timebase import offset_timecode
 from ..timing import StageClock
 
 FrameOrFailure = Frame | DecodeFailure
@@ -176,7 +177,7 @@ class VideoInput:
         """Timecode shifted to the first of `numbers`; the audio under `numbers`, if any."""
         source = self.info
         offset = numbers[0] - source.start_number
-        timecode = (video.offset_timecode(source.timecode, source.rate, offset)
+        timecode = (offset_timecode(source.timecode, source.rate, offset)
                     if source.timecode else None)
         audio = None
         if source.audio_streams:

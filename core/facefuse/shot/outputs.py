@@ -5,7 +5,7 @@ sequences (shot.writers).
 It runs the checks of shot.output_checks before anything is written (no output may be an
 input or another output's file; every output folder writable) and sweeps the hidden
 temporaries of these outputs left by a killed render. Missing output folders are created only
-when the first file is written, so a refused render creates nothing. FrameWriter and Processed
+when the first file is written, so a refused render creates nothing. FrameWriter and FrameToWrite
 (shot.writers) are what render hands the writer.
 """
 

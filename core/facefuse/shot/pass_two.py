@@ -35,11 +35,11 @@ from .planning import default_identity
 from .request import CancelCheck, PhaseProgress
 from .streaming import stream
 from .tally import FrameTally
-from .writers import FrameWriter, Processed
+from .writers import FrameToWrite, FrameWriter
 
 # What pass 2's reader hands to inference: number, frame (or failure), the read's stage
 # milliseconds, the frame's planned faces and its fingerprint.
-_Read = tuple[int, Any, Mapping[str, float], tuple[PlannedFace, ...], str]
+_ReadFrame = tuple[int, Any, Mapping[str, float], tuple[PlannedFace, ...], str]
 Identities = Mapping[str, SourceIdentity]  # the identity of each source key of a plan
 # a held frame's read (shot.held_frames): pass 2 spent nothing decoding it
 _NOT_DECODED: Mapping[str, float] = MappingProxyType({"decode": 0.0})
@@ -102,20 +102,20 @@ class PassTwo:
         failed_here: list[int] = []
         past_failure: list[bool] = []  # the writer reached a frame that failed (--fail-fast)
 
-        def process(item: _Read) -> Processed:
+        def process(item: _ReadFrame) -> FrameToWrite:
             number, frame, read_ms, planned, fingerprint = item
             if isinstance(frame, DecodeFailure):
                 failed_here.append(number)
                 if fail_fast:
                     self.halt.set()  # a reader waiting on pass 1 gives up at once
-                return Processed(number, None, None, 0, read_ms, frame.reason)
+                return FrameToWrite(number, None, None, 0, read_ms, frame.reason)
             # the frame is this pass's own (see _timed): paste into it, matte only if written
             result = swap.frame(frame, planned)
-            return Processed(number, frame, result.matte, len(result.swapped),
+            return FrameToWrite(number, frame, result.matte, len(result.swapped),
                              MappingProxyType({**read_ms, **result.timings_ms}),
                              pasted=result.pasted, fingerprint=fingerprint)
 
-        def sink(item: Processed) -> None:
+        def sink(item: FrameToWrite) -> None:
             if past_failure:
                 return  # a worker's frame after a failed one, with --fail-fast
             if fail_fast and item.number in failed_here:
@@ -152,7 +152,7 @@ class PassTwo:
             tally.settle(out.writer.finish(complete))
         tally.phase(PhaseProgress("encode", 1, 1))
 
-    def _planned(self, tally: FrameTally) -> Iterator[_Read]:
+    def _planned(self, tally: FrameTally) -> Iterator[_ReadFrame]:
         """The frames (see _timed) with their targets, each once its targets are final (the
         reader thread waits for the analysis here; AnalysisStopped when they will not be)."""
         plan = self.plan

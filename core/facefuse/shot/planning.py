@@ -20,6 +20,7 @@ from ..color import input_conversion
 from ..errors import InputError
 from ..pipeline import Pipeline
 from ..runtime.threads import blas_on_one_thread
+from ..stopping import Cancelled
 from ..timing import RenderTimings
 from ..types import SourceIdentity
 from .early_plan import AnalysisStopped
@@ -42,7 +43,7 @@ from .smoothing import OneEuroParams
 log = logging.getLogger(__name__)
 
 
-class PlanCancelled(Exception):
+class PlanCancelled(Cancelled):
     """plan_shot was cancelled before the analysis was complete."""
 
 

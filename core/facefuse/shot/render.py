@@ -74,7 +74,7 @@ from .request import (
     RenderSummary,
     Replacement,
 )
-from .tally import Counts, FrameTally
+from .tally import FrameCounts, FrameTally
 from .writers import FrameWriter
 
 log = logging.getLogger(__name__)
@@ -153,7 +153,7 @@ def _job(request: RenderRequest, overrides: Overrides | None, shot: ShotInput,
     return job
 
 
-def _warnings(request: RenderRequest, counts: Counts) -> tuple[str, ...]:
+def _warnings(request: RenderRequest, counts: FrameCounts) -> tuple[str, ...]:
     """What the user must hear although nothing failed: faces found, nothing swapped, and
     not because of the user's own corrections (skips, overrides: those are choices)."""
     chosen = counts.unselected - counts.corrected  # left by the selector

@@ -34,6 +34,7 @@ from ..errors import InputError
 from ..io import plates
 from ..io.sequences import FramePattern
 from ..pipeline import Pipeline
+from ..stopping import Cancelled
 from .frames import plan_frames
 from .inputs import open_input
 from .render import render
@@ -44,7 +45,7 @@ STILL_SUFFIXES = (".png", ".tif", ".tiff", ".exr")
 _NATIVE_FORMATS = MappingProxyType({"png": ".png", "tiff": ".tif", "openexr": ".exr"})
 
 
-class StillsCancelled(Exception):
+class StillsCancelled(Cancelled):
     """render_stills was cancelled (cancel() turned True) before its stills were written."""
 
 

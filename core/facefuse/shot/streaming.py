@@ -45,7 +45,7 @@ QUEUE_BYTES = 64 * 2**20  # bytes the items waiting in one queue hold at most (o
 def payload_bytes(item: object) -> int:
     """The bytes of the pixel buffers an item holds: the `nbytes` of anything that states it
     (numpy arrays, io.video.frame.DecodedFrame), summed through tuples, lists and
-    dataclass fields (shot.writers.Processed); anything else counts 0."""
+    dataclass fields (shot.writers.FrameToWrite); anything else counts 0."""
     stated = getattr(item, "nbytes", None)
     if isinstance(stated, int | np.integer):
         return int(stated)

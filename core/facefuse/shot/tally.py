@@ -1,7 +1,7 @@
 """The tally of a render's frames: the one place that counts frames and reports them to the host.
 
 A frame is settled once the writer has all its files in place (or it failed); a frame found
-already done is skipped. Each is counted (Counts, which the render's summary is made of) and
+already done is skipped. Each is counted (FrameCounts, which the render's summary is made of) and
 reported (FrameReport; the swap phase's PhaseProgress), with its stage times recorded.
 """
 
@@ -15,12 +15,12 @@ from types import MappingProxyType
 from ..timing import RenderTimings
 from .pass_one import PassOne
 from .request import FrameReport, PhaseCallback, PhaseProgress, ProgressCallback
-from .writers import Processed
+from .writers import FrameToWrite
 
 log = logging.getLogger(__name__)
 
 
-class Counts:
+class FrameCounts:
     """Per-run tallies, touched only by the thread that settles frames."""
 
     def __init__(self) -> None:
@@ -35,7 +35,7 @@ class FrameTally:
     def __init__(self, report: ProgressCallback, phase: PhaseCallback, timings: RenderTimings,
                  pass_one: PassOne) -> None:
         self.report, self.phase, self.timings, self.pass_one = report, phase, timings, pass_one
-        self.counts = Counts()
+        self.counts = FrameCounts()
         self.found: dict[int, int] = {}  # faces the analysis found, per frame number
         self.corrected: set[int] = set()  # frames the plan says the user's corrections keep
         self.settled = 0
@@ -46,7 +46,7 @@ class FrameTally:
         self.counts.skipped += 1
         self.report(FrameReport(number, "skipped"))
 
-    def settle(self, items: Iterable[Processed]) -> None:
+    def settle(self, items: Iterable[FrameToWrite]) -> None:
         """Count and report frames the writer has settled (all their files are in place)."""
         for settled in items:
             item = self._timed_item(settled)
@@ -60,7 +60,7 @@ class FrameTally:
             self.settled += 1
             self.phase(PhaseProgress("swap", self.settled, self.todo_total))
 
-    def _count(self, item: Processed) -> None:
+    def _count(self, item: FrameToWrite) -> None:
         """Count and report a written frame: swapped, no face found, or faces found and none
         swapped (unselected; corrected where the user's corrections decided so)."""
         found = self.found.get(item.number, 0)
@@ -79,7 +79,7 @@ class FrameTally:
         self.report(FrameReport(item.number, status, item.faces, item.ms, found=found,
                                 corrected=corrected))
 
-    def _timed_item(self, item: Processed) -> Processed:
+    def _timed_item(self, item: FrameToWrite) -> FrameToWrite:
         """Record a settled frame's pass-2 stage times; the item with its analysis stage times
         (this run's, prefixed "analysis." except detect and embed) added for the host."""
         self.timings.frame("swap", item.ms)

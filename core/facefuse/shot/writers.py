@@ -38,7 +38,7 @@ WRITE_WORKERS = 3
 
 
 @dataclass(frozen=True, slots=True)
-class Processed:
+class FrameToWrite:
     """What pass 2 hands from inference to the writer for one frame (frame None: failed).
 
     frame: the frame as read (io.video.frame), with the faces pasted into its conversions;
@@ -63,9 +63,9 @@ class FrameWriter(Protocol):
 
     def started(self, numbers: Sequence[int]) -> bool: ...
 
-    def write(self, item: Processed, metadata: Mapping[str, str]) -> list[Processed]: ...
+    def write(self, item: FrameToWrite, metadata: Mapping[str, str]) -> list[FrameToWrite]: ...
 
-    def finish(self, complete: bool) -> list[Processed]: ...
+    def finish(self, complete: bool) -> list[FrameToWrite]: ...
 
 
 def matte_frame(matte: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
@@ -168,7 +168,7 @@ class ExtraSequences:
     def finished(self, number: int, fingerprint: str) -> bool:
         return all(out.finished(number, fingerprint) for out in self.outputs)
 
-    def write(self, item: Processed, frame: np.ndarray | Frame,
+    def write(self, item: FrameToWrite, frame: np.ndarray | Frame,
               metadata: Mapping[str, str]) -> None:
         if self.matte is not None:
             self.matte.write(item.number, matte_frame(item.matte, frame.shape), metadata)
@@ -190,7 +190,7 @@ class SequenceWriter:
         self.extras = extras
         self.linear = linear  # display-referred input to EXR: see shot.outputs
         self._pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="facefuse-encode")
-        self._pending: deque[tuple[Processed, Future[float] | None]] = deque()
+        self._pending: deque[tuple[FrameToWrite, Future[float] | None]] = deque()
 
     @property
     def outputs(self) -> tuple[SequenceOutput, ...]:
@@ -204,7 +204,7 @@ class SequenceWriter:
         """Whether a file of any of these frames exists already (in any of the outputs)."""
         return any(out.path(n).exists() for out in self.outputs for n in numbers)
 
-    def write(self, item: Processed, metadata: Mapping[str, str]) -> list[Processed]:
+    def write(self, item: FrameToWrite, metadata: Mapping[str, str]) -> list[FrameToWrite]:
         future = (self._pool.submit(self._write_files, item, metadata)
                   if item.frame is not None else None)
         self._pending.append((item, future))
@@ -213,7 +213,7 @@ class SequenceWriter:
             settled.append(self._settle_oldest())
         return settled
 
-    def _write_files(self, item: Processed, metadata: Mapping[str, str]) -> float:
+    def _write_files(self, item: FrameToWrite, metadata: Mapping[str, str]) -> float:
         """Write the frame's files; the milliseconds it took."""
         assert item.frame is not None
         start = time.perf_counter()
@@ -223,13 +223,13 @@ class SequenceWriter:
         self.extras.write(item, frame, metadata)  # the patch holds what the main output holds
         return (time.perf_counter() - start) * 1000.0
 
-    def _settle_oldest(self) -> Processed:
+    def _settle_oldest(self) -> FrameToWrite:
         item, future = self._pending.popleft()
         if future is None:
             return item
         return _with_encode_ms(item, future.result())  # result() re-raises a failed write
 
-    def finish(self, complete: bool) -> list[Processed]:
+    def finish(self, complete: bool) -> list[FrameToWrite]:
         """Wait for the frames in flight (they complete even when cancelled); settle them."""
         settled = []
         try:
@@ -254,7 +254,7 @@ class VideoWriter:
         self.path, self.request, self.shot, self.numbers = path, request, shot, numbers
         self.extras, self.colour = extras, colour
         self.sink: video.VideoSink | None = None
-        self.last: Processed | None = None  # the last good frame, the stand-in for failures
+        self.last: FrameToWrite | None = None  # the last good frame, the stand-in for failures
         self.leading_failures = 0
 
     def finished(self, number: int, fingerprint: str) -> bool:
@@ -263,7 +263,7 @@ class VideoWriter:
     def started(self, numbers: Sequence[int]) -> bool:
         return False  # a video is written whole, every time
 
-    def write(self, item: Processed, metadata: Mapping[str, str]) -> list[Processed]:
+    def write(self, item: FrameToWrite, metadata: Mapping[str, str]) -> list[FrameToWrite]:
         start = time.perf_counter()
         good = item if item.frame is not None else self.last
         if good is None or good.frame is None:  # no stand-in yet: the first good frame will be
@@ -280,7 +280,7 @@ class VideoWriter:
         self.extras.write(item, item.frame, metadata)
         return [_with_encode_ms(item, (time.perf_counter() - start) * 1000.0)]
 
-    def _write_frame(self, sink: video.VideoSink, item: Processed) -> None:
+    def _write_frame(self, sink: video.VideoSink, item: FrameToWrite) -> None:
         """Encode the item's frame (the sink decides whether its decoded planes pass
         through); a colour-managed one as the video shows it, converted whole."""
         assert item.frame is not None
@@ -297,7 +297,7 @@ class VideoWriter:
         colour = self.colour.to_display(to_model_range(frame[..., :3]) / np.float32(255.0))
         return np.dstack([colour, frame[..., 3:]]) if frame.shape[2] == 4 else colour
 
-    def finish(self, complete: bool) -> list[Processed]:
+    def finish(self, complete: bool) -> list[FrameToWrite]:
         if self.sink is not None:
             if complete:
                 self.sink.close()
@@ -325,7 +325,7 @@ class VideoWriter:
                                audio_duration_s=audio.duration_s)
 
 
-def _with_encode_ms(item: Processed, ms: float) -> Processed:
+def _with_encode_ms(item: FrameToWrite, ms: float) -> FrameToWrite:
     """The item with the milliseconds its writing took as its "encode" stage."""
     return dataclasses.replace(item, ms=MappingProxyType({**item.ms, "encode": round(ms, 3)}))
 

@@ -1,8 +1,8 @@
 """Fixtures of the farm tests: a short shot, its reference render, and the farm tools.
 
-`shot` is a 36-frame clip (tests/integration/farm_helpers.make_face_clip: a real face YuNet
-finds in every frame, frame i carrying marker i) with the contract colour swapper, rendered once
-per session by one real `facefuse render` process: the reference every farm run must match
+`shot` is a 36-frame clip (render_media.make_face_clip with farm_helpers.farm_clip: a real face
+YuNet finds in every frame, frame i carrying marker i) with the contract colour swapper, rendered
+once per session by one real `facefuse render` process: the reference every farm run must match
 byte for byte. `facefuse_program` is an executable that runs this checkout's facefuse with this
 interpreter, as a farm's `facefuse` on PATH would. These tests need the farm extra (openjd-cli,
 dask[distributed]); the numpy-2 CI run, which installs the engine alone, does not collect

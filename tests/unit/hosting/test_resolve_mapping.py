@@ -11,17 +11,11 @@ import pytest
 
 from addon.resolve import swaps as resolve_swaps
 from addon.resolve.job_file import ClipError, parse_job, read_job
-from addon.resolve.timeline import (
-    ItemSpan,
-    TimelineRate,
-    frames_to_timecode,
-    parse_rate,
-    playhead_frame,
-    timecode_to_frames,
-)
+from addon.resolve.timeline import ItemSpan, playhead_frame
 from facefuse.config import Settings
 from facefuse.errors import InputError, OutputError
 from facefuse.shot.request import RenderSummary
+from facefuse.timebase import TimecodeRate, frames_to_timecode, parse_rate, timecode_to_frames
 from tests.resolve_facts import job, read_only_folder
 
 NTSC_24 = Fraction(24000, 1001)
@@ -65,14 +59,14 @@ def test_rates_no_timeline_has_are_refused_in_one_sentence(text: str, media: Pat
 
 
 def test_non_drop_timecode_at_24_and_23976_counts_nominal_frames():
-    for rate in (TimelineRate(Fraction(24)), TimelineRate(NTSC_24)):
+    for rate in (TimecodeRate(Fraction(24)), TimecodeRate(NTSC_24)):
         assert timecode_to_frames("01:00:00:00", rate) == 86400
         assert timecode_to_frames("00:00:01:23", rate) == 47
         assert frames_to_timecode(86400 + 47, rate) == "01:00:01:23"
 
 
 def test_drop_frame_2997_skips_two_numbers_a_minute_but_every_tenth():
-    rate = TimelineRate(NTSC_30, drop_frame=True)
+    rate = TimecodeRate(NTSC_30, drop_frame=True)
     assert frames_to_timecode(1799, rate) == "00:00:59;29"
     assert frames_to_timecode(1800, rate) == "00:01:00;02"  # ;00 and ;01 do not exist
     assert frames_to_timecode(17982, rate) == "00:10:00;00"  # the tenth minute keeps them
@@ -83,21 +77,21 @@ def test_drop_frame_2997_skips_two_numbers_a_minute_but_every_tenth():
 
 
 def test_drop_frame_round_trips_over_two_hours():
-    for rate in (TimelineRate(NTSC_30, True), TimelineRate(Fraction(60000, 1001), True)):
+    for rate in (TimecodeRate(NTSC_30, True), TimecodeRate(Fraction(60000, 1001), True)):
         for count in range(0, 2 * 3600 * rate.nominal, 7):
             assert timecode_to_frames(frames_to_timecode(count, rate), rate) == count
 
 
 def test_drop_frame_needs_an_ntsc_rate_and_timecodes_are_checked():
     with pytest.raises(InputError, match="drop-frame"):
-        TimelineRate(Fraction(25), drop_frame=True)
+        TimecodeRate(Fraction(25), drop_frame=True)
     for bad in ("1:00:00", "01:00:00:24", "01:61:00:00", "aa:00:00:00"):
         with pytest.raises(InputError):
-            timecode_to_frames(bad, TimelineRate(Fraction(24)))
+            timecode_to_frames(bad, TimecodeRate(Fraction(24)))
 
 
 def test_playhead_is_counted_from_the_timelines_start():
-    rate = TimelineRate(NTSC_30, True)
+    rate = TimecodeRate(NTSC_30, True)
     start = timecode_to_frames("01:00:00;00", rate)
     assert playhead_frame("01:00:01;00", "01:00:00;00", start, rate) == start + 30
     with pytest.raises(InputError, match="before"):
@@ -148,7 +142,7 @@ def test_a_job_at_one_hour_becomes_facts_and_a_request_for_the_used_range(media:
 def test_ntsc_timelines_map_the_playhead_to_the_source(media: Path, rate: str, drop: str,
                                                        start_tc: str, current_tc: str,
                                                        start_frame: int):
-    parsed = TimelineRate(parse_rate(rate), drop == "1")
+    parsed = TimecodeRate(parse_rate(rate), drop == "1")
     here = playhead_frame(current_tc, start_tc, start_frame, parsed)
     facts = parse_job(job(media, rate=rate, drop=drop, start=here - 4, left_offset=7,
                           start_frame=start_frame, start_timecode=start_tc,

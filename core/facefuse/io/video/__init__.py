@@ -7,8 +7,9 @@ packet index, seeking and variable-rate conforming); ``write`` (``VideoSink``) w
 (the codec table and its checks), ``keep_yuv`` (--keep-yuv's lossless YUV outputs) and
 ``audio`` (packet copy); ``passthrough`` (when decoded planes go to the encoder); ``yuv`` /
 ``yuv_write`` (the once-rounded YUV <-> BGR maths); ``orientation`` (display rotations);
-``common`` (extensions, codec names, rate and timecode helpers). Import from here; the module
-docstrings say how frames are numbered and converted, and what survives in which container.
+``common`` (extensions, codec names; rates and timecode: ``facefuse.timebase``). Import from
+here; the module docstrings say how frames are numbered and converted, and what survives in
+which container.
 
 The names below load their module on first use (PEP 562), so importing one light module of the
 package (``io.video.common``: the command line's codec names) loads neither PyAV nor OpenCV.
@@ -25,9 +26,7 @@ if TYPE_CHECKING:
         VIDEO_CODECS,
         VIDEO_EXTENSIONS,
         container_tags,
-        format_rate,
         is_video_path,
-        offset_timecode,
     )
     from .frame import DecodedFrame, Frame, FrameRegion, SmallPicture
     from .index import STANDARD_RATES
@@ -35,8 +34,8 @@ if TYPE_CHECKING:
     from .write import VideoSink
 
 _HOMES = MappingProxyType({
-    "VIDEO_CODECS": "common", "VIDEO_EXTENSIONS": "common", "format_rate": "common",
-    "is_video_path": "common", "offset_timecode": "common", "container_tags": "common",
+    "VIDEO_CODECS": "common", "VIDEO_EXTENSIONS": "common", 
+    "is_video_path": "common", "container_tags": "common",
     "DecodedFrame": "frame",
     "Frame": "frame", "FrameRegion": "frame", "SmallPicture": "frame",
     "STANDARD_RATES": "index", "DecodeFailure": "read", "VideoInfo": "read",
@@ -56,9 +55,7 @@ __all__ = [
     "VideoSink",
     "VideoSource",
     "container_tags",
-    "format_rate",
     "is_video_path",
-    "offset_timecode",
 ]
 
 

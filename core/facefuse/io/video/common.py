@@ -1,10 +1,8 @@
-"""What video reading and writing share: the file extensions and codec names facefuse knows, rate
-and timecode helpers, and opening a media file for reading (see video_read and video_write)."""
+"""What video reading and writing share: the file extensions and codec names facefuse knows and
+opening a media file for reading (see video_read and video_write)."""
 
 from __future__ import annotations
 
-import re
-from fractions import Fraction
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -21,8 +19,6 @@ DEFAULT_CRF = MappingProxyType({"h264": 16, "h265": 18})
 DEFAULT_PRESET = "medium"
 PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
            "veryslow", "placebo")  # what libx264 and libx265 both accept
-# FFmpeg writes the frames field with as few digits as the rate needs: one below 10 frames/s
-TIMECODE_PATTERN = re.compile(r"^\d{2}:\d{2}:\d{2}[:;.]\d{1,3}$")
 
 
 def is_video_path(path: Path | str) -> bool:
@@ -73,32 +69,6 @@ def check_encoder_options(codec: str, crf: int | None, preset: str | None) -> No
     if preset is not None and preset not in PRESETS:
         raise InputError(f"--preset {preset!r} is not an x264/x265 preset; choose one of "
                          f"{', '.join(PRESETS)}")
-
-
-def format_rate(rate: Fraction) -> str:
-    """A rate for messages: '24', '29.97', '23.976'."""
-    return f"{float(rate):.3f}".rstrip("0").rstrip(".")
-
-
-def offset_timecode(timecode: str, rate: Fraction, frames: int) -> str:
-    """``timecode`` moved on by ``frames`` frames at ``rate`` (wrapping at 24 h). Drop-frame
-    timecodes (';' or '.' before the frames, 29.97 or 59.94) skip frame numbers as SMPTE 12M
-    says. For the sink's timecode when a range of the source is written."""
-    if not TIMECODE_PATTERN.match(timecode):
-        raise ValueError(f"{timecode!r} is not a HH:MM:SS:FF timecode")
-    fps = round(rate)
-    drop = 2 * (fps // 30) if timecode[8] in ";." and rate.denominator == 1001 else 0
-    hh, mm, ss, ff = (int(part) for part in re.split(r"[:;.]", timecode))
-    minutes = 60 * hh + mm
-    count = (60 * minutes + ss) * fps + ff - drop * (minutes - minutes // 10) + frames
-    count %= 24 * 3600 * fps - drop * 24 * 6 * 9
-    if drop:
-        tens, rest = divmod(count, 600 * fps - 9 * drop)
-        late = drop * ((rest - drop) // (60 * fps - drop)) if rest > drop else 0
-        count += 9 * drop * tens + late
-    ff, seconds = count % fps, count // fps
-    return (f"{seconds // 3600 % 24:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-            f"{timecode[8]}{ff:02d}")
 
 
 # 8-bit chroma-subsampled pixel formats and the 4:4:4 format to convert through (both ways:

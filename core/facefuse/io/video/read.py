@@ -42,8 +42,9 @@ from typing import Any, Self
 import av
 
 from ...errors import InputError
+from ...timebase import rate_text
 from ...timing import DECODER_THREAD_PREFIX, StageClock, threads_named
-from .common import format_rate, open_input
+from .common import open_input
 from .frame import DecodedFrame
 from .index import (
     Decoder,
@@ -189,7 +190,7 @@ class VideoSource:
         self._array_format = ("bgra" if alpha else "bgr24") if bits <= 8 else (
             "bgra64le" if alpha else "bgr48le")
         logger.debug("%s: %d frames at %s fps, %s (%s)", path, self._info.frame_count,
-                     format_rate(rate), fmt, self._array_format)
+                     rate_text(rate), fmt, self._array_format)
 
     def _find_turns(self) -> int:
         """Quarter turns from the display matrix the decoder attaches to the first picture it
@@ -241,8 +242,8 @@ class VideoSource:
         if not conform_vfr:
             raise InputError(f"{self._path} has a variable frame rate, which facefuse cannot "
                              f"render frame-accurately; re-run with --conform-vfr to conform it to "
-                             f"{format_rate(grid)} fps")
-        logger.info("%s: variable frame rate conformed to %s fps", self._path, format_rate(grid))
+                             f"{rate_text(grid)} fps")
+        logger.info("%s: variable frame rate conformed to %s fps", self._path, rate_text(grid))
         return grid, conform_slots(self._index, grid)
 
     def _describe(self, rate: Fraction, start_number: int) -> VideoInfo:

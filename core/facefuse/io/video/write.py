@@ -49,6 +49,7 @@ import av
 import numpy as np
 
 from ...errors import FacefuseError, InputError
+from ...timebase import TIMECODE_PATTERN
 from ...timing import ENCODER_THREAD_PREFIX, threads_named
 from ...types import Pasted
 from ..files import create_temporary, is_write_failure, write_error
@@ -58,7 +59,6 @@ from .common import (
     CRF_CODECS,
     DEFAULT_PRESET,
     SUBSAMPLED_8BIT,
-    TIMECODE_PATTERN,
     check_encoder_options,
 )
 from .encoders import (
