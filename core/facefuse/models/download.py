@@ -22,14 +22,13 @@ import hashlib
 import http.client
 import logging
 import os
-import socket
 import stat
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
@@ -39,6 +38,7 @@ from ..cache.locking import FileLock
 from ..errors import ChecksumError, DownloadError, ModelError, ModelMissingError
 from ..io.files import write_error
 from ..version import __version__
+from .urls import unresolved_host, unresolved_message
 
 log = logging.getLogger(__name__)
 
@@ -129,28 +129,6 @@ def download_verified(urls: tuple[str, ...], part_path: Path, final_path: Path, 
         raise DownloadError(unresolved_message(label, unresolved.values()))
     raise DownloadError(f"could not download {label} after {len(errors)} attempts; "
                         f"last error: {errors[-1] if errors else 'no URL'}")
-
-
-def unresolved_host(exc: BaseException, url: str) -> str | None:
-    """The host name of url when exc says it cannot be resolved (socket.gaierror, bare or as
-    a URLError's reason), else None: another attempt would fail the same way at once."""
-    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-    if isinstance(reason, socket.gaierror):
-        return urllib.parse.urlsplit(url).hostname or url
-    return None
-
-
-def unresolved_message(label: str, hosts: Iterable[str]) -> str:
-    """'could not download LABEL: the host H cannot be resolved (...)'."""
-    names = sorted(set(hosts))
-    which = f"the host {names[0]}" if len(names) == 1 else f"the hosts {', '.join(names)}"
-    return (f"could not download {label}: {which} cannot be resolved (no network, or no name "
-            "server reachable), so it was not retried")
-
-
-def is_local_url(url: str) -> bool:
-    """Whether url is a file:// URL (a local file or a mounted share, never the network)."""
-    return urllib.parse.urlsplit(url).scheme.lower() == "file"
 
 
 def _fetch_checked(url: str, part: Path, size: int, sha256: str, label: str, timeout_s: float,
@@ -383,12 +361,6 @@ def mismatch_message(what: str, got: str, digest: str, expected_size: int,
     """'<what> has <got> bytes and sha256 <digest>, expected <size> bytes and sha256 <sha>'."""
     return (f"{what} has {got} bytes and sha256 {digest}, "
             f"expected {expected_size} bytes and sha256 {expected_sha}")
-
-
-def url_file_name(url: str) -> str:
-    """The last path segment of url, unquoted ('archive.zip' when the path has none)."""
-    name = PurePosixPath(urllib.parse.unquote(urllib.parse.urlsplit(url).path)).name
-    return name or "archive.zip"
 
 
 def _hash_prefix(part: Path, length: int) -> Any:

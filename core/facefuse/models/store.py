@@ -32,8 +32,6 @@ from .download import (
     download_verified,
     extract_member,
     file_matches,
-    is_local_url,
-    url_file_name,
 )
 from .locations import (
     bad_file_message,
@@ -43,6 +41,7 @@ from .locations import (
     missing_models_message,
 )
 from .manifest import ROLES, Manifest, ModelEntry, file_name_problem
+from .urls import is_local_url, url_file_name
 from .verification import VerifiedRecords, VerifyResult, is_remembered
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,8 @@ from .records import Flag, flag_sample, flagged_ranges, ranges
 
 if TYPE_CHECKING:  # these load OpenCV: types only here
     from ..shot.plan import ShotPlan
-    from .flags import Series, Thresholds
+    from .flags import Thresholds
+    from .measures import Series
 
 SCHEMA = "facefuse.review/1"
 REPORT_NAME = "report.json"

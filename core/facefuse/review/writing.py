@@ -21,8 +21,9 @@ from ..shot.output_checks import request_inputs
 from ..shot.plan import ShotPlan
 from ..shot.planning import fitted_request, people_without_source, plan_shot
 from ..shot.request import CancelCheck, PhaseCallback, PhaseProgress, RenderRequest
-from .flags import Thresholds, find_flags, person_series
+from .flags import Thresholds, find_flags
 from .folder import ReportFolder, check_report_folder
+from .measures import person_series
 from .page import page_html, plot_files
 from .records import Flag, flag_sample
 from .report import PAGE_NAME, REPORT_NAME, Sample, Timings, build_report, report_json

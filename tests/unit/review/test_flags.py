@@ -7,13 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from facefuse.review.flags import (
-    KINDS,
-    Thresholds,
-    find_flags,
-    hull_area,
-    person_series,
-)
+from facefuse.review.flags import KINDS, Thresholds, find_flags
+from facefuse.review.measures import hull_area, person_series
 from facefuse.review.records import flagged_ranges, ranges
 from tests.unit.review.plans import SIZE, face, moved, plan_of
 from tests.unit.shot.identities import identity, seen

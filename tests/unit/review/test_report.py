@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from facefuse.errors import ExitCode, InputError, OutputError
-from facefuse.review.flags import Thresholds, find_flags, person_series
+from facefuse.review.flags import Thresholds, find_flags
 from facefuse.review.folder import ReportFolder, check_report_folder
+from facefuse.review.measures import person_series
 from facefuse.review.page import PLOTS_MISSING, page_html, plot_files
 from facefuse.review.report import (
     SCHEMA,
