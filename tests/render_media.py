@@ -31,8 +31,8 @@ import OpenImageIO as oiio
 from facefuse.config import Settings
 from facefuse.io.video import DecodeFailure
 from facefuse.io.video.yuv import chroma_centred, picture_to_bgr
-from facefuse.shot.render import render
-from facefuse.shot.request import FrameReport, RenderRequest, RenderSummary
+from facefuse.shot.contract.request import FrameReport, RenderRequest, RenderSummary
+from facefuse.shot.run.render import render
 from tests import media_factory
 from tests.media_factory import marked_frame
 

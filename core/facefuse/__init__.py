@@ -102,13 +102,16 @@ if TYPE_CHECKING:
     from .pipeline import Pipeline
     from .review.report import load_report
     from .review.writing import write_review
-    from .shot.commandline import render_args, request_from_args
-    from .shot.frames import FramePlan, plan_frames
-    from .shot.output_checks import check_not_input
-    from .shot.overrides import Override, Overrides, load_overrides, write_overrides
-    from .shot.plan import PlannedFace, PlannedPerson, ShotPlan
-    from .shot.planning import people_without_source, plan_shot
-    from .shot.previews import (
+    from .shot.contract.commandline import render_args, request_from_args
+    from .shot.contract.frames import FramePlan, plan_frames
+    from .shot.contract.request import (
+        FrameReport,
+        PhaseProgress,
+        RenderRequest,
+        RenderSummary,
+        Replacement,
+    )
+    from .shot.looks.previews import (
         face_pictures,
         faces_overlay,
         frame_picture,
@@ -116,15 +119,13 @@ if TYPE_CHECKING:
         reference_face,
         source_preview,
     )
-    from .shot.render import render
-    from .shot.replacement import replaced_frames
-    from .shot.request import (
-        FrameReport,
-        PhaseProgress,
-        RenderRequest,
-        RenderSummary,
-        Replacement,
-    )
+    from .shot.output.output_checks import check_not_input
+    from .shot.plan.overrides import Override, Overrides, load_overrides, write_overrides
+    from .shot.plan.plan import PlannedFace, PlannedPerson, ShotPlan
+    from .shot.plan.planning import people_without_source
+    from .shot.run.plan_only import plan_shot
+    from .shot.run.render import render
+    from .shot.run.replacement import replaced_frames
     from .stopping import Stop, stop_signals
     from .timing import PhaseRate
 
@@ -137,24 +138,25 @@ _WHERE = MappingProxyType({
     "Pipeline": ".pipeline",
     **dict.fromkeys(("read_image", "write_image"), ".io.images"),
     **dict.fromkeys(("RenderRequest", "FrameReport", "PhaseProgress", "RenderSummary",
-                     "Replacement"), ".shot.request"),
-    "render": ".shot.render",
-    "replaced_frames": ".shot.replacement",
-    **dict.fromkeys(("plan_shot", "people_without_source"), ".shot.planning"),
-    **dict.fromkeys(("ShotPlan", "PlannedPerson", "PlannedFace"), ".shot.plan"),
+                     "Replacement"), ".shot.contract.request"),
+    "render": ".shot.run.render",
+    "replaced_frames": ".shot.run.replacement",
+    "plan_shot": ".shot.run.plan_only",
+    "people_without_source": ".shot.plan.planning",
+    **dict.fromkeys(("ShotPlan", "PlannedPerson", "PlannedFace"), ".shot.plan.plan"),
     "write_review": ".review.writing",
     **dict.fromkeys(("Override", "Overrides", "load_overrides", "write_overrides"),
-                    ".shot.overrides"),
+                    ".shot.plan.overrides"),
     "load_report": ".review.report",
-    **dict.fromkeys(("plan_frames", "FramePlan"), ".shot.frames"),
+    **dict.fromkeys(("plan_frames", "FramePlan"), ".shot.contract.frames"),
     **dict.fromkeys(("FramePattern", "is_frame_pattern", "parse_frame_range", "parse_chunk",
                      "sequence_of_frame", "SEQUENCE_SUFFIXES"), ".io.sequences"),
     **dict.fromkeys(("preview_frame", "frame_picture", "faces_overlay", "face_pictures",
-                     "reference_face", "source_preview"), ".shot.previews"),
+                     "reference_face", "source_preview"), ".shot.looks.previews"),
     **dict.fromkeys(("Job", "JobRunner", "Message", "Report", "HostError"), ".hosting.jobs"),
     **dict.fromkeys(("missing_models", "absent_models", "fetch_models", "MODEL_ROLES",
                      "LOOK_ROLES"), ".hosting.models"),
-    **dict.fromkeys(("render_args", "request_from_args"), ".shot.commandline"),
+    **dict.fromkeys(("render_args", "request_from_args"), ".shot.contract.commandline"),
     **dict.fromkeys(("host_module", "installed_hosts", "prefer_source_tree", "HOST_GROUP"),
                     ".hosting.plugins"),
     **dict.fromkeys(("OUTPUT_FOLDER", "OUTPUT_KINDS", "SEQUENCE_FORMATS", "MOVIE_CODECS",
@@ -167,7 +169,7 @@ _WHERE = MappingProxyType({
     **dict.fromkeys(("atomic_write_bytes", "check_folder_writable", "check_path_length"),
                     ".io.files"),
     "load_json_file": ".io.small_files",
-    "check_not_input": ".shot.output_checks",
+    "check_not_input": ".shot.output.output_checks",
 })
 
 __all__ = [  # noqa: RUF022 - grouped as the docstring lists them

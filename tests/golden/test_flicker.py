@@ -38,9 +38,9 @@ import pytest
 
 from facefuse.config import Settings
 from facefuse.pipeline import Pipeline
-from facefuse.shot.plan import smoothing_lookahead
-from facefuse.shot.smoothing import landmark_spread_px, smooth_tracks
-from facefuse.shot.tracking import Track, build_tracks
+from facefuse.shot.plan.plan import smoothing_lookahead
+from facefuse.shot.plan.smoothing import landmark_spread_px, smooth_tracks
+from facefuse.shot.plan.tracking import Track, build_tracks
 from facefuse.types import SourceIdentity
 from tests.render_media import read_clip_opencv
 

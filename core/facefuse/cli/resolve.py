@@ -26,8 +26,8 @@ from ..hosting.jobs import HostError
 from ..hosting.outputs import OUTPUT_KINDS
 from ..hosting.plugins import host_module
 from ..io import files
-from ..shot.output_checks import check_not_input, settings_inputs
-from ..shot.request import RenderRequest, RenderSummary
+from ..shot.contract.request import RenderRequest, RenderSummary
+from ..shot.output.output_checks import check_not_input, settings_inputs
 from .options import engine_options, settings_from_args
 from .render import Progress, run_render
 

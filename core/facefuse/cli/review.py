@@ -14,8 +14,8 @@ from typing import Any
 from ..errors import ExitCode
 from ..farm.paths import check_inside
 from ..review.folder import check_report_folder
-from ..shot import commandline
-from ..shot.request import RenderRequest
+from ..shot.contract import commandline
+from ..shot.contract.request import RenderRequest
 from ..stopping import stop_signals
 from .render import Progress
 
@@ -64,8 +64,8 @@ def write_report(request: RenderRequest, folder: Path, progress: Progress,
     """Write the report folder; its summary record (see review_record), or None when cancel()
     stopped it (nothing written)."""
     from ..review.writing import write_review  # the engine loads here, when a review runs
-    from ..shot.planning import PlanCancelled
-    from ..shot.stills import StillsCancelled
+    from ..shot.looks.stills import StillsCancelled
+    from ..shot.run.plan_only import PlanCancelled
 
     try:
         result = write_review(request, folder, on_phase=progress.phase, cancel=cancel)

@@ -22,9 +22,9 @@ from ..hosting.plugins import host_module
 from ..io import files
 from ..io.small_files import json_value
 from ..review.folder import check_report_folder
-from ..shot import commandline
-from ..shot.output_checks import check_not_input, request_inputs
-from ..shot.request import RenderRequest, RenderSummary
+from ..shot.contract import commandline
+from ..shot.contract.request import RenderRequest, RenderSummary
+from ..shot.output.output_checks import check_not_input, request_inputs
 from ..stopping import stop_signals
 from .render import Progress, run_render, summary_record
 
@@ -142,8 +142,8 @@ def cmd_swap(args: argparse.Namespace) -> int:
         return ExitCode.OK
     for note in swap.notes:
         print(note)
-    from ..shot.planning import PlanCancelled
-    from ..shot.stills import StillsCancelled
+    from ..shot.looks.stills import StillsCancelled
+    from ..shot.run.plan_only import PlanCancelled
 
     with stop_signals() as stop:
         try:

@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import InputError
-from ..shot.frames import plan_frames
-from ..shot.request import RenderRequest
+from ..shot.contract.frames import plan_frames
+from ..shot.contract.request import RenderRequest
 
 
 def shot_frames(request: RenderRequest) -> tuple[int, ...]:
     """The input's frame numbers inside request.frames (all when None; InputError for a
     request.only reaching outside them); opens the input."""
-    from ..shot.inputs import open_input  # the decoders load only when a job is made
+    from ..shot.contract.inputs import open_input  # the decoders load only when a job is made
 
     shot = open_input(request.input, request.start_number, request.conform_vfr)
     try:

@@ -1,4 +1,4 @@
-"""shot.commandline (what farm tasks run): a RenderRequest becomes the `facefuse render`
+"""shot.contract.commandline (what farm tasks run): a RenderRequest becomes the `facefuse render`
 arguments and the render options' own parser reads them back to the same request, for every
 field a user can set; farm.commandline's whole command and absolute paths; the farm's frame
 chunks; the openjd progress lines. Nothing here runs a render."""
@@ -24,9 +24,9 @@ from facefuse.config import Settings
 from facefuse.errors import InputError
 from facefuse.farm import commandline as farm_commandline
 from facefuse.farm.chunks import chunk_ranges
-from facefuse.shot import commandline
-from facefuse.shot.frames import plan_frames
-from facefuse.shot.request import PhaseProgress, RenderRequest
+from facefuse.shot.contract import commandline
+from facefuse.shot.contract.frames import plan_frames
+from facefuse.shot.contract.request import PhaseProgress, RenderRequest
 
 BASE = RenderRequest(sources=(Path("actor.jpg"),), input="shot.mov",
                      output="out/shot.####.exr")
@@ -95,8 +95,8 @@ def test_the_tables_cover_every_field() -> None:
 
 
 def test_every_option_names_a_real_field_once() -> None:
-    """The table shot.commandline describes: each option sets one field, and the command line's
-    render parser is built from it (same switches, defaults and help)."""
+    """The table shot.contract.commandline describes: each option sets one field, and the command
+    line's render parser is built from it (same switches, defaults and help)."""
     owners = {"request": {f.name for f in fields(RenderRequest)},
               "settings": {f.name for f in fields(Settings)}, "": {""}}
     named = [option.field for option in commandline.RENDER_OPTIONS]

@@ -21,7 +21,7 @@ from addon.resolve.timeline import (
 )
 from facefuse.config import Settings
 from facefuse.errors import InputError, OutputError
-from facefuse.shot.request import RenderSummary
+from facefuse.shot.contract.request import RenderSummary
 from tests.resolve_facts import job, read_only_folder
 
 NTSC_24 = Fraction(24000, 1001)

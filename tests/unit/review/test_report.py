@@ -22,7 +22,7 @@ from facefuse.review.report import (
     load_report,
     report_json,
 )
-from facefuse.shot.request import RenderRequest
+from facefuse.shot.contract.request import RenderRequest
 from tests.unit.review.plans import plan_of
 
 FRAMES = tuple(range(101, 131))
