@@ -12,7 +12,7 @@ to it); every other module is the engine's own and may change shape.
   reports a ``FrameReport`` per frame and ``PhaseProgress`` per phase step and returns a
   ``RenderSummary``; ``replaced_frames(request)`` -> ``Replacement``, asked before a render:
   the finished frames of its output it would replace, made with other choices, and what
-  differs; ``plan_frames`` says which frames a request renders; ``FramePattern`` and
+  differs; ``select_frames`` says which frames a request renders; ``FramePattern`` and
   the parsers read sequence patterns, ``--frames A-B`` and ``--chunk N/M``.
 - Its command line: ``render_args(request)`` -> the ``facefuse render`` arguments,
   ``request_from_args(args)`` -> the request back.
@@ -103,7 +103,7 @@ if TYPE_CHECKING:
     from .review.report import load_report
     from .review.writing import write_review
     from .shot.contract.commandline import render_args, request_from_args
-    from .shot.contract.frames import FramePlan, plan_frames
+    from .shot.contract.frames import FrameSelection, select_frames
     from .shot.contract.request import (
         FrameReport,
         PhaseProgress,
@@ -120,9 +120,9 @@ if TYPE_CHECKING:
         source_preview,
     )
     from .shot.output.output_checks import check_not_input
+    from .shot.plan.options import people_without_source
     from .shot.plan.overrides import Override, Overrides, load_overrides, write_overrides
     from .shot.plan.plan import PlannedFace, PlannedPerson, ShotPlan
-    from .shot.plan.planning import people_without_source
     from .shot.run.plan_only import plan_shot
     from .shot.run.render import render
     from .shot.run.replacement import replaced_frames
@@ -142,13 +142,13 @@ _WHERE = MappingProxyType({
     "render": ".shot.run.render",
     "replaced_frames": ".shot.run.replacement",
     "plan_shot": ".shot.run.plan_only",
-    "people_without_source": ".shot.plan.planning",
+    "people_without_source": ".shot.plan.options",
     **dict.fromkeys(("ShotPlan", "PlannedPerson", "PlannedFace"), ".shot.plan.plan"),
     "write_review": ".review.writing",
     **dict.fromkeys(("Override", "Overrides", "load_overrides", "write_overrides"),
                     ".shot.plan.overrides"),
     "load_report": ".review.report",
-    **dict.fromkeys(("plan_frames", "FramePlan"), ".shot.contract.frames"),
+    **dict.fromkeys(("select_frames", "FrameSelection"), ".shot.contract.frames"),
     **dict.fromkeys(("FramePattern", "is_frame_pattern", "parse_frame_range", "parse_chunk",
                      "sequence_of_frame", "SEQUENCE_SUFFIXES"), ".io.sequences"),
     **dict.fromkeys(("preview_frame", "frame_picture", "faces_overlay", "face_pictures",
@@ -179,9 +179,9 @@ __all__ = [  # noqa: RUF022 - grouped as the docstring lists them
     # one image
     "Pipeline", "read_image", "write_image",
     # one shot
-    "RenderRequest", "FrameReport", "PhaseProgress", "RenderSummary", "render", "plan_frames",
+    "RenderRequest", "FrameReport", "PhaseProgress", "RenderSummary", "render", "select_frames",
     "replaced_frames", "Replacement",
-    "FramePlan", "FramePattern", "is_frame_pattern", "parse_frame_range", "parse_chunk",
+    "FrameSelection", "FramePattern", "is_frame_pattern", "parse_frame_range", "parse_chunk",
     "sequence_of_frame", "SEQUENCE_SUFFIXES",
     "render_args", "request_from_args",
     # the shot plan and its review

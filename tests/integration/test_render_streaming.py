@@ -1,4 +1,4 @@
-"""Pass 2 beside pass 1 (selector many, analysis not cached; see shot/run/early_plan.py): the
+"""Pass 2 beside pass 1 (selector many, analysis not cached; see shot/run/early_targets.py): the
 streamed render's frames are bit-identical to a render of the same shot whose analysis was cached
 first,
 with smoothing, two faces and a cut, for a farm chunk inside the range and for a sequence output

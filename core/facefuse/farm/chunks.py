@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import InputError
-from ..shot.contract.frames import plan_frames
+from ..shot.contract.frames import select_frames
 from ..shot.contract.request import RenderRequest
 
 
@@ -22,8 +22,8 @@ def shot_frames(request: RenderRequest) -> tuple[int, ...]:
 
     shot = open_input(request.input, request.start_number, request.conform_vfr)
     try:
-        return plan_frames(shot.frame_numbers, request.frames, None, shot.label,
-                           contiguous=shot.is_sequence, only=request.only).analysed
+        return select_frames(shot.frame_numbers, request.frames, None, shot.label,
+                             contiguous=shot.is_sequence, only=request.only).analysed
     finally:
         shot.close()
 

@@ -25,7 +25,7 @@ from facefuse.errors import InputError
 from facefuse.farm import commandline as farm_commandline
 from facefuse.farm.chunks import chunk_ranges
 from facefuse.shot.contract import commandline
-from facefuse.shot.contract.frames import plan_frames
+from facefuse.shot.contract.frames import select_frames
 from facefuse.shot.contract.request import PhaseProgress, RenderRequest
 
 BASE = RenderRequest(sources=(Path("actor.jpg"),), input="shot.mov",
@@ -130,10 +130,10 @@ def test_a_bad_command_line_is_one_input_error() -> None:
 
 
 def test_chunk_frames_render_a_sub_range_of_the_analysed_range() -> None:
-    plan = plan_frames(tuple(range(1, 101)), (11, 60), None, "shot", chunk_frames=(21, 30))
-    assert plan.analysed == tuple(range(11, 61)) and plan.rendered == tuple(range(21, 31))
+    selection = select_frames(tuple(range(1, 101)), (11, 60), None, "shot", chunk_frames=(21, 30))
+    assert selection.analysed == tuple(range(11, 61)) and selection.rendered == tuple(range(21, 31))
     with pytest.raises(InputError, match="not inside the analysed range 11-60"):
-        plan_frames(tuple(range(1, 101)), (11, 60), None, "shot", chunk_frames=(55, 65))
+        select_frames(tuple(range(1, 101)), (11, 60), None, "shot", chunk_frames=(55, 65))
 
 
 def test_chunk_ranges_cover_the_range_once() -> None:

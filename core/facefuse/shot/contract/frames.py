@@ -31,8 +31,9 @@ FLAGGED = "flagged:"
 
 
 @dataclass(frozen=True, slots=True)
-class FramePlan:
-    """analysed: the range's frame numbers (pass 1); rendered: this render's share of them."""
+class FrameSelection:
+    """Which frames a render does. analysed: the range's frame numbers (pass 1); rendered: this
+    render's share of them."""
 
     analysed: tuple[int, ...]
     rendered: tuple[int, ...]
@@ -103,11 +104,11 @@ def parse_frames(text: str) -> FrameChoice:
     return FrameChoice(None, parse_frame_list(text))
 
 
-def plan_frames(available: Sequence[int], frames: tuple[int, int] | None,
-                chunk: tuple[int, int] | None, label: str,
-                contiguous: bool = False,
-                chunk_frames: tuple[int, int] | None = None,
-                only: FrameRanges | None = None) -> FramePlan:
+def select_frames(available: Sequence[int], frames: tuple[int, int] | None,
+                  chunk: tuple[int, int] | None, label: str,
+                  contiguous: bool = False,
+                  chunk_frames: tuple[int, int] | None = None,
+                  only: FrameRanges | None = None) -> FrameSelection:
     """The frames of `available` (sorted input numbers) inside `frames` (inclusive; None: all),
     and the `chunk` (index, count; 1-based) of them to render, or those inside `chunk_frames`
     (inclusive; it must lie within `frames`); with `only`, of those frames only the ones in
@@ -132,9 +133,9 @@ def plan_frames(available: Sequence[int], frames: tuple[int, int] | None,
                          "the ranges on either side with --frames, or fill the gap")
     wanted = chosen if only is None else _only(chosen, only, label)
     if chunk_frames is not None:
-        return FramePlan(chosen, _sub_range(wanted, (lo, hi), chunk_frames))
+        return FrameSelection(chosen, _sub_range(wanted, (lo, hi), chunk_frames))
     rendered = sequences.chunk_of(wanted, *chunk) if chunk else wanted
-    return FramePlan(chosen, rendered)
+    return FrameSelection(chosen, rendered)
 
 
 def _only(chosen: tuple[int, ...], only: FrameRanges, label: str) -> tuple[int, ...]:

@@ -34,7 +34,7 @@ from ...errors import InputError
 from ...io import plates
 from ...io.sequences import FramePattern
 from ...pipeline import Pipeline
-from ..contract.frames import plan_frames
+from ..contract.frames import select_frames
 from ..contract.inputs import open_input
 from ..contract.request import CancelCheck, PhaseCallback, ProgressCallback, RenderRequest
 from ..run.render import render
@@ -114,24 +114,24 @@ def _facts(request: RenderRequest, wanted: list[int]) -> tuple[tuple[int, ...], 
     shot = open_input(request.input, request.start_number, request.conform_vfr,
                       request.settings.threads)
     try:
-        plan = plan_frames(shot.frame_numbers, request.frames, None, shot.label,
-                           contiguous=shot.is_sequence)
+        selection = select_frames(shot.frame_numbers, request.frames, None, shot.label,
+                             contiguous=shot.is_sequence)
         native = _native(shot.plate_format, shot.pixel_type)
         available = set(shot.frame_numbers)
         label = shot.label
         first, last = shot.frame_numbers[0], shot.frame_numbers[-1]
     finally:
         shot.close()
-    inside = set(plan.analysed)
+    inside = set(selection.analysed)
     for number in wanted:
         if number not in available:
             raise InputError(f"frame {number} is not in {label}, which has frames "
                              f"{first}-{last}")
         if number not in inside:
             raise InputError(f"frame {number} is outside the frames this render analyses "
-                             f"({plan.analysed[0]}-{plan.analysed[-1]}, --frames); a preview "
-                             "shows a frame of the render, so pick one inside them")
-    return plan.analysed, native
+                             f"({selection.analysed[0]}-{selection.analysed[-1]}, --frames); "
+                             "a preview shows a frame of the render, so pick one inside them")
+    return selection.analysed, native
 
 
 def _runs(wanted: list[int], analysed: tuple[int, ...]) -> list[tuple[int, int]]:

@@ -29,9 +29,9 @@ from ...types import SourceIdentity
 from ..contract.inputs import ShotInput
 from ..contract.request import RenderRequest
 from ..plan.analysis import ANALYSIS_VERSION
+from ..plan.options import default_identity, smoothing_of, source_identities
 from ..plan.overrides import Overrides
 from ..plan.plan import PLAN_VERSION, ShotPlan
-from ..plan.planning import default_identity, smoothing_of, source_identities
 from . import provenance
 
 Identities = Mapping[str, SourceIdentity]  # the identity of each source key of a plan

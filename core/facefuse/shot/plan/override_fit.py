@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from ...color import input_conversion
 from ...pipeline import Pipeline
-from ..contract.frames import FrameRanges, plan_frames
+from ..contract.frames import FrameRanges, select_frames
 from ..contract.inputs import ShotInput
 from ..contract.request import RenderRequest
 from .analysis import analysis_key
@@ -44,8 +44,8 @@ def fit_overrides(request: RenderRequest, shot: ShotInput, pipeline: Pipeline,
     is not the request's own range."""
     if overrides is None:
         return FittedRequest(request)
-    asked = plan_frames(shot.frame_numbers, request.frames, None, shot.label,
-                        contiguous=shot.is_sequence).analysed
+    asked = select_frames(shot.frame_numbers, request.frames, None, shot.label,
+                          contiguous=shot.is_sequence).analysed
     span = (asked[0], asked[-1])
     fitted = request
     if overrides.shot is not None and request.frames is not None:
@@ -66,8 +66,8 @@ def _widened(request: RenderRequest, shot: ShotInput, pipeline: Pipeline,
     for candidate in dict.fromkeys((overrides.analysed, whole)):
         if candidate is None or not candidate[0] <= asked[0] <= asked[-1] <= candidate[1]:
             continue
-        frames = plan_frames(shot.frame_numbers, candidate, None, shot.label,
-                             contiguous=shot.is_sequence).analysed
+        frames = select_frames(shot.frame_numbers, candidate, None, shot.label,
+                               contiguous=shot.is_sequence).analysed
         if shot_id_of(digest, frames) == overrides.shot:
             only: FrameRanges = request.only or ((asked[0], asked[-1]),)
             return replace(request, frames=candidate, only=only)

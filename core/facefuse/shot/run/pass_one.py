@@ -2,7 +2,7 @@
 analysed here under the cache's lock (chunks of one shot started together wait for the first
 one) and cached when complete.
 
-The analysis is handed out as an early_plan.AnalysisFeed: complete before pass 2 starts, or,
+The analysis is handed out as an early_targets.AnalysisFeed: complete before pass 2 starts, or,
 when frames must be analysed and the selector's decisions are local (a horizon), growing on a
 thread of its own that holds the lock while pass 2 runs. Either way the frames are analysed by
 the one loop of `PassOne`, a frame at a time, each handed to the feed as soon as it is done.
@@ -30,7 +30,7 @@ from ...io.video import DecodeFailure, Frame
 from ...pipeline import Pipeline
 from ...timing import RenderTimings, StageClock
 from ...types import Face
-from ..contract.frames import FramePlan
+from ..contract.frames import FrameSelection
 from ..contract.inputs import ShotInput
 from ..contract.request import CancelCheck, PhaseCallback, PhaseProgress
 from ..plan.analysis import (
@@ -41,7 +41,7 @@ from ..plan.analysis import (
     analysis_key,
     missing_frames,
 )
-from .early_plan import AnalysisFeed
+from .early_targets import AnalysisFeed
 from .frame_analysis import FrameAnalysis, detected_ahead
 from .held_frames import HeldFrames
 from .streaming import prefetch
@@ -72,7 +72,7 @@ class PassOne:
     `key` is the analysis's cache key (it names the shot: plan.shot_id_of).
     """
 
-    def __init__(self, shot: ShotInput, frames: FramePlan, settings: Settings,
+    def __init__(self, shot: ShotInput, frames: FrameSelection, settings: Settings,
                  colour: tuple[DisplayConversion | None, str | None], timings: RenderTimings,
                  phase: PhaseCallback, hold_bytes: int = 0) -> None:
         self.shot, self.frames, self.settings = shot, frames, settings

@@ -7,7 +7,7 @@ own sessions of the batch-1 models, and handed to the writer in frame order. Not
 swap reads depends on the frames before it (the Pipeline's caches are keyed by identity and
 size alone, each frame's stage times its own), so its pixels are those one worker gives. The
 reader hands on each frame once the analysis has made its targets final
-(early_plan), so where pass 1 runs on a thread of its own the two passes end together: an error
+(early_targets), so where pass 1 runs on a thread of its own the two passes end together: an error
 or early stop on either side stops the other, and each error is raised as itself on the
 render's thread. Each frame the writer settles is counted and reported by the render's tally.
 """
@@ -30,9 +30,9 @@ from ..contract.request import CancelCheck, PhaseProgress
 from ..output import provenance
 from ..output.prints import FramePrints, Identities
 from ..output.writers import FrameWriter, Processed
+from ..plan.options import default_identity
 from ..plan.plan import PlannedFace
-from ..plan.planning import default_identity
-from .early_plan import AnalysisStopped, EarlyPlan
+from .early_targets import AnalysisStopped, EarlyTargets
 from .held_frames import HeldFrames
 from .pass_one import PassOne
 from .streaming import stream
@@ -84,7 +84,7 @@ class PassTwo:
     """What pass 2 works through (the frames to do of `shot`, their plan and fingerprints) and
     how it ends together with a pass-1 thread, if one runs (see the module docstring)."""
 
-    def __init__(self, shot: ShotInput, plan: EarlyPlan, todo: Sequence[int],
+    def __init__(self, shot: ShotInput, plan: EarlyTargets, todo: Sequence[int],
                  prints: FramePrints, halt: threading.Event, pass_one: PassOne) -> None:
         self.shot, self.plan, self.todo, self.prints = shot, plan, todo, prints
         self.halt, self.pass_one = halt, pass_one

@@ -2,7 +2,7 @@
 
 It analyses the request's range the way a render's pass 1 does (from the analysis cache where it
 has it, else analysing and caching, with "analysis" progress) and makes the plan with the
-render's own options (plan.planning.plan_options), so a review, a preview or a host sees exactly the
+render's own options (plan.options.plan_options), so a review, a preview or a host sees exactly the
 decisions the render carries out (its overrides fitted to its frames as the render fits them:
 shot.plan.override_fit).
 """
@@ -17,14 +17,14 @@ from ...color import input_conversion
 from ...pipeline import Pipeline
 from ...runtime.threads import blas_on_one_thread
 from ...timing import RenderTimings
-from ..contract.frames import plan_frames
+from ..contract.frames import select_frames
 from ..contract.inputs import open_input
 from ..contract.request import CancelCheck, PhaseCallback, PhaseProgress, RenderRequest
+from ..plan.options import plan_options
 from ..plan.override_fit import fit_overrides
 from ..plan.overrides import load_overrides
 from ..plan.plan import ShotPlan, make_plan, shot_id_of
-from ..plan.planning import plan_options
-from .early_plan import AnalysisStopped
+from .early_targets import AnalysisStopped
 from .pass_one import PassOne
 
 log = logging.getLogger(__name__)
@@ -61,8 +61,8 @@ def _plan(request: RenderRequest, pipeline: Pipeline, on_phase: PhaseCallback | 
         if fitted.note is not None:
             log.info("%s", fitted.note)
         request = fitted.request
-        frames = plan_frames(shot.frame_numbers, request.frames, None, shot.label,
-                             contiguous=shot.is_sequence, only=request.only)  # only: checked
+        frames = select_frames(shot.frame_numbers, request.frames, None, shot.label,
+                               contiguous=shot.is_sequence, only=request.only)  # only: checked
         colour = input_conversion(request.colorspace, shot.suffix, shot.pixel_type)
         pipeline.models.require_models()
         options = plan_options(request, pipeline, float(shot.rate) if shot.rate else None,

@@ -12,7 +12,7 @@ preview or a review of the same request makes the same plan.
 
 Where the plan's decisions are local (plan.plan_horizon: `many`) and frames must be
 analysed, pass 1 runs on a thread of its own while pass 2 runs: a frame is swapped once the
-analysis covers the frames its targets depend on (see early_plan), so the first output frame
+analysis covers the frames its targets depend on (see early_targets), so the first output frame
 comes after a fixed stretch of analysis, not after all of it. Other selectors plan on the
 whole analysis first, as does a render whose analysis is cached.
 
@@ -43,7 +43,7 @@ from ...pipeline import Pipeline
 from ...runtime.memory import returning_freed_memory
 from ...runtime.threads import blas_on_one_thread
 from ...timing import RenderTimings
-from ..contract.frames import plan_frames
+from ..contract.frames import select_frames
 from ..contract.inputs import ShotInput, open_input
 from ..contract.request import (
     CancelCheck,
@@ -59,6 +59,7 @@ from ..output.outputs import open_writer
 from ..output.prints import Identities, RenderPrints, render_prints
 from ..output.writers import FrameWriter
 from ..plan.analysis import ShotAnalysis
+from ..plan.options import check_casting, check_sources, plan_options
 from ..plan.override_fit import fit_overrides
 from ..plan.overrides import Overrides, load_overrides
 from ..plan.plan import (
@@ -69,8 +70,7 @@ from ..plan.plan import (
     plan_horizon,
     shot_id_of,
 )
-from ..plan.planning import check_casting, check_sources, plan_options
-from .early_plan import EarlyPlan
+from .early_targets import EarlyTargets
 from .held_frames import MIB
 from .pass_one import PassOne
 from .pass_two import Output, PassTwo, Swap
@@ -177,9 +177,9 @@ class RenderJob:
                  overrides: Overrides | None = None) -> None:
         self.request, self.shot = request, shot
         self.timings = timings if timings is not None else RenderTimings()
-        self.frames = plan_frames(shot.frame_numbers, request.frames, request.chunk, shot.label,
-                                  contiguous=shot.is_sequence,
-                                  chunk_frames=request.chunk_frames, only=request.only)
+        self.frames = select_frames(shot.frame_numbers, request.frames, request.chunk, shot.label,
+                                    contiguous=shot.is_sequence,
+                                    chunk_frames=request.chunk_frames, only=request.only)
         self.overrides = overrides  # request.overrides, read
         self.colour, self.colour_name = input_conversion(request.colorspace, shot.suffix,
                                                          shot.pixel_type)
@@ -223,7 +223,7 @@ class RenderJob:
             return cancelled() or halt.is_set()
 
         feed = self.pass_one.start(pipeline, content, cancelled, horizon, halt)
-        plan = EarlyPlan(feed, (horizon or 0) if self.pass_one.alongside else 0,
+        plan = EarlyTargets(feed, (horizon or 0) if self.pass_one.alongside else 0,
                          lambda analysis: self._plan(analysis, options), stop)
         if not self.pass_one.alongside and stop():  # cancelled while pass 1 ran
             self.tally.settle(self.writer.finish(False))
@@ -302,7 +302,7 @@ class RenderJob:
         with self.timings.measure("track"):
             return make_plan(analysis, options, shot_id)
 
-    def _todo(self, plan: EarlyPlan) -> tuple[int, ...]:
+    def _todo(self, plan: EarlyTargets) -> tuple[int, ...]:
         """The rendered frames whose files are not finished with their fingerprint under the
         plan (made on the whole analysis: see run)."""
         assert plan.plan is not None

@@ -29,15 +29,15 @@ from ...color import input_conversion
 from ...errors import FacefuseError
 from ...io import plates, sequences, video
 from ...pipeline import Pipeline
-from ..contract.frames import FrameRanges, format_frame_list, normalise_ranges, plan_frames
+from ..contract.frames import FrameRanges, format_frame_list, normalise_ranges, select_frames
 from ..contract.inputs import ShotInput, open_input
 from ..contract.request import CancelCheck, PhaseCallback, RenderRequest, Replacement
 from ..output import provenance
 from ..output.prints import RenderPrints, render_prints
+from ..plan.options import check_casting, check_sources
 from ..plan.override_fit import fit_overrides
 from ..plan.overrides import Overrides, load_overrides
 from ..plan.plan import ShotPlan
-from ..plan.planning import check_casting, check_sources
 from .plan_only import plan_shot
 
 log = logging.getLogger(__name__)
@@ -71,9 +71,9 @@ def _replaced(request: RenderRequest, pipeline: Pipeline, on_phase: PhaseCallbac
     try:
         if overrides is not None and request.frames is not None:  # as the render fits them
             request = fit_overrides(request, shot, pipeline, overrides).request
-        frames = plan_frames(shot.frame_numbers, request.frames, request.chunk, shot.label,
-                             contiguous=shot.is_sequence, chunk_frames=request.chunk_frames,
-                             only=request.only)
+        frames = select_frames(shot.frame_numbers, request.frames, request.chunk, shot.label,
+                               contiguous=shot.is_sequence, chunk_frames=request.chunk_frames,
+                               only=request.only)
         found = made_outputs(request.output, frames.rendered)
         if not found or not (request.overwrite or sequences.is_frame_pattern(request.output)):
             return Replacement(request.output)  # none, or a video the render refuses to replace

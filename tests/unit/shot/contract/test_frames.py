@@ -15,11 +15,11 @@ from facefuse.io.sequences import chunk_of
 from facefuse.shot.contract import commandline
 from facefuse.shot.contract.frames import (
     FrameChoice,
-    FramePlan,
+    FrameSelection,
     format_frame_list,
     parse_frame_list,
     parse_frames,
-    plan_frames,
+    select_frames,
 )
 from facefuse.shot.contract.request import RenderRequest
 
@@ -27,48 +27,49 @@ SHOT = tuple(range(1001, 1011))  # ten frames, 1001-1010
 
 
 def test_everything_by_default():
-    assert plan_frames(SHOT, None, None, "shot") == FramePlan(SHOT, SHOT)
+    assert select_frames(SHOT, None, None, "shot") == FrameSelection(SHOT, SHOT)
 
 
 def test_a_range_is_clipped_to_the_input():
-    plan = plan_frames(SHOT, (995, 1003), None, "shot")
-    assert plan.analysed == plan.rendered == (1001, 1002, 1003)
+    selection = select_frames(SHOT, (995, 1003), None, "shot")
+    assert selection.analysed == selection.rendered == (1001, 1002, 1003)
 
 
 def test_a_chunk_renders_its_slice_and_analyses_the_whole_range():
-    plans = [plan_frames(SHOT, None, (i, 3), "shot") for i in (1, 2, 3)]
-    assert all(plan.analysed == SHOT for plan in plans)
-    assert [plan.rendered for plan in plans] == [chunk_of(SHOT, i, 3) for i in (1, 2, 3)]
-    assert sum((plan.rendered for plan in plans), ()) == SHOT
+    selections = [select_frames(SHOT, None, (i, 3), "shot") for i in (1, 2, 3)]
+    assert all(selection.analysed == SHOT for selection in selections)
+    assert [s.rendered for s in selections] == [chunk_of(SHOT, i, 3) for i in (1, 2, 3)]
+    assert sum((selection.rendered for selection in selections), ()) == SHOT
 
 
 def test_a_chunk_of_a_range():
-    plan = plan_frames(SHOT, (1003, 1008), (2, 2), "shot")
-    assert plan.analysed == tuple(range(1003, 1009)) and plan.rendered == (1006, 1007, 1008)
+    selection = select_frames(SHOT, (1003, 1008), (2, 2), "shot")
+    assert selection.analysed == tuple(range(1003, 1009))
+    assert selection.rendered == (1006, 1007, 1008)
 
 
 def test_more_chunks_than_frames_leaves_some_empty():
-    assert plan_frames(SHOT[:2], None, (3, 3), "shot").rendered == ()
+    assert select_frames(SHOT[:2], None, (3, 3), "shot").rendered == ()
 
 
 @pytest.mark.parametrize("frames", [(1, 1000), (1011, 2000)])
 def test_a_range_outside_the_input_is_refused_naming_both(frames):
     with pytest.raises(InputError, match=rf"frames {frames[0]}-{frames[1]} are outside shot, "
                                          r"which has frames 1001-1010"):
-        plan_frames(SHOT, frames, None, "shot")
+        select_frames(SHOT, frames, None, "shot")
 
 
 def test_gaps_matter_only_for_sequences():
     holes = (1, 2, 5, 6, 9)
-    assert plan_frames(holes, None, None, "clip").rendered == holes
+    assert select_frames(holes, None, None, "clip").rendered == holes
     with pytest.raises(InputError, match=r"plate has gaps: frame 3, 4, 7, 8 missing \(4 in all\)"):
-        plan_frames(holes, None, None, "plate", contiguous=True)
-    assert plan_frames(holes, (5, 6), None, "plate", contiguous=True).rendered == (5, 6)
+        select_frames(holes, None, None, "plate", contiguous=True)
+    assert select_frames(holes, (5, 6), None, "plate", contiguous=True).rendered == (5, 6)
 
 
 def test_a_chunk_that_does_not_exist_is_refused():
     with pytest.raises(InputError, match="chunk 4/3 does not exist"):
-        plan_frames(SHOT, None, (4, 3), "shot")
+        select_frames(SHOT, None, (4, 3), "shot")
 
 
 # -- lists of frames and review reports (--frames LIST, --frames flagged:REPORT) --------------
@@ -109,18 +110,18 @@ def test_a_bad_list_is_one_sentence(text):
 
 
 def test_a_list_renders_only_its_frames_of_the_whole_range():
-    plan = plan_frames(SHOT, None, None, "shot", only=((1002, 1003), (1009, 1009)))
-    assert plan == FramePlan(SHOT, (1002, 1003, 1009))
+    selection = select_frames(SHOT, None, None, "shot", only=((1002, 1003), (1009, 1009)))
+    assert selection == FrameSelection(SHOT, (1002, 1003, 1009))
 
 
 def test_chunks_of_a_list_share_its_frames_out():
     only = ((1001, 1002), (1005, 1005), (1008, 1010))
-    by_chunk = [plan_frames(SHOT, None, (i, 2), "shot", only=only).rendered for i in (1, 2)]
+    by_chunk = [select_frames(SHOT, None, (i, 2), "shot", only=only).rendered for i in (1, 2)]
     assert by_chunk == [(1001, 1002, 1005), (1008, 1009, 1010)]
-    by_frames = [plan_frames(SHOT, None, None, "shot", chunk_frames=c, only=only).rendered
+    by_frames = [select_frames(SHOT, None, None, "shot", chunk_frames=c, only=only).rendered
                  for c in ((1001, 1004), (1005, 1010))]
     assert by_frames == [(1001, 1002), (1005, 1008, 1009, 1010)]
-    assert all(plan_frames(SHOT, None, (i, 2), "shot", only=only).analysed == SHOT
+    assert all(select_frames(SHOT, None, (i, 2), "shot", only=only).analysed == SHOT
                for i in (1, 2))
 
 
@@ -134,13 +135,13 @@ def test_a_list_reaching_outside_the_shot_is_refused(only, said):
     """A listed frame is asked for by name (docs/overrides.md): one the shot lacks is refused,
     not left out with a warning."""
     with pytest.raises(InputError, match=said):
-        plan_frames(SHOT, None, None, "shot", only=only)
+        select_frames(SHOT, None, None, "shot", only=only)
 
 
 def test_a_list_of_frames_the_shot_lacks_is_refused():
     with pytest.raises(InputError, match=r"^frames 1011-1020,2000 of the list are outside the "
                                          r"analysed range of shot, frames 1001-1010$"):
-        plan_frames(SHOT, None, None, "shot", only=((1011, 1020), (2000, 2000)))
+        select_frames(SHOT, None, None, "shot", only=((1011, 1020), (2000, 2000)))
 
 
 @pytest.mark.parametrize("frames, rendered", [((1001, 1100), (1001, 1010)),
@@ -148,16 +149,17 @@ def test_a_list_of_frames_the_shot_lacks_is_refused():
 def test_a_range_reaching_past_the_input_renders_what_it_has_with_a_warning(
         frames, rendered, caplog):
     with caplog.at_level(logging.WARNING, logger="facefuse.shot.contract.frames"):
-        plan = plan_frames(SHOT, frames, None, "shot")
-    assert (plan.rendered[0], plan.rendered[-1]) == rendered
+        selection = select_frames(SHOT, frames, None, "shot")
+    assert (selection.rendered[0], selection.rendered[-1]) == rendered
     assert (f"frames {frames[0]}-{frames[1]} reach past shot, which has frames 1001-1010: "
-            f"rendering frames {rendered[0]}-{rendered[1]} ({len(plan.rendered)})") in caplog.text
+            f"rendering frames {rendered[0]}-{rendered[1]} ({len(selection.rendered)})"
+            ) in caplog.text
 
 
 def test_a_range_inside_the_input_says_nothing(caplog):
     with caplog.at_level(logging.WARNING, logger="facefuse.shot.contract.frames"):
-        plan_frames(SHOT, (1002, 1009), None, "shot")
-        plan_frames(SHOT, None, None, "shot", only=((1001, 1010),))
+        select_frames(SHOT, (1002, 1009), None, "shot")
+        select_frames(SHOT, None, None, "shot", only=((1001, 1010),))
     assert caplog.text == ""
 
 

@@ -1,4 +1,4 @@
-"""Casting without a default source (shot.plan.planning): who a request without -s would swap with
+"""Casting without a default source (shot.plan.options): who a request without -s would swap with
 nothing, the one-sentence refusals, and the frames a plan leaves by the user's corrections."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ import pytest
 from facefuse.errors import InputError
 from facefuse.shot.contract.request import RenderRequest
 from facefuse.shot.plan.analysis import ShotAnalysis
-from facefuse.shot.plan.overrides import Override, Overrides
-from facefuse.shot.plan.plan import PlanOptions, make_plan
-from facefuse.shot.plan.planning import (
+from facefuse.shot.plan.options import (
     check_casting,
     check_sources,
     default_identity,
     people_without_source,
 )
+from facefuse.shot.plan.overrides import Override, Overrides
+from facefuse.shot.plan.plan import PlanOptions, make_plan
 from tests.unit.shot.faces import face_at
 
 LEAD, EXTRA = np.eye(8, dtype=np.float32)[0], np.eye(8, dtype=np.float32)[1]

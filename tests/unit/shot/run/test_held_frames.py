@@ -111,7 +111,7 @@ def test_offers_and_takes_on_two_threads_hand_on_every_frame_in_order() -> None:
     thread = threading.Thread(target=pass_one)
     thread.start()
     for number in range(count):
-        offered.acquire()  # pass 2 asks for a frame once pass 1 is past it (early_plan)
+        offered.acquire()  # pass 2 asks for a frame once pass 1 is past it (early_targets)
         frame = held.take(number)
         if frame is None:
             break

@@ -6,7 +6,7 @@ gives k exactly the targets a plan of the whole range gives. So a render need no
 whole analysis before it swaps its first frame.
 
 AnalysisFeed is written by the analysis thread (one frame at a time) and read by pass 2's
-reader thread; it locks itself. EarlyPlan, used by that one reader thread, hands out each
+reader thread; it locks itself. EarlyTargets, used by that one reader thread, hands out each
 frame's targets, waiting until the frame is final and planning again on a longer prefix when
 needed. It plans only when the final frontier has moved by max(MIN_STEP, GROWTH * prefix)
 frames, so the planning cost of a whole shot stays a small multiple of one plan of it. The plan
@@ -120,7 +120,7 @@ class AnalysisFeed:
         return analysis.over(self.wanted[:covered]), covered
 
 
-class EarlyPlan:
+class EarlyTargets:
     """Each frame's targets, as soon as they are final (see the module docstring).
 
     horizon: plan.plan_horizon's frames (0 for a feed that is complete already).

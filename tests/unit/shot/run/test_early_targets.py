@@ -1,6 +1,6 @@
-"""shot.run.early_plan: the growing analysis pass 2 plans on (AnalysisFeed) and the frame targets it
-hands out once final (EarlyPlan): what covers a frame, waiting across threads, stopping, and how
-often it plans."""
+"""shot.run.early_targets: the growing analysis pass 2 plans on (AnalysisFeed) and the frame
+targets it hands out once final (EarlyTargets): what covers a frame, waiting across threads,
+stopping, and how often it plans."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from facefuse.shot.plan.analysis import ShotAnalysis
 from facefuse.shot.plan.plan import PlannedFace, ShotPlan
-from facefuse.shot.run.early_plan import AnalysisFeed, AnalysisStopped, EarlyPlan
+from facefuse.shot.run.early_targets import AnalysisFeed, AnalysisStopped, EarlyTargets
 from facefuse.types import Face
 
 
@@ -60,7 +60,7 @@ def test_a_frame_waits_for_its_horizon_and_planning_catches_up_in_steps() -> Non
     wanted = range(100)
     feed = AnalysisFeed(wanted, ShotAnalysis())
     planner = _Planner()
-    plan = EarlyPlan(feed, 10, planner, _never)
+    plan = EarlyTargets(feed, 10, planner, _never)
     got: list[tuple[Face, ...]] = []
     reader = threading.Thread(target=lambda: got.append(plan.targets(0)))
     reader.start()
@@ -81,7 +81,7 @@ def test_planning_cost_stays_a_small_multiple_of_one_whole_plan() -> None:
     total = 600
     feed = AnalysisFeed(range(total), ShotAnalysis())
     planner = _Planner()
-    plan = EarlyPlan(feed, 48, planner, _never)
+    plan = EarlyTargets(feed, 48, planner, _never)
 
     def analyse() -> None:  # pass 1 on its own thread, a frame at a time
         for number in range(total):
@@ -102,7 +102,7 @@ def test_planning_cost_stays_a_small_multiple_of_one_whole_plan() -> None:
 def test_a_complete_feed_plans_once_on_the_whole_range() -> None:
     planner = _Planner()
     feed = AnalysisFeed.complete(range(1, 31), _part(*range(1, 31)))
-    plan = EarlyPlan(feed, 0, planner, _never)
+    plan = EarlyTargets(feed, 0, planner, _never)
     assert all(plan.targets(n) for n in range(1, 31))
     assert planner.lengths == [30]
 
@@ -110,7 +110,7 @@ def test_a_complete_feed_plans_once_on_the_whole_range() -> None:
 def test_stop_and_a_failed_pass_one_end_the_wait() -> None:
     feed = AnalysisFeed(range(50), ShotAnalysis())
     stop = threading.Event()
-    plan = EarlyPlan(feed, 10, _Planner(), stop.is_set)
+    plan = EarlyTargets(feed, 10, _Planner(), stop.is_set)
     threading.Timer(0.2, stop.set).start()
     started = time.monotonic()
     with pytest.raises(AnalysisStopped):
@@ -120,7 +120,7 @@ def test_stop_and_a_failed_pass_one_end_the_wait() -> None:
     failed.add(_part(0, 1))
     threading.Timer(0.1, failed.finish, (RuntimeError("decoder gone"),)).start()
     with pytest.raises(AnalysisStopped):
-        EarlyPlan(failed, 10, _Planner(), _never).targets(0)
+        EarlyTargets(failed, 10, _Planner(), _never).targets(0)
 
 
 def test_a_finished_analysis_releases_frames_near_the_end() -> None:
@@ -128,5 +128,5 @@ def test_a_finished_analysis_releases_frames_near_the_end() -> None:
     for number in range(20):
         feed.add(_part(number))
     feed.finish()
-    plan = EarlyPlan(feed, 48, _Planner(), _never)  # the horizon reaches past the end
+    plan = EarlyTargets(feed, 48, _Planner(), _never)  # the horizon reaches past the end
     assert plan.targets(19)[0].face.bbox_xyxy[0] == 19
