@@ -120,7 +120,7 @@ if TYPE_CHECKING:
         source_preview,
     )
     from .shot.output.output_checks import check_not_input
-    from .shot.plan.options import people_without_source
+    from .shot.plan.casting import people_without_source
     from .shot.plan.overrides import Override, Overrides, load_overrides, write_overrides
     from .shot.plan.plan import PlannedFace, PlannedPerson, ShotPlan
     from .shot.run.plan_only import plan_shot
@@ -142,7 +142,7 @@ _WHERE = MappingProxyType({
     "render": ".shot.run.render",
     "replaced_frames": ".shot.run.replacement",
     "plan_shot": ".shot.run.plan_only",
-    "people_without_source": ".shot.plan.options",
+    "people_without_source": ".shot.plan.casting",
     **dict.fromkeys(("ShotPlan", "PlannedPerson", "PlannedFace"), ".shot.plan.plan"),
     "write_review": ".review.writing",
     **dict.fromkeys(("Override", "Overrides", "load_overrides", "write_overrides"),

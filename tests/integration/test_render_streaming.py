@@ -25,7 +25,8 @@ from facefuse.errors import ModelError
 from facefuse.io.video import VideoSource
 from facefuse.pipeline import Pipeline
 from facefuse.shot.contract.request import FrameReport, PhaseProgress, RenderRequest, RenderSummary
-from facefuse.shot.plan.plan import PlanOptions, plan_horizon
+from facefuse.shot.plan.make import plan_horizon
+from facefuse.shot.plan.options import PlanOptions
 from facefuse.shot.run.render import render
 from tests import media_factory
 from tests.integration import farm_helpers

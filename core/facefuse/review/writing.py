@@ -19,7 +19,7 @@ from typing import Any
 from ..pipeline import Pipeline
 from ..shot.contract.request import CancelCheck, PhaseCallback, PhaseProgress, RenderRequest
 from ..shot.output.output_checks import request_inputs
-from ..shot.plan.options import people_without_source
+from ..shot.plan.casting import people_without_source
 from ..shot.plan.plan import ShotPlan
 from ..shot.run.plan_only import fitted_request, plan_shot
 from .flags import Thresholds, find_flags, person_series
@@ -124,7 +124,7 @@ def sample_frames(plan: ShotPlan, flags: Sequence[Flag]) -> dict[int, str]:
 
 def after_frames(request: RenderRequest, plan: ShotPlan, picked: Iterable[int]) -> list[int]:
     """The picked frames whose swap a render of `request` can show: those whose swapped people
-    all have a source (options.people_without_source), none without any source at all."""
+    all have a source (casting.people_without_source), none without any source at all."""
     if not request.sources and not request.assign:
         return []
     return [frame for frame in picked if not people_without_source(plan, request, (frame,))]

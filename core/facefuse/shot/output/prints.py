@@ -29,9 +29,11 @@ from ...types import SourceIdentity
 from ..contract.inputs import ShotInput
 from ..contract.request import RenderRequest
 from ..plan.analysis import ANALYSIS_VERSION
-from ..plan.options import default_identity, smoothing_of, source_identities
+from ..plan.casting import default_identity, source_identities
+from ..plan.make import PLAN_VERSION
+from ..plan.options import smoothing_of
 from ..plan.overrides import Overrides
-from ..plan.plan import PLAN_VERSION, ShotPlan
+from ..plan.plan import ShotPlan
 from . import provenance
 
 Identities = Mapping[str, SourceIdentity]  # the identity of each source key of a plan

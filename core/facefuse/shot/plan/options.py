@@ -1,20 +1,48 @@
-"""The options a request's shot plan is made with, and the checks of who is swapped with which
-source."""
+"""The options a shot plan is made with (`PlanOptions`), and how a request gives them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ...errors import InputError
 from ...pipeline import Pipeline
-from ...types import SourceIdentity
 from ..contract.request import REFERENCE_PREFIX, RenderRequest
 from .overrides import Overrides, load_overrides
-from .plan import DEFAULT_SOURCE, PlanOptions, ShotPlan
 from .smoothing import OneEuroParams
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PlanOptions:
+    """What make_plan decides with.
+
+    selector / reference / similarity: the default rule (Settings.selector; the reference
+    embedding for "reference"). rate_hz: the shot's frame rate (None: DEFAULT_RATE_HZ).
+    smoothing: landmark and pose smoothing, None for none. assign: person id -> source key;
+    assign_references: (picture embedding, source key) pairs naming people by a picture;
+    skip: person ids never swapped; skip_references: pictures of people never swapped.
+    overrides: per-frame, per-person corrections (shot.plan.overrides), applied last.
+    """
+
+    selector: str = "one"
+    reference: np.ndarray | None = None
+    similarity: float = 0.4
+    rate_hz: float | None = None
+    smoothing: OneEuroParams | None = None
+    assign: Mapping[str, str] = field(default_factory=dict)
+    assign_references: tuple[tuple[np.ndarray, str], ...] = ()
+    skip: frozenset[str] = frozenset()
+    skip_references: tuple[np.ndarray, ...] = ()
+    overrides: Overrides | None = None
+
+    @property
+    def local(self) -> bool:
+        """Whether every decision is local (plan_horizon): selector many, nobody named, no
+        overrides."""
+        return (self.selector == "many" and not self.assign and not self.assign_references
+                and not self.skip and not self.skip_references and self.overrides is None)
 
 
 def smoothing_of(request: RenderRequest) -> OneEuroParams | None:
@@ -49,59 +77,3 @@ def plan_options(request: RenderRequest, pipeline: Pipeline, rate_hz: float | No
     return PlanOptions(settings.selector, pipeline.reference_embedding(), settings.similarity,
                        rate_hz, smoothing_of(request), named, by_picture, frozenset(skipped),
                        skipped_by_picture, overrides)
-
-
-def source_identities(request: RenderRequest, pipeline: Pipeline) -> dict[str, SourceIdentity]:
-    """The identity of every source key a plan of `request` can use: DEFAULT_SOURCE (the
-    request's sources; absent without any) and each assigned image (InputError / NoFaceError
-    for a bad one)."""
-    identities = ({DEFAULT_SOURCE: pipeline.source_identity(request.sources)}
-                  if request.sources else {})
-    for _, image in request.assign:
-        identities.setdefault(str(image), pipeline.source_identity([image]))
-    return identities
-
-
-def default_identity(identities: Mapping[str, SourceIdentity]) -> SourceIdentity:
-    """The identity of the request's own sources (DEFAULT_SOURCE), or, for a request without
-    any, the empty identity (no embedding, no sources) its fingerprint and provenance name."""
-    found = identities.get(DEFAULT_SOURCE)
-    if found is not None:
-        return found
-    return SourceIdentity(np.zeros(0, np.float32), ())
-
-
-def check_casting(request: RenderRequest) -> None:
-    """InputError, before anything is analysed, for a request that swaps faces with nothing:
-    no sources (-s) and nobody assigned one (--assign)."""
-    if not request.sources and not request.assign:
-        raise InputError("there is no source face to swap in: give -s PHOTO (the face given "
-                         "to everyone the selector chooses) or --assign p1=PHOTO per person "
-                         "(`facefuse review` lists the people)")
-
-
-def people_without_source(plan: ShotPlan, request: RenderRequest,
-                          frames: Iterable[int] | None = None) -> tuple[str, ...]:
-    """The people `plan` swaps in `frames` (None: all its frames) with the request's own
-    sources (DEFAULT_SOURCE) while the request has none: chosen by the selector or swapped by
-    an override, and assigned nothing. () when the request has sources."""
-    if request.sources:
-        return ()
-    numbers = plan.planned if frames is None else frames
-    missing = {face.person_id for number in numbers for face in plan.faces(number)
-               if face.source == DEFAULT_SOURCE}
-    return tuple(p.person_id for p in plan.people if p.person_id in missing)
-
-
-def check_sources(plan: ShotPlan, request: RenderRequest,
-                  frames: Iterable[int] | None = None) -> None:
-    """InputError naming the people swapped in `frames` who have no source
-    (people_without_source), and how to give them one."""
-    missing = people_without_source(plan, request, frames)
-    if not missing:
-        return
-    names = ", ".join(missing)
-    verb = "is" if len(missing) == 1 else "are"
-    raise InputError(f"{names} {verb} swapped but {'has' if len(missing) == 1 else 'have'} no "
-                     f"source: give -s PHOTO (everyone the selector chooses), "
-                     f"--assign {missing[0]}=PHOTO per person, or --skip {missing[0]}")

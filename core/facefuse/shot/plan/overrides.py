@@ -278,7 +278,7 @@ def _between(found: Mapping[int, Face], frame: int, before: int | None, after: i
                    score=min(a.score, b.score))
 
 
-# -- applied to a shot plan (plan.make_plan) -----------------------------------------------------
+# -- applied to a shot plan (make.make_plan) -----------------------------------------------------
 
 class PlannedLike(Protocol):
     """What apply_overrides reads of a plan.PlannedFace (it makes new ones with replace)."""

@@ -1,4 +1,4 @@
-"""People, not tracks: tracks grouped by identity within and across shots, and the selectors.
+"""People, not tracks: tracks grouped by identity within and across shots.
 
 A track is one face through part of one shot (shot.plan.tracking); the same person has a track in
 every shot they appear in, and sometimes several in one shot (lost and found again). A Person
@@ -15,10 +15,6 @@ detected, of the face's size (the square root of its box area, in pixels) times 
 frontality (``frontality``: 1 for a face turned to the camera, down to ``MIN_FRONTALITY`` for
 a profile). A lead seen frontal and large for long outweighs a profile close-up seen briefly,
 and a person split over many shots counts all of them.
-
-Selectors (``select_people``): ``one`` the person with the most presence (ties: the one seen
-first), swapped in every shot where they appear; ``many`` everyone; ``reference`` the people
-whose mean embedding is at least the threshold similar to the reference face.
 """
 
 from __future__ import annotations
@@ -29,8 +25,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import InputError
-from ...selection import most_similar
 from ...types import Face
 from ...vectors import l2_normalise
 from .tracking import Track
@@ -153,23 +147,3 @@ def group_people(tracks: Sequence[Track], similarity: float = PERSON_SIMILARITY
     people = tuple(Person(number, tuple(group)) for number, group in enumerate(groups))
     log.debug("%d tracks grouped into %d people", len(tracks), len(people))
     return people
-
-
-def select_people(people: Sequence[Person], mode: str, reference: np.ndarray | None = None,
-                  threshold: float = 0.4) -> tuple[Person, ...]:
-    """The people to swap over a range.
-
-    mode "one": the person with the most presence (ties to the lower person_id); "many":
-    everyone, most presence first; "reference": people whose mean embedding has cosine
-    similarity >= threshold to `reference` (D,), most similar first (every person must carry
-    embeddings).
-    """
-    ranked = sorted(people, key=lambda p: (-p.presence, p.person_id))
-    if mode == "one":
-        return tuple(ranked[:1])
-    if mode == "many":
-        return tuple(ranked)
-    if mode == "reference":
-        by_id = sorted(people, key=lambda p: p.person_id)
-        return most_similar(by_id, lambda person: person.mean_embedding, reference, threshold)
-    raise InputError(f"unknown face selector {mode!r}; use one, many or reference")

@@ -8,7 +8,7 @@ motion (jitter around a still face) is smoothed hard, fast motion is followed cl
 
 ``smooth_landmarks`` may be non-causal: it averages a forward and a backward run
 (``zero_phase``), which cancels the filter's lag. With a ``lookahead`` (what the render uses,
-see shot.plan.plan.smoothing_lookahead) the backward run is fixed-lag: frame k's starts at most
+see shot.plan.make.smoothing_lookahead) the backward run is fixed-lag: frame k's starts at most
 lookahead frames after k, so k's result is final once the frames up to k + lookahead are
 known, however long the track; every frame's backward run steps at once, as columns of one
 vectorised filter. The One Euro filter forgets its start geometrically, so this stays within a

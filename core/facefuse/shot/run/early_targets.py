@@ -1,6 +1,6 @@
 """Pass 2 while pass 1 runs: the analysis as it grows, and the targets of frames it has made final.
 
-For a selector whose decisions are local (plan.plan_horizon: `many`), frame k's targets are
+For a selector whose decisions are local (make.plan_horizon: `many`), frame k's targets are
 final once the analysis covers every analysed frame up to k + horizon: planning on that prefix
 gives k exactly the targets a plan of the whole range gives. So a render need not wait for the
 whole analysis before it swaps its first frame.
@@ -27,7 +27,7 @@ from ..plan.plan import PlannedFace, ShotPlan
 log = logging.getLogger(__name__)
 
 Planner = Callable[[ShotAnalysis], ShotPlan]
-"""plan.make_plan with the render's options bound (see render.RenderJob._plan)."""
+"""make.make_plan with the render's options bound (see render.RenderJob._plan)."""
 
 MIN_STEP = 16  # frames the final frontier moves at least before planning again
 GROWTH = 0.25  # ... and at least this share of the prefix already planned on
@@ -123,7 +123,7 @@ class AnalysisFeed:
 class EarlyTargets:
     """Each frame's targets, as soon as they are final (see the module docstring).
 
-    horizon: plan.plan_horizon's frames (0 for a feed that is complete already).
+    horizon: make.plan_horizon's frames (0 for a feed that is complete already).
     stop: polled while waiting; True ends the wait with AnalysisStopped.
     plan: planning of an analysis (its milliseconds are the caller's to time)."""
 

@@ -30,7 +30,7 @@ from ..contract.request import CancelCheck, PhaseProgress
 from ..output import provenance
 from ..output.prints import FramePrints, Identities
 from ..output.writers import FrameWriter, Processed
-from ..plan.options import default_identity
+from ..plan.casting import default_identity
 from ..plan.plan import PlannedFace
 from .early_targets import AnalysisStopped, EarlyTargets
 from .held_frames import HeldFrames

@@ -20,10 +20,11 @@ from ...timing import RenderTimings
 from ..contract.frames import select_frames
 from ..contract.inputs import open_input
 from ..contract.request import CancelCheck, PhaseCallback, PhaseProgress, RenderRequest
+from ..plan.make import make_plan
 from ..plan.options import plan_options
 from ..plan.override_fit import fit_overrides
 from ..plan.overrides import load_overrides
-from ..plan.plan import ShotPlan, make_plan, shot_id_of
+from ..plan.plan import ShotPlan, shot_id_of
 from .early_targets import AnalysisStopped
 from .pass_one import PassOne
 

@@ -10,7 +10,7 @@ Every decision the render makes for the shot (cuts, tracks, people, who is swapp
 source, gap fills, smoothing) is its shot plan (shot.plan.plan.ShotPlan), made from the analysis; a
 preview or a review of the same request makes the same plan.
 
-Where the plan's decisions are local (plan.plan_horizon: `many`) and frames must be
+Where the plan's decisions are local (make.plan_horizon: `many`) and frames must be
 analysed, pass 1 runs on a thread of its own while pass 2 runs: a frame is swapped once the
 analysis covers the frames its targets depend on (see early_targets), so the first output frame
 comes after a fixed stretch of analysis, not after all of it. Other selectors plan on the
@@ -59,17 +59,12 @@ from ..output.outputs import open_writer
 from ..output.prints import Identities, RenderPrints, render_prints
 from ..output.writers import FrameWriter
 from ..plan.analysis import ShotAnalysis
-from ..plan.options import check_casting, check_sources, plan_options
+from ..plan.casting import check_casting, check_sources
+from ..plan.make import make_plan, plan_horizon
+from ..plan.options import PlanOptions, plan_options
 from ..plan.override_fit import fit_overrides
 from ..plan.overrides import Overrides, load_overrides
-from ..plan.plan import (
-    DEFAULT_SOURCE,
-    PlanOptions,
-    ShotPlan,
-    make_plan,
-    plan_horizon,
-    shot_id_of,
-)
+from ..plan.plan import DEFAULT_SOURCE, ShotPlan, shot_id_of
 from .early_targets import EarlyTargets
 from .held_frames import MIB
 from .pass_one import PassOne

@@ -34,7 +34,7 @@ from ..contract.inputs import ShotInput, open_input
 from ..contract.request import CancelCheck, PhaseCallback, RenderRequest, Replacement
 from ..output import provenance
 from ..output.prints import RenderPrints, render_prints
-from ..plan.options import check_casting, check_sources
+from ..plan.casting import check_casting, check_sources
 from ..plan.override_fit import fit_overrides
 from ..plan.overrides import Overrides, load_overrides
 from ..plan.plan import ShotPlan

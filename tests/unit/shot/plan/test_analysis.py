@@ -20,7 +20,8 @@ from facefuse.shot.plan.analysis import (
     unpack_detections,
 )
 from facefuse.shot.plan.cuts import FrameSignature, frame_signature
-from facefuse.shot.plan.plan import PlanOptions, plan_targets
+from facefuse.shot.plan.make import plan_targets
+from facefuse.shot.plan.options import PlanOptions
 from facefuse.shot.plan.smoothing import OneEuroParams
 from facefuse.shot.plan.tracking import Track, fill_short_gaps
 from facefuse.types import Face

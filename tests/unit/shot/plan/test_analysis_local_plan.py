@@ -1,4 +1,4 @@
-"""The plan of selector many is local (shot.plan.plan.plan_horizon): planned from an analysis that
+"""The plan of selector many is local (shot.plan.make.plan_horizon): planned from an analysis that
 reaches only frame p, every frame up to p - horizon gets bitwise the targets the whole range
 gives it. Synthetic shots: people moving with noise and one holding still, faces lost for 2, 3
 (across a cut) and 10 frames, two cuts, faces entering late and leaving early, two faces that
@@ -12,11 +12,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pytest
 
-from facefuse.shot.plan import plan as plan_module
+from facefuse.shot.plan import make as make_module
 from facefuse.shot.plan.analysis import ShotAnalysis
+from facefuse.shot.plan.casting import select_people
 from facefuse.shot.plan.cuts import frame_signature
-from facefuse.shot.plan.people import group_people, select_people
-from facefuse.shot.plan.plan import PlanOptions, plan_horizon, plan_targets, smoothing_lookahead
+from facefuse.shot.plan.make import plan_horizon, plan_targets, smoothing_lookahead
+from facefuse.shot.plan.options import PlanOptions
+from facefuse.shot.plan.people import group_people
 from facefuse.shot.plan.smoothing import OneEuroParams, smooth_tracks
 from facefuse.shot.plan.tracking import Track, build_shot_tracks
 from facefuse.types import Face
@@ -185,12 +187,12 @@ def test_whole_range_decisions_break_locality(monkeypatch: pytest.MonkeyPatch) -
     large and late, has not yet overtaken persons 1 and 2)."""
     assert smoothing_lookahead(24.0) == 22
     with monkeypatch.context() as patched:
-        patched.setattr(plan_module, "smooth_tracks", lambda tracks, rate_hz, params, lookahead:
+        patched.setattr(make_module, "smooth_tracks", lambda tracks, rate_hz, params, lookahead:
                         smooth_tracks(tracks, rate_hz, params))
         assert len(_locality_breaks(24.0, SHARP_ENDS)[0]) > 30
     with monkeypatch.context() as patched:
         patched.setattr(Track, "opening_embedding", lambda track, span: track.mean_embedding)
         assert len(_locality_breaks(24.0, SHARP_ENDS)[0]) > 30
     with monkeypatch.context() as patched:
-        patched.setattr(plan_module, "build_shot_tracks", _numbered_by_presence)
+        patched.setattr(make_module, "build_shot_tracks", _numbered_by_presence)
         assert _locality_breaks(24.0, SHARP_ENDS)[0]

@@ -11,14 +11,15 @@ import pytest
 from facefuse.errors import InputError
 from facefuse.shot.contract.request import RenderRequest
 from facefuse.shot.plan.analysis import ShotAnalysis
-from facefuse.shot.plan.options import (
+from facefuse.shot.plan.casting import (
     check_casting,
     check_sources,
     default_identity,
     people_without_source,
 )
+from facefuse.shot.plan.make import make_plan
+from facefuse.shot.plan.options import PlanOptions
 from facefuse.shot.plan.overrides import Override, Overrides
-from facefuse.shot.plan.plan import PlanOptions, make_plan
 from tests.unit.shot.faces import face_at
 
 LEAD, EXTRA = np.eye(8, dtype=np.float32)[0], np.eye(8, dtype=np.float32)[1]

@@ -17,6 +17,8 @@ import pytest
 from facefuse.errors import ExitCode, InputError, OutputError
 from facefuse.shot.plan import overrides as overrides_module
 from facefuse.shot.plan.analysis import ShotAnalysis
+from facefuse.shot.plan.make import make_plan
+from facefuse.shot.plan.options import PlanOptions
 from facefuse.shot.plan.overrides import (
     Override,
     Overrides,
@@ -24,7 +26,7 @@ from facefuse.shot.plan.overrides import (
     load_overrides,
     write_overrides,
 )
-from facefuse.shot.plan.plan import DEFAULT_SOURCE, PlanOptions, make_plan
+from facefuse.shot.plan.plan import DEFAULT_SOURCE
 from facefuse.types import Face
 from tests.unit.shot.faces import face_at
 

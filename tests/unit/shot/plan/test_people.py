@@ -6,13 +6,8 @@ import numpy as np
 import pytest
 
 from facefuse.errors import InputError
-from facefuse.shot.plan.people import (
-    MIN_FRONTALITY,
-    face_presence,
-    frontality,
-    group_people,
-    select_people,
-)
+from facefuse.shot.plan.casting import select_people
+from facefuse.shot.plan.people import MIN_FRONTALITY, face_presence, frontality, group_people
 from facefuse.shot.plan.tracking import Track
 from facefuse.types import Face
 from tests.unit.shot.identities import identity, seen

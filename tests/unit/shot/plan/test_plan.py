@@ -8,7 +8,9 @@ import pytest
 
 from facefuse.errors import InputError
 from facefuse.shot.plan.analysis import ShotAnalysis
-from facefuse.shot.plan.plan import DEFAULT_SOURCE, PlanOptions, make_plan, plan_horizon
+from facefuse.shot.plan.make import make_plan, plan_horizon
+from facefuse.shot.plan.options import PlanOptions
+from facefuse.shot.plan.plan import DEFAULT_SOURCE
 from tests.unit.shot.faces import face_at
 
 
