@@ -32,7 +32,7 @@ import run
 from facefuse.config import Settings
 from facefuse.io.video import DecodedFrame, SmallPicture, yuv
 from facefuse.pipeline import Pipeline
-from facefuse.shot.pass_one import FrameAnalysis
+from facefuse.shot.run.pass_one import FrameAnalysis
 from facefuse.timing import StageClock
 from facefuse.types import Face
 

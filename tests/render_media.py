@@ -32,8 +32,7 @@ import OpenImageIO as oiio
 from facefuse.config import Settings
 from facefuse.io.video import DecodeFailure
 from facefuse.io.video.yuv import chroma_centred, picture_to_bgr
-from facefuse.shot.render import render
-from facefuse.shot.request import (
+from facefuse.shot.contract.request import (
     FrameReport,
     FrameSpec,
     InputSpec,
@@ -42,6 +41,7 @@ from facefuse.shot.request import (
     RenderRequest,
     RenderSummary,
 )
+from facefuse.shot.run.render import render
 from tests import media_factory
 from tests.media_factory import marked_frame
 

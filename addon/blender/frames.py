@@ -24,7 +24,7 @@ from typing import Any
 
 import bpy
 
-from facefuse import FramePattern, RenderRequest, plan_frames
+from facefuse import FramePattern, RenderRequest, select_frames
 
 from .strips import StripError
 
@@ -60,7 +60,7 @@ class StripSwap:
         """The numbers this request renders, as the engine decides them (its frame range,
         then its chunk)."""
         request = self.request
-        return plan_frames(sorted(set(self.numbers)), request.frames.range, request.frames.chunk,
+        return select_frames(sorted(set(self.numbers)), request.frames.range, request.frames.chunk,
                            self.strip, only=request.frames.only).rendered
 
     def timeline_frames(self, first: int, last: int) -> list[int]:

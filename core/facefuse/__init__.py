@@ -9,7 +9,7 @@ written once, in the import block below; ``__all__`` and the lazy loading are de
 - One shot: ``render(request, on_progress, cancel, on_phase)`` of a ``RenderRequest`` (its
   ``InputSpec``, ``FrameSpec``, ``PlanChoices`` with people as ``PersonRef``, ``OutputSpec``) ->
   ``RenderSummary`` (``FrameReport``, ``PhaseProgress`` on the way); ``replaced_frames``,
-  ``plan_frames``, frame patterns; ``render_args`` / ``request_from_args`` (its command line).
+  ``select_frames``, frame patterns; ``render_args`` / ``request_from_args`` (its command line).
 - The shot plan and its review: ``plan_shot``, ``ShotPlan``, ``write_review``, ``load_report``,
   ``Override`` / ``Overrides``; quick looks: ``preview_frame``, ``frame_picture``, ...
 - Host helpers: jobs off a UI thread, ``stop_signals`` / ``Stop`` (SIGTERM and SIGINT: exit
@@ -84,23 +84,9 @@ if TYPE_CHECKING:
     from .pipeline import Pipeline
     from .review.report import load_report
     from .review.writing import write_review
-    from .shot.commandline import render_args, request_from_args
-    from .shot.frames import FramePlan, plan_frames
-    from .shot.output_checks import check_not_input
-    from .shot.overrides import Override, Overrides, load_overrides, write_overrides
-    from .shot.plan import PlannedFace, PlannedPerson, ShotPlan
-    from .shot.planning import people_without_source, plan_shot
-    from .shot.previews import (
-        face_pictures,
-        faces_overlay,
-        frame_picture,
-        preview_frame,
-        reference_face,
-        source_preview,
-    )
-    from .shot.render import render
-    from .shot.replacement import replaced_frames
-    from .shot.request import (
+    from .shot.contract.commandline import render_args, request_from_args
+    from .shot.contract.frames import FrameSelection, select_frames
+    from .shot.contract.request import (
         FrameReport,
         FrameSpec,
         InputSpec,
@@ -115,6 +101,21 @@ if TYPE_CHECKING:
         Replacement,
         parse_person,
     )
+    from .shot.looks.previews import (
+        face_pictures,
+        faces_overlay,
+        frame_picture,
+        preview_frame,
+        reference_face,
+        source_preview,
+    )
+    from .shot.output.output_checks import check_not_input
+    from .shot.plan.casting import people_without_source
+    from .shot.plan.overrides import Override, Overrides, load_overrides, write_overrides
+    from .shot.plan.plan import PlannedFace, PlannedPerson, ShotPlan
+    from .shot.run.plan_only import plan_shot
+    from .shot.run.render import render
+    from .shot.run.replacement import replaced_frames
     from .stopping import Stop, stop_signals, stopped_exit_code
     from .timebase import (
         TimecodeRate,

@@ -164,7 +164,7 @@ class Settings:
                              "(--parser bisenet_resnet_34) or switch the mouth mask off")
 
 
-# The landmark smoothing of a render (shot.request.RenderRequest's smoothing_min_cutoff and
+# The landmark smoothing of a render (shot.contract.request.RenderRequest's smoothing_min_cutoff and
 # smoothing_beta; None there means the filter's own defaults), bounded like the tunables: the
 # One Euro filter's blend overflows to nan beyond these.
 SMOOTHING_OPTIONS = (

@@ -75,7 +75,7 @@ class Roi:
 @dataclass(frozen=True, slots=True)
 class FramePart:
     """Where an array that holds only part of a frame lies in it: `box`, in the whole frame's
-    pixels, of a frame `width` x `height` (pass 2 swaps such parts: see shot.render)."""
+    pixels, of a frame `width` x `height` (pass 2 swaps such parts: see shot.run.render)."""
 
     box: Roi
     width: int

@@ -24,10 +24,11 @@ import cv2
 import numpy as np
 import pytest
 
-from facefuse.shot.analysis import ShotAnalysis, unpack_detections
-from facefuse.shot.cuts import find_cuts, signature_change, unpack_signatures
-from facefuse.shot.people import group_people, select_people
-from facefuse.shot.tracking import build_shot_tracks, build_tracks
+from facefuse.shot.plan.analysis import ShotAnalysis, unpack_detections
+from facefuse.shot.plan.casting import select_people
+from facefuse.shot.plan.cuts import find_cuts, signature_change, unpack_signatures
+from facefuse.shot.plan.people import group_people
+from facefuse.shot.plan.tracking import build_shot_tracks, build_tracks
 from tests import media_factory
 from tests.golden.test_reference_selection import padded_recogniser
 from tests.render_media import read_clip_opencv, render_request, run_render

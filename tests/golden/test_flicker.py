@@ -19,7 +19,7 @@ Measured on onnxruntime 1.32 CPU, opencv 4.11, numpy 1.26 (reproduce with
     head-pose male, + hull    0.0122 / 0.78        0.0078 / 0.65    0.0070 / 0.63
 
 (hull: --landmark-mask.) The same figures came out under numpy 2.4 and opencv 5.0. Smoothing
-is the render's, fixed lag (plan.smoothing_lookahead); with backward runs from the end of
+is the render's, fixed lag (make.smoothing_lookahead); with backward runs from the end of
 the track (plan version 2) asl_yes with the box mask measured 0.0097 and 0.0080, every other
 figure the same to the digits shown.
 
@@ -38,9 +38,9 @@ import pytest
 
 from facefuse.config import Settings
 from facefuse.pipeline import Pipeline
-from facefuse.shot.plan import smoothing_lookahead
-from facefuse.shot.smoothing import landmark_spread_px, smooth_tracks
-from facefuse.shot.tracking import Track, build_tracks
+from facefuse.shot.plan.make import smoothing_lookahead
+from facefuse.shot.plan.smoothing import landmark_spread_px, smooth_tracks
+from facefuse.shot.plan.tracking import Track, build_tracks
 from facefuse.types import SourceIdentity
 from tests.render_media import read_clip_opencv
 

@@ -2,10 +2,10 @@
 
 Measured on onnxruntime 1.32 CPU, opencv 5.0, numpy 2.4 with the default OneEuroParams
 (min_cutoff 1 Hz, beta 3 Hz per face scale per second, d_cutoff 2 Hz) and the render's fixed
-lag (plan.smoothing_lookahead: backward runs start at most 28 frames ahead at 30 fps, 11 at
+lag (make.smoothing_lookahead: backward runs start at most 28 frames ahead at 30 fps, 11 at
 12.5 fps; beta's face scale from those first frames). Jitter: mean absolute second difference
 of the landmarks (px); lag: least-squares shift of the smoothed landmarks behind the raw ones
-(frames), see facefuse.shot.smoothing.
+(frames), see facefuse.shot.plan.smoothing.
 
     clip (fps)                 raw jitter   causal: jitter  lag     zero-phase: jitter  lag
     asl_yes (30)               0.966 px     0.518 (0.54x) +0.45 f  0.493 (0.51x)    +0.00 f
@@ -51,15 +51,16 @@ import onnxruntime as ort
 import pytest
 
 from facefuse.models.manifest import load_manifest
-from facefuse.shot.people import group_people, select_people
-from facefuse.shot.plan import smoothing_lookahead
-from facefuse.shot.smoothing import (
+from facefuse.shot.plan.casting import select_people
+from facefuse.shot.plan.make import smoothing_lookahead
+from facefuse.shot.plan.people import group_people
+from facefuse.shot.plan.smoothing import (
     lag_frames,
     landmark_jitter_px,
     smooth_landmarks,
     smooth_tracks,
 )
-from facefuse.shot.tracking import Track, build_tracks
+from facefuse.shot.plan.tracking import Track, build_tracks
 from facefuse.stages.detect import YunetDetector
 from facefuse.stages.embed import ArcFaceEmbedder
 from facefuse.types import Face

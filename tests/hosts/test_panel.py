@@ -37,7 +37,7 @@ from addon.resolve.panel_job import JobHost
 from addon.resolve.swaps import read_result
 from facefuse.config import tunable_options
 from facefuse.hosting import plugins
-from facefuse.shot.request import PhaseProgress
+from facefuse.shot.contract.request import PhaseProgress
 from tests.hosts.panel_helpers import WAIT_MS, shown_window, wait_idle
 from tests.render_media import face_photo, make_face_clip
 from tests.resolve_facts import job, read_only_folder

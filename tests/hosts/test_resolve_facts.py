@@ -24,7 +24,7 @@ from addon.resolve.source_frames import (
 )
 from facefuse import parse_rate
 from facefuse.config import Settings
-from facefuse.shot.request import RenderSummary
+from facefuse.shot.contract.request import RenderSummary
 from tests.hosts import resolve_fake as fake
 from tests.hosts.resolve_lua import RUNTIMES, START, Launcher, placed, use_planner
 

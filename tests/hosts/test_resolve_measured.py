@@ -22,7 +22,7 @@ from facefuse.cli.main import main
 from facefuse.config import Settings
 from facefuse.errors import ExitCode, InputError
 from facefuse.models.manifest import default_manifest_path, load_manifest
-from facefuse.shot.request import RenderSummary
+from facefuse.shot.contract.request import RenderSummary
 from tests.hosts import resolve_fake as fake
 from tests.resolve_facts import job, read_only_folder
 from tests.review_reports import review_report

@@ -1,6 +1,7 @@
-"""The analysis pass's small-picture path (io.video.frame's small() and region(), shot.pass_one) on
-video larger than the detector: it finds the faces the full conversion finds, the recogniser's
-crops come from real pixels, and a render through it changes nothing outside the face."""
+"""The analysis pass's small-picture path (io.video.frame's small() and region(),
+shot.run.pass_one) on video larger than the detector: it finds the faces the full conversion finds,
+the recogniser's crops come from real pixels, and a render through it changes nothing outside the
+face."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ from facefuse.geometry import scale_face
 from facefuse.io.video import DecodedFrame, VideoSource
 from facefuse.io.video.yuv import chroma_centred
 from facefuse.pipeline import Pipeline
-from facefuse.shot.pass_one import FrameAnalysis
-from facefuse.shot.render import render
-from facefuse.shot.request import OutputSpec
+from facefuse.shot.contract.request import OutputSpec
+from facefuse.shot.run.frame_analysis import FrameAnalysis
+from facefuse.shot.run.render import render
 from facefuse.timing import RenderTimings, StageClock
 from facefuse.types import Face, Roi
 from tests import media_factory

@@ -48,7 +48,7 @@ def test_cold_bench_times_every_stage_of_both_passes(capsys: pytest.CaptureFixtu
            for name, stages in figures["stages"].items()}
     assert ran["analysis"] == {"decode", "colour", "detect", "embed"}
     assert ran["swap"] == {"decode", "colour", "swap", "paste", "encode"}  # no enhancer
-    # pass 2 decoded nothing: it took every frame as pass 1 decoded it (shot.held_frames)
+    # pass 2 decoded nothing: it took every frame as pass 1 decoded it (shot.run.held_frames)
     assert figures["decoded_once"] == FRAMES and 0 < figures["held_mib"] < 8
     assert figures["stages"]["swap"]["decode"]["p95_ms"] == 0.0
     for stages in figures["stages"].values():

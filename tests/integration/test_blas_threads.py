@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
-import facefuse.shot.render as render_module
+import facefuse.shot.run.render as render_module
 from facefuse.runtime.threads import blas_on_one_thread
-from facefuse.shot.planning import plan_shot
-from facefuse.shot.render import render
-from facefuse.shot.request import OutputSpec
+from facefuse.shot.contract.request import OutputSpec
+from facefuse.shot.run.plan_only import plan_shot
+from facefuse.shot.run.render import render
 from tests.render_media import face_photo, make_face_clip, render_request
 
 SOURCE = "media/obama.jpg"

@@ -8,9 +8,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from facefuse.config import Settings
-from facefuse.shot import previews
-from facefuse.shot.render import render
-from facefuse.shot.request import FrameSpec, InputSpec, OutputSpec, RenderRequest
+from facefuse.shot.contract.request import FrameSpec, InputSpec, OutputSpec, RenderRequest
+from facefuse.shot.looks import previews
+from facefuse.shot.run.render import render
 
 
 def _files(root: Path) -> set[Path]:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 ENGINE = ("onnxruntime", "onnx", "av", "cv2", "OpenImageIO", "PyOpenColorIO",
-          "facefuse.shot.render", "facefuse.pipeline")
+          "facefuse.shot.run.render", "facefuse.pipeline")
 
 PROBE = f"""
 import json, sys

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from facefuse.shot.request import FrameSpec, OutputSpec
+from facefuse.shot.contract.request import FrameSpec, OutputSpec
 from tests.render_media import face_photo, make_face_clip, render_request, run_render
 
 FRAMES = 8

@@ -16,7 +16,7 @@ import pytest
 
 from facefuse.cli import main as cli  # imported here, while sys.stderr is pytest's own stream
 from facefuse.errors import ExitCode, InputError
-from facefuse.shot.request import FrameSpec, OutputSpec
+from facefuse.shot.contract.request import FrameSpec, OutputSpec
 from tests.integration.render_helpers import Media, one_line_error, read_bgr
 from tests.render_media import (
     cli_args,

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import av
 
-from facefuse.shot.render import render
-from facefuse.shot.request import InputSpec, OutputSpec, RenderRequest
+from facefuse.shot.contract.request import InputSpec, OutputSpec, RenderRequest
+from facefuse.shot.run.render import render
 from tests.integration.farm_helpers import (
     FRAMES_FAILED_EXIT,
     QUEUE_DEPTH,

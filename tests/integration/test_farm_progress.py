@@ -14,8 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from facefuse.shot.render import render
-from facefuse.shot.request import FrameReport, FrameSpec, InputSpec, OutputSpec, RenderRequest
+from facefuse.shot.contract.request import (
+    FrameReport,
+    FrameSpec,
+    InputSpec,
+    OutputSpec,
+    RenderRequest,
+)
+from facefuse.shot.run.render import render
 from tests.integration.farm_helpers import (
     CLIP_FRAMES,
     QUEUE_DEPTH,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from facefuse.shot.writers import WRITE_WORKERS
+from facefuse.shot.output.writers import WRITE_WORKERS
 from tests.integration.farm_helpers import (
     CLIP_FRAMES,
     SIGTERM_EXIT,

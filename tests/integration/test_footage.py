@@ -27,8 +27,8 @@ from facefuse.color import (
     linear_output_converter,
 )
 from facefuse.errors import InputError
-from facefuse.shot.inputs import VideoInput, open_input
-from facefuse.shot.request import InputSpec, OutputSpec
+from facefuse.shot.contract.inputs import VideoInput, open_input
+from facefuse.shot.contract.request import InputSpec, OutputSpec
 from tests import media_factory
 from tests.integration.render_helpers import assert_changes_confined, read_bgr
 from tests.media_factory import read_marker

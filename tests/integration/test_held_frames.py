@@ -1,6 +1,6 @@
-"""Frames decoded once (Settings.frame_memory_mib, shot.held_frames): a render whose frames pass 1
-holds on for pass 2 writes the same bytes as one that decodes every frame twice, whether all of
-them fit, some, or none; for 8-bit and 10-bit YUV, alpha, and a plate sequence; for a chunk of an
+"""Frames decoded once (Settings.frame_memory_mib, shot.run.held_frames): a render whose frames
+pass 1 holds on for pass 2 writes the same bytes as one that decodes every frame twice, whether all
+of them fit, some, or none; for 8-bit and 10-bit YUV, alpha, and a plate sequence; for a chunk of an
 analysed range. A plan alone (preview, review) and pass 1 beside pass 2 (selector many) hold
 none. The real render code throughout: real YuNet, the contract recogniser and swapper."""
 
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from facefuse.io.video.frame import DecodedFrame
-from facefuse.shot.planning import plan_shot
-from facefuse.shot.render import render
-from facefuse.shot.request import OutputSpec
+from facefuse.shot.contract.request import OutputSpec
+from facefuse.shot.run.plan_only import plan_shot
+from facefuse.shot.run.render import render
 from tests.render_media import (
     face_frame,
     face_photo,

@@ -1,5 +1,5 @@
-"""Preview is the render: `facefuse preview`, shot.stills and the hosts' preview_frame give the
-pixels a render of the same request writes, on a clip with cuts and three people; people are
+"""Preview is the render: `facefuse preview`, shot.looks.stills and the hosts' preview_frame give
+the pixels a render of the same request writes, on a clip with cuts and three people; people are
 named stably and --assign / --skip / ref:PICTURE give them their own sources.
 
 The clip (480x270, 25 fps, H.264), assembled from the real clips in ../shared/testdata and
@@ -37,12 +37,18 @@ from facefuse.errors import InputError
 from facefuse.pipeline import Pipeline
 from facefuse.review.writing import write_review
 from facefuse.selection import largest_face
-from facefuse.shot import previews
-from facefuse.shot.inputs import open_input
-from facefuse.shot.planning import plan_shot
-from facefuse.shot.render import render
-from facefuse.shot.request import InputSpec, OutputSpec, PersonId, PersonInPicture, RenderRequest
-from facefuse.shot.stills import StillsCancelled, render_stills
+from facefuse.shot.contract.inputs import open_input
+from facefuse.shot.contract.request import (
+    InputSpec,
+    OutputSpec,
+    PersonId,
+    PersonInPicture,
+    RenderRequest,
+)
+from facefuse.shot.looks import previews
+from facefuse.shot.looks.stills import StillsCancelled, render_stills
+from facefuse.shot.run.plan_only import plan_shot
+from facefuse.shot.run.render import render
 from tests import media_factory
 from tests.golden.test_reference_selection import padded_recogniser
 from tests.render_media import (

@@ -17,7 +17,7 @@ import av
 import numpy as np
 import pytest
 
-from facefuse.shot.request import InputSpec, OutputSpec
+from facefuse.shot.contract.request import InputSpec, OutputSpec
 from tests.integration.render_helpers import Media, assert_changes_confined, read_bgr
 from tests.media_factory import read_marker
 from tests.render_media import (

@@ -23,7 +23,7 @@ import pytest
 from facefuse.cli import main as cli  # imported here, while sys.stderr is pytest's own stream
 from facefuse.cli import render as cli_render
 from facefuse.errors import ExitCode
-from facefuse.shot.request import FrameReport, FrameSpec
+from facefuse.shot.contract.request import FrameReport, FrameSpec
 from tests.integration.render_helpers import CLIP_FRAMES, Media, one_line_error, read_bgr
 from tests.media_factory import make_vfr_clip, read_marker
 from tests.render_media import (

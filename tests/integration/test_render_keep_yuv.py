@@ -27,7 +27,7 @@ from facefuse.errors import ExitCode
 from facefuse.io.video import VideoSink, VideoSource
 from facefuse.io.video import write as video_write
 from facefuse.io.video.yuv import PLANAR, picture_planes
-from facefuse.shot.request import OutputSpec
+from facefuse.shot.contract.request import OutputSpec
 from tests.integration.farm_helpers import (
     CLIP_FRAMES,
     Farm,

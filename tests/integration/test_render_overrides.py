@@ -21,9 +21,9 @@ import pytest
 
 from facefuse.cli.main import main
 from facefuse.review.writing import write_review
-from facefuse.shot.planning import plan_shot
-from facefuse.shot.render import render
-from facefuse.shot.request import FrameReport, PlanChoices, RenderRequest
+from facefuse.shot.contract.request import FrameReport, PlanChoices, RenderRequest
+from facefuse.shot.run.plan_only import plan_shot
+from facefuse.shot.run.render import render
 from tests.integration.render_helpers import Media, one_line_error
 from tests.render_media import cli_args, render_request, run_render
 
@@ -123,7 +123,7 @@ def test_a_video_is_rendered_whole_again(media: Media, render_models: Path, rend
     fix = _overrides(tmp_path / "fix.json", {"frames": "8-9", "action": "keep"})
     request = render_request(render_models, render_cache, media.source, media.clip,
                              tmp_path / "out.mp4", "colour", plan=PlanChoices(overrides=fix))
-    with caplog.at_level(logging.INFO, logger="facefuse.shot.render"):
+    with caplog.at_level(logging.INFO, logger="facefuse.shot.run.render"):
         summary, _ = run_render(request)
     assert summary.frames == 16 and summary.swapped == len(FACE_FRAMES) - 2
     assert "is a video, written whole: all 16 frames are rendered again" in caplog.text
@@ -179,7 +179,7 @@ def test_a_part_of_the_shot_takes_the_whole_shots_corrections_and_ignores_the_re
     reference, _ = run_render(replace(whole, plan=replace(whole.plan, overrides=fix)))
     part = _request(media, render_models, render_cache, tmp_path / "part", frames=(5, 10),
                     overrides=fix)
-    with caplog.at_level(logging.INFO, logger="facefuse.shot.render"):
+    with caplog.at_level(logging.INFO, logger="facefuse.shot.run.render"):
         summary, _ = run_render(part)
     assert (summary.frames, summary.swapped, summary.corrected) == (6, 3, 3)
     assert summary.notes == ((f"overrides file {fix}: the corrections outside frames 5-10 are "

@@ -26,8 +26,8 @@ from facefuse.io.video import DecodedFrame
 from facefuse.io.video import write as video_write
 from facefuse.io.video.yuv import picture_planes
 from facefuse.io.video.yuv_write import bgr_to_picture
-from facefuse.shot import pass_two
-from facefuse.shot.render import render as render_shot
+from facefuse.shot.run import pass_two
+from facefuse.shot.run.render import render as render_shot
 from tests import media_factory
 from tests.integration.render_helpers import read_bgr
 from tests.render_media import face_photo, render_request

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from facefuse.shot import prints as prints_module
-from facefuse.shot.request import OutputSpec
+from facefuse.shot.contract.request import OutputSpec
+from facefuse.shot.output import prints as prints_module
 from tests.integration.render_helpers import Media, read_bgr
 from tests.media_factory import read_marker
 from tests.render_media import face_frame, render_request, run_render, write_plate_oiio

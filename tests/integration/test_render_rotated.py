@@ -24,8 +24,8 @@ from facefuse.io.video import DecodedFrame, VideoSource
 from facefuse.io.video import write as video_write
 from facefuse.io.video.yuv import PLANAR_8BIT, picture_planes
 from facefuse.io.video.yuv_write import bgr_to_picture
-from facefuse.shot import pass_two
-from facefuse.shot.render import render as render_shot
+from facefuse.shot.run import pass_two
+from facefuse.shot.run.render import render as render_shot
 from tests import media_factory
 from tests.integration.passthrough_clips import stored_record
 from tests.integration.test_render_regions import (

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from facefuse.cli import main as cli  # imported here, while sys.stderr is pytest's own stream
-from facefuse.shot.request import FrameSpec, InputSpec, OutputSpec, RenderSummary
+from facefuse.shot.contract.request import FrameSpec, InputSpec, OutputSpec, RenderSummary
 from tests.integration.render_helpers import (
     FACE_BOX,
     NO_FACE,

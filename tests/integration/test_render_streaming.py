@@ -1,5 +1,6 @@
-"""Pass 2 beside pass 1 (selector many, analysis not cached; see shot/early_plan.py): the streamed
-render's frames are bit-identical to a render of the same shot whose analysis was cached first,
+"""Pass 2 beside pass 1 (selector many, analysis not cached; see shot/run/early_targets.py): the
+streamed render's frames are bit-identical to a render of the same shot whose analysis was cached
+first,
 with smoothing, two faces and a cut, for a farm chunk inside the range and for a sequence output
 resumed after a cancel; the first frame is written before the analysis ends (selector one still
 waits for it); a pass-1 failure surfaces as itself; the two passes read one video at once.
@@ -23,9 +24,10 @@ import pytest
 from facefuse.errors import ModelError
 from facefuse.io.video import VideoSource
 from facefuse.pipeline import Pipeline
-from facefuse.shot.plan import PlanOptions, plan_horizon
-from facefuse.shot.render import render
-from facefuse.shot.request import FrameReport, PhaseProgress, RenderRequest, RenderSummary
+from facefuse.shot.contract.request import FrameReport, PhaseProgress, RenderRequest, RenderSummary
+from facefuse.shot.plan.make import plan_horizon
+from facefuse.shot.plan.options import PlanOptions
+from facefuse.shot.run.render import render
 from tests import media_factory
 from tests.integration import farm_helpers
 from tests.integration.render_helpers import read_bgr
@@ -36,7 +38,7 @@ RATE = Fraction(8)
 CUT = 20  # 0-based index of the first frame after the cut
 SIZE = (480, 270)
 PATTERN = "out.####.png"
-SMOOTHING = True  # fixed-lag smoothing keeps plan_horizon's promise (shot.smoothing)
+SMOOTHING = True  # fixed-lag smoothing keeps plan_horizon's promise (shot.plan.smoothing)
 
 
 def _shot_frame(index: int, face: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from facefuse.cli import main as cli  # imported here, while sys.stderr is pytest's own stream
-from facefuse.shot.request import OutputSpec
+from facefuse.shot.contract.request import OutputSpec
 from tests import media_factory
 from tests.integration.render_helpers import (
     CLIP_FRAMES,

@@ -22,8 +22,8 @@ from facefuse.cli import main as cli
 from facefuse.cli import render as cli_render
 from facefuse.errors import ExitCode
 from facefuse.runtime.sessions import create_session
-from facefuse.shot.render import render
-from facefuse.shot.request import FrameReport, FrameSpec, OutputSpec, PhaseProgress
+from facefuse.shot.contract.request import FrameReport, FrameSpec, OutputSpec, PhaseProgress
+from facefuse.shot.run.render import render
 from tests.integration import farm_helpers
 from tests.integration.render_helpers import CLIP_FRAMES, Media
 from tests.render_media import cli_args, read_plate_oiio, render_request

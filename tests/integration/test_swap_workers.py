@@ -7,7 +7,7 @@ thread has ended when the render returns.
 
 The shots: two real faces (one mirrored) drifting a few pixels a frame, so a frame swapped with
 another frame's crops would show; the "one" shot has the first face only. Every render here
-uses the real pass-2 code (shot.render, no stand-in for any part of it)."""
+uses the real pass-2 code (shot.run.render, no stand-in for any part of it)."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from facefuse.pipeline import Pipeline
 from facefuse.runtime.sessions import SessionReplicas
-from facefuse.shot.render import render
-from facefuse.shot.request import OutputSpec
+from facefuse.shot.contract.request import OutputSpec
+from facefuse.shot.run.render import render
 from tests import contract_models
 from tests.media_factory import write_h264_clip
 from tests.render_media import (

@@ -10,7 +10,7 @@ import numpy as np
 
 from facefuse.pipeline import Pipeline
 from facefuse.runtime.sessions import TimedSession
-from facefuse.shot.request import FrameSpec, RenderSummary
+from facefuse.shot.contract.request import FrameSpec, RenderSummary
 from tests.integration.render_helpers import Media, read_bgr
 from tests.render_media import render_request, render_settings, run_render
 

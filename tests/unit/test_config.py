@@ -10,7 +10,7 @@ import pytest
 
 from facefuse.config import SMOOTHING_OPTIONS, Settings, tunable_options
 from facefuse.errors import ExitCode, InputError
-from facefuse.shot.request import InputSpec, OutputSpec, PlanChoices, RenderRequest
+from facefuse.shot.contract.request import InputSpec, OutputSpec, PlanChoices, RenderRequest
 
 FLOATS = [option for option in tunable_options() if option.kind == "float"]
 BAD = [math.inf, -math.inf, math.nan, 1e308, -1e308]

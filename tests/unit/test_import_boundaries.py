@@ -36,7 +36,14 @@ LAYERS = (
     ("facefuse.runtime",),
     ("facefuse.swapping",),
     ("facefuse.pipeline",),
+    # shot/ in wings, bottom to top: the request contract, the shot plan, what an output
+    # carries, the run of a render, the quick looks for hosts
     ("facefuse.shot",),
+    ("facefuse.shot.contract",),
+    ("facefuse.shot.plan",),
+    ("facefuse.shot.output",),
+    ("facefuse.shot.run",),
+    ("facefuse.shot.looks",),
     ("facefuse.review",),
     ("facefuse.hosting",),
     (PUBLIC_API,),
@@ -48,11 +55,11 @@ LAYERS = (
 LAZY_MODULES = {"facefuse.farm.dask_jobs"}
 # Engine modules that load ONNX Runtime, FFmpeg, OpenCV or OpenColorIO: the cli modules import
 # them where their command runs, so the command line starts without them (test_cli_startup.py).
-LAZY_MODULES |= {"facefuse.shot.render", "facefuse.shot.stills", "facefuse.shot.inputs",
-                 "facefuse.pipeline", "facefuse.color", "facefuse.io.images",
-                 "facefuse.runtime.sessions", "facefuse.runtime.doctor",
-                 "facefuse.review.writing", "facefuse.shot.planning",
-                 "facefuse.shot.replacement"}
+LAZY_MODULES |= {"facefuse.shot.run.render", "facefuse.shot.looks.stills",
+                 "facefuse.shot.contract.inputs", "facefuse.pipeline", "facefuse.color",
+                 "facefuse.io.images", "facefuse.runtime.sessions", "facefuse.runtime.doctor",
+                 "facefuse.review.writing", "facefuse.shot.run.plan_only",
+                 "facefuse.shot.run.replacement"}
 
 
 def _module_name(path: Path) -> str:

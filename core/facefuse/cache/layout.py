@@ -26,8 +26,8 @@ from ..io import files
 from .locking import LockOwner, owner_is_gone
 
 CACHE_ENV = "FACEFUSE_CACHE"
-# The files facefuse writes in each cache part (cache.embeddings, shot.analysis, shot.previews,
-# cache.hashes), by name.
+# The files facefuse writes in each cache part (cache.embeddings, shot.plan.analysis,
+# shot.looks.previews, cache.hashes), by name.
 CACHED_NAMES = MappingProxyType({
     "embeddings": re.compile(r"[0-9a-f]{64}\.npy"),
     "analysis": re.compile(r"[0-9a-f]{64}\.npz"),
@@ -81,12 +81,12 @@ class CacheLayout:
 
     @property
     def analysis(self) -> Path:
-        """Per-shot detections (shot.analysis) and the locks chunks wait on."""
+        """Per-shot detections (shot.plan.analysis) and the locks chunks wait on."""
         return self.root / "analysis"
 
     @property
     def previews(self) -> Path:
-        """Preview pictures for host UIs (shot.previews)."""
+        """Preview pictures for host UIs (shot.looks.previews)."""
         return self.root / "previews"
 
     @property

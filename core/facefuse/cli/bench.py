@@ -1,6 +1,6 @@
 """`facefuse bench`: time the real render path on a clip and say where the time goes.
 
-It renders with shot.render.render and a RenderRequest, like `facefuse render`, and reads the
+It renders with shot.run.render.render and a RenderRequest, like `facefuse render`, and reads the
 figures from the timing.RenderTimings the render fills in as it works: frames per second end to
 end, milliseconds per frame of every stage of both passes (median and p95), time to the first
 output frame, session creation, time inside ONNX Runtime, CPU seconds per frame, peak memory.
@@ -39,8 +39,8 @@ from ..io.sequences import parse_frame_range
 from ..io.video.common import VIDEO_CODECS
 from ..periodic import every
 from ..runtime.threads import detector_sessions, swap_workers, thread_budget
-from ..shot.option_types import usage_type
-from ..shot.request import FrameSpec, InputSpec, OutputSpec, RenderRequest, RenderSummary
+from ..shot.contract.option_types import usage_type
+from ..shot.contract.request import FrameSpec, InputSpec, OutputSpec, RenderRequest, RenderSummary
 from ..stopping import stop_signals
 from ..timing import (
     INFERENCE,
@@ -107,7 +107,7 @@ def _frame_range(spec: str, frames: int | tuple[int, int] | None) -> tuple[int, 
     (None: all of them)."""
     if frames is None or isinstance(frames, tuple):
         return frames
-    from ..shot.inputs import open_input
+    from ..shot.contract.inputs import open_input
 
     shot = open_input(spec)
     try:
@@ -142,7 +142,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                                                 "facefuse-bench") as work:
         request = request_from_args(args, work)
         if args.warm:
-            from ..shot.render import render
+            from ..shot.run.render import render
 
             render(request, cancel=stop.is_set)
         if not stop.is_set():
@@ -161,7 +161,7 @@ def measure(request: RenderRequest, warm: bool = False,
             cancel: Callable[[], bool] | None = None) -> dict[str, Any]:
     """Render `request` once with timings on; the bench figures (see format_figures)."""
     from ..runtime.sessions import resolve_providers  # the engine loads when a bench runs
-    from ..shot.render import render
+    from ..shot.run.render import render
 
     providers = resolve_providers(request.settings.providers)
     timings = RenderTimings()

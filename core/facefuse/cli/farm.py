@@ -27,9 +27,9 @@ from ..farm.chunks import chunk_ranges, shot_frames
 from ..farm.commandline import absolute_paths
 from ..farm.paths import check_inside
 from ..io.sequences import is_frame_pattern
-from ..shot.frames import within
-from ..shot.overrides import load_overrides
-from ..shot.request import RenderRequest
+from ..shot.contract.frames import within
+from ..shot.contract.request import RenderRequest
+from ..shot.plan.overrides import load_overrides
 from .render import render_options, request_from_args
 
 log = logging.getLogger(__name__)

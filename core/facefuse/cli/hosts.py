@@ -16,9 +16,9 @@ from ..hosting.plugins import Subcommands, host_commands
 from ..io import files
 from ..io.small_files import json_value
 from ..review.folder import check_report_folder
-from ..shot import commandline
-from ..shot.output_checks import request_inputs, settings_inputs
-from ..shot.request import RenderRequest, RenderSummary
+from ..shot.contract import commandline
+from ..shot.contract.request import RenderRequest, RenderSummary
+from ..shot.output.output_checks import request_inputs, settings_inputs
 from . import options
 from .render import Progress, run_render, summary_record
 
@@ -74,8 +74,8 @@ class Lent:
         return summary, terminated
 
     def stopped_errors(self) -> tuple[type[Exception], ...]:
-        from ..shot.planning import PlanCancelled
-        from ..shot.stills import StillsCancelled
+        from ..shot.looks.stills import StillsCancelled
+        from ..shot.run.plan_only import PlanCancelled
 
         return PlanCancelled, StillsCancelled
 

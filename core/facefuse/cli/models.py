@@ -162,7 +162,7 @@ def _prepare(store: ModelStore, names: Sequence[str], providers: str, detector_p
                                                  entries=entries),
             partial(_say, step), detector_px)
         print(f"[{index}/{len(names)}] {located.label}: done in {done.seconds:.0f} s, engine in "
-              f"{done.plan.folder}")
+              f"{done.build.folder}")
     return ExitCode.OK
 
 

@@ -1,5 +1,5 @@
 """Options more than one command takes, and how they become Settings (the options themselves
-are described once, in facefuse.shot.commandline)."""
+are described once, in facefuse.shot.contract.commandline)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from typing import TextIO
 
 from ..config import Settings
-from ..shot import commandline
+from ..shot.contract import commandline
 
 DEFAULTS = Settings()
 
@@ -33,7 +33,7 @@ class DownloadProgress:
 
 
 def model_options(parser: argparse.ArgumentParser) -> None:
-    """--models-dir and --offline (shot.commandline describes them)."""
+    """--models-dir and --offline (shot.contract.commandline describes them)."""
     commandline.add_model_options(parser)
 
 

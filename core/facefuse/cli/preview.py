@@ -2,7 +2,7 @@
 
 It takes every option of `facefuse render` (the same request, so the same shot plan) with -o
 naming the still (.png, .tif/.tiff or .exr) and --frame the frame; the engine side is
-shot.stills. A shot not analysed yet is analysed first, which stderr says, with the analysis
+shot.looks.stills. A shot not analysed yet is analysed first, which stderr says, with the analysis
 progress of --progress.
 """
 
@@ -30,10 +30,10 @@ from ..io.files import (
     write_error,
 )
 from ..io.sequences import is_frame_pattern
-from ..shot import commandline
-from ..shot.commandline import INPUT, SHOT_OPTIONS, Option
-from ..shot.output_checks import check_not_input, request_inputs
-from ..shot.request import FrameReport, PhaseProgress, RenderRequest
+from ..shot.contract import commandline
+from ..shot.contract.commandline import INPUT, SHOT_OPTIONS, Option
+from ..shot.contract.request import FrameReport, PhaseProgress, RenderRequest
+from ..shot.output.output_checks import check_not_input, request_inputs
 from ..stopping import Cancelled, stop_signals
 from .render import Progress
 
@@ -78,7 +78,7 @@ class _Phases:
 
 def check_still(request: RenderRequest) -> Path:
     """The still's path; InputError for one that cannot be a still or exists already."""
-    from ..shot.stills import check_still_suffix
+    from ..shot.looks.stills import check_still_suffix
 
     path = Path(request.output.path)
     if is_frame_pattern(request.output.path):
@@ -101,7 +101,7 @@ def check_still(request: RenderRequest) -> Path:
 def _files_read(request: RenderRequest) -> list[Path]:
     """The input's files and every other file the preview reads (request_inputs: sources,
     references, assigned images, the overrides file, the model manifest...)."""
-    from ..shot.inputs import open_input
+    from ..shot.contract.inputs import open_input
 
     shot = open_input(request.input.path, request.input.start_number, request.input.conform_vfr,
                       request.settings.threads)
@@ -147,7 +147,7 @@ def _preview(request: RenderRequest, frame: int, still: Path, phases: _Phases,
     """Render the still into a scratch folder of the cache's previews, then write it to
     `still` atomically (what killed runs left in either folder swept first). StillsCancelled
     or PlanCancelled when cancel() stopped it: nothing written, the scratch removed."""
-    from ..shot.stills import render_stills  # the engine loads here, when a preview runs
+    from ..shot.looks.stills import render_stills  # the engine loads here, when a preview runs
 
     scratch_root = CacheLayout.at(request.settings.cache_dir).previews
     with scratch_folder(scratch_root, "stills") as scratch:

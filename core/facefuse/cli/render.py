@@ -1,4 +1,5 @@
-"""`facefuse render`: the command line over facefuse.shot.render (a thin host like the others)."""
+"""`facefuse render`: the command line over facefuse.shot.run.render (a thin host like the
+others)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ from ..errors import ExitCode, InputError
 from ..farm.paths import check_inside
 from ..review.folder import check_report_folder
 from ..review.report import REPORT_NAME, load_report
-from ..shot import commandline
-from ..shot.frames import FrameChoice, format_frame_list
-from ..shot.output_checks import request_inputs
-from ..shot.request import FrameReport, PhaseProgress, RenderRequest, RenderSummary
+from ..shot.contract import commandline
+from ..shot.contract.frames import FrameChoice, format_frame_list
+from ..shot.contract.request import FrameReport, PhaseProgress, RenderRequest, RenderSummary
+from ..shot.output.output_checks import request_inputs
 from ..stopping import Cancelled, Stop, stop_signals
 from ..timing import PhaseRate
 
@@ -39,8 +40,8 @@ def add_parser(commands: Any) -> None:
 
 
 def render_options(p: argparse.ArgumentParser) -> None:
-    """The options of `facefuse render`: those of a RenderRequest (shot.commandline) and the
-    command's own (farm commands take the same ones)."""
+    """The options of `facefuse render`: those of a RenderRequest (shot.contract.commandline) and
+    the command's own (farm commands take the same ones)."""
     commandline.add_render_options(p, after={
         "--colorspace": _colorspace_list_option, "--smooth-beta": _report_options})
 
@@ -218,9 +219,9 @@ def cmd_render(args: argparse.Namespace) -> int:
 def say_replaced(request: RenderRequest, pipeline: Any, progress: Progress,
                  cancel: Callable[[], bool] | None = None) -> None:
     """Before rendering, say which finished frames of the output the render replaces because
-    they were made with other choices, and what differs (shot.replacement): a line on stderr,
+    they were made with other choices, and what differs (shot.run.replacement): a line on stderr,
     or with --progress json a {"replaces": ...} line on stdout. Nothing when it replaces none."""
-    from ..shot.replacement import replaced_frames  # the engine loads here, when a render runs
+    from ..shot.run.replacement import replaced_frames  # the engine loads here, when a render runs
 
     replacement = replaced_frames(request, pipeline, on_phase=progress.phase, cancel=cancel)
     if not replacement:
@@ -261,7 +262,7 @@ def run_render(request: RenderRequest, progress: Progress, pipeline: Any = None
     when given); SIGTERM (a farm or host stopping the program) or SIGINT cancels it cleanly
     between frames (stopping.stop_signals). Returns the summary and whether SIGTERM stopped it
     (a summary cancelled otherwise was stopped by SIGINT: exit 130)."""
-    from ..shot.render import render  # the engine loads here, when a render runs
+    from ..shot.run.render import render  # the engine loads here, when a render runs
 
     with stop_signals() as stop:
         summary = render(request, progress, stop.is_set, progress.phase, pipeline=pipeline)

@@ -14,8 +14,8 @@ from typing import Any
 from ..errors import ExitCode
 from ..farm.paths import check_inside
 from ..review.folder import check_report_folder
-from ..shot import commandline
-from ..shot.request import RenderRequest
+from ..shot.contract import commandline
+from ..shot.contract.request import RenderRequest
 from ..stopping import Cancelled, stop_signals
 from .render import Progress
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ExitCode, InputError
-from ..shot.output_checks import settings_inputs
+from ..shot.output.output_checks import settings_inputs
 from .options import DownloadProgress, engine_options, settings_from_args
 
 if TYPE_CHECKING:

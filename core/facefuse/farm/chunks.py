@@ -11,18 +11,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import InputError
-from ..shot.frames import plan_frames
-from ..shot.request import RenderRequest
+from ..shot.contract.frames import select_frames
+from ..shot.contract.request import RenderRequest
 
 
 def shot_frames(request: RenderRequest) -> tuple[int, ...]:
     """The input's frame numbers inside request.frames.range (all when None; InputError for a
     request.frames.only reaching outside them); opens the input."""
-    from ..shot.inputs import open_input  # the decoders load only when a job is made
+    from ..shot.contract.inputs import open_input  # the decoders load only when a job is made
 
     shot = open_input(request.input.path, request.input.start_number, request.input.conform_vfr)
     try:
-        return plan_frames(shot.frame_numbers, request.frames.range, None, shot.label,
+        return select_frames(shot.frame_numbers, request.frames.range, None, shot.label,
                            contiguous=shot.is_sequence, only=request.frames.only).analysed
     finally:
         shot.close()

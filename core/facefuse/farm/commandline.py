@@ -1,9 +1,10 @@
 """A RenderRequest as the `facefuse render` command line a farm task runs.
 
-The options themselves, and reading a task's arguments back, are facefuse.shot.commandline's
-(the command line builds its parser from the same table), so a task runs exactly the command a
-user could type and a Dask worker reads it back as the command line would. Here: the whole
-command, and a request made independent of the working folder it was given in.
+The options themselves, and reading a task's arguments back, are
+facefuse.shot.contract.commandline's (the command line builds its parser from the same table), so a
+task runs exactly the command a user could type and a Dask worker reads it back as the command line
+would. Here: the whole command, and a request made independent of the working folder it was given
+in.
 """
 
 from __future__ import annotations
@@ -15,8 +16,13 @@ from typing import Any
 
 from ..config import tunable_options
 from ..models.locations import looks_like_model_path
-from ..shot.commandline import OUTPUT_ROOT, render_args
-from ..shot.request import PersonId, PersonInPicture, PersonRef, RenderRequest
+from ..shot.contract.commandline import OUTPUT_ROOT, render_args
+from ..shot.contract.request import (
+    PersonId,
+    PersonInPicture,
+    PersonRef,
+    RenderRequest,
+)
 
 
 def render_command(request: RenderRequest, executable: str = "facefuse",

@@ -1,7 +1,7 @@
 """A shot on Dask distributed: chunks of frames as tasks, one Pipeline per worker process.
 
 The client (`run_job`) splits the range into chunks (farm.chunks), turns each into the
-`facefuse render` arguments a user would type (shot.commandline) and submits them. A worker
+`facefuse render` arguments a user would type (shot.contract.commandline) and submits them. A worker
 runs a chunk with `render_chunk`: the arguments are read back with the command line's own
 parser and go through the same `render()` the command line calls, with the Pipeline that the
 worker's PipelinePlugin built the first time and keeps, so sessions load once per worker
@@ -35,10 +35,10 @@ from distributed import Client, LocalCluster, WorkerPlugin, as_completed, get_wo
 from ..config import Settings
 from ..errors import FacefuseError, InputError
 from ..pipeline import Pipeline
-from ..shot.commandline import OUTPUT_ROOT, output_root_of, render_args, request_from_args
-from ..shot.frames import within
-from ..shot.render import render
-from ..shot.request import FrameReport, RenderRequest
+from ..shot.contract.commandline import OUTPUT_ROOT, output_root_of, render_args, request_from_args
+from ..shot.contract.frames import within
+from ..shot.contract.request import FrameReport, RenderRequest
+from ..shot.run.render import render
 from .chunks import chunk_ranges, shot_frames
 from .paths import check_inside
 

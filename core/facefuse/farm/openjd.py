@@ -9,7 +9,7 @@ elsewhere have no default and come from the value files.
 
 A shot job (`shot_bundle`) has one step whose parameter space is the frame range, chunked into
 tasks with the TASK_CHUNKING extension (contiguous chunks of at most ChunkSize frames). Each
-task runs the `facefuse render` command a user would type (shot.commandline), with
+task runs the `facefuse render` command a user would type (shot.contract.commandline), with
 `--frames` the whole range (analysed once through the shared analysis cache, so every chunk
 makes the same decisions), `--chunk-frames` its chunk, `--output-root` the output folder and
 `--progress openjd`. A list render (`--frames LIST` or `flagged:`) chunks the listed frames
@@ -41,10 +41,10 @@ from ..cache.layout import CacheLayout
 from ..errors import InputError
 from ..io.files import atomic_write_bytes, make_folder, write_error
 from ..models.locations import default_models_dir, looks_like_model_path
-from ..shot import commandline
-from ..shot.frames import FrameRanges, format_frame_list, within
-from ..shot.output_checks import check_request_outputs
-from ..shot.request import RenderRequest
+from ..shot.contract import commandline
+from ..shot.contract.frames import FrameRanges, format_frame_list, within
+from ..shot.contract.request import RenderRequest
+from ..shot.output.output_checks import check_request_outputs
 from .chunks import chunk_ranges
 from .paths import check_pattern, relative_to_root
 

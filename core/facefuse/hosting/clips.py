@@ -11,7 +11,7 @@ from __future__ import annotations
 def clip_frames(spec: str, start_number: int = 1, conform_vfr: bool = False) -> tuple[int, ...]:
     """The frame numbers of a video file or an image-sequence pattern, ascending; InputError
     (one sentence) when it cannot be opened."""
-    from ..shot.inputs import open_input  # FFmpeg and OpenImageIO load with the first clip
+    from ..shot.contract.inputs import open_input  # FFmpeg and OpenImageIO load with the first clip
 
     shot = open_input(spec, start_number, conform_vfr)
     try:

@@ -33,7 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..config import Settings
 from ..errors import InputError
-from ..shot.request import RenderRequest, RenderSummary
+from ..shot.contract.request import RenderRequest, RenderSummary
 
 HOST_GROUP = "facefuse.hosts"
 COMMAND_MODULE = "command"

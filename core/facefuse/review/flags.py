@@ -29,7 +29,7 @@ too_small          the swapper's aligned crop enlarges the planned face more tha
                    the swapper's template at its input size (geometry.frame_to_crop_matrix;
                    128 px for inswapper), so the face is swapped at less than the model's
                    resolution and upscaled back
-extreme_yaw        the planned face's frontality (shot.people.frontality) is below
+extreme_yaw        the planned face's frontality (shot.plan.people.frontality) is below
                    EXTREME_YAW_FRONTALITY: turned towards profile, where swappers fail first
 will_fail          the render fails these frames (of no one person): the input's reader
                    refused them when the shot was analysed (ShotAnalysis.failures: damaged,
@@ -52,15 +52,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..geometry import frame_to_crop_matrix
-from ..shot.people import frontality
-from ..shot.tracking import MAX_FILLED_FRAMES, Track
+from ..shot.plan.people import frontality
+from ..shot.plan.tracking import MAX_FILLED_FRAMES, Track
 from ..types import Face
 from ..vectors import l2_normalise
 from .measures import area_change, movement, planned_tracks
 from .records import WILL_FAIL, Flag
 
 if TYPE_CHECKING:  # the plan's module loads the analysis (OpenCV): types only here
-    from ..shot.plan import PlannedPerson, ShotPlan
+    from ..shot.plan.plan import PlannedPerson, ShotPlan
 
 MISSED_MAX_FRAMES = 12
 IDENTITY_JUMP_SIMILARITY = 0.3

@@ -25,7 +25,7 @@ from ..io.files import (
     temporary_path,
     write_error,
 )
-from ..shot.output_checks import check_not_input
+from ..shot.output.output_checks import check_not_input
 
 LAST = ("index.html", "report.json")  # moved into place after every other file, in this order
 PICTURES = ("people", "plots", "samples")  # the report's own picture folders (review.writing)

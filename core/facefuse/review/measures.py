@@ -19,7 +19,7 @@ import numpy as np
 from ..types import Face
 
 if TYPE_CHECKING:  # the plan's module loads the analysis (OpenCV): types only here
-    from ..shot.plan import ShotPlan
+    from ..shot.plan.plan import ShotPlan
 
 
 @dataclass(frozen=True, slots=True, eq=False)

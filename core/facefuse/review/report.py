@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
 from ..io import small_files
-from ..shot.request import RenderRequest
+from ..shot.contract.request import RenderRequest
 from ..version import __version__
 from .records import Flag, flag_sample, flagged_ranges, ranges
 
 if TYPE_CHECKING:  # these load OpenCV: types only here
-    from ..shot.plan import ShotPlan
+    from ..shot.plan.plan import ShotPlan
     from .flags import Thresholds
     from .measures import Series
 

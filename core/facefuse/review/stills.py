@@ -18,11 +18,11 @@ from ..io.files import scratch_folder
 from ..io.images import encode_image, read_image
 from ..io.video import DecodeFailure
 from ..pipeline import Pipeline
-from ..shot.inputs import open_input
-from ..shot.people import face_presence
-from ..shot.plan import ShotPlan
-from ..shot.request import CancelCheck, PhaseCallback, RenderRequest
-from ..shot.stills import render_stills
+from ..shot.contract.inputs import open_input
+from ..shot.contract.request import CancelCheck, PhaseCallback, RenderRequest
+from ..shot.looks.stills import render_stills
+from ..shot.plan.people import face_presence
+from ..shot.plan.plan import ShotPlan
 from ..types import Face
 
 SHEET_SIDE_PX = 480  # the long side of a contact sheet's picture (never enlarged)
@@ -30,7 +30,7 @@ THUMBNAIL_PX = 112  # a thumbnail's height
 THUMBNAIL_MARGIN = 0.35  # share of the face box added on every side of a thumbnail
 
 
-RENDER_LOGGER = "facefuse.shot.render"  # whose per-render warnings a still does not need
+RENDER_LOGGER = "facefuse.shot.run.render"  # whose per-render warnings a still does not need
 
 
 class _NoWarnings(logging.Filter):

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from ..pipeline import Pipeline
-from ..shot.output_checks import request_inputs
-from ..shot.plan import ShotPlan
-from ..shot.planning import fitted_request, people_without_source, plan_shot
-from ..shot.request import CancelCheck, PhaseCallback, PhaseProgress, RenderRequest
+from ..shot.contract.request import CancelCheck, PhaseCallback, PhaseProgress, RenderRequest
+from ..shot.output.output_checks import request_inputs
+from ..shot.plan.casting import people_without_source
+from ..shot.plan.plan import ShotPlan
+from ..shot.run.plan_only import fitted_request, plan_shot
 from .flags import Thresholds, find_flags
 from .folder import ReportFolder, check_report_folder
 from .measures import person_series

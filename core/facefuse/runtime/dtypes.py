@@ -1,5 +1,5 @@
 """ONNX Runtime's tensor type strings ("tensor(float16)", ...) as numpy dtypes, without loading
-ONNX Runtime (the command line plans TensorRT engines before any session exists)."""
+ONNX Runtime (the command line prepares TensorRT engines before any session exists)."""
 
 from __future__ import annotations
 

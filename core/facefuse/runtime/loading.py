@@ -34,7 +34,7 @@ from ..stages import (
 from .precision import PrecisionStore
 from .sessions import SessionPool, SessionTimer, resolve_providers
 from .signature import Signature, pick_family, require
-from .tensorrt import ENGINES_FOLDER, EnginePlan, GpuFacts, plan_engine
+from .tensorrt import ENGINES_FOLDER, EngineBuild, GpuFacts, engine_build
 from .threads import detector_sessions, swap_workers, thread_budget
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ class ModelLoader:
         self.providers = resolve_providers(settings.providers)
         self.sessions = SessionPool(self.providers, cache_dir=self.models_dir, timer=timer,
                                     threads=thread_budget(settings.threads).inference,
-                                    engines=self.engine_plan)
+                                    engines=self.engine_build)
         self._hashes = hashes
         self._gpu: GpuFacts | None = None
         self._located: dict[str, LocatedModel] = {}
@@ -201,7 +201,7 @@ class ModelLoader:
                        "sha256": self.sha256(role)}
                 for role, located in self._located.items()}
 
-    def engine_plan(self, path: Path) -> EnginePlan | None:
+    def engine_build(self, path: Path) -> EngineBuild | None:
         """The TensorRT plan of the model file at `path` when `facefuse models prepare` has
         prepared it for this GPU and TensorRT (its precision as decided then), else None."""
         if self._gpu is None:
@@ -213,8 +213,8 @@ class ModelLoader:
         if declared is None:
             return None
         fp16 = store.get(digest, self._gpu.gpu, self._gpu.tensorrt).fp16 is True
-        return plan_engine(self.models_dir, digest, declared, self._gpu, fp16,
-                           self.settings.detector_size_px)
+        return engine_build(self.models_dir, digest, declared, self._gpu, fp16,
+                            self.settings.detector_size_px)
 
     def close(self) -> None:
         """Free every session; models are loaded again on next use."""

@@ -25,11 +25,11 @@ from .tensorrt import (
     CUDA,
     ENGINES_FOLDER,
     TENSORRT,
-    EnginePlan,
+    EngineBuild,
     GpuFacts,
     ProviderEntry,
+    engine_build,
     model_shapes,
-    plan_engine,
 )
 
 Progress = Callable[[str], None]
@@ -44,7 +44,7 @@ class Prepared:
 
     name: str
     check: PrecisionCheck
-    plan: EnginePlan
+    build: EngineBuild
     seconds: float
 
 
@@ -79,7 +79,7 @@ def prepare_model(name: str, path: Path, sha256: str, models_dir: Path, facts: G
     types = {node.name: node.type for node in reader.get_inputs()}
     names = [node.name for node in reader.get_outputs()]
     del reader
-    plans = {fp16: plan_engine(models_dir, sha256, declared, facts, fp16, detector_px)
+    builds = {fp16: engine_build(models_dir, sha256, declared, facts, fp16, detector_px)
              for fp16 in (False, True)}
     feeds = probe_feeds(declared, types, detector_px)
     outputs: dict[bool, list[np.ndarray]] = {}
@@ -87,7 +87,7 @@ def prepare_model(name: str, path: Path, sha256: str, models_dir: Path, facts: G
         label = "fp16" if fp16 else "fp32"
         progress(f"{name}: building the {label} TensorRT engine (minutes the first time) ...")
         built = time.perf_counter()
-        session = _engine_session(name, path, plans[fp16], make_session)
+        session = _engine_session(name, path, builds[fp16], make_session)
         outputs[fp16] = [np.array(out) for out in session.run(names, feeds)]
         del session
         progress(f"{name}: {label} engine ready in {time.perf_counter() - built:.1f} s")
@@ -95,16 +95,16 @@ def prepare_model(name: str, path: Path, sha256: str, models_dir: Path, facts: G
     PrecisionStore(models_dir / ENGINES_FOLDER).put(sha256, facts.gpu, facts.tensorrt, check,
                                                     declared)
     if not check.fp16:
-        shutil.rmtree(plans[True].folder, ignore_errors=True)
+        shutil.rmtree(builds[True].folder, ignore_errors=True)
     progress(f"{name}: {'fp16' if check.fp16 else 'fp32'} ({check.reason})")
-    return Prepared(name, check, plans[bool(check.fp16)], time.perf_counter() - start)
+    return Prepared(name, check, builds[bool(check.fp16)], time.perf_counter() - start)
 
 
-def _engine_session(name: str, path: Path, plan: EnginePlan,
+def _engine_session(name: str, path: Path, build: EngineBuild,
                     make_session: SessionMaker) -> Any:
-    """A session on TensorRT with the plan's options (building its engine when missing)."""
-    plan.folder.mkdir(parents=True, exist_ok=True)
-    entries: list[ProviderEntry] = [(TENSORRT, plan.options),
+    """A session on TensorRT with the build's options (building its engine when missing)."""
+    build.folder.mkdir(parents=True, exist_ok=True)
+    entries: list[ProviderEntry] = [(TENSORRT, build.options),
                                     (CUDA, {"cudnn_conv_algo_search": "EXHAUSTIVE"})]
     session = make_session(path, entries)
     active = session.get_providers()

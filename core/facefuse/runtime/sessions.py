@@ -30,12 +30,12 @@ from ..stages import tensors
 from ..timing import ORT_THREAD_PREFIX, threads_named
 from .binding import BoundSession
 from .providers import parse_providers
-from .tensorrt import TENSORRT, EnginePlan, ProviderEntry, render_providers
+from .tensorrt import TENSORRT, EngineBuild, ProviderEntry, render_providers
 from .threads import ThreadGate, replica_threads
 
 log = logging.getLogger(__name__)
 
-EngineSource = Callable[[Path], EnginePlan | None]
+EngineSource = Callable[[Path], EngineBuild | None]
 
 # Order in which "auto" prefers the providers onnxruntime offers.
 AUTO_PREFERENCE = (
@@ -88,7 +88,7 @@ def _load_cuda_libraries() -> None:
 
 
 def provider_options(provider: str) -> dict[str, str]:
-    """Per-provider options. TensorRT's come from the model's EnginePlan (runtime.tensorrt):
+    """Per-provider options. TensorRT's come from the model's EngineBuild (runtime.tensorrt):
     a render passes them only where the engine is built."""
     if provider == "CUDAExecutionProvider":
         return {"cudnn_conv_algo_search": "EXHAUSTIVE"}
@@ -266,7 +266,7 @@ class SessionPool:
     with replicas > 1 gets that many sessions (SessionReplicas) sharing the threads
     (threads.replica_threads), so they run side by side within the budget. bind: run each
     session through IOBinding with output buffers reused (runtime.binding.BoundSession); False
-    runs session.run as is. engines: a model's EnginePlan (or None) when TensorRT is among the
+    runs session.run as is. engines: a model's EngineBuild (or None) when TensorRT is among the
     providers; TensorRT then runs only the models whose engine is built
     (runtime.tensorrt.render_providers)."""
 
@@ -310,8 +310,8 @@ class SessionPool:
         start = time.perf_counter()
         entries = provider_entries(self.providers)
         if TENSORRT in self.providers:
-            plan = self._engines(model_path) if self._engines is not None else None
-            entries = render_providers(model_path.name, entries, plan)
+            build = self._engines(model_path) if self._engines is not None else None
+            entries = render_providers(model_path.name, entries, build)
         session = create_session(model_path, self.providers, self._cache_dir, threads, entries)
         if self._timer is not None:
             self._timer.session_created((time.perf_counter() - start) * 1000.0)

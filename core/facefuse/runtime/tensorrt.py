@@ -158,7 +158,7 @@ def model_shapes(declared: Mapping[str, Sequence[int | str | None]], detector_px
 
 
 @dataclass(frozen=True, slots=True)
-class EnginePlan:
+class EngineBuild:
     """How one model is to run on TensorRT: its key, cache folder and provider options."""
 
     key: EngineKey
@@ -170,25 +170,26 @@ class EnginePlan:
         return engine_built(self.folder)
 
 
-def plan_engine(models_dir: Path, sha256: str, declared: Mapping[str, Sequence[int | str | None]],
-                facts: GpuFacts, fp16: bool, detector_px: int = 640) -> EnginePlan:
-    """The EnginePlan of a model (sha256, declared input shapes) on the GPU of `facts`."""
+def engine_build(models_dir: Path, sha256: str,
+                 declared: Mapping[str, Sequence[int | str | None]], facts: GpuFacts, fp16: bool,
+                 detector_px: int = 640) -> EngineBuild:
+    """The EngineBuild of a model (sha256, declared input shapes) on the GPU of `facts`."""
     shapes, profile = model_shapes(declared, detector_px)
     key = EngineKey(sha256, shapes_text(shapes), facts.gpu, facts.tensorrt, fp16)
     folder = engine_folder(models_dir, key)
-    return EnginePlan(key, folder, tensorrt_options(folder, key, profile))
+    return EngineBuild(key, folder, tensorrt_options(folder, key, profile))
 
 
 def render_providers(model_name: str, providers: Sequence[ProviderEntry],
-                     plan: EnginePlan | None) -> list[ProviderEntry]:
+                     build: EngineBuild | None) -> list[ProviderEntry]:
     """The provider list a render creates a model's session with: TensorRT only where its
-    engine is built (with the plan's options); otherwise TensorRT is left out, with one line
+    engine is built (with the build's options); otherwise TensorRT is left out, with one line
     saying that `facefuse models prepare` builds the engine. Never builds one."""
     names = [name for name, _ in providers]
     if TENSORRT not in names:
         return list(providers)
-    if plan is not None and plan.built:
-        return [(name, plan.options if name == TENSORRT else options)
+    if build is not None and build.built:
+        return [(name, build.options if name == TENSORRT else options)
                 for name, options in providers]
     rest = [(name, options) for name, options in providers if name != TENSORRT]
     log.warning("%s: no TensorRT engine for this GPU yet, so %s runs it; `facefuse models "

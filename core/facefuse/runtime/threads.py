@@ -7,7 +7,7 @@ than spin (runtime.sessions), so each pool may use the whole budget when its tur
 budget bounds is how many threads any one pool starts. 0 means every core of the machine. A farm
 that packs several renders onto one machine gives each its share (`--threads 4` on 16 cores, four
 tasks); `--threads 1` keeps every pool single-threaded. With `--selector many` pass 1 runs
-beside pass 2 (shot.pass_one); under a budget their CPU sessions take turns (ThreadGate: a
+beside pass 2 (shot.run.pass_one); under a budget their CPU sessions take turns (ThreadGate: a
 run holds its session's threads of the budget, runtime.sessions.SessionPool), so inference
 never keeps more than the budget's threads busy, while pass 1's decoder still works beside
 pass 2's. The replicas of one model (pass 1's detector sessions, pass 2's swap workers'

@@ -1,7 +1,8 @@
-"""Shots: a video or an image sequence rendered through the frame pipeline, frame by frame.
+"""Shots: a video or an image sequence rendered through the frame pipeline, in five wings.
 
-request (the public contract hosts build and read) · frames (which frames a render does) ·
-inputs / outputs (readers and writers behind one interface each) · analysis, tracking,
-smoothing (pass 1: the shot-level decisions) · render (the job: pass 1, then pass 2 through
-streaming) · provenance (metadata and resume fingerprints) · previews (quick looks for hosts).
+Each wing answers one question and imports only the wings below it, bottom to top:
+contract (what a render is asked: the request, its command-line codec, which frames, the input)
+· plan (who is swapped where: the ShotPlan) · output (what is written and what it carries) ·
+run (how a render goes: pass 1, pass 2, their threads, the tally, a plan without a render) ·
+looks (quick pictures for hosts).
 """

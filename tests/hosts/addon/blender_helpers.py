@@ -27,7 +27,7 @@ import cv2
 import numpy as np
 import pytest
 
-from facefuse.shot.inputs import open_input
+from facefuse.shot.contract.inputs import open_input
 from tests.render_media import FACE_SIZE, FACE_XY, SIZE, YUNET_FILE
 
 ADDON = "bl_ext.user_default.facefuse"

@@ -101,7 +101,7 @@ def test_cancel_keeps_only_complete_frames_and_a_rerun_resumes(
 
 
 def test_the_swap_status_shows_the_analysis_beside_the_frames_and_the_finishing() -> None:
-    from facefuse.shot.request import FrameReport, PhaseProgress
+    from facefuse.shot.contract.request import FrameReport, PhaseProgress
 
     plan = SimpleNamespace(scene="no scene", strip="plate", todo=lambda: (1, 2, 3), request=None)
     job = module("swap").swap_job(plan)

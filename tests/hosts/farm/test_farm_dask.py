@@ -25,7 +25,7 @@ from distributed import Client
 
 from facefuse.farm.chunks import chunk_ranges
 from facefuse.farm.dask_jobs import PLUGIN_NAME, PipelinePlugin, chunk_args, connect, render_chunk
-from facefuse.shot.commandline import request_from_args
+from facefuse.shot.contract.commandline import request_from_args
 from tests.hosts.farm.conftest import SHOT_FRAMES, farm_env
 from tests.integration.farm_helpers import (
     Farm,

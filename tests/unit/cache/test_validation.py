@@ -21,9 +21,9 @@ from facefuse.cache import embeddings as embeddings_module
 from facefuse.cache import hashes as hashes_module
 from facefuse.cache.embeddings import EmbeddingCache
 from facefuse.cache.hashes import HashMemo, sha256_file
-from facefuse.shot import analysis as analysis_module
-from facefuse.shot.analysis import AnalysisCache, AnalysisKey, ShotAnalysis, pack_detections
-from facefuse.shot.cuts import frame_signature, pack_signatures
+from facefuse.shot.plan import analysis as analysis_module
+from facefuse.shot.plan.analysis import AnalysisCache, AnalysisKey, ShotAnalysis, pack_detections
+from facefuse.shot.plan.cuts import frame_signature, pack_signatures
 from facefuse.stages import swap as swap_module
 from facefuse.stages.roles import ModelFile
 from facefuse.types import Face

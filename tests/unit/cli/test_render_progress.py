@@ -9,7 +9,7 @@ import json
 from contextlib import redirect_stdout
 
 from facefuse.cli.render import Progress
-from facefuse.shot.request import PhaseProgress
+from facefuse.shot.contract.request import PhaseProgress
 
 TOTAL = 40
 

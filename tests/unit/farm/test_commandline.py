@@ -1,4 +1,4 @@
-"""shot.commandline (what farm tasks run): a RenderRequest becomes the `facefuse render`
+"""shot.contract.commandline (what farm tasks run): a RenderRequest becomes the `facefuse render`
 arguments and the render options' own parser reads them back to the same request, for every
 field a user can set; farm.commandline's whole command and absolute paths; the farm's frame
 chunks; the openjd progress lines. Nothing here runs a render."""
@@ -24,9 +24,9 @@ from facefuse.config import Settings
 from facefuse.errors import InputError
 from facefuse.farm import commandline as farm_commandline
 from facefuse.farm.chunks import chunk_ranges
-from facefuse.shot import commandline
-from facefuse.shot.frames import plan_frames
-from facefuse.shot.request import (
+from facefuse.shot.contract import commandline
+from facefuse.shot.contract.frames import select_frames
+from facefuse.shot.contract.request import (
     FrameSpec,
     InputSpec,
     OutputSpec,
@@ -131,8 +131,8 @@ def test_the_tables_cover_every_field() -> None:
 
 
 def test_every_option_names_a_real_field_once() -> None:
-    """The table shot.commandline describes: each option sets one field, and the command line's
-    render parser is built from it (same switches, defaults and help)."""
+    """The table shot.contract.commandline describes: each option sets one field, and the command
+    line's render parser is built from it (same switches, defaults and help)."""
     owners = {"request": _paths(RenderRequest),
               "settings": {f.name for f in fields(Settings)}, "": {""}}
     named = [option.field for option in commandline.RENDER_OPTIONS]
@@ -166,10 +166,10 @@ def test_a_bad_command_line_is_one_input_error() -> None:
 
 
 def test_chunk_frames_render_a_sub_range_of_the_analysed_range() -> None:
-    plan = plan_frames(tuple(range(1, 101)), (11, 60), None, "shot", chunk_frames=(21, 30))
-    assert plan.analysed == tuple(range(11, 61)) and plan.rendered == tuple(range(21, 31))
+    selection = select_frames(tuple(range(1, 101)), (11, 60), None, "shot", chunk_frames=(21, 30))
+    assert selection.analysed == tuple(range(11, 61)) and selection.rendered == tuple(range(21, 31))
     with pytest.raises(InputError, match="not inside the analysed range 11-60"):
-        plan_frames(tuple(range(1, 101)), (11, 60), None, "shot", chunk_frames=(55, 65))
+        select_frames(tuple(range(1, 101)), (11, 60), None, "shot", chunk_frames=(55, 65))
 
 
 def test_chunk_ranges_cover_the_range_once() -> None:

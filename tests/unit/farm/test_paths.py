@@ -13,7 +13,13 @@ from facefuse.config import Settings
 from facefuse.errors import InputError
 from facefuse.farm import openjd
 from facefuse.farm.paths import check_inside, check_pattern, relative_to_root
-from facefuse.shot.request import FrameSpec, InputSpec, OutputSpec, PlanChoices, RenderRequest
+from facefuse.shot.contract.request import (
+    FrameSpec,
+    InputSpec,
+    OutputSpec,
+    PlanChoices,
+    RenderRequest,
+)
 
 
 @pytest.mark.parametrize("pattern", ["shot.####.exr", "sub/dir/shot.####.exr", "a/../b.#.png"])

@@ -14,7 +14,7 @@ from addon.resolve.job_file import ClipError, parse_job, read_job
 from addon.resolve.timeline import ItemSpan, playhead_frame
 from facefuse.config import Settings
 from facefuse.errors import InputError, OutputError
-from facefuse.shot.request import RenderSummary
+from facefuse.shot.contract.request import RenderSummary
 from facefuse.timebase import TimecodeRate, frames_to_timecode, parse_rate, timecode_to_frames
 from tests.resolve_facts import job, read_only_folder
 

@@ -21,7 +21,7 @@ from facefuse.errors import ExitCode, FacefuseError, InputError, ModelError
 from facefuse.io import small_files
 from facefuse.models.manifest import load_manifest
 from facefuse.review.report import load_report
-from facefuse.shot.overrides import load_overrides
+from facefuse.shot.plan.overrides import load_overrides
 
 pytestmark = [pytest.mark.timeout(20),
               pytest.mark.skipif(os.name != "posix", reason="FIFOs and /dev/zero are POSIX")]

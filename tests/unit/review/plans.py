@@ -8,10 +8,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from facefuse.shot.analysis import ShotAnalysis
-from facefuse.shot.people import Person
-from facefuse.shot.plan import PlannedFace, PlannedPerson, ShotPlan
-from facefuse.shot.tracking import Track
+from facefuse.shot.plan.analysis import ShotAnalysis
+from facefuse.shot.plan.people import Person
+from facefuse.shot.plan.plan import PlannedFace, PlannedPerson, ShotPlan
+from facefuse.shot.plan.tracking import Track
 from facefuse.types import Face
 from tests.unit.shot.identities import identity, seen
 

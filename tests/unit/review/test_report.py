@@ -23,7 +23,7 @@ from facefuse.review.report import (
     load_report,
     report_json,
 )
-from facefuse.shot.request import InputSpec, OutputSpec, RenderRequest
+from facefuse.shot.contract.request import InputSpec, OutputSpec, RenderRequest
 from tests.unit.review.plans import plan_of
 
 FRAMES = tuple(range(101, 131))

@@ -27,8 +27,8 @@ from facefuse.runtime.tensorrt import (
     TENSORRT,
     EngineKey,
     GpuFacts,
+    engine_build,
     model_shapes,
-    plan_engine,
     render_providers,
 )
 from tests import contract_models as cm
@@ -56,17 +56,17 @@ def test_each_part_of_the_key_gives_its_own_engine_folder() -> None:
 
 
 def test_the_options_put_engine_and_timing_caches_in_the_model_folder(tmp_path: Path) -> None:
-    plan = plan_engine(tmp_path, SHA, SWAPPER_INPUTS, H200, fp16=True)
-    assert plan.folder.parent == tmp_path / "trt"
-    assert plan.options == {
-        "trt_engine_cache_enable": "True", "trt_engine_cache_path": str(plan.folder),
+    build = engine_build(tmp_path, SHA, SWAPPER_INPUTS, H200, fp16=True)
+    assert build.folder.parent == tmp_path / "trt"
+    assert build.options == {
+        "trt_engine_cache_enable": "True", "trt_engine_cache_path": str(build.folder),
         "trt_engine_cache_prefix": "facefuse", "trt_timing_cache_enable": "True",
-        "trt_timing_cache_path": str(plan.folder), "trt_fp16_enable": "True"}
-    assert plan.key.shapes == "source:1x512;target:1x3x128x128"
-    assert not plan.built
-    plan.folder.mkdir(parents=True)
-    (plan.folder / "facefuse_model.engine").write_bytes(b"engine")
-    assert plan.built
+        "trt_timing_cache_path": str(build.folder), "trt_fp16_enable": "True"}
+    assert build.key.shapes == "source:1x512;target:1x3x128x128"
+    assert not build.built
+    build.folder.mkdir(parents=True)
+    (build.folder / "facefuse_model.engine").write_bytes(b"engine")
+    assert build.built
 
 
 def test_a_free_batch_builds_a_profile_and_a_free_canvas_takes_the_detector_size() -> None:
@@ -75,10 +75,10 @@ def test_a_free_batch_builds_a_profile_and_a_free_canvas_takes_the_detector_size
     assert profile == {"input": ([1, 3, 112, 112], [32, 3, 112, 112])}
     shapes, profile = model_shapes({"input.1": [1, 3, "?", None]}, detector_px=1024)
     assert shapes == {"input.1": [1, 3, 1024, 1024]} and profile == {}
-    options = plan_engine(Path("/m"), SHA, {"input": ["n", 3, 512, 512]}, H200, False).options
+    options = engine_build(Path("/m"), SHA, {"input": ["n", 3, 512, 512]}, H200, False).options
     assert options["trt_profile_min_shapes"] == "input:1x3x512x512"
     assert options["trt_profile_max_shapes"] == "input:32x3x512x512"
-    assert plan_engine(Path("/m"), SHA, {"input": ["n", 3, 512, 512]}, H200, False,
+    assert engine_build(Path("/m"), SHA, {"input": ["n", 3, 512, 512]}, H200, False,
                        ).key.shapes == "input:32x3x512x512"
 
 
@@ -87,17 +87,17 @@ ENTRIES = [(TENSORRT, {}), (CUDA, {"cudnn_conv_algo_search": "EXHAUSTIVE"}), (CP
 
 def test_a_render_leaves_tensorrt_out_for_a_model_without_an_engine(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    plan = plan_engine(tmp_path, SHA, SWAPPER_INPUTS, H200, fp16=False)
+    build = engine_build(tmp_path, SHA, SWAPPER_INPUTS, H200, fp16=False)
     with caplog.at_level(logging.WARNING, logger="facefuse"):
         unprepared = render_providers("inswapper_128", ENTRIES, None)
-        unbuilt = render_providers("inswapper_128", ENTRIES, plan)
+        unbuilt = render_providers("inswapper_128", ENTRIES, build)
     assert unprepared == unbuilt == ENTRIES[1:]
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 2 and all("models prepare --providers tensorrt" in line and
                                    "CUDAExecutionProvider runs it" in line for line in lines)
-    plan.folder.mkdir(parents=True)
-    (plan.folder / "facefuse_x.engine").write_bytes(b"engine")
-    assert render_providers("inswapper_128", ENTRIES, plan) == [(TENSORRT, plan.options),
+    build.folder.mkdir(parents=True)
+    (build.folder / "facefuse_x.engine").write_bytes(b"engine")
+    assert render_providers("inswapper_128", ENTRIES, build) == [(TENSORRT, build.options),
                                                                 *ENTRIES[1:]]
     assert render_providers("m", ENTRIES[1:], None) == ENTRIES[1:]
 
@@ -133,21 +133,21 @@ def test_the_loader_passes_tensorrt_only_the_models_prepared_on_this_gpu(
     check = PrecisionCheck(True, 0.001, "fp16 matches")
     PrecisionStore(settings.models_dir / "trt").put(digest, H200.gpu, H200.tensorrt, check,
                                                     SWAPPER_INPUTS)
-    plan = loader.engine_plan(prepared)
-    assert plan is not None and plan.key.fp16 and plan.options["trt_fp16_enable"] == "True"
-    plan.folder.mkdir(parents=True)
-    (plan.folder / "facefuse_swapper.engine").write_bytes(b"engine")
+    build = loader.engine_build(prepared)
+    assert build is not None and build.key.fp16 and build.options["trt_fp16_enable"] == "True"
+    build.folder.mkdir(parents=True)
+    (build.folder / "facefuse_swapper.engine").write_bytes(b"engine")
     with caplog.at_level(logging.WARNING, logger="facefuse"):
         loader.sessions.get(prepared)
         loader.sessions.get(unprepared)
     with_trt, without = recorder.calls
-    assert with_trt[0] == (TENSORRT, plan.options)
+    assert with_trt[0] == (TENSORRT, build.options)
     assert [name for name, _ in without] == [CUDA, CPU]
     warned = [r.getMessage() for r in caplog.records if "models prepare" in r.getMessage()]
     assert len(warned) == 1 and "unprepared.onnx" in warned[0]
     other_gpu = GpuFacts("NVIDIA RTX 4090", H200.tensorrt)
     loader._gpu = other_gpu  # another GPU: prepared there, not here
-    assert loader.engine_plan(prepared) is None
+    assert loader.engine_build(prepared) is None
 
 
 def test_a_pool_without_tensorrt_never_asks_for_a_plan(tmp_path: Path) -> None:
@@ -250,7 +250,7 @@ def test_prepare_builds_both_engines_compares_and_keeps_the_decision(
     assert store.get(SHA, H200.gpu, H200.tensorrt).fp16 is fp16
     assert store.declared(SHA, H200.gpu, H200.tensorrt) == {"target": ["n", 3, 256, 256],
                                                            "source": ["n", 512]}
-    fp16_plan = plan_engine(tmp_path / "models", SHA, {"target": ["n", 3, 256, 256],
+    fp16_plan = engine_build(tmp_path / "models", SHA, {"target": ["n", 3, 256, 256],
                                                        "source": ["n", 512]}, H200, True)
     assert fp16_plan.folder.is_dir() is fp16  # a refused fp16 engine is deleted
 

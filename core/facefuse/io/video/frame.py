@@ -3,8 +3,8 @@ per need.
 
 A render's frame is a `DecodedFrame` from the moment it is read to the moment it is written:
 io.video.read.VideoSource.read delivers one per frame number (a frame that cannot be decoded
-comes as a DecodeFailure instead), shot.inputs' image sequences deliver one around the plate
-they read, the pipeline pastes into it, and io.video.write.VideoSink takes it back. It holds
+comes as a DecodeFailure instead), shot.contract.inputs' image sequences deliver one around the
+plate they read, the pipeline pastes into it, and io.video.write.VideoSink takes it back. It holds
 the decoded picture itself (its native planes, stored orientation, chroma siting, bit depth)
 and converts it, in the shape of PyAV's ``VideoFrame.to_ndarray(format=...)`` and imageio v3's
 one object with conversions as methods, only when asked, and each conversion once (it is kept
@@ -31,18 +31,18 @@ on the object, so asking twice converts once):
                           was), where the pastes are: what a passthrough writer converts from.
     for_another_pass()    a new frame of the same decoded picture, nothing of its own
                           converted yet (pass 1 hands its frames on to pass 2 this way:
-                          shot.held_frames).
+                          shot.run.held_frames).
     drop_planes()         lets the decoded picture go once the whole frame is converted (it
                           converts it first): a writer that converts the whole frame calls it
                           as it takes the frame, so what is kept after (the writer's stand-in
                           for a failed frame, a patch output's source) holds the conversion
                           alone; planes() and small() give None after.
 
-Who calls what: pass 1 (shot.pass_one) asks small() and region() per face (or to_ndarray()
+Who calls what: pass 1 (shot.run.pass_one) asks small() and region() per face (or to_ndarray()
 for colour-managed shots and pictures without a small path); pass 2 hands the frame to
 pipeline.Pipeline.swap_frame, which asks pixels_for() (to_ndarray() when colour-managed); the
 writer (io.video.write.VideoSink) asks planes() and converted() where the stream passes the
-decoded planes through, else drop_planes() and to_ndarray() (as does shot.outputs' video
+decoded planes through, else drop_planes() and to_ndarray() (as does shot.output.outputs' video
 writer for a colour-managed frame); sequence, matte and patch outputs ask to_ndarray() and
 converted(). The reader converts a picture io.video.yuv does not read by parts at once (every
 use of it needs the whole frame), so only pictures that gain from it stay lazy.

@@ -270,8 +270,8 @@ def test_the_reader_marks_the_pictures_of_a_jpeg_family_codec_centred(tmp_path: 
 
 def test_the_queues_count_the_frame_and_the_pasted_masks() -> None:
     from facefuse.io.video import DecodedFrame
-    from facefuse.shot.streaming import payload_bytes
-    from facefuse.shot.writers import FrameToWrite
+    from facefuse.shot.output.writers import FrameToWrite
+    from facefuse.shot.run.streaming import payload_bytes
 
     bgr = _scene()
     pasted = (Pasted(Roi(0, 0, 10, 20), np.ones((20, 10), np.float32)),)

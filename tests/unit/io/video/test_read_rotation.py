@@ -19,7 +19,7 @@ import pytest
 
 from facefuse.errors import InputError
 from facefuse.io.video import VideoSource
-from facefuse.shot.inputs import open_input
+from facefuse.shot.contract.inputs import open_input
 from tests import media_factory
 from tests.media_factory import marked_frame, read_marker
 from tests.render_media import arrays
