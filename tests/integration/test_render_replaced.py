@@ -37,7 +37,7 @@ def test_replaced_frames_names_the_frames_and_what_differs_and_writes_nothing(
 
     weighted = replace(request, settings=replace(request.settings, swapper_weight=0.7))
     asked = replaced_frames(weighted)
-    assert (asked.count, asked.frames.range, asked.whole_file) == (16, ((1, 16),), False)
+    assert (asked.count, asked.frames, asked.whole_file) == (16, ((1, 16),), False)
     assert asked.differences == ("swapper_weight 0.5 -> 0.7",)
     assert asked.message == ("this render replaces 16 finished frames (1-16) of "
                              f"{request.output.path}, made with other choices: swapper_weight "
@@ -49,7 +49,7 @@ def test_replaced_frames_names_the_frames_and_what_differs_and_writes_nothing(
     fix.write_text(json.dumps({"schema": "facefuse.overrides/1",
                                "overrides": [{"frames": "8-9", "action": "keep"}]}))
     planned = replaced_frames(replace(request, plan=replace(request.plan, overrides=fix)))
-    assert (planned.count, planned.frames.range) == (2, ((8, 9),))
+    assert (planned.count, planned.frames) == (2, ((8, 9),))
     assert planned.differences == (
         "the plan (people, sources or corrections) in frames 8-9",)
     assert planned.made_by == (first.request_fingerprint,)  # the plan changed, not the render

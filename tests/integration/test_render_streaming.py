@@ -31,7 +31,14 @@ from facefuse.shot.run.render import render
 from tests import media_factory
 from tests.integration import farm_helpers
 from tests.integration.render_helpers import read_bgr
-from tests.render_media import arrays, decode_video, face_photo, render_request, stray_files
+from tests.render_media import (
+    arrays,
+    decode_video,
+    face_photo,
+    make_face_clip,
+    render_request,
+    stray_files,
+)
 
 FRAMES = 40
 RATE = Fraction(8)
@@ -243,7 +250,8 @@ def test_fail_fast_stops_a_streamed_render_at_the_failed_frame(render_models: Pa
                                                                testdata: Path,
                                                                tmp_path: Path) -> None:
     # 52 frames at 24 fps: the horizon is 48 frames, so pass 2 starts before pass 1 ends
-    clip = farm_helpers.make_face_clip(tmp_path / "broken.mkv", 52, testdata, zeroed=(4,))
+    clip = make_face_clip(tmp_path / "broken.mkv", frames=52, zeroed=(4,),
+                          **farm_helpers.farm_clip(testdata))
     out = tmp_path / "out"
     out.mkdir()
     events = _Events()

@@ -26,7 +26,7 @@ from facefuse.shot.contract.request import FrameReport, FrameSpec, OutputSpec, P
 from facefuse.shot.run.render import render
 from tests.integration import farm_helpers
 from tests.integration.render_helpers import CLIP_FRAMES, Media
-from tests.render_media import cli_args, read_plate_oiio, render_request
+from tests.render_media import cli_args, make_face_clip, read_plate_oiio, render_request
 
 FACE_FRAMES = (5, 7)  # 1-based frames of `media` that show a face
 
@@ -47,7 +47,8 @@ def test_fail_fast_writes_no_frame_after_the_failed_one(render_models: Path, tes
                                                         tmp_path: Path) -> None:
     """Frames queued behind the failed one are neither swapped nor written; every frame before
     it is. (tests/integration/test_farm_failures.py allows up to 2 * QUEUE_DEPTH + 2 more.)"""
-    clip = farm_helpers.make_face_clip(tmp_path / "broken.mkv", 14, testdata, zeroed=(4,))
+    clip = make_face_clip(tmp_path / "broken.mkv", frames=14, zeroed=(4,),
+                          **farm_helpers.farm_clip(testdata))
     out = tmp_path / "out"
     out.mkdir()
     reports: list[FrameReport] = []
