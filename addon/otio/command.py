@@ -45,46 +45,42 @@ class TimelineCommand:
     place = 30
 
     def add_parser(self, commands: Subcommands, cli: CommandLine) -> None:
-        add_parser(commands, cli)
-
-
-def add_parser(commands: Subcommands, cli: CommandLine) -> None:
-    p = commands.add_parser("timeline", help="editorial timelines (OpenTimelineIO): swap the "
-                            "marked clips of an exported edit (pip install 'facefuse[otio]')")
-    actions = p.add_subparsers(dest="timeline_action", required=True, metavar="ACTION")
-    swap = actions.add_parser("swap", help="swap the marked clips of EDIT.otio and write "
-                              "OUTDIR/EDIT.swapped.otio with the swaps on new tracks")
-    swap.add_argument("timeline", type=Path, help="the edit: an .otio file (or any format an "
-                      "installed OpenTimelineIO adapter reads: .xml, .aaf, .edl, ...)")
-    swap.add_argument("--adapter-arg", action="append", default=[], metavar="KEY=VALUE",
-                      help="an argument for the adapter that reads the edit (repeatable), e.g. "
-                      "rate=25 for a 25 fps EDL")
-    swap.add_argument("--timeline", dest="timeline_name", metavar="NAME", help="of a file "
-                      "that holds several timelines (a Premiere AAF of two sequences), the one "
-                      "called NAME")
-    swap.add_argument("-o", "--output-dir", type=Path, required=True, help="where the renders "
-                      "and the swapped timeline go")
-    which = swap.add_mutually_exclusive_group()
-    which.add_argument("--marker", default=DEFAULT_MARKER, help="swap the clips carrying a "
-                       "marker of this name, on the clip or on its track over it (default: "
-                       f"{DEFAULT_MARKER}; any colour)")
-    which.add_argument("--all", action="store_true", help="swap every clip of the video tracks")
-    swap.add_argument("--handles", type=int, default=0, metavar="N", help="render N frames "
-                      "more on each side of each clip's used range, as far as its media goes")
-    swap.add_argument("--format", choices=KINDS, default="mov", help="what each render "
-                      "writes: a movie (mov: ProRes 4444 unless --codec; every editor and "
-                      "adapter links it), an image sequence, or the same kind as the clip's "
-                      "media (same)")
-    swap.add_argument("--report", action="store_true", help="write each clip's review report "
-                      "beside its render (<render>.review/, as render --report) and put its "
-                      "flags on the swapped clip as markers")
-    swap.add_argument("--print-requests", action="store_true", help="render nothing: print "
-                      "each clip's `facefuse render` command (for a farm) and write the "
-                      "swapped timeline that points at their outputs")
-    cli.engine_options(swap, sources_required=False)
-    cli.shot_options(swap, leave_out=PER_CLIP)
-    # None unless given: the movie kind's codec is ProRes 4444 unless the command names one
-    swap.set_defaults(handler=lambda args: cmd_swap(args, cli), codec=None)
+        p = commands.add_parser("timeline", help="editorial timelines (OpenTimelineIO): swap the "
+                                "marked clips of an exported edit (pip install 'facefuse[otio]')")
+        actions = p.add_subparsers(dest="timeline_action", required=True, metavar="ACTION")
+        swap = actions.add_parser("swap", help="swap the marked clips of EDIT.otio and write "
+                                  "OUTDIR/EDIT.swapped.otio with the swaps on new tracks")
+        swap.add_argument("timeline", type=Path, help="the edit: an .otio file (or any format an "
+                          "installed OpenTimelineIO adapter reads: .xml, .aaf, .edl, ...)")
+        swap.add_argument("--adapter-arg", action="append", default=[], metavar="KEY=VALUE",
+                          help="an argument for the adapter that reads the edit (repeatable), e.g. "
+                          "rate=25 for a 25 fps EDL")
+        swap.add_argument("--timeline", dest="timeline_name", metavar="NAME", help="of a file "
+                          "that holds several timelines (a Premiere AAF of two sequences), the one "
+                          "called NAME")
+        swap.add_argument("-o", "--output-dir", type=Path, required=True, help="where the renders "
+                          "and the swapped timeline go")
+        which = swap.add_mutually_exclusive_group()
+        which.add_argument("--marker", default=DEFAULT_MARKER, help="swap the clips carrying a "
+                           "marker of this name, on the clip or on its track over it (default: "
+                           f"{DEFAULT_MARKER}; any colour)")
+        which.add_argument("--all", action="store_true", help="swap every clip of the video tracks")
+        swap.add_argument("--handles", type=int, default=0, metavar="N", help="render N frames "
+                          "more on each side of each clip's used range, as far as its media goes")
+        swap.add_argument("--format", choices=KINDS, default="mov", help="what each render "
+                          "writes: a movie (mov: ProRes 4444 unless --codec; every editor and "
+                          "adapter links it), an image sequence, or the same kind as the clip's "
+                          "media (same)")
+        swap.add_argument("--report", action="store_true", help="write each clip's review report "
+                          "beside its render (<render>.review/, as render --report) and put its "
+                          "flags on the swapped clip as markers")
+        swap.add_argument("--print-requests", action="store_true", help="render nothing: print "
+                          "each clip's `facefuse render` command (for a farm) and write the "
+                          "swapped timeline that points at their outputs")
+        cli.engine_options(swap, sources_required=False)
+        cli.shot_options(swap, leave_out=PER_CLIP)
+        # None unless given: the movie kind's codec is ProRes 4444 unless the command names one
+        swap.set_defaults(handler=lambda args: cmd_swap(args, cli), codec=None)
 
 
 def template_request(args: argparse.Namespace, cli: CommandLine) -> RenderRequest:

@@ -50,36 +50,32 @@ class ResolveCommand:
     place = 10
 
     def add_parser(self, commands: Subcommands, cli: CommandLine) -> None:
-        add_parser(commands, cli)
-
-
-def add_parser(commands: Subcommands, cli: CommandLine) -> None:
-    p = commands.add_parser("resolve", help="DaVinci Resolve: install the Workspace > Scripts "
-                            "launcher, or swap the clip under the playhead")
-    actions = p.add_subparsers(dest="resolve_action", required=True, metavar="ACTION")
-    install = actions.add_parser("install", help="put the launcher into Resolve's Scripts "
-                                 "folder (Workspace > Scripts > facefuse)")
-    install.add_argument("--uninstall", action="store_true", help="remove the launcher")
-    install.add_argument("--scripts-dir", type=Path, help="Resolve's Scripts/Utility folder "
-                         "(default: this OS's)")
-    install.add_argument("--command", help="the command the launcher runs (default: this "
-                         "Python, absolute, with -m facefuse resolve open)")
-    install.set_defaults(handler=cmd_install)
-    swap = actions.add_parser("swap", help="Resolve Studio: swap the clip under the playhead "
-                              "and place it on the track above, without the panel")
-    cli.engine_options(swap)
-    _output_options(swap)
-    swap.set_defaults(handler=lambda args: cmd_swap(args, cli))
-    opened = actions.add_parser("open", help="the panel for a launcher's job file (what "
-                                "Workspace > Scripts > facefuse runs)")
-    _job_options(opened)
-    opened.set_defaults(handler=cmd_open)
-    headless = actions.add_parser("render", help="swap what a launcher's job file describes "
-                                  "without the panel and write its result file")
-    cli.engine_options(headless)
-    _output_options(headless)
-    _job_options(headless)
-    headless.set_defaults(handler=lambda args: cmd_render_job(args, cli))
+        p = commands.add_parser("resolve", help="DaVinci Resolve: install the Workspace > Scripts "
+                                "launcher, or swap the clip under the playhead")
+        actions = p.add_subparsers(dest="resolve_action", required=True, metavar="ACTION")
+        install = actions.add_parser("install", help="put the launcher into Resolve's Scripts "
+                                     "folder (Workspace > Scripts > facefuse)")
+        install.add_argument("--uninstall", action="store_true", help="remove the launcher")
+        install.add_argument("--scripts-dir", type=Path, help="Resolve's Scripts/Utility folder "
+                             "(default: this OS's)")
+        install.add_argument("--command", help="the command the launcher runs (default: this "
+                             "Python, absolute, with -m facefuse resolve open)")
+        install.set_defaults(handler=cmd_install)
+        swap = actions.add_parser("swap", help="Resolve Studio: swap the clip under the playhead "
+                                  "and place it on the track above, without the panel")
+        cli.engine_options(swap)
+        _output_options(swap)
+        swap.set_defaults(handler=lambda args: cmd_swap(args, cli))
+        opened = actions.add_parser("open", help="the panel for a launcher's job file (what "
+                                    "Workspace > Scripts > facefuse runs)")
+        _job_options(opened)
+        opened.set_defaults(handler=cmd_open)
+        headless = actions.add_parser("render", help="swap what a launcher's job file describes "
+                                      "without the panel and write its result file")
+        cli.engine_options(headless)
+        _output_options(headless)
+        _job_options(headless)
+        headless.set_defaults(handler=lambda args: cmd_render_job(args, cli))
 
 
 def _output_options(p: argparse.ArgumentParser) -> None:
