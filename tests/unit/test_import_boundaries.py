@@ -32,6 +32,8 @@ LAYERS = (
      "facefuse.color", "facefuse.io"),
     ("facefuse.cache",),
     ("facefuse.models",),
+    # what a render answers for: consent records, and the signed content credentials
+    ("facefuse.consent", "facefuse.credentials"),
     ("facefuse.stages",),
     ("facefuse.runtime",),
     ("facefuse.swapping",),
