@@ -55,11 +55,14 @@ def testdata() -> Path:
 @pytest.fixture(autouse=True)
 def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory,
                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Never let a test read or write the developer's real model or embedding cache."""
+    """Never let a test read or write the developer's real model or embedding cache, nor read
+    their studio settings file or signing key."""
     base = tmp_path_factory.getbasetemp()
     monkeypatch.setenv("FACEFUSE_MODELS", str(base / "user-models"))
     monkeypatch.setenv("FACEFUSE_CACHE", str(base / "user-cache"))
-    monkeypatch.delenv("FACEFUSE_OFFLINE", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(base / "user-config"))
+    for name in ("FACEFUSE_OFFLINE", "FACEFUSE_STUDIO", "FACEFUSE_SIGN_CERT", "FACEFUSE_SIGN_KEY"):
+        monkeypatch.delenv(name, raising=False)
 
 
 # --- markers by place --------------------------------------------------------------------------

@@ -38,8 +38,10 @@ from facefuse.shot.contract.request import (
     InputSpec,
     OutputSpec,
     PlanChoices,
+    PolicyChoices,
     RenderRequest,
     RenderSummary,
+    SigningChoices,
 )
 from facefuse.shot.run.render import render
 from tests import media_factory
@@ -99,7 +101,8 @@ def render_request(models: Path, cache_dir: Path, source: Path, input: InputSpec
 
 
 _GROUPS: Mapping[str, Any] = {"input": InputSpec, "frames": FrameSpec, "plan": PlanChoices,
-                              "output": OutputSpec}
+                              "output": OutputSpec, "policy": PolicyChoices,
+                              "signing": SigningChoices}
 _GROUP_OF = {f.name: group for group, kind in _GROUPS.items() for f in dataclass_fields(kind)
              if f.name not in ("path", "range")}
 

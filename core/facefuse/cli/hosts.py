@@ -16,7 +16,7 @@ from ..hosting.plugins import Subcommands, host_commands
 from ..io import files
 from ..io.small_files import json_value
 from ..review.folder import check_report_folder
-from ..shot.contract import commandline
+from ..shot.contract import commandline, render_options
 from ..shot.contract.request import RenderRequest, RenderSummary
 from ..shot.output.output_checks import request_inputs, settings_inputs
 from . import options
@@ -39,7 +39,7 @@ class Lent:
         options.engine_options(parser, sources_required)
 
     def shot_options(self, parser: argparse.ArgumentParser, leave_out: Collection[str]) -> None:
-        commandline.add_options(parser, [o for o in commandline.SHOT_OPTIONS
+        commandline.add_options(parser, [o for o in render_options.SHOT_OPTIONS
                                          if o.flags[-1] not in leave_out])
 
     def track_given_settings(self, parser: argparse.ArgumentParser) -> None:

@@ -18,7 +18,7 @@ from ..models.locations import (
     looks_like_model_path,
     offline_from_env,
 )
-from ..models.manifest import load_manifest
+from ..models.manifest import USES, load_manifest
 from ..models.store import ModelStatus, ModelStore
 from ..models.verification import VerifyResult
 from ..runtime.precision import UNVERIFIED
@@ -44,6 +44,8 @@ def add_parsers(commands: Any) -> None:
     models.add_argument("names", nargs="*", help="model names (default: the default set); "
                         "check also takes .onnx paths")
     models.add_argument("--all", action="store_true", help="fetch every model in the manifest")
+    models.add_argument("--use", choices=USES, help="list: only the models whose licence "
+                        "allows this use (commercial or research)")
     models.add_argument("--force", action="store_true", help="fetch again, replacing a file that "
                         "fails verification")
     models.add_argument("--providers", default="tensorrt",
@@ -73,7 +75,10 @@ def cmd_models(args: argparse.Namespace) -> int:
         print(store.models_dir)
         return ExitCode.OK
     if args.action == "list":
-        _print_model_table(store.status())
+        rows = store.status()
+        if args.use is not None:
+            rows = [row for row in rows if USES.index(row.use) >= USES.index(args.use)]
+        _print_model_table(rows)
         return ExitCode.OK
     names = list(args.names) or (list(store.manifest.models) if args.all else list(DEFAULT_MODELS))
     if args.action == "check":
@@ -183,10 +188,11 @@ def _role_of(store: ModelStore, name: str) -> str:
 
 
 def _print_model_table(rows: Sequence[ModelStatus]) -> None:
-    print(f"{'name':22} {'role':10} {'size':>9}  {'state':9} licence")
+    print(f"{'name':22} {'role':10} {'size':>9}  {'state':9} {'use':10} licence")
     for row in rows:
         state = "verified" if row.verified else ("present" if row.present else "missing")
-        print(f"{row.name:22} {row.role:10} {row.size_bytes / 1e6:8.1f}M  {state:9} {row.licence}")
+        print(f"{row.name:22} {row.role:10} {row.size_bytes / 1e6:8.1f}M  {state:9} "
+              f"{row.use:10} {row.licence}")
 
 
 def cmd_cache(args: argparse.Namespace) -> int:

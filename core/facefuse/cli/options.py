@@ -8,7 +8,7 @@ import sys
 from typing import TextIO
 
 from ..config import Settings
-from ..shot.contract import commandline
+from ..shot.contract import commandline, render_options
 
 DEFAULTS = Settings()
 
@@ -51,7 +51,7 @@ def track_given_settings(parser: argparse.ArgumentParser) -> None:
     """Leave the settings options the command line does not give out of its parse (their
     default is SUPPRESS), so `given_settings` can tell a value given equal to its default from
     one not given; settings_from_args still fills those from Settings' defaults."""
-    dests = {o.dest for o in commandline.SETTINGS_OPTIONS}
+    dests = {o.dest for o in render_options.SETTINGS_OPTIONS}
     for action in parser._actions:  # set_defaults would hand SUPPRESS to the options' types
         if action.dest in dests:
             action.default = argparse.SUPPRESS
@@ -59,4 +59,4 @@ def track_given_settings(parser: argparse.ArgumentParser) -> None:
 
 def given_settings(args: argparse.Namespace) -> frozenset[str]:
     """The Settings fields the command line gave (of a parser `track_given_settings` set up)."""
-    return frozenset(o.name for o in commandline.SETTINGS_OPTIONS if hasattr(args, o.dest))
+    return frozenset(o.name for o in render_options.SETTINGS_OPTIONS if hasattr(args, o.dest))

@@ -31,7 +31,7 @@ from ..io.files import (
 )
 from ..io.sequences import is_frame_pattern
 from ..shot.contract import commandline
-from ..shot.contract.commandline import INPUT, SHOT_OPTIONS, Option
+from ..shot.contract.render_options import INPUT, SHOT_OPTIONS, Option
 from ..shot.contract.request import FrameReport, PhaseProgress, RenderRequest
 from ..shot.output.output_checks import check_not_input, request_inputs
 from ..stopping import Cancelled, stop_signals

@@ -176,7 +176,7 @@ def summary_record(summary: RenderSummary) -> dict[str, Any]:
                         "no_face": summary.no_face, "unselected": summary.unselected,
                         "corrected": summary.corrected, "replaced": summary.replaced,
                         "replaced_frames": [list(r) for r in summary.replaced_ranges],
-                        "notes": list(summary.notes),
+                        "notes": list(summary.notes), "answers": list(summary.answers),
                         "skipped": summary.skipped,
                         "failed": [{"frame": n, "error": e} for n, e in summary.failed],
                         "seconds": round(summary.seconds, 3), "fps": round(summary.fps, 3),
@@ -277,6 +277,8 @@ def _print_summary(summary: RenderSummary, mode: str, as_json: bool = False) -> 
         return
     for note in summary.notes:
         print(f"facefuse: note: {note}", file=sys.stderr, flush=True)
+    for answer in summary.answers:
+        print(f"facefuse: {answer}", file=sys.stderr, flush=True)
     if mode == "openjd":
         print(f"openjd_status: {summary.done} done, {summary.skipped} already done, "
               f"{len(summary.failed)} failed of {summary.frames} frames", flush=True)

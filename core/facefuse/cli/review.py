@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import ExitCode
 from ..farm.paths import check_inside
 from ..review.folder import check_report_folder
-from ..shot.contract import commandline
+from ..shot.contract import commandline, render_options
 from ..shot.contract.request import RenderRequest
 from ..stopping import Cancelled, stop_signals
 from .render import Progress
@@ -30,11 +30,11 @@ def add_parser(commands: Any) -> None:
         "(with thumbnails, before/after stills of sampled and flagged frames, plots). Only the "
         "stills are rendered. No source is needed: without one (-s or --assign) for a person "
         "swapped, a still shows that frame before only.")
-    commandline.add_options(p, (commandline.INPUT,))
+    commandline.add_options(p, (render_options.INPUT,))
     p.add_argument("-o", "--output", required=True, metavar="DIR",
                    help="the report folder (created; a file there is refused)")
     commandline.add_settings_options(p, sources_required=False)
-    commandline.add_options(p, commandline.SHOT_OPTIONS)
+    commandline.add_options(p, render_options.SHOT_OPTIONS)
     p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
                    help="analysis progress: a bar on stderr (auto: on a terminal), JSON lines "
                    "on stdout, or none")

@@ -16,7 +16,8 @@ from typing import Any
 
 from ..config import tunable_options
 from ..models.locations import looks_like_model_path
-from ..shot.contract.commandline import OUTPUT_ROOT, render_args
+from ..shot.contract.commandline import render_args
+from ..shot.contract.render_options import OUTPUT_ROOT
 from ..shot.contract.request import (
     PersonId,
     PersonInPicture,

@@ -35,8 +35,9 @@ from distributed import Client, LocalCluster, WorkerPlugin, as_completed, get_wo
 from ..config import Settings
 from ..errors import FacefuseError, InputError
 from ..pipeline import Pipeline
-from ..shot.contract.commandline import OUTPUT_ROOT, output_root_of, render_args, request_from_args
+from ..shot.contract.commandline import output_root_of, render_args, request_from_args
 from ..shot.contract.frames import within
+from ..shot.contract.render_options import OUTPUT_ROOT
 from ..shot.contract.request import FrameReport, RenderRequest
 from ..shot.run.render import render
 from .chunks import chunk_ranges, shot_frames

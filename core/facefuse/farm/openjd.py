@@ -43,6 +43,7 @@ from ..io.files import atomic_write_bytes, make_folder, write_error
 from ..models.locations import default_models_dir, looks_like_model_path
 from ..shot.contract import commandline
 from ..shot.contract.frames import FrameRanges, format_frame_list, within
+from ..shot.contract.render_options import OUTPUT_ROOT
 from ..shot.contract.request import RenderRequest
 from ..shot.output.output_checks import check_request_outputs
 from .chunks import chunk_ranges
@@ -146,7 +147,7 @@ def shot_bundle(request: RenderRequest, frames: tuple[int, int], chunk_size: int
     root = (output_dir or Path(request.output.path).parent).resolve()
     templated = _templated_request(request, params, downloads, root)
     args = [*params.quoted(commandline.render_args(templated)), "--frames", frames_arg,
-            "--chunk-frames", chunk_arg, commandline.OUTPUT_ROOT, ref("OutputDir"),
+            "--chunk-frames", chunk_arg, OUTPUT_ROOT, ref("OutputDir"),
             "--progress", "openjd"]
     step = {"name": "Swap", "description": "swap faces through the shot, chunk by chunk",
             "parameterSpace": space,

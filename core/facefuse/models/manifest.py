@@ -10,6 +10,8 @@ Schema (version 1):
                         crop stages), dims = {name = [allowed sizes]} (the values a named
                         dimension may take), classes = {name = index} (a parser's class map)
     [[models]]          name, family, file, urls = [...], sha256, bytes, licence, precision,
+                        optional use ("commercial"|"research": the widest use the licence
+                        allows; absent: "research"),
                         optional archive = {url, sha256, bytes, member} for files inside a zip,
                         optional unconfirmed = "why" for a record only one public source gives
 """
@@ -104,6 +106,7 @@ class ModelEntry:
     precision: str
     archive: ArchiveMember | None = None
     unconfirmed: str = ""
+    use: str = "research"
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,9 +262,12 @@ def _model_fields(raw: dict[str, Any], path: Path) -> ModelEntry:
         name=fields.text("name"), family=fields.text("family"), file=fields.text("file"),
         urls=fields.urls("urls"), sha256=fields.sha256("sha256"), size_bytes=fields.size("bytes"),
         licence=fields.text("licence"), precision=fields.text("precision", "fp32"),
-        archive=member, unconfirmed=fields.text("unconfirmed", ""))
+        archive=member, unconfirmed=fields.text("unconfirmed", ""),
+        use=fields.choice("use", USES, "research"))
 
 
+# the uses a model's licence may allow, narrowest first (models.licences reads them)
+USES = ("research", "commercial")
 _SHA256_DIGITS = frozenset("0123456789abcdef")
 URL_SCHEMES = ("http", "https", "file")
 # What the models folder holds besides model files (models.store's bookkeeping): a manifest
@@ -296,6 +302,12 @@ class _Fields:
         value = self._get(key, default)
         if not isinstance(value, str):
             raise self._wrong(key, "a string", value)
+        return value
+
+    def choice(self, key: str, choices: tuple[str, ...], default: str) -> str:
+        value = self.text(key, default)
+        if value not in choices:
+            raise self._wrong(key, " or ".join(repr(c) for c in choices), value)
         return value
 
     def size(self, key: str) -> int:

@@ -70,6 +70,7 @@ class ModelStatus:
     present: bool
     verified: bool
     path: Path
+    use: str = "research"
 
 
 class ModelStore:
@@ -226,7 +227,7 @@ class ModelStore:
                 family=entry.family, file=entry.file, size_bytes=entry.size_bytes,
                 licence=entry.licence, present=stat is not None,
                 verified=stat is not None and is_remembered(records.get(entry.file), stat, entry),
-                path=path))
+                path=path, use=entry.use))
         return rows
 
     # ---- names and messages ------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -17,6 +17,7 @@ from typing import cast
 
 from ..cache.hashes import HashMemo
 from ..config import Settings
+from ..models.licences import STATED, ModelLicence
 from ..models.locations import default_models_dir, offline_from_env
 from ..models.manifest import OPTIONAL_ROLES, ROLES, Family, Manifest, load_manifest
 from ..models.store import LocatedModel, ModelStore
@@ -201,6 +202,19 @@ class ModelLoader:
                        "sha256": self.sha256(role)}
                 for role, located in self._located.items()}
 
+    def licences(self, stated: Mapping[str, str]) -> tuple[ModelLicence, ...]:
+        """The licence of each model located so far, in role order: the manifest's, or for a
+        user's own file the use `stated` (role -> use) gives it (models.licences)."""
+        licences = []
+        for role in sorted(self._located, key=_role_order):
+            located = self._located[role]
+            entry = located.entry
+            licences.append(ModelLicence(
+                role, located.label, self.sha256(role),
+                entry.licence if entry is not None else STATED,
+                entry.use if entry is not None else stated.get(role)))
+        return tuple(licences)
+
     def engine_build(self, path: Path) -> EngineBuild | None:
         """The TensorRT plan of the model file at `path` when `facefuse models prepare` has
         prepared it for this GPU and TensorRT (its precision as decided then), else None."""
@@ -221,3 +235,6 @@ class ModelLoader:
         self._loaded.clear()
         self.sessions.close()
 
+
+def _role_order(role: str) -> int:
+    return ROLES.index(role) if role in ROLES else len(ROLES)

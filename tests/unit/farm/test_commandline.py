@@ -34,7 +34,10 @@ from facefuse.shot.contract.request import (
     PersonInPicture,
     PhaseProgress,
     PlanChoices,
+    PolicyChoices,
     RenderRequest,
+    SigningChoices,
+    SourcePhotos,
 )
 
 BASE = RenderRequest(sources=(Path("actor.jpg"),), input=InputSpec("shot.mov"),
@@ -55,7 +58,16 @@ REQUEST_CHANGES = {
     "output.path": "o/x.####.exr", "output.matte": "o/m.####.exr", "output.patch": "o/p.####.exr",
     "output.codec": "prores_4444", "output.crf": 12, "output.preset": "slow",
     "output.compression": "piz", "output.keep_yuv": True, "output.rate": Fraction(24000, 1001),
-    "output.provenance": "full", "output.overwrite": True}
+    "output.provenance": "full", "output.overwrite": True,
+    "policy.use": "commercial",
+    "policy.model_licences": (("swapper", "commercial"), ("recogniser", "research")),
+    "policy.consent": ((PersonId("p1"), Path("jane.consent.json")),
+                       (SourcePhotos(), Path("consent/jo=e.json")),
+                       (SourcePhotos("b b.jpg"), Path("k.json")),
+                       (PersonInPicture("c.png"), Path("x=y.json"))),
+    "policy.require_consent": True, "policy.project": "NIGHTFALL", "policy.shot": "sh010",
+    "signing.cert": Path("/studio/chain.pem"), "signing.key": Path("/studio/signer.key"),
+    "signing.timestamp_url": "http://tsa.example.com"}
 SETTINGS_CHANGES = {
     "detector": "yunet_2023mar", "recogniser": "r.onnx", "swapper": "inswapper_128_fp16",
     "enhancer": "gfpgan_1.4", "selector": "reference", "reference_images": (Path("ref.png"),),
@@ -70,18 +82,23 @@ SETTINGS_CHANGES = {
 
 
 def _changed(request: RenderRequest, changes: dict[str, object]) -> RenderRequest:
-    """`request` with `changes` made, by path ("output.matte", "fail_fast")."""
+    """`request` with `changes` made, by path ("output.matte", "fail_fast"); a group's
+    changes at once (a signing key needs its certificate)."""
+    by_group: dict[str, dict[str, object]] = {}
     for path, value in changes.items():
         group, _, name = path.rpartition(".")
-        request = (replace(request, **{group: replace(getattr(request, group), **{name: value})})
-                   if group else replace(request, **{name: value}))
+        by_group.setdefault(group, {})[name] = value
+    for group, values in by_group.items():
+        request = (replace(request, **{group: replace(getattr(request, group), **values)})
+                   if group else replace(request, **values))
     return request
 
 
 def _paths(kind: type) -> set[str]:
     """The paths of the fields of `kind`, a group's fields by "GROUP.NAME"."""
     groups = {"InputSpec": InputSpec, "FrameSpec": FrameSpec, "PlanChoices": PlanChoices,
-              "OutputSpec": OutputSpec}
+              "OutputSpec": OutputSpec, "PolicyChoices": PolicyChoices,
+              "SigningChoices": SigningChoices}
     paths: set[str] = set()
     for f in fields(kind):
         group = groups.get(str(f.type))
@@ -97,7 +114,10 @@ def test_the_defaults_round_trip_to_a_short_command() -> None:
 
 @pytest.mark.parametrize("name", sorted(REQUEST_CHANGES))
 def test_every_request_field_round_trips(name: str) -> None:
-    request = _changed(BASE, {name: REQUEST_CHANGES[name]})
+    pair = {"signing.cert": "signing.key", "signing.key": "signing.cert",
+            "signing.timestamp_url": "signing.cert"}.get(name)
+    needs = {p: REQUEST_CHANGES[p] for p in (pair, "signing.key" if pair else None) if p}
+    request = _changed(BASE, {name: REQUEST_CHANGES[name], **needs})
     assert commandline.request_from_args(commandline.render_args(request)) == request
 
 

@@ -33,6 +33,8 @@ MODEL_FIELDS = {
     "sha256 short": ('sha256 = "' + "0" * 64 + '"', 'sha256 = "abc"', "'sha256'"),
     "name a number": ('name = "tiny"', "name = 7", "'name'"),
     "licence a list": ('licence = "MIT"', 'licence = ["MIT"]', "'licence'"),
+    "use another word": ('licence = "MIT"', 'licence = "MIT"\nuse = "studio"', "'use'"),
+    "use a boolean": ('licence = "MIT"', 'licence = "MIT"\nuse = true', "'use'"),
     "file verified.json": ('file = "tiny.onnx"', 'file = "verified.json"', "verified.json"),
     "file a download part": ('file = "tiny.onnx"', 'file = "tiny.onnx.part"', "tiny.onnx.part"),
     "file a lock": ('file = "tiny.onnx"', 'file = "tiny.onnx.lock"', "tiny.onnx.lock"),

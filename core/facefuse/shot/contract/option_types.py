@@ -14,7 +14,7 @@ from typing import Any
 from ...errors import InputError
 from ...io.sequences import check_frame_number, parse_chunk, parse_frame_range
 from .frames import FrameChoice, parse_frame_list, parse_frames
-from .request import REFERENCE_PREFIX
+from .request import REFERENCE_PREFIX, SOURCE_HOLDER, USES
 
 
 def usage_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -58,18 +58,44 @@ def _frame_number(text: str) -> int:
     return number
 
 
-def _assignment(text: str) -> tuple[str, Path]:
-    """PERSON=IMAGE split at the first "=" (a person id holds none; the image may); for
-    ref:PICTURE=IMAGE, at the first "=" after which PICTURE names a file, else the first."""
-    person, equals, image = text.partition("=")
-    if person.startswith(REFERENCE_PREFIX):
+def _split_pair(text: str, path_prefixes: tuple[str, ...]) -> tuple[str, str, str]:
+    """WHO=WHAT split at the first "=" (a person id or role holds none; the file may); for a
+    WHO of `path_prefixes` + PATH (ref:PICTURE, source:IMAGE), at the first "=" before which
+    PATH names a file, else the first."""
+    who, equals, what = text.partition("=")
+    prefix = next((p for p in path_prefixes if who.startswith(p)), None)
+    if prefix is not None:
         cuts = [i for i, c in enumerate(text) if c == "="]
-        person, equals, image = next(
+        who, equals, what = next(
             ((text[:i], "=", text[i + 1:]) for i in cuts
-             if Path(text[len(REFERENCE_PREFIX):i]).is_file()), (person, equals, image))
+             if Path(text[len(prefix):i]).is_file()), (who, equals, what))
+    return who, equals, what
+
+
+def _assignment(text: str) -> tuple[str, Path]:
+    """PERSON=IMAGE (see _split_pair)."""
+    person, equals, image = _split_pair(text, (REFERENCE_PREFIX,))
     if not equals or not person or not image:
         raise InputError(f"--assign {text!r} is not PERSON=IMAGE, e.g. p2=actor.jpg")
     return person, Path(image)
+
+
+def _consent(text: str) -> tuple[str, str]:
+    """WHO=RECORD (see _split_pair); the engine reads WHO (request.parse_consent_holder)."""
+    who, equals, record = _split_pair(text, (REFERENCE_PREFIX, f"{SOURCE_HOLDER}:"))
+    if not equals or not who or not record:
+        raise InputError(f"--consent {text!r} is not WHO=RECORD, e.g. p1=jane-doe.consent.json "
+                         "or source=jane-doe.consent.json")
+    return who, record
+
+
+def _licence(text: str) -> tuple[str, str]:
+    """ROLE=USE, e.g. swapper=commercial."""
+    role, equals, use = text.partition("=")
+    if not equals or not role or use not in USES:
+        raise InputError(f"--model-licence {text!r} is not ROLE=USE with USE one of "
+                         f"{', '.join(USES)}, e.g. swapper=commercial")
+    return role, use
 
 
 def comma_list(text: str) -> tuple[str, ...]:
@@ -88,4 +114,5 @@ OPTION_TYPES: Mapping[str, Callable[[str], Any]] = MappingProxyType({
     "range": usage_type(parse_frame_range), "chunk": usage_type(parse_chunk),
     "frames": usage_type(_frames), "ranges": usage_type(parse_frame_list),
     "assignments": usage_type(_assignment), "people": str,
+    "consent": usage_type(_consent), "licences": usage_type(_licence),
     "rate": usage_type(_rate), "frame": usage_type(_frame_number)})

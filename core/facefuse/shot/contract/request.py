@@ -2,11 +2,12 @@
 
 RenderRequest is everything one render needs, grouped like the work: InputSpec (what is read),
 FrameSpec (which frames), PlanChoices (who is swapped where, a person named by a PersonRef),
-OutputSpec (what is written); FrameReport is what each finished frame tells
-the host's progress callback; PhaseProgress is how far each phase (analysis, swap, encode) has
-got, for the optional phase callback; RenderSummary is what the render returns. Nothing here runs
-anything, so hosts, farm adapters and the command line build and read these without pulling in
-the renderer.
+OutputSpec (what is written), PolicyChoices (what it answers for: licences, consent) and
+SigningChoices (the key its outputs' content credentials are signed with); FrameReport is what
+each finished frame tells the host's progress callback; PhaseProgress is how far each phase
+(analysis, swap, encode) has got, for the optional phase callback; RenderSummary is what the
+render returns. Nothing here runs anything, so hosts, farm adapters and the command line build
+and read these without pulling in the renderer.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from types import MappingProxyType
 
 from ...config import Settings, check_smoothing
 from ...errors import InputError
+from ...models.manifest import USES
 from .frames import FrameRanges, format_frame_list, normalise_ranges
 
 PROVENANCE_MODES = ("names", "full")
@@ -70,6 +72,38 @@ def parse_person(text: str) -> PersonRef:
     if text.startswith(REFERENCE_PREFIX) and len(text) > len(REFERENCE_PREFIX):
         return PersonInPicture(text[len(REFERENCE_PREFIX):])
     return PersonId(text)
+
+
+SOURCE_HOLDER = "source"
+
+
+@dataclass(frozen=True, slots=True)
+class SourcePhotos:
+    """A source identity, as the holder of a consent record: the render's own -s photos
+    (`image` None, written "source") or one --assign photo ("source:IMAGE")."""
+
+    image: str | None = None
+
+    def __str__(self) -> str:
+        return SOURCE_HOLDER if self.image is None else f"{SOURCE_HOLDER}:{self.image}"
+
+
+ConsentHolder = PersonRef | SourcePhotos
+
+
+def parse_consent_holder(text: str) -> ConsentHolder:
+    """Whom "p1", "ref:PICTURE", "source" or "source:IMAGE" names (InputError for any other
+    text); str() of the result gives `text` back."""
+    if text == SOURCE_HOLDER:
+        return SourcePhotos()
+    if text.startswith(f"{SOURCE_HOLDER}:") and len(text) > len(SOURCE_HOLDER) + 1:
+        return SourcePhotos(text[len(SOURCE_HOLDER) + 1:])
+    try:
+        return parse_person(text)
+    except InputError:
+        raise InputError(f"{text!r} does not name whom a consent record covers: a person of "
+                         "the shot (p1, ref:PICTURE) or a source (source: the -s photos; "
+                         "source:IMAGE: an --assign photo)") from None
 
 
 def _not_a_person(text: str) -> InputError:
@@ -193,11 +227,62 @@ class OutputSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class PolicyChoices:
+    """What a render answers for (docs/consent.md).
+
+    use: the work it is for, "research" (the default) or "commercial": a commercial render
+    refuses every model whose licence allows research only (models.licences). model_licences:
+    (role, use) pairs stating the widest use a user's own model file's licence allows.
+    consent: (holder, record file) pairs: the holder is a person of the shot (a PersonRef) or a
+    source (SourcePhotos). require_consent: refuse a render that swaps anyone not covered by a
+    valid record in scope (shot.plan.consent). project / shot: what the render is, for a
+    record's scope (shot None: the input's name). None of this changes a pixel: it is not
+    part of any fingerprint. InputError for an unknown use or a holder named twice."""
+
+    use: str = "research"
+    model_licences: tuple[tuple[str, str], ...] = ()
+    consent: tuple[tuple[ConsentHolder, Path], ...] = ()
+    require_consent: bool = False
+    project: str | None = None
+    shot: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.use not in USES:
+            raise InputError(f"use {self.use!r} is not one of {', '.join(USES)}")
+        holders = [str(holder) for holder, _ in self.consent]
+        twice = sorted({holder for holder in holders if holders.count(holder) > 1})
+        if twice:
+            raise InputError(f"{twice[0]} is given two consent records; give each one record")
+
+
+@dataclass(frozen=True, slots=True)
+class SigningChoices:
+    """The key an output's content credentials are signed with (credentials.signing): `cert`,
+    a PEM certificate chain (the signer's first), `key`, its PEM private key, and an optional
+    RFC 3161 `timestamp_url`. None: outputs are not signed. InputError for one of cert and key
+    without the other."""
+
+    cert: Path | None = None
+    key: Path | None = None
+    timestamp_url: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.cert is None) != (self.key is None):
+            raise InputError("content credentials need both --sign-cert and --sign-key")
+
+    @property
+    def signs(self) -> bool:
+        """Whether the outputs are signed."""
+        return self.cert is not None
+
+
+@dataclass(frozen=True, slots=True)
 class RenderRequest:
     """Everything one render needs: the `sources` (face images given to everyone the selector
     chooses who has no assign), what is read (`input`), which frames (`frames`), the plan
-    choices (`plan`), what is written (`output`), the `settings`, and `fail_fast`: stop at the
-    first failed frame (no later frame is written).
+    choices (`plan`), what is written (`output`), what it answers for (`policy`), how its
+    outputs are signed (`signing`), the `settings`, and `fail_fast`: stop at the first failed
+    frame (no later frame is written).
 
     RenderRequest(sources=(Path("face.jpg"),), input=InputSpec("clip.mov"),
     output=OutputSpec("out.mp4")) is the short form; every field after `input` is given by
@@ -209,6 +294,8 @@ class RenderRequest:
     frames: FrameSpec = FrameSpec()
     plan: PlanChoices = PlanChoices()
     output: OutputSpec
+    policy: PolicyChoices = PolicyChoices()
+    signing: SigningChoices = SigningChoices()
     settings: Settings = field(default_factory=Settings)
     fail_fast: bool = False
 
@@ -265,7 +352,8 @@ class RenderSummary:
     analysis_cached: frames whose analysis (pass 1) came from the cache instead of being run:
     timings of a render with cached analysis are warm. decoded_once: frames pass 2 took as
     pass 1 decoded them instead of decoding them again (shot.run.held_frames); held_mib: the most
-    those held at once."""
+    those held at once. answers: what the outputs answer for, a sentence each: the models'
+    licences, who was swapped under which consent record, whether the outputs are signed."""
 
     frames: int
     swapped: int
@@ -280,6 +368,7 @@ class RenderSummary:
     decoded_once: int = 0
     held_mib: float = 0.0
     corrected: int = 0
+    answers: tuple[str, ...] = ()
     replaced: int = 0
     replaced_ranges: FrameRanges = ()
     notes: tuple[str, ...] = ()

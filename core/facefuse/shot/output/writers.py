@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from types import MappingProxyType
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from ...runtime.threads import thread_budget
 from ...types import Pasted
 from ..contract.inputs import ShotInput
 from ..contract.request import RenderRequest
+
+if TYPE_CHECKING:
+    from .signing import OutputSigner
 
 DEFAULT_SEQUENCE_RATE = Fraction(24)
 WRITE_WORKERS = 3
@@ -60,6 +63,8 @@ class FrameToWrite:
 
 class FrameWriter(Protocol):
     def finished(self, number: int, fingerprint: str) -> bool: ...
+
+    def sign_with(self, signer: OutputSigner) -> None: ...
 
     def started(self, numbers: Sequence[int]) -> bool: ...
 
@@ -108,6 +113,7 @@ class SequenceOutput:
         self.like = like
         self.channels = channels
         self.compression = compression
+        self.signer: OutputSigner | None = None  # signs each frame written (shot.output.signing)
         self._folder_made = False
 
     @property
@@ -139,7 +145,9 @@ class SequenceOutput:
         path = self.path(number)
         if not path.is_file() or not plates.is_complete(path):
             return False
-        return plates.read_metadata(path).get("fingerprint") == fingerprint
+        if plates.read_metadata(path).get("fingerprint") != fingerprint:
+            return False
+        return self.signer is None or self.signer.signed(path)
 
     def write(self, number: int, frame: np.ndarray, metadata: Mapping[str, str]) -> None:
         path = self.path(number)
@@ -152,6 +160,8 @@ class SequenceOutput:
                                       channel_names=self.channels)
         fmt = plates.with_compression(fmt, self.compression)
         plates.write_plate(path, frame, fmt, {**metadata, "facefuse:frame": str(number)})
+        if self.signer is not None:
+            self.signer.sign(path)
 
 
 class ExtraSequences:
@@ -199,6 +209,11 @@ class SequenceWriter:
     def finished(self, number: int, fingerprint: str) -> bool:
         return self.main.finished(number, fingerprint) and self.extras.finished(number,
                                                                                 fingerprint)
+
+    def sign_with(self, signer: OutputSigner) -> None:
+        """Sign every file of every output as it is written."""
+        for output in self.outputs:
+            output.signer = signer
 
     def started(self, numbers: Sequence[int]) -> bool:
         """Whether a file of any of these frames exists already (in any of the outputs)."""
@@ -256,9 +271,16 @@ class VideoWriter:
         self.sink: video.VideoSink | None = None
         self.last: FrameToWrite | None = None  # the last good frame, the stand-in for failures
         self.leading_failures = 0
+        self.signer: OutputSigner | None = None
 
     def finished(self, number: int, fingerprint: str) -> bool:
         return False
+
+    def sign_with(self, signer: OutputSigner) -> None:
+        """Sign the video once it is complete, and each frame of the extra sequences."""
+        self.signer = signer
+        for output in self.extras.outputs:
+            output.signer = signer
 
     def started(self, numbers: Sequence[int]) -> bool:
         return False  # a video is written whole, every time
@@ -301,6 +323,8 @@ class VideoWriter:
         if self.sink is not None:
             if complete:
                 self.sink.close()
+                if self.signer is not None:
+                    self.signer.sign(self.path)
             else:
                 self.sink.abort()
         return []

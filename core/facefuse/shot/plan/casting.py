@@ -60,8 +60,8 @@ def decide_people(people: Sequence[Person], options: PlanOptions) -> tuple[Plann
             raise InputError(unknown_person(person_id, planned))
     assigned = dict(options.assign)
     for embedding, source in options.assign_references:
-        assigned.setdefault(_named_by_picture(people, embedding, options.similarity), source)
-    skipped = options.skip | {_named_by_picture(people, embedding, options.similarity)
+        assigned.setdefault(named_by_picture(people, embedding, options.similarity), source)
+    skipped = options.skip | {named_by_picture(people, embedding, options.similarity)
                               for embedding in options.skip_references}
     selected = {p.person_id for p in select_people(people, options.selector, options.reference,
                                                    options.similarity)}
@@ -80,8 +80,8 @@ def decide_people(people: Sequence[Person], options: PlanOptions) -> tuple[Plann
     return tuple(decided)
 
 
-def _named_by_picture(people: Sequence[Person], embedding: np.ndarray,
-                      similarity: float) -> str:
+def named_by_picture(people: Sequence[Person], embedding: np.ndarray,
+                     similarity: float) -> str:
     """The name of the person most like a reference picture; InputError when nobody is."""
     best = most_similar(people, lambda p: p.mean_embedding, embedding, similarity)
     if not best:

@@ -37,8 +37,11 @@ import time
 from collections.abc import Mapping
 
 from ...color import input_conversion
+from ...credentials.signing import SigningKey, load_signer
 from ...errors import InputError
 from ...io import sequences
+from ...models.licences import ModelLicence, check_licences, licence_line, stated_uses
+from ...models.manifest import ROLES
 from ...pipeline import Pipeline
 from ...runtime.memory import returning_freed_memory
 from ...runtime.threads import blas_on_one_thread
@@ -55,11 +58,20 @@ from ..contract.request import (
     RenderSummary,
     Replacement,
 )
+from ..contract.studio import load_studio, under_studio
 from ..output.outputs import open_writer
 from ..output.prints import Identities, RenderPrints, render_prints
+from ..output.signing import (
+    CONSENT_KEY,
+    UNSIGNED_NOTE,
+    OutputSigner,
+    consent_metadata,
+    render_credential,
+)
 from ..output.writers import FrameWriter
 from ..plan.analysis import ShotAnalysis
 from ..plan.casting import check_casting, check_sources
+from ..plan.consent import Consented, check_consent, consent_of, render_scope
 from ..plan.make import make_plan, plan_horizon
 from ..plan.options import PlanOptions, plan_options
 from ..plan.override_fit import fit_overrides
@@ -99,6 +111,7 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
     started = time.perf_counter()
     if pipeline is not None and pipeline.settings != request.settings:
         raise ValueError("the pipeline given to render() was built from other settings")
+    request = under_studio(request, load_studio())
     check_casting(request)
     overrides = (load_overrides(request.plan.overrides)
                  if request.plan.overrides is not None else None)
@@ -128,6 +141,7 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
                          unselected=counts.unselected, corrected=counts.corrected,
                          replaced=job.replaced.count, replaced_ranges=job.replaced.frames,
                          notes=job.notes, request_fingerprint=job.request_fingerprint,
+                         answers=job.answers + _consent_line(job.consented),
                          warnings=warnings,
                          analysis_cached=job.pass_one.cached,
                          decoded_once=job.pass_one.held.taken,
@@ -189,6 +203,8 @@ class RenderJob:
         self.replaced = Replacement(request.output.path)  # what it rewrites that was made otherwise
         self.notes: tuple[str, ...] = ()  # what the user should hear (not warnings)
         self.request_fingerprint = ""  # the whole request's (RenderPrints.whole), once known
+        self.consented: tuple[Consented, ...] = ()  # who is swapped under which record
+        self.answers: tuple[str, ...] = ()  # licences, consent, credentials: RenderSummary
 
     # -- the run ----------------------------------------------------------------------------
     def run(self, pipeline: Pipeline, cancelled: CancelCheck) -> bool:
@@ -199,6 +215,8 @@ class RenderJob:
         prints = render_prints(self.request, pipeline, self.shot, self.frames.analysed,
                                self.colour_name, self.overrides)
         self._check_only_input(f"sha256:{prints.content_sha256}")
+        licences = self._check_licences(pipeline)
+        key = self._signing_key()
         identities, content, metadata = prints.identities, prints.content_sha256, prints.metadata
         self.prints, self.request_fingerprint = prints.frames, prints.whole
         rendered = self.frames.rendered
@@ -210,9 +228,11 @@ class RenderJob:
         # the plan decides which made frames a sequence replaces (replacement_of) and, without
         # sources of the render's own, that it swaps nobody with them (check_sources): such
         # renders plan on the whole analysis first
+        policy = self.request.policy
         whole_first = (resuming or (bool(made) and self.is_sequence)
                        or (self.request.frames.only_input or "").startswith("shot:")
-                       or DEFAULT_SOURCE not in identities)
+                       or DEFAULT_SOURCE not in identities
+                       or bool(policy.consent) or policy.require_consent)
         horizon = None if whole_first else self._horizon(rendered[0], options)
         halt = threading.Event()  # pass 2 ended early: pass 1 stops too
 
@@ -230,6 +250,11 @@ class RenderJob:
             assert plan.plan is not None
             self._check_only_input(f"shot:{plan.plan.shot_id}")
             check_sources(plan.plan, self.request, rendered)
+            metadata = self._consent(plan.plan, pipeline, metadata)
+        if key is not None:
+            credential = render_credential(self.request, prints, self.shot.label, licences,
+                                           self.consented)
+            self.writer.sign_with(OutputSigner(credential, key))
         if made:
             self._say_replaced(made, plan.plan, prints)
         todo = self._todo(plan) if resuming else rendered
@@ -244,6 +269,38 @@ class RenderJob:
             if plan.plans > 1:
                 log.info("planned %d times on the growing analysis (%.3f s in all)",
                          plan.plans, plan.plan_s)
+
+    def _check_licences(self, pipeline: Pipeline) -> tuple[ModelLicence, ...]:
+        """The licences of the render's models, once told (a note); InputError when its use
+        (--use) refuses one (models.licences)."""
+        policy = self.request.policy
+        licences = pipeline.models.licences(stated_uses(policy.model_licences, ROLES))
+        check_licences(licences, policy.use)
+        self.answers += (licence_line(licences),)
+        return licences
+
+    def _signing_key(self) -> object | None:
+        """The loaded signing key (read before any work: a bad one is one sentence), or None
+        when the outputs are not signed (said once, in a note)."""
+        signing = self.request.signing
+        if not signing.signs:
+            self.answers += (UNSIGNED_NOTE,)
+            return None
+        assert signing.cert is not None and signing.key is not None
+        return load_signer(SigningKey(signing.cert, signing.key, signing.timestamp_url))
+
+    def _consent(self, plan: ShotPlan, pipeline: Pipeline,
+                 metadata: Mapping[str, str]) -> Mapping[str, str]:
+        """Who `plan` swaps in the frames rendered under which consent record (refused under
+        require_consent when someone has none that holds); the metadata saying so."""
+        policy = self.request.policy
+        if not policy.consent and not policy.require_consent:
+            return metadata
+        self.consented = consent_of(plan, self.request, pipeline, self.frames.rendered,
+                                    render_scope(self.request))
+        if policy.require_consent:
+            check_consent(self.consented, {key: key for key in plan.sources})
+        return {**metadata, CONSENT_KEY: consent_metadata(self.consented)}
 
     def _horizon(self, first: int, options: PlanOptions) -> int | None:
         """plan_horizon for this render, or None when even its first frame to do would wait
@@ -325,6 +382,16 @@ class RenderJob:
         out = Output(self.writer, metadata, sequences.is_frame_pattern(request.output.path),
                      self.tally)
         return work.run(swap, out, request.fail_fast, cancelled)
+
+
+def _consent_line(consented: tuple[Consented, ...]) -> tuple[str, ...]:
+    """'consent: p1 (Jane Doe, jane.consent.json); p2 none' when records were given."""
+    if not consented:
+        return ()
+    return ("consent: " + "; ".join(
+        f"{item.person_id} ({item.record.performer}, {item.record.path.name})"
+        if item.record is not None else f"{item.person_id} none ({item.problem})"
+        for item in consented),)
 
 
 def _ignore(_report: FrameReport | PhaseProgress) -> None:

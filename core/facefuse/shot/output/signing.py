@@ -1,0 +1,85 @@
+"""What a render's outputs answer for: the licences of its models, the consent it swapped under
+and, when a signing key is configured, the content credentials (C2PA) each output file carries.
+
+`render_credential` is the record a render's files are signed with (facefuse.credentials): the
+plate and the source photos as ingredients by hash, the models with their licences, the consent
+records, facefuse's version and the render's fingerprint. `OutputSigner` signs each file as the
+writers put it in place (an image of a sequence as soon as it is written, so a farm chunk signs
+what it writes; a video once it is complete) and tells a resumed render whether a finished
+frame is signed already.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from ...credentials.checking import check_file
+from ...credentials.embedding import sign_file
+from ...credentials.record import ConsentReference, Credential, Ingredient, ModelRecord
+from ...credentials.signing import SigningKey, load_signer
+from ...models.licences import ModelLicence
+from ...version import __version__
+from ..contract.request import RenderRequest, SigningChoices
+from ..plan.consent import Consented
+from .prints import RenderPrints
+from .provenance import PREFIX, file_name
+
+CONSENT_KEY = f"{PREFIX}consent"
+LICENCES_KEY = f"{PREFIX}use"
+UNSIGNED_NOTE = ("the outputs carry no content credentials: no signing key is configured "
+                 "(--sign-cert and --sign-key; see docs/credentials.md)")
+
+
+def consent_metadata(consented: Sequence[Consented]) -> str:
+    """The output metadata saying who was swapped to which source under which record (JSON)."""
+    return json.dumps([{"person": item.person_id, "source": file_name(item.source),
+                        "performer": item.record.performer if item.record else None,
+                        "record_sha256": item.record.sha256 if item.record else None}
+                       for item in consented], sort_keys=True)
+
+
+def render_credential(request: RenderRequest, prints: RenderPrints, input_label: str,
+                      licences: Sequence[ModelLicence],
+                      consented: Sequence[Consented]) -> Credential:
+    """The content credential of every file a render of `request` writes."""
+    ingredients = [Ingredient(file_name(input_label), prints.content_sha256, "parentOf")]
+    for key, identity in sorted(prints.identities.items()):
+        names = ([file_name(str(p)) for p in request.sources] if key == "default"
+                 else [file_name(key)])
+        for index, sha256 in enumerate(identity.source_sha256):
+            title = names[index] if index < len(names) else f"source photo {index + 1}"
+            ingredients.append(Ingredient(title, sha256, "inputTo"))
+    models = tuple(ModelRecord(item.role, item.model, item.sha256, item.licence)
+                   for item in licences)
+    consent = tuple(ConsentReference(item.person_id, item.record.performer, item.record.sha256,
+                                     item.record.document_sha256)
+                    for item in consented if item.record is not None)
+    return Credential(title=file_name(request.output.path), version=__version__,
+                      ingredients=tuple(ingredients), models=models, consent=consent,
+                      fingerprint=prints.whole, use=request.policy.use)
+
+
+class OutputSigner:
+    """Signs output files with one render's credential (load the key once: `for_request`)."""
+
+    def __init__(self, credential: Credential, signer: object) -> None:
+        self.credential, self.signer = credential, signer
+
+    @classmethod
+    def for_request(cls, signing: SigningChoices, credential: Credential) -> OutputSigner:
+        """The signer of `signing`'s key (InputError, one sentence, for a key that will not
+        sign: read before anything is rendered)."""
+        assert signing.cert is not None and signing.key is not None
+        key = SigningKey(signing.cert, signing.key, signing.timestamp_url)
+        return cls(credential, load_signer(key))
+
+    def sign(self, path: Path) -> None:
+        """Sign the file at `path` (embedded, or a sidecar beside it)."""
+        sign_file(path, self.credential, self.signer)
+
+    def signed(self, path: Path) -> bool:
+        """Whether the file at `path` carries credentials that verify (a resumed render signs
+        a finished frame that lacks them again)."""
+        return check_file(path).state in ("valid", "trusted")
