@@ -24,6 +24,7 @@ EXIT_MEANINGS: Mapping[ExitCode, str] = MappingProxyType({
     ExitCode.MODEL: "model missing or invalid",
     ExitCode.FRAMES_FAILED: "frames failed",
     ExitCode.OUTPUT: "an output cannot be written",
+    ExitCode.CREDENTIALS: "content credentials missing or do not verify",
     ExitCode.INTERRUPTED: "interrupted",
     ExitCode.TERMINATED: "terminated",
 })
