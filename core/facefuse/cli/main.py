@@ -12,7 +12,7 @@ from typing import NoReturn
 
 from ..errors import ExitCode, FacefuseError, InputError
 from ..version import __version__
-from . import bench, doctor, farm, hosts, models, preview, render, review, swap
+from . import bench, credentials, doctor, farm, hosts, models, preview, render, review, swap
 from .streams import reports_only
 
 DESCRIPTION = "Local face replacement for film and video work."
@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     preview.add_parser(commands)
     models.add_parsers(commands)
     doctor.add_parser(commands)
+    credentials.add_parser(commands)
     hosts.add_parsers(commands)  # the installed hosts' own: panel, resolve, timeline, ...
     bench.add_parser(commands)
     farm.add_parser(commands)

@@ -37,7 +37,7 @@ def test_the_sdk_embeds_into_stills_and_mp4_family_movies_only() -> None:
 
 
 def test_the_package_loads_without_the_sdk() -> None:
-    code = ("import sys; import facefuse.credentials; "
+    code = ("import sys; import facefuse.credentials, facefuse.cli.credentials; "
             "print('c2pa' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, timeout=60)
