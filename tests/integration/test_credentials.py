@@ -278,6 +278,19 @@ def test_a_file_never_signed_is_missing(tmp_path: Path) -> None:
                                    f"out{suffix}.c2pa")
 
 
+def test_a_file_the_sdk_cannot_read_takes_the_worst_state(tmp_path: Path,
+                                                        signer: LoadedSigner) -> None:
+    """A damaged file: whether it was signed cannot be told, so it does not pass."""
+    junk, cut = tmp_path / "junk.png", _output(tmp_path, ".png")
+    junk.write_bytes(b"not a picture")
+    sign_file(cut, CREDENTIAL, signer)
+    cut.write_bytes(cut.read_bytes()[:200])
+    for path in (junk, cut):
+        check = check_file(path)
+        assert check.state == "tampered", check.summary()
+        assert check.summary().startswith(f"{path}: tampered: the C2PA SDK cannot read it (")
+
+
 def test_the_trust_list_makes_the_signer_trusted(tmp_path: Path, chain: Chain,
                                                  signer: LoadedSigner) -> None:
     embedded, beside = _output(tmp_path, ".png"), _output(tmp_path, ".exr")

@@ -6,7 +6,8 @@ A file's state is one of STATES, best first:
   for a studio's own chain checked without one);
 - "missing": no manifest embedded and no sidecar (``NAME.EXT.c2pa``) beside the file;
 - "tampered": a manifest is there but does not verify: the file changed after it was signed
-  (a hash mismatch), the signature is bad, or the manifest cannot be read.
+  (a hash mismatch) or the signature is bad; or the SDK cannot read the file or its manifest
+  (a damaged file: whether it was signed cannot be told, so it takes the worst state).
 
 The manifest embedded in the file is read first; a file without one is read with its sidecar.
 Signing time: the timestamp authority's time when the signature has one, else the time
@@ -40,7 +41,7 @@ TRUSTED, VALID, MISSING, TAMPERED = "trusted", "valid", "missing", "tampered"
 STATES = (TRUSTED, VALID, MISSING, TAMPERED)  # best to worst
 FINE = frozenset({TRUSTED, VALID})
 UNTRUSTED = "signingCredential.untrusted"
-UNREADABLE = "manifest.unreadable"  # facefuse's code: the SDK could not read the manifest
+UNREADABLE = "facefuse.unreadable"  # facefuse's code: the SDK could not read the file
 _CHANGED = "the file changed after it was signed"
 _REASONS = MappingProxyType({  # failure code -> what it means, in a summary
     "assertion.dataHash.mismatch": _CHANGED,
@@ -194,7 +195,7 @@ def check_with(path: Path, context: Any, trust: Path | None) -> CredentialCheck:
     if found is None:
         return CredentialCheck(path, MISSING, trust=trust)
     if found.error:
-        failure = Failure(UNREADABLE, f"its manifest cannot be read ({found.error})")
+        failure = Failure(UNREADABLE, f"the C2PA SDK cannot read it ({found.error})")
         return CredentialCheck(path, TAMPERED, where=found.where, failures=(failure,),
                                trust=trust)
     return _from_store(path, found, trust)
