@@ -19,8 +19,9 @@ def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "credentials", help="check a file's content credentials (C2PA): who signed it, "
         "what made it, whether it changed since")
-    parser.add_argument("file", metavar="FILE", help="a picture or movie, or an image "
-                        "sequence pattern (name.####.exr, name.%%04d.png, name.#.png)")
+    parser.add_argument("file", metavar="FILE", help="a picture or movie (or its .c2pa "
+                        "sidecar), or an image sequence pattern (name.####.exr, "
+                        "name.%%04d.png, name.#.png)")
     parser.add_argument("--trust", type=Path, metavar="CA.pem", help="the CA certificates "
                         "(PEM) whose signers are trusted: their files show as trusted, "
                         "other signers' as valid")
