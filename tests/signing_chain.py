@@ -53,7 +53,8 @@ def key_pem(key: Any) -> bytes:
 def make_ca(folder: Path) -> tuple[x509.Certificate, Any]:
     now = dt.datetime.now(dt.UTC)
     key = ec.generate_private_key(ec.SECP256R1())
-    cert = (x509.CertificateBuilder().subject_name(subject("Test CA")).issuer_name(subject("Test CA"))
+    cert = (x509.CertificateBuilder().subject_name(subject("Test CA"))
+            .issuer_name(subject("Test CA"))
             .public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(now - dt.timedelta(days=1))
             .not_valid_after(now + dt.timedelta(days=365))
