@@ -79,6 +79,7 @@ class TimelineCommand:
                           "swapped timeline that points at their outputs")
         cli.engine_options(swap, sources_required=False)
         cli.shot_options(swap, leave_out=PER_CLIP)
+        cli.policy_options(swap)
         # None unless given: the movie kind's codec is ProRes 4444 unless the command names one
         swap.set_defaults(handler=lambda args: cmd_swap(args, cli), codec=None)
 

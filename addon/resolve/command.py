@@ -29,6 +29,8 @@ from facefuse import (
     FacefuseError,
     HostError,
     InputError,
+    RenderRequest,
+    RenderSummary,
     Settings,
     Subcommands,
     check_folder_writable,
@@ -65,6 +67,7 @@ class ResolveCommand:
                                   "and place it on the track above, without the panel")
         cli.engine_options(swap)
         _output_options(swap)
+        cli.policy_options(swap)
         swap.set_defaults(handler=lambda args: cmd_swap(args, cli))
         opened = actions.add_parser("open", help="the panel for a launcher's job file (what "
                                     "Workspace > Scripts > facefuse runs)")
@@ -74,6 +77,7 @@ class ResolveCommand:
                                       "without the panel and write its result file")
         cli.engine_options(headless)
         _output_options(headless)
+        cli.policy_options(headless)
         _job_options(headless)
         headless.set_defaults(handler=lambda args: cmd_render_job(args, cli))
 
@@ -171,8 +175,14 @@ def _render_clip(facts: ClipFacts, args: argparse.Namespace, cli: CommandLine,
     if args.review_report is not None:
         facts = dataclasses.replace(facts, review_report=args.review_report)
     settings = settings if settings is not None else cli.settings(args)
+    policy, signing = cli.policy(args)
+
+    def render(request: RenderRequest) -> tuple[RenderSummary, bool]:
+        """The command line's render, under this command's policy and signing key."""
+        return cli.render(dataclasses.replace(request, policy=policy, signing=signing))
+
     return render_clip(facts, tuple(args.source), settings, args.output, args.output_dir,
-                       args.overwrite, cli.render)
+                       args.overwrite, render)
 
 
 def _hosted(call: Callable[[], T]) -> T:

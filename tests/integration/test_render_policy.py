@@ -66,7 +66,7 @@ def test_required_consent_without_a_record_is_refused_naming_the_person(
         media: Media, render_models: Path, cli_cache: Path, out: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     line = refused(capsys, render(media, render_models, out, "--require-consent"), out)
-    assert line == ("facefuse: error: p1 is swapped to default without valid consent (no "
+    assert line == ("facefuse: error: p1 is swapped to obama.jpg without valid consent (no "
                     "consent record), and this render requires consent: give --consent "
                     "p1=RECORD.json (see docs/consent.md) or --skip p1")
 
@@ -113,4 +113,4 @@ def test_the_studio_policy_is_a_floor_the_command_line_cannot_lower(
     line = refused(capsys, render(media, render_models, out, "--model-licence",
                                   "recogniser=commercial", "--model-licence",
                                   "swapper=commercial"), out)
-    assert "p1 is swapped to default without valid consent" in line
+    assert "p1 is swapped to obama.jpg without valid consent" in line

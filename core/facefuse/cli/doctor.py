@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..errors import ExitCode
+from ..errors import ExitCode, InputError
+from ..shot.contract.studio import load_studio, studio_path
 
 
 def add_parser(commands: Any) -> None:
@@ -57,9 +58,6 @@ def _print_doctor(data: dict[str, Any]) -> None:
 
 def _studio() -> dict[str, Any]:
     """The studio settings file (shot.contract.studio): where, and what it asks of renders."""
-    from ..errors import InputError
-    from ..shot.contract.studio import load_studio, studio_path
-
     path = studio_path()
     try:
         studio = load_studio()

@@ -17,7 +17,12 @@ from ..io import files
 from ..io.small_files import json_value
 from ..review.folder import check_report_folder
 from ..shot.contract import commandline, render_options
-from ..shot.contract.request import RenderRequest, RenderSummary
+from ..shot.contract.request import (
+    PolicyChoices,
+    RenderRequest,
+    RenderSummary,
+    SigningChoices,
+)
 from ..shot.output.output_checks import request_inputs, settings_inputs
 from . import options
 from .render import Progress, run_render, summary_record
@@ -41,6 +46,12 @@ class Lent:
     def shot_options(self, parser: argparse.ArgumentParser, leave_out: Collection[str]) -> None:
         commandline.add_options(parser, [o for o in render_options.SHOT_OPTIONS
                                          if o.flags[-1] not in leave_out])
+
+    def policy_options(self, parser: argparse.ArgumentParser) -> None:
+        commandline.add_options(parser, render_options.ANSWER_OPTIONS)
+
+    def policy(self, args: argparse.Namespace) -> tuple[PolicyChoices, SigningChoices]:
+        return commandline.policy_from_namespace(args)
 
     def track_given_settings(self, parser: argparse.ArgumentParser) -> None:
         options.track_given_settings(parser)

@@ -33,7 +33,12 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..config import Settings
 from ..errors import InputError
-from ..shot.contract.request import RenderRequest, RenderSummary
+from ..shot.contract.request import (
+    PolicyChoices,
+    RenderRequest,
+    RenderSummary,
+    SigningChoices,
+)
 
 HOST_GROUP = "facefuse.hosts"
 COMMAND_MODULE = "command"
@@ -81,6 +86,13 @@ class CommandLine(Protocol):
 
     def shot_options(self, parser: argparse.ArgumentParser, leave_out: Collection[str]) -> None:
         """`render`'s shot options (frames, output, plan choices) but the flags `leave_out`."""
+
+    def policy_options(self, parser: argparse.ArgumentParser) -> None:
+        """`render`'s options of what a render answers for: --use, --model-licence, --consent,
+        --require-consent, --project, --shot and the signing key (docs/consent.md)."""
+
+    def policy(self, args: argparse.Namespace) -> tuple[PolicyChoices, SigningChoices]:
+        """The policy and signing key a parse with `policy_options` asks for."""
 
     def track_given_settings(self, parser: argparse.ArgumentParser) -> None:
         """Leave settings options not given out of the parse, for `given_settings`."""

@@ -167,8 +167,7 @@ def request_from_namespace(args: argparse.Namespace,
     if not args.input or not args.output:
         raise InputError("render needs -i INPUT and -o OUTPUT")
     values = _values(args, "request")
-    group = {name: {key.partition(".")[2]: value for key, value in values.items()
-                    if key.partition(".")[0] == name} for name in _GROUPS}
+    group = _grouped(values, _GROUPS)
     frames = group["frames"]
     choice = frames.get("range")
     if isinstance(choice, FrameChoice):
@@ -183,6 +182,19 @@ def request_from_namespace(args: argparse.Namespace,
     return RenderRequest(sources=values.get("sources", ()), **made,
                          fail_fast=values.get("fail_fast", False),
                          settings=settings_from_namespace(args))
+
+
+def policy_from_namespace(args: argparse.Namespace) -> tuple[PolicyChoices, SigningChoices]:
+    """The policy and signing key a parse of ANSWER_OPTIONS asks for (a host command's own
+    request takes them)."""
+    group = _grouped(_values(args, "request"), ("policy", "signing"))
+    return PolicyChoices(**group["policy"]), SigningChoices(**group["signing"])
+
+
+def _grouped(values: Mapping[str, Any], names: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The request values ("GROUP.NAME" -> value) of each group in `names`, by field name."""
+    return {name: {key.partition(".")[2]: value for key, value in values.items()
+                   if key.partition(".")[0] == name} for name in names}
 
 
 _GROUPS: Mapping[str, Callable[..., Any]] = MappingProxyType({  # made (and checked) in order

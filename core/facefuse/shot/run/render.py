@@ -35,6 +35,7 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
+from pathlib import Path
 
 from ...color import input_conversion
 from ...credentials.signing import LoadedSigner
@@ -307,8 +308,14 @@ class RenderJob:
         self.consented = consent_of(plan, self.request, pipeline, self.frames.rendered,
                                     render_scope(self.request))
         if policy.require_consent:
-            check_consent(self.consented, {key: key for key in plan.sources})
+            check_consent(self.consented, self._source_names(plan))
         return {**metadata, CONSENT_KEY: consent_metadata(self.consented)}
+
+    def _source_names(self, plan: ShotPlan) -> dict[str, str]:
+        """Each source key of `plan` as a user knows it: the -s photos' names, or the
+        --assign photo's."""
+        own = ", ".join(Path(p).name for p in self.request.sources) or DEFAULT_SOURCE
+        return {key: own if key == DEFAULT_SOURCE else Path(key).name for key in plan.sources}
 
     def _horizon(self, first: int, options: PlanOptions) -> int | None:
         """plan_horizon for this render, or None when even its first frame to do would wait
