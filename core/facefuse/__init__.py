@@ -8,7 +8,9 @@ written once, in the import block below; ``__all__`` and the lazy loading are de
 - One image: ``Pipeline(settings)``, ``read_image``, ``write_image`` (BGR(A) numpy arrays).
 - One shot: ``render(request, on_progress, cancel, on_phase)`` of a ``RenderRequest`` (its
   ``InputSpec``, ``FrameSpec``, ``PlanChoices`` with people as ``PersonRef``, ``OutputSpec``) ->
-  ``RenderSummary`` (``FrameReport``, ``PhaseProgress`` on the way); ``replaced_frames``,
+  ``RenderSummary`` (``FrameReport``, ``PhaseProgress`` on the way); what it answers for,
+  ``PolicyChoices`` (consent records: ``load_consent`` -> ``ConsentRecord``, holders a
+  ``PersonRef`` or ``SourcePhotos``, ``parse_consent_holder``); ``replaced_frames``,
   ``select_frames``, frame patterns; ``render_args`` / ``request_from_args`` (its command line).
 - The shot plan and its review: ``plan_shot``, ``ShotPlan``, ``write_review``, ``load_report``,
   ``Override`` / ``Overrides``; quick looks: ``preview_frame``, ``frame_picture``, ...
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from .cache.layout import CacheLayout
     from .cli.streams import reports_only
     from .config import Settings, Tunable, tunable_options
+    from .consent import ConsentRecord, load_consent
     from .errors import (
         ChecksumError,
         DownloadError,
@@ -96,9 +99,12 @@ if TYPE_CHECKING:
         PersonRef,
         PhaseProgress,
         PlanChoices,
+        PolicyChoices,
         RenderRequest,
         RenderSummary,
         Replacement,
+        SourcePhotos,
+        parse_consent_holder,
         parse_person,
     )
     from .shot.looks.previews import (
