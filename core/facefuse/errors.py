@@ -20,6 +20,7 @@ class ExitCode(IntEnum):
     MODEL = 4  # a model is missing (offline) or invalid (ModelError)
     FRAMES_FAILED = 5  # a render finished, but some frames could not be decoded or written
     OUTPUT = 6  # an output cannot be written: full disk, quota, read-only or no permission
+    CREDENTIALS = 7  # a file's credentials are missing or do not verify (`facefuse credentials`)
     INTERRUPTED = 130  # Ctrl-C (SIGINT)
     TERMINATED = 143  # SIGTERM (a farm's cancel): complete frames stay, a re-run resumes
 

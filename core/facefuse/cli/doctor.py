@@ -22,6 +22,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from ..runtime.doctor import report  # ONNX Runtime loads when the doctor runs
 
     data = report(models_dir=args.models_dir)
+    data["studio"] = _studio()
     if args.json:
         print(json.dumps(data, default=str, sort_keys=True))
         return ExitCode.OK
@@ -50,3 +51,25 @@ def _print_doctor(data: dict[str, Any]) -> None:
     for model in data["models"]:
         state = "verified" if model["verified"] else ("present" if model["present"] else "missing")
         print(f"  {model['name']:22} {state}")
+    studio = data["studio"]
+    print(f"studio settings: {studio['path']} ({studio['state']})")
+
+
+def _studio() -> dict[str, Any]:
+    """The studio settings file (shot.contract.studio): where, and what it asks of renders."""
+    from ..errors import InputError
+    from ..shot.contract.studio import load_studio, studio_path
+
+    path = studio_path()
+    try:
+        studio = load_studio()
+    except InputError as exc:
+        return {"path": str(path), "state": f"unreadable: {exc}"}
+    if studio.path is None:
+        return {"path": str(path), "state": "none: renders are research work by default, "
+                "consent not required, outputs unsigned"}
+    policy, signing = studio.policy, studio.signing
+    words = [f"use {policy.use}",
+             "consent required" if policy.require_consent else "consent not required",
+             f"signing with {signing.cert}" if signing.signs else "no signing key"]
+    return {"path": str(path), "state": ", ".join(words)}

@@ -29,6 +29,7 @@ from ..farm.paths import check_inside
 from ..io.sequences import is_frame_pattern
 from ..shot.contract.frames import within
 from ..shot.contract.request import RenderRequest
+from ..shot.contract.studio import load_studio, under_studio
 from ..shot.plan.overrides import load_overrides
 from .render import render_options, request_from_args
 
@@ -96,7 +97,7 @@ def _shot_request(args: argparse.Namespace) -> tuple[RenderRequest, Path]:
     if not args.source and not args.assign:
         raise InputError("a shot job needs -s SOURCE or --assign PERSON=PHOTO (or --blend FILE "
                          "for a .blend job)")
-    request = request_from_args(args)
+    request = under_studio(request_from_args(args), load_studio())  # tasks carry the policy
     if not args.allow_downloads:  # workers never download in the middle of a job
         request = replace(request, settings=replace(request.settings, offline=True))
     if not is_frame_pattern(request.output.path):

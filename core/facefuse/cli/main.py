@@ -12,7 +12,7 @@ from typing import NoReturn
 
 from ..errors import ExitCode, FacefuseError, InputError
 from ..version import __version__
-from . import bench, doctor, farm, hosts, models, preview, render, review, swap
+from . import bench, credentials, doctor, farm, hosts, models, preview, render, review, swap
 from .streams import reports_only
 
 DESCRIPTION = "Local face replacement for film and video work."
@@ -24,6 +24,7 @@ EXIT_MEANINGS: Mapping[ExitCode, str] = MappingProxyType({
     ExitCode.MODEL: "model missing or invalid",
     ExitCode.FRAMES_FAILED: "frames failed",
     ExitCode.OUTPUT: "an output cannot be written",
+    ExitCode.CREDENTIALS: "content credentials missing or do not verify",
     ExitCode.INTERRUPTED: "interrupted",
     ExitCode.TERMINATED: "terminated",
 })
@@ -58,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     preview.add_parser(commands)
     models.add_parsers(commands)
     doctor.add_parser(commands)
+    credentials.add_parser(commands)
     hosts.add_parsers(commands)  # the installed hosts' own: panel, resolve, timeline, ...
     bench.add_parser(commands)
     farm.add_parser(commands)

@@ -35,6 +35,7 @@ def add_parser(commands: Any) -> None:
                    help="the report folder (created; a file there is refused)")
     commandline.add_settings_options(p, sources_required=False)
     commandline.add_options(p, render_options.SHOT_OPTIONS)
+    commandline.add_options(p, render_options.CONSENT_OPTIONS)  # who is swapped under which
     p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
                    help="analysis progress: a bar on stderr (auto: on a terminal), JSON lines "
                    "on stdout, or none")

@@ -19,10 +19,12 @@ from ..models.locations import looks_like_model_path
 from ..shot.contract.commandline import render_args
 from ..shot.contract.render_options import OUTPUT_ROOT
 from ..shot.contract.request import (
+    ConsentHolder,
     PersonId,
     PersonInPicture,
     PersonRef,
     RenderRequest,
+    SourcePhotos,
 )
 
 
@@ -48,7 +50,7 @@ def absolute_paths(request: RenderRequest) -> RenderRequest:
                if (value := getattr(settings, name)) is not None}
     settings = replace(settings, **models, **folders, reference_images=tuple(
         Path(absolute(p)) for p in settings.reference_images))
-    plan, output = request.plan, request.output
+    plan, output, policy, signing = request.plan, request.output, request.policy, request.signing
     return replace(
         request, settings=settings, sources=tuple(Path(absolute(p)) for p in request.sources),
         input=replace(request.input, path=absolute(request.input.path)),
@@ -58,7 +60,18 @@ def absolute_paths(request: RenderRequest) -> RenderRequest:
                      overrides=Path(absolute(plan.overrides)) if plan.overrides else None),
         output=replace(output, path=absolute(output.path),
                        matte=absolute(output.matte) if output.matte else None,
-                       patch=absolute(output.patch) if output.patch else None))
+                       patch=absolute(output.patch) if output.patch else None),
+        policy=replace(policy, consent=tuple((absolute_holder(holder), Path(absolute(record)))
+                                             for holder, record in policy.consent)),
+        signing=replace(signing, cert=Path(absolute(signing.cert)) if signing.cert else None,
+                        key=Path(absolute(signing.key)) if signing.key else None))
+
+
+def absolute_holder(holder: ConsentHolder) -> ConsentHolder:
+    """A consent record's holder with a picture's or photo's path made absolute."""
+    if isinstance(holder, SourcePhotos):
+        return holder if holder.image is None else SourcePhotos(os.path.abspath(holder.image))
+    return absolute_person(holder)
 
 
 def absolute_person(person: PersonRef) -> PersonRef:

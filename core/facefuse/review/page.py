@@ -159,6 +159,22 @@ def _people(report: Mapping[str, Any]) -> Iterator[str]:
                f"</td><td>{_e(person['presence'])}</td><td>{swapped}</td>"
                f"<td>{_e(person['source'] or '')}</td><td>{_e(person['why'])}</td></tr>")
     yield "</table>"
+    yield from _consent(report)
+
+
+def _consent(report: Mapping[str, Any]) -> Iterator[str]:
+    """Who is swapped to which source under which consent record (when records were given)."""
+    rows = report.get("consent") or []
+    if not rows:
+        return
+    yield "<h3>Consent</h3><table><tr><th>person</th><th>source</th><th>performer</th>"
+    yield "<th>record</th><th>sha256</th></tr>"
+    for row in rows:
+        record = row["record"] or f"none: {row['problem']}"
+        yield (f"<tr><td>{_e(row['person'])}</td><td>{_e(row['source'])}</td>"
+               f"<td>{_e(row['performer'] or '')}</td><td>{_e(record)}</td>"
+               f"<td>{_e((row['record_sha256'] or '')[:16])}</td></tr>")
+    yield "</table>"
 
 
 def _strip(report: Mapping[str, Any]) -> Iterator[str]:

@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InputError
 from ..io import small_files
 from ..shot.contract.request import RenderRequest
+from ..shot.output.provenance import file_name
 from ..version import __version__
 from .records import Flag, flag_sample, flagged_ranges, ranges
 
 if TYPE_CHECKING:  # these load OpenCV: types only here
+    from ..shot.plan.consent import Consented
     from ..shot.plan.plan import ShotPlan
     from .flags import Thresholds
     from .measures import Series
@@ -78,8 +80,10 @@ def settings_record(request: RenderRequest, swapper_size_px: int) -> dict[str, A
 def build_report(plan: ShotPlan, request: RenderRequest, flags: Sequence[Flag],
                  series: Sequence[Series], samples: Sequence[Sample],
                  thumbnails: Mapping[str, str], timings: Timings, limits: Thresholds,
-                 render: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The report's JSON (see docs/review.md)."""
+                 render: Mapping[str, Any] | None = None,
+                 consented: Sequence[Consented] = ()) -> dict[str, Any]:
+    """The report's JSON (see docs/review.md); `consented`: who is swapped under which
+    consent record, when the request gives records."""
     return {
         "schema": SCHEMA, "facefuse": __version__, "input": request.input.path,
         "shot_id": plan.shot_id,
@@ -104,7 +108,16 @@ def build_report(plan: ShotPlan, request: RenderRequest, flags: Sequence[Flag],
                     "analysis_cached": timings.analysis_cached},
         "render": dict(render) if render is not None else None,
         "flagged_frames": [list(r) for r in flagged_ranges(flags, plan.frames)],
+        "consent": [_consented(item) for item in consented],
     }
+
+
+def _consented(item: Consented) -> dict[str, Any]:
+    record = item.record
+    return {"person": item.person_id, "source": file_name(item.source),
+            "performer": record.performer if record else None,
+            "record": record.path.name if record else None,
+            "record_sha256": record.sha256 if record else None, "problem": item.problem}
 
 
 def _number(value: float | None) -> float | None:

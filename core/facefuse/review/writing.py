@@ -20,6 +20,7 @@ from ..pipeline import Pipeline
 from ..shot.contract.request import CancelCheck, PhaseCallback, PhaseProgress, RenderRequest
 from ..shot.output.output_checks import request_inputs
 from ..shot.plan.casting import people_without_source
+from ..shot.plan.consent import consent_of, render_scope
 from ..shot.plan.plan import ShotPlan
 from ..shot.run.plan_only import fitted_request, plan_shot
 from .flags import Thresholds, find_flags
@@ -90,9 +91,12 @@ def _review(request: RenderRequest, folder: Path, pipeline: Pipeline,
                                              on_phase)
         timings = Timings(analysed - started, time.perf_counter() - analysed,
                           analysis_cached=bool(first) and first[0].done == first[0].total)
+        consented = (consent_of(plan, request, pipeline, plan.planned, render_scope(request))
+                     if request.policy.consent else ())
         report = build_report(plan, request, flags,
                               [person_series(plan, p.person_id) for p in plan.people
-                               if p.swapped], samples, pictures, timings, limits, render)
+                               if p.swapped], samples, pictures, timings, limits, render,
+                              consented)
         plots = plot_files(report)
         steps.finish()
         report["timings"]["report_s"] = round(time.perf_counter() - analysed, 3)

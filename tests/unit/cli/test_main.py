@@ -25,7 +25,8 @@ def test_every_command_and_option_has_a_help_line() -> None:
     parser = cli.build_parser()
     commands = _subcommands(parser)
     assert set(commands) == {"swap", "render", "preview", "models", "cache", "doctor",
-                             "resolve", "panel", "timeline", "bench", "farm", "review"}
+                             "credentials", "resolve", "panel", "timeline", "bench", "farm",
+                             "review"}
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             helped = {choice.dest for choice in action._choices_actions if choice.help}

@@ -247,8 +247,18 @@ def test_dask_tasks_name_every_file_absolutely(tmp_path: Path,
     settings = replace(Settings(), swapper="models/s.onnx", models_dir=Path("m"),
                        reference_images=(Path("ref.png"),))
     request = replace(BASE, settings=settings,
-                      output=replace(BASE.output, matte="out/matte.####.png"))
+                      output=replace(BASE.output, matte="out/matte.####.png"),
+                      policy=PolicyChoices(consent=(
+                          (PersonInPicture("ref.png"), Path("c/jane.json")),
+                          (SourcePhotos("b.jpg"), Path("c/jo.json")),
+                          (SourcePhotos(), Path("c/all.json")))),
+                      signing=SigningChoices(Path("keys/chain.pem"), Path("keys/k.pem")))
     made = farm_commandline.absolute_paths(request)
+    assert made.policy.consent == (
+        (PersonInPicture(str(tmp_path / "ref.png")), tmp_path / "c/jane.json"),
+        (SourcePhotos(str(tmp_path / "b.jpg")), tmp_path / "c/jo.json"),
+        (SourcePhotos(), tmp_path / "c/all.json"))
+    assert made.signing == SigningChoices(tmp_path / "keys/chain.pem", tmp_path / "keys/k.pem")
     assert made.sources == (tmp_path / "actor.jpg",)
     assert made.input.path == str(tmp_path / "shot.mov")
     assert made.output.path == str(tmp_path / "out/shot.####.exr")

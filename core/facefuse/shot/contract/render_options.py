@@ -186,6 +186,9 @@ ANSWER_OPTIONS = (
            "stamp authority the signatures are time-stamped by (optional)", metavar="URL"),
 )
 RENDER_OPTIONS = (INPUT, OUTPUT, SOURCE, *SETTINGS_OPTIONS, *SHOT_OPTIONS, *ANSWER_OPTIONS)
+# what a review shows of consent: the records and the render's scope
+CONSENT_OPTIONS = tuple(o for o in ANSWER_OPTIONS
+                        if o.flags[-1] in ("--consent", "--project", "--shot"))
 DEFAULT_SETTINGS = Settings()
 DEFAULT_REQUEST = RenderRequest(sources=(), input=InputSpec(""), output=OutputSpec(""))
 # Settings fields no option sets: a request that changes them has no command line

@@ -95,15 +95,19 @@ class _Resolver:
 
 def request_inputs(request: RenderRequest) -> tuple[Path, ...]:
     """The files a render of `request` reads besides its shot: source images, the images and
-    pictures its --assign and --skip name, its --overrides file, the review report its
-    --frames flagged:REPORT read, and settings_inputs. The one list of "what this command
+    pictures its --assign, --skip and --consent name, its --overrides file, the review report
+    its --frames flagged:REPORT read, its consent records and signing key, and
+    settings_inputs. The one list of "what this command
     reads" that render, preview, review, timeline swaps, farm jobs and hosts check their
     outputs against (check_not_input, check_outputs)."""
     named = [Path(person.path) for person in
-             (*(p for p, _ in request.plan.assign), *request.plan.skip)
+             (*(p for p, _ in request.plan.assign), *request.plan.skip,
+              *(holder for holder, _ in request.policy.consent))
              if isinstance(person, PersonInPicture)]
-    files_named = [path for path in (request.plan.overrides, request.frames.only_report)
-                   if path is not None]
+    signing = request.signing
+    files_named = [path for path in (request.plan.overrides, request.frames.only_report,
+                                     signing.cert, signing.key) if path is not None]
+    files_named += [record for _, record in request.policy.consent]
     return (*map(Path, request.sources), *(image for _, image in request.plan.assign), *named,
             *map(Path, files_named), *settings_inputs(request.settings))
 

@@ -1,0 +1,116 @@
+"""What a render answers for, through the command line: the licence gate (--use,
+--model-licence), consent records (--consent, --require-consent) and the studio settings file.
+Refusals come before anything is written, as one sentence with exit 2."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from facefuse import cli
+from facefuse.errors import ExitCode
+from facefuse.io import plates
+from tests.integration.render_helpers import Media, one_line_error
+from tests.render_media import cli_args
+from tests.unit.test_consent import write_record
+
+FRAMES = ("--frames", "5-7")  # three frames with the face: p1 is swapped in each
+
+
+@pytest.fixture()
+def out(tmp_path: Path) -> Path:
+    return tmp_path / "out"
+
+
+def render(media: Media, models: Path, out: Path, *extra: str) -> list[str]:
+    return cli_args(models, media.source, media.clip, out / "o.####.png", *FRAMES, *extra)
+
+
+def refused(capsys: pytest.CaptureFixture[str], args: list[str], out: Path) -> str:
+    rc = cli.main(args)
+    captured = capsys.readouterr()
+    assert rc == ExitCode.USAGE, captured.err
+    assert not out.exists() or not any(out.iterdir()), "nothing may be written"
+    return one_line_error(captured.err)
+
+
+def test_a_commercial_render_refuses_models_whose_licence_is_not_stated(
+        media: Media, render_models: Path, cli_cache: Path, out: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    line = refused(capsys, render(media, render_models, out, "--use", "commercial"), out)
+    assert line.startswith("facefuse: error: --use commercial refuses recogniser "
+                           "recogniser_512.onnx (licence not stated); swapper "
+                           "identity_swapper.onnx (licence not stated): state a model file's "
+                           "licence with --model-licence recogniser=commercial")
+    assert "yunet" not in line  # MIT: allowed
+
+
+def test_stated_licences_let_a_commercial_render_through_and_are_listed(
+        media: Media, render_models: Path, cli_cache: Path, out: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    rc = cli.main(render(media, render_models, out, "--use", "commercial",
+                         "--model-licence", "recogniser=commercial",
+                         "--model-licence", "swapper=commercial"))
+    err = capsys.readouterr().err
+    assert rc == ExitCode.OK, err
+    assert ("facefuse: licences: detector yunet_2023mar (MIT (OpenCV Zoo)); recogniser "
+            "recogniser_512.onnx (stated by the user); swapper identity_swapper.onnx (stated by "
+            "the user)") in err.splitlines()
+    assert len(list(out.glob("o.*.png"))) == 3
+
+
+def test_required_consent_without_a_record_is_refused_naming_the_person(
+        media: Media, render_models: Path, cli_cache: Path, out: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    line = refused(capsys, render(media, render_models, out, "--require-consent"), out)
+    assert line == ("facefuse: error: p1 is swapped to default without valid consent (no "
+                    "consent record), and this render requires consent: give --consent "
+                    "p1=RECORD.json (see docs/consent.md) or --skip p1")
+
+
+def test_an_expired_or_out_of_scope_record_is_refused_with_what_is_wrong(
+        media: Media, render_models: Path, cli_cache: Path, out: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    expired = write_record(tmp_path, "old.json", scope={}, expires="2020-01-31")
+    line = refused(capsys, render(media, render_models, out, "--require-consent",
+                                  "--consent", f"source={expired}"), out)
+    assert "(old.json expired on 2020-01-31)" in line
+    other_shot = write_record(tmp_path, "sh.json", scope={"shots": ["sh010"]}, expires=None)
+    line = refused(capsys, render(media, render_models, out, "--require-consent",
+                                  "--consent", f"p1={other_shot}"), out)
+    assert "(sh.json covers shots sh010, not shot (--shot names it))" in line
+
+
+def test_a_valid_record_is_in_every_output_and_said_once(
+        media: Media, render_models: Path, cli_cache: Path, out: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    record = write_record(tmp_path, scope={"project": "NIGHTFALL", "shots": ["sh010"]},
+                          expires=None)
+    rc = cli.main(render(media, render_models, out, "--require-consent", "--consent",
+                         f"p1={record}", "--project", "NIGHTFALL", "--shot", "sh010"))
+    err = capsys.readouterr().err
+    assert rc == ExitCode.OK, err
+    assert "facefuse: consent: p1 (Jane Doe, jane.consent.json)" in err.splitlines()
+    sha256 = hashlib.sha256(record.read_bytes()).hexdigest()
+    for frame in sorted(out.glob("o.*.png")):
+        consent = json.loads(plates.read_metadata(frame)["consent"])
+        assert consent == [{"person": "p1", "source": "default", "performer": "Jane Doe",
+                            "record_sha256": sha256}]
+
+
+def test_the_studio_policy_is_a_floor_the_command_line_cannot_lower(
+        media: Media, render_models: Path, cli_cache: Path, out: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    studio = tmp_path / "studio.toml"
+    studio.write_text('[policy]\nrequire_consent = true\nuse = "commercial"\n',
+                      encoding="utf-8")
+    monkeypatch.setenv("FACEFUSE_STUDIO", str(studio))
+    line = refused(capsys, render(media, render_models, out, "--use", "research"), out)
+    assert "--use commercial refuses recogniser recogniser_512.onnx" in line
+    line = refused(capsys, render(media, render_models, out, "--model-licence",
+                                  "recogniser=commercial", "--model-licence",
+                                  "swapper=commercial"), out)
+    assert "p1 is swapped to default without valid consent" in line
