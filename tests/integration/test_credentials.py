@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -29,9 +28,8 @@ import cv2
 import numpy as np
 import OpenImageIO as oiio
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from facefuse.cli.main import main
 from facefuse.credentials import (
@@ -49,6 +47,14 @@ from facefuse.credentials import (
 )
 from facefuse.errors import ExitCode, InputError, OutputError
 from tests.media_factory import write_h264_clip
+from tests.signing_chain import (
+    Chain,
+    key_pem,
+    make_ca,
+    make_chain,
+    signer_cert,
+    write_signer,
+)
 
 SIZE = 64
 CREDENTIAL = Credential(
@@ -62,94 +68,10 @@ CREDENTIAL = Credential(
     fingerprint="0123456789abcdef", use="research")
 
 
-# --- the certificate chain -----------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Chain:
-    cert: Path  # the signer's certificate, then the CA's
-    key: Path
-    ca: Path
-    ca_key: Any
-
-    @property
-    def signing_key(self) -> SigningKey:
-        return SigningKey(self.cert, self.key)
-
-
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name),
-                      x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Test Studio")])
-
-
-def _usage(signer: bool) -> x509.KeyUsage:
-    return x509.KeyUsage(digital_signature=True, key_cert_sign=not signer, crl_sign=not signer,
-                         content_commitment=False, key_encipherment=False,
-                         data_encipherment=False, key_agreement=False, encipher_only=False,
-                         decipher_only=False)
-
-
-def _pem(*items: Any) -> bytes:
-    return b"".join(item.public_bytes(serialization.Encoding.PEM) for item in items)
-
-
-def _key_pem(key: Any) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
-
-
-def _ca(folder: Path) -> tuple[x509.Certificate, Any]:
-    now = dt.datetime.now(dt.UTC)
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (x509.CertificateBuilder().subject_name(_name("Test CA")).issuer_name(_name("Test CA"))
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(days=1))
-            .not_valid_after(now + dt.timedelta(days=365))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(_usage(signer=False), critical=True)
-            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
-                           critical=False)
-            .sign(key, hashes.SHA256()))
-    (folder / "ca.pem").write_bytes(_pem(cert))
-    return cert, key
-
-
-def _signer_cert(key: Any, issuer: x509.Certificate | None, issuer_key: Any,
-                 valid_days: tuple[int, int] = (-1, 30)) -> x509.Certificate:
-    """A signer certificate for `key`, issued by `issuer` (None: self-signed)."""
-    now = dt.datetime.now(dt.UTC)
-    builder = (x509.CertificateBuilder().subject_name(_name("Test Signer"))
-               .issuer_name(issuer.subject if issuer else _name("Test Signer"))
-               .public_key(key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(now + dt.timedelta(days=valid_days[0]))
-               .not_valid_after(now + dt.timedelta(days=valid_days[1]))
-               .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-               .add_extension(_usage(signer=True), critical=True)
-               .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.EMAIL_PROTECTION]),
-                              critical=False))
-    if issuer is not None:
-        builder = builder.add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()),
-            critical=False)
-    algorithm = None if isinstance(key, ed25519.Ed25519PrivateKey) and issuer is None \
-        else hashes.SHA256()
-    return builder.sign(issuer_key if issuer is not None else key, algorithm)
-
-
-def _write_signer(folder: Path, name: str, key: Any, cert: x509.Certificate,
-                  *chain: x509.Certificate) -> SigningKey:
-    (folder / f"{name}.pem").write_bytes(_pem(cert, *chain))
-    (folder / f"{name}.key").write_bytes(_key_pem(key))
-    return SigningKey(folder / f"{name}.pem", folder / f"{name}.key")
-
-
 @pytest.fixture(scope="session")
 def chain(tmp_path_factory: pytest.TempPathFactory) -> Chain:
     """A test CA (ca.pem) and an ES256 signer under it (signer.pem: signer then CA)."""
-    folder = tmp_path_factory.mktemp("chain")
-    ca, ca_key = _ca(folder)
-    key = ec.generate_private_key(ec.SECP256R1())
-    made = _write_signer(folder, "signer", key, _signer_cert(key, ca, ca_key), ca)
-    return Chain(made.cert, made.key, folder / "ca.pem", ca_key)
+    return make_chain(tmp_path_factory.mktemp("chain"))
 
 
 @pytest.fixture(scope="session")
@@ -301,7 +223,7 @@ def test_the_trust_list_makes_the_signer_trusted(tmp_path: Path, chain: Chain,
         assert check.summary().endswith(f"signer in the trust list {chain.ca}")
     other = tmp_path / "other-ca"
     other.mkdir()
-    _ca(other)
+    make_ca(other)
     assert check_file(embedded, trust=other / "ca.pem").state == "valid"
 
 
@@ -378,15 +300,15 @@ def _mistakes(folder: Path, chain: Chain) -> dict[str, tuple[SigningKey, str]]:
     """name -> (a key with that mistake, what its sentence says)."""
     ca = x509.load_pem_x509_certificate(chain.ca.read_bytes())
     other = ec.generate_private_key(ec.SECP256R1())
-    (folder / "other.key").write_bytes(_key_pem(other))
+    (folder / "other.key").write_bytes(key_pem(other))
     (folder / "garbage.pem").write_text("not a certificate\n")
     (folder / "encrypted.key").write_bytes(
         ec.generate_private_key(ec.SECP256R1()).private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
             serialization.BestAvailableEncryption(b"secret")))
-    expired = _write_signer(folder, "expired", other,
-                            _signer_cert(other, ca, chain.ca_key, (-60, -1)), ca)
-    selfsigned = _write_signer(folder, "self", other, _signer_cert(other, None, None))
+    expired = write_signer(folder, "expired", other,
+                            signer_cert(other, ca, chain.ca_key, (-60, -1)), ca)
+    selfsigned = write_signer(folder, "self", other, signer_cert(other, None, None))
     return {
         "the key of another certificate": (SigningKey(chain.cert, folder / "other.key"),
                                            "does not match the certificate"),
@@ -422,7 +344,7 @@ def test_the_algorithm_follows_the_key(make: Callable[[], Any], algorithm: str, 
     ca = x509.load_pem_x509_certificate(chain.ca.read_bytes())
     key = make()
     # the CA listed first: the signer's certificate is put first when loaded
-    made = _write_signer(tmp_path, "signer", key, ca, _signer_cert(key, ca, chain.ca_key))
+    made = write_signer(tmp_path, "signer", key, ca, signer_cert(key, ca, chain.ca_key))
     with load_signer(made) as loaded:
         assert loaded.algorithm == algorithm
         path = sign_file(_output(tmp_path, ".png"), CREDENTIAL, loaded)

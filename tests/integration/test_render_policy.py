@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from facefuse import cli
+from facefuse.cli import main as cli  # imported here, while sys.stderr is pytest's own stream
 from facefuse.errors import ExitCode
 from facefuse.io import plates
 from tests.integration.render_helpers import Media, one_line_error

@@ -31,8 +31,8 @@ class ModelLicence:
     use: str | None
 
     def allows(self, use: str) -> bool:
-        """Whether this model may be used for `use` work."""
-        return self.use is not None and USES.index(self.use) >= USES.index(use)
+        """Whether this model may be used for `use` work (an unstated use is research)."""
+        return USES.index(self.use or "research") >= USES.index(use)
 
     def describe(self) -> str:
         """'swapper hyperswap_1a_256 (ResearchRAIL-MS: research only)'."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from ...credentials.checking import check_file
 from ...credentials.embedding import sign_file
 from ...credentials.record import ConsentReference, Credential, Ingredient, ModelRecord
-from ...credentials.signing import SigningKey, load_signer
+from ...credentials.signing import LoadedSigner, SigningKey, load_signer
 from ...models.licences import ModelLicence
 from ...version import __version__
 from ..contract.request import RenderRequest, SigningChoices
@@ -28,6 +28,7 @@ from .provenance import PREFIX, file_name
 
 CONSENT_KEY = f"{PREFIX}consent"
 LICENCES_KEY = f"{PREFIX}use"
+SIGNED_NOTE = "the outputs are signed with content credentials (`facefuse credentials FILE`)"
 UNSIGNED_NOTE = ("the outputs carry no content credentials: no signing key is configured "
                  "(--sign-cert and --sign-key; see docs/credentials.md)")
 
@@ -64,16 +65,8 @@ def render_credential(request: RenderRequest, prints: RenderPrints, input_label:
 class OutputSigner:
     """Signs output files with one render's credential (load the key once: `for_request`)."""
 
-    def __init__(self, credential: Credential, signer: object) -> None:
+    def __init__(self, credential: Credential, signer: LoadedSigner) -> None:
         self.credential, self.signer = credential, signer
-
-    @classmethod
-    def for_request(cls, signing: SigningChoices, credential: Credential) -> OutputSigner:
-        """The signer of `signing`'s key (InputError, one sentence, for a key that will not
-        sign: read before anything is rendered)."""
-        assert signing.cert is not None and signing.key is not None
-        key = SigningKey(signing.cert, signing.key, signing.timestamp_url)
-        return cls(credential, load_signer(key))
 
     def sign(self, path: Path) -> None:
         """Sign the file at `path` (embedded, or a sidecar beside it)."""
@@ -82,4 +75,12 @@ class OutputSigner:
     def signed(self, path: Path) -> bool:
         """Whether the file at `path` carries credentials that verify (a resumed render signs
         a finished frame that lacks them again)."""
-        return check_file(path).state in ("valid", "trusted")
+        return check_file(path).fine
+
+
+def load_key(signing: SigningChoices) -> LoadedSigner | None:
+    """The loaded key of `signing` (InputError, one sentence, for one that will not sign: read
+    before anything is rendered), or None when the outputs are not signed."""
+    if signing.cert is None or signing.key is None:
+        return None
+    return load_signer(SigningKey(signing.cert, signing.key, signing.timestamp_url))

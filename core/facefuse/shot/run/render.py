@@ -37,7 +37,7 @@ import time
 from collections.abc import Mapping
 
 from ...color import input_conversion
-from ...credentials.signing import SigningKey, load_signer
+from ...credentials.signing import LoadedSigner
 from ...errors import InputError
 from ...io import sequences
 from ...models.licences import ModelLicence, check_licences, licence_line, stated_uses
@@ -63,9 +63,11 @@ from ..output.outputs import open_writer
 from ..output.prints import Identities, RenderPrints, render_prints
 from ..output.signing import (
     CONSENT_KEY,
+    SIGNED_NOTE,
     UNSIGNED_NOTE,
     OutputSigner,
     consent_metadata,
+    load_key,
     render_credential,
 )
 from ..output.writers import FrameWriter
@@ -217,6 +219,15 @@ class RenderJob:
         self._check_only_input(f"sha256:{prints.content_sha256}")
         licences = self._check_licences(pipeline)
         key = self._signing_key()
+        try:
+            return self._passes(pipeline, cancelled, prints, licences, key)
+        finally:
+            if key is not None:
+                key.close()
+
+    def _passes(self, pipeline: Pipeline, cancelled: CancelCheck, prints: RenderPrints,
+                licences: tuple[ModelLicence, ...], key: LoadedSigner | None) -> bool:
+        """run() once the request is checked: the passes, the plan, the writing."""
         identities, content, metadata = prints.identities, prints.content_sha256, prints.metadata
         self.prints, self.request_fingerprint = prints.frames, prints.whole
         rendered = self.frames.rendered
@@ -279,15 +290,12 @@ class RenderJob:
         self.answers += (licence_line(licences),)
         return licences
 
-    def _signing_key(self) -> object | None:
+    def _signing_key(self) -> LoadedSigner | None:
         """The loaded signing key (read before any work: a bad one is one sentence), or None
-        when the outputs are not signed (said once, in a note)."""
-        signing = self.request.signing
-        if not signing.signs:
-            self.answers += (UNSIGNED_NOTE,)
-            return None
-        assert signing.cert is not None and signing.key is not None
-        return load_signer(SigningKey(signing.cert, signing.key, signing.timestamp_url))
+        when the outputs are not signed (said once)."""
+        key = load_key(self.request.signing)
+        self.answers += (SIGNED_NOTE if key is not None else UNSIGNED_NOTE,)
+        return key
 
     def _consent(self, plan: ShotPlan, pipeline: Pipeline,
                  metadata: Mapping[str, str]) -> Mapping[str, str]:
