@@ -15,8 +15,10 @@ written once, in the import block below; ``__all__`` and the lazy loading are de
 - The shot plan and its review: ``plan_shot``, ``ShotPlan``, ``write_review``, ``load_report``,
   ``Override`` / ``Overrides``; quick looks: ``preview_frame``, ``frame_picture``, ...
 - Host helpers: jobs off a UI thread, ``stop_signals`` / ``Stop`` (SIGTERM and SIGINT: exit
-  143 or 130), timebase (rates, timecode, drop frame), output targets, model checks, plugins
-  (a host adds its commands as ``HostCommand``s).
+  143 or 130), timebase (rates, timecode, drop frame), output targets and ``sidecar_path``
+  (where a signed file keeps its credentials when it cannot hold them: a host that links or
+  moves outputs takes it along), model checks, plugins (a host adds its commands as
+  ``HostCommand``s).
 - Errors: ``FacefuseError`` and its subclasses carry their ``ExitCode``.
 
 ``import facefuse`` is cheap: a name loads its module on first use (PEP 562). See
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from .cli.streams import reports_only
     from .config import Settings, Tunable, tunable_options
     from .consent import ConsentRecord, load_consent
+    from .credentials.formats import sidecar_path
     from .errors import (
         ChecksumError,
         DownloadError,
