@@ -107,33 +107,30 @@ def strip_swap(scene: Any, strip: Any, frames: tuple[int, int] | None = None,
 
 def _assigned(props: Any) -> tuple[tuple[PersonRef, Path], ...]:
     """(person, source) of the people given their own source image on the strip."""
-    pairs = []
-    for person in props.people:
-        text = person.source.strip()
-        if not text or person.skip:
-            continue
-        path = Path(bpy.path.abspath(text))
-        if not path.is_file():
-            raise StripError(f"The source image of person {person.person_id} is missing: {text}")
-        pairs.append((parse_person(person.person_id), path))
-    return tuple(pairs)
+    return _people_files(props, "source", "source image")
 
 
 def policy_choices(props: Any) -> PolicyChoices:
     """The strip's consent records (of the people not skipped), Require Consent and Project as
     a request's policy; StripError for a record file that is missing."""
+    return PolicyChoices(consent=_people_files(props, "consent", "consent record"),
+                         require_consent=props.require_consent,
+                         project=props.project.strip() or None)
+
+
+def _people_files(props: Any, name: str, what: str) -> tuple[tuple[PersonRef, Path], ...]:
+    """(person, file) of the people not skipped whose property `name` names a file (Blender's
+    `//` resolved); StripError naming `what` for a file that is missing."""
     pairs = []
     for person in props.people:
-        text = person.consent.strip()
+        text = getattr(person, name).strip()
         if not text or person.skip:
             continue
         path = Path(bpy.path.abspath(text))
         if not path.is_file():
-            raise StripError(f"The consent record of person {person.person_id} is missing: "
-                             f"{text}")
+            raise StripError(f"The {what} of person {person.person_id} is missing: {text}")
         pairs.append((parse_person(person.person_id), path))
-    return PolicyChoices(consent=tuple(pairs), require_consent=props.require_consent,
-                         project=props.project.strip() or None)
+    return tuple(pairs)
 
 
 def _skipped(props: Any) -> tuple[PersonRef, ...]:
