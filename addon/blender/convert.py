@@ -20,6 +20,7 @@ from facefuse import (
     OutputSpec,
     PersonRef,
     PlanChoices,
+    PolicyChoices,
     RenderRequest,
     check_path_length,
     is_frame_pattern,
@@ -53,9 +54,11 @@ def strip_swap(scene: Any, strip: Any, frames: tuple[int, int] | None = None,
     the engine numbers to render within that range (RenderRequest.frames.only); overwrite: render
     them even where a finished frame of the same plan is there. The strip's people
     (their own sources and skips) and its corrections go into the request
-    (RenderRequest.plan: assign / skip / overrides, see overrides_in_use). look: for looking at
-    the strip's faces only (no sources or reference needed, only the detector). review: for a
-    review, which lists the people and needs no source. prepare: create the output folder
+    (RenderRequest.plan: assign / skip / overrides, see overrides_in_use), their consent
+    records, Require Consent and Project into its policy (RenderRequest.policy, see
+    policy_choices). look: for looking at the strip's faces only (no sources or reference
+    needed, only the detector). review: for a review, which lists the people and needs no
+    source. prepare: create the output folder
     (link image-strip inputs, write the corrections file). Raises StripError with a message
     for the user; nothing is written before every check has passed.
     """
@@ -68,6 +71,7 @@ def strip_swap(scene: Any, strip: Any, frames: tuple[int, int] | None = None,
     input_spec, numbers = (movie_input(strip) if strip.type == 'MOVIE'
                            else image_input(strip, stage, prepare=False))
     sources = () if look else _sources(props)
+    policy = PolicyChoices() if look else policy_choices(props)
     if not look:
         _check_reference(props)
     if not (look or review):
@@ -94,6 +98,7 @@ def strip_swap(scene: Any, strip: Any, frames: tuple[int, int] | None = None,
         input=InputSpec(input_spec, start_number=START_NUMBER),
         frames=FrameSpec(range=(min(selected), max(selected)), chunk=chunk, only=only,
                          only_input=only_input),
+        policy=policy,
         output=OutputSpec(str(out_dir / f"{prefix}####{suffix}"), overwrite=overwrite))
     return StripSwap(scene=scene.name, strip=strip.name, request=request, numbers=numbers,
                     frame_start=strip.frame_final_start, output_dir=out_dir,
@@ -102,14 +107,28 @@ def strip_swap(scene: Any, strip: Any, frames: tuple[int, int] | None = None,
 
 def _assigned(props: Any) -> tuple[tuple[PersonRef, Path], ...]:
     """(person, source) of the people given their own source image on the strip."""
+    return _people_files(props, "source", "source image")
+
+
+def policy_choices(props: Any) -> PolicyChoices:
+    """The strip's consent records (of the people not skipped), Require Consent and Project as
+    a request's policy; StripError for a record file that is missing."""
+    return PolicyChoices(consent=_people_files(props, "consent", "consent record"),
+                         require_consent=props.require_consent,
+                         project=props.project.strip() or None)
+
+
+def _people_files(props: Any, name: str, what: str) -> tuple[tuple[PersonRef, Path], ...]:
+    """(person, file) of the people not skipped whose property `name` names a file (Blender's
+    `//` resolved); StripError naming `what` for a file that is missing."""
     pairs = []
     for person in props.people:
-        text = person.source.strip()
+        text = getattr(person, name).strip()
         if not text or person.skip:
             continue
         path = Path(bpy.path.abspath(text))
         if not path.is_file():
-            raise StripError(f"The source image of person {person.person_id} is missing: {text}")
+            raise StripError(f"The {what} of person {person.person_id} is missing: {text}")
         pairs.append((parse_person(person.person_id), path))
     return tuple(pairs)
 

@@ -88,7 +88,8 @@ class FACEFUSE_UL_sources(UIList):
 
 
 class FACEFUSE_UL_people(UIList):
-    """The strip's people from its last review: id, frames, swapped or skipped."""
+    """The strip's people from its last review: id, frames, swapped or skipped, their own
+    source and whether a consent record is attached."""
 
     def draw_item(self, _context: Any, layout: Any, _data: Any, item: Any, _icon: int,
                   _active_data: Any, _active_property: str, _index: int = 0,
@@ -99,6 +100,8 @@ class FACEFUSE_UL_people(UIList):
         row.label(text=f"{item.person_id}: {item.frames} frames, {state}", icon=icon)
         if item.source:
             row.label(text=Path(item.source).name, icon='IMAGE_DATA')
+        if item.consent:
+            row.label(text="", icon='CHECKMARK')
 
 
 class FACEFUSE_UL_corrections(UIList):
@@ -230,6 +233,9 @@ class SEQUENCER_PT_facefuse_people(StripPanel, Panel):
             row.label(text=f"{props.flagged} frame(s) flagged, "
                            f"{len(props.review_markers)} marker(s)")
             row.operator("facefuse.open_report", text="", icon='URL')
+        row = layout.row(align=True)
+        row.prop(props, "require_consent")
+        row.prop(props, "project")
         if not props.people:
             wrapped(layout, "Review the strip to list its people", 'INFO')
             return
@@ -240,6 +246,7 @@ class SEQUENCER_PT_facefuse_people(StripPanel, Panel):
                           f"{person.why}")
         layout.prop(person, "source")
         layout.prop(person, "skip")
+        layout.prop(person, "consent")
         draw_overrides(layout.box(), props)
 
 

@@ -2,8 +2,9 @@
 
 These are what the farm reads (headless.py): sources, target-face choice, models, mask, smoothing,
 output folder and format, whether the strip is marked for swapping, and the strip's session: its
-people with their casting (own source, skip) and its corrections (skip, keep, hold or swap a
-person over a range of frames). Preview, Swap, Review and the farm all build their request from
+people with their casting (own source, skip, consent record), whether a swap requires consent
+and the project the records name, and its corrections (skip, keep, hold or swap a person over a
+range of frames). Preview, Swap, Review and the farm all build their request from
 these (convert.strip_swap), so a .blend saved and opened again renders the same. File paths accept
 Blender's `//` (relative to the .blend) and are resolved with bpy.path.abspath when used.
 """
@@ -86,7 +87,8 @@ def _casting_changed(item: FacefusePerson, _context: bpy.types.Context) -> None:
 
 class FacefusePerson(PropertyGroup):
     """One person of the strip's shot plan (from its last review) and what the swap does
-    with them: their own source image (RenderRequest.plan.assign) or none (skip)."""
+    with them: their own source image (RenderRequest.plan.assign) or none (skip), and the
+    performer's consent record (RenderRequest.policy.consent, docs/consent.md)."""
 
     person_id: StringProperty(name="Person", description="The plan's id (p1, p2, ...)")
     frames: IntProperty(name="Frames", description="Frames where the face was found")
@@ -100,6 +102,10 @@ class FacefusePerson(PropertyGroup):
                                        "sources)")
     skip: BoolProperty(name="Skip", description="Never swap this person",
                        update=_casting_changed)
+    consent: StringProperty(name="Consent Record", subtype='FILE_PATH', options=RELATIVE,
+                            description="The performer's consent record (a JSON file, see "
+                                        "docs/consent.md); a swap that requires consent "
+                                        "refuses a person without a valid one")
 
 
 class FacefuseCorrection(PropertyGroup):
@@ -165,6 +171,13 @@ class FacefuseStripSettings(PropertyGroup):
 
     people: CollectionProperty(type=FacefusePerson, name="People")
     person_index: IntProperty(name="Active Person", min=0)
+    require_consent: BoolProperty(name="Require Consent",
+                                  description="Refuse to swap anyone without a valid consent "
+                                              "record in scope (a studio settings file may "
+                                              "require it anyway)")
+    project: StringProperty(name="Project",
+                            description="The project this swap is for, as consent records' "
+                                        "scope names it (empty: none named)")
     review_markers: CollectionProperty(type=FacefuseMarker)
     report: StringProperty(name="Review Report", subtype='FILE_PATH', options=RELATIVE,
                            description="The report.json of the last review")

@@ -91,13 +91,14 @@ def remove_markers(scene: Any, strip: Any) -> None:
 
 
 def update_people(plan: StripSwap, props: Any, people: Sequence[Mapping[str, Any]]) -> None:
-    """The report's people on the strip; a person's own source and skip stay."""
-    kept = {p.person_id: (p.source, p.skip) for p in props.people}
+    """The report's people on the strip; a person's own source, skip and consent record
+    stay."""
+    kept = {p.person_id: (p.source, p.skip, p.consent) for p in props.people}
     props.people.clear()
     for person in people:
         item = props.people.add()
         item.person_id = person["id"]
-        item.source, item.skip = kept.get(person["id"], ("", False))
+        item.source, item.skip, item.consent = kept.get(person["id"], ("", False, ""))
         item.frames = int(person["frame_count"])
         ranges = person["frames"]
         seen = plan.timeline_frames(ranges[0][0], ranges[-1][1]) if ranges else []

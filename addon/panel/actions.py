@@ -29,7 +29,7 @@ from facefuse import (
     Settings,
 )
 
-from . import frames, looks
+from . import consent, frames, looks
 from .downloads import DOWNLOAD, with_models
 from .frames import FRAME
 from .host import OPEN_HINT, Clip
@@ -77,7 +77,8 @@ class Actions:
         return self.ui.form.settings(self.w.base)
 
     def request(self, settings: Settings | None = None) -> RenderRequest:
-        """The look request of the shown clip with the user's people choices."""
+        """The look request of the shown clip with the user's people choices and consent
+        (the render's own: rendering.render_request)."""
         clip = self.w.host.clip
         if clip is None:
             raise HostError(OPEN_HINT)
@@ -85,7 +86,8 @@ class Actions:
                              input=InputSpec(clip.input, start_number=clip.start_number),
                              output=OutputSpec(str(clip.folder / "look.####.png")),
                              settings=settings or self.settings(),
-                             frames=FrameSpec(range=clip.frames), plan=self.w.people_choices())
+                             frames=FrameSpec(range=clip.frames), plan=self.w.people_choices(),
+                             policy=consent.policy_choices(self.w))
 
     def casting_problem(self) -> str | None:
         """Why Preview and Render cannot swap yet (one line), or None: with no photo under

@@ -1,11 +1,11 @@
 """The panel window's widgets and where they sit; window.py wires them to the host and jobs.
 
 Left, a fixed width: the source photos, the people (a scroll area of fixed height) and the
-settings form (scrolls). Right: the viewer's bar (Original / Result / Split, the zooms), the
-viewer (takes what height there is), the timeline, the transport row (flags, frames, in/out),
-the view row (Preview, Show render, Open folder), the output row, the render row, the progress
-of the running render, the activity of the other jobs (opening, analysing, downloading) and
-the log.
+settings area (scrolls: the settings form, then the Consent box). Right: the viewer's bar
+(Original / Result / Split, the zooms), the viewer (takes what height there is), the
+timeline, the transport row (flags, frames, in/out), the view row (Preview, Show render, Open
+folder), the output row, the render row, the progress of the running render, the activity of
+the other jobs (opening, analysing, downloading) and the log.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from .settings import SettingsForm
 from .timeline import Timeline
 from .viewer import Viewer
 from .viewer_bar import ViewerBar
-from .widgets import LogPane, SourceList
+from .widgets import LogPane, PolicyBox, SourceList
 
 OUTPUT_LABELS = {"png": "PNG sequence", "exr": "EXR sequence", "tif": "TIFF sequence",
                  "prores_4444": "ProRes 4444 movie", "dnxhr_444": "DNxHR 444 movie"}
@@ -52,8 +52,9 @@ class PanelLayout:
         self.sources = SourceList(window)
         self.people = PeopleGrid(window)
         self.form = SettingsForm(base, window)
+        self.policy = PolicyBox(window)
         self.form_scroll = QScrollArea(window)
-        self.form_scroll.setWidget(self.form)
+        self.form_scroll.setWidget(self._settings_area(window))
         self.form_scroll.setWidgetResizable(True)
         self.form_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.view = Viewer(window)
@@ -77,6 +78,16 @@ class PanelLayout:
         self.log.setMaximumHeight(120)
         window.setCentralWidget(self._arrange(window))
         window.resize(1280, 820)
+
+    def _settings_area(self, window: QWidget) -> QWidget:
+        """The form's groups, then the Consent box, in the one scrolled column."""
+        area = QWidget(window)
+        column = QVBoxLayout(area)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.form)
+        column.addWidget(self.policy)
+        column.addStretch(1)
+        return area
 
     def _transport(self, window: QWidget) -> None:
         self.prev_flag = QPushButton("◀ flag", window)

@@ -8,10 +8,14 @@ Each card's "In–out" menu corrects the plan over the timeline's in..out range 
 engine's overrides): skip the person there, swap them there, hold their face over frames where
 it was lost, or clear the card's ranges.
 
+Each card's "Consent" menu attaches the performer's consent record (a file of docs/consent.md's
+format) or clears it; the card then names the performer ("consent: Jane Doe").
+
 Signals: `find_requested` (Find people), `source_requested(person)` (the window shows the file
 dialog), `source_cleared(person)`, `skip_toggled(person, skipped)`, `range_action(person,
-action)` (action: "skip", "swap", "hold" or "clear"), `person_clicked(person)` (the window
-moves the playhead to the person's first frame).
+action)` (action: "skip", "swap", "hold" or "clear"), `consent_requested(person)` (the window
+shows the file dialog), `consent_cleared(person)`, `person_clicked(person)` (the window moves
+the playhead to the person's first frame).
 """
 
 from __future__ import annotations
@@ -44,11 +48,13 @@ CARD_HEIGHT_PX = THUMB_PX + 40
 
 
 class PersonCard(QFrame):
-    """One person: colour bar, thumbnail, name, In–out menu, frames and status, Source…, ×,
-    Skip."""
+    """One person: colour bar, thumbnail, name, Consent and In–out menus, frames and status,
+    Source…, ×, Skip. consent: what the card says of the person's consent record (its words
+    and their tooltip: consent.record_words), None without one."""
 
     def __init__(self, grid: PeopleGrid, person: PersonRow, rgb: tuple[int, int, int],
-                 source: Path | None, skipped: bool, ranges: tuple[str, ...] = ()) -> None:
+                 source: Path | None, skipped: bool, ranges: tuple[str, ...] = (),
+                 consent: tuple[str, str] | None = None) -> None:
         super().__init__(grid)
         self.person_id = person.person_id
         self.setObjectName(f"person_{person.person_id}")
@@ -67,11 +73,13 @@ class PersonCard(QFrame):
         name = QLabel(f"<b style='color:{colour}'>{person.person_id}</b>", self)
         name.setToolTip(f"Seen in frames {ranges_text(person.frames)}; screen presence "
                         f"{person.presence:.0f}")
+        words = () if consent is None else (consent[0],)
         self.status = QLabel(f"{person.frame_count} frames · "
-                             + status_text(person, source, skipped, ranges), self)
+                             + status_text(person, source, skipped, (*ranges, *words)), self)
         self.status.setObjectName("status")
         self.status.setWordWrap(True)
-        self.status.setToolTip(self.status.text())
+        self.status.setToolTip(self.status.text() if consent is None else
+                               f"{self.status.text()}\n{consent[1]}")
         self.source_button = QPushButton("Source…", self)
         self.source_button.clicked.connect(lambda: grid.source_requested.emit(self.person_id))
         self.clear_button = QPushButton("×", self)
@@ -91,12 +99,26 @@ class PersonCard(QFrame):
         for action, text in RANGE_ACTIONS:
             menu.addAction(text, partial(grid.range_action.emit, self.person_id, action))
         self.range_button.setMenu(menu)
+        self.consent_button = QToolButton(self)
+        self.consent_button.setText("Consent")
+        self.consent_button.setAutoRaise(True)
+        self.consent_button.setToolTip("Attach this performer's consent record (a render that "
+                                       "requires consent refuses a person without one)")
+        self.consent_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        consent_menu = QMenu(self.consent_button)
+        consent_menu.addAction("Consent record…",
+                               lambda: grid.consent_requested.emit(self.person_id))
+        self.clear_consent = consent_menu.addAction(
+            "Clear the consent record", lambda: grid.consent_cleared.emit(self.person_id))
+        self.clear_consent.setEnabled(consent is not None)
+        self.consent_button.setMenu(consent_menu)
         layout = QGridLayout(self)
         layout.setContentsMargins(10, 2, 4, 2)
         layout.setVerticalSpacing(1)
         layout.addWidget(picture, 0, 0, 2, 1)
         top = QHBoxLayout()
         top.addWidget(name, 1)
+        top.addWidget(self.consent_button)
         top.addWidget(self.range_button)
         layout.addLayout(top, 0, 1)
         layout.addWidget(self.status, 1, 1)
@@ -125,9 +147,9 @@ RANGE_ACTIONS = (("skip", "Skip in in..out"), ("swap", "Swap in in..out"),
 
 
 def status_text(person: PersonRow, source: Path | None, skipped: bool,
-                ranges: tuple[str, ...] = ()) -> str:
-    """What the render does with the person, as the card says it; ranges: the person's
-    corrections ("skip 1004-1007", ...)."""
+                notes: tuple[str, ...] = ()) -> str:
+    """What the render does with the person, as the card says it; notes: the person's
+    corrections ("skip 1004-1007", ...) and their consent ("consent: Jane Doe")."""
     if skipped:
         text = "skipped: left as filmed"
     elif source is not None:
@@ -136,7 +158,7 @@ def status_text(person: PersonRow, source: Path | None, skipped: bool,
         text = f"swapped: {person.why}"
     else:
         text = f"not swapped: {person.why}"
-    return "; ".join((text, *ranges))
+    return "; ".join((text, *notes))
 
 
 class PeopleGrid(QWidget):
@@ -147,6 +169,8 @@ class PeopleGrid(QWidget):
     source_cleared = Signal(str)
     skip_toggled = Signal(str, bool)
     range_action = Signal(str, str)
+    consent_requested = Signal(str)
+    consent_cleared = Signal(str)
     person_clicked = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -174,8 +198,10 @@ class PeopleGrid(QWidget):
         layout.addWidget(self.area)
 
     def show_people(self, review: ShotReview, sources: dict[str, Path], skipped: set[str],
-                    ranges: dict[str, tuple[str, ...]] | None = None) -> None:
-        """One card per person of `review`; sources, skipped and ranges: the user's choices."""
+                    ranges: dict[str, tuple[str, ...]] | None = None,
+                    consent: dict[str, tuple[str, str]] | None = None) -> None:
+        """One card per person of `review`; sources, skipped and ranges: the user's choices;
+        consent: what each card says of its person's consent record (PersonCard)."""
         for card in self.cards:
             self.layout_grid.removeWidget(card)
             card.hide()  # at once: deleteLater() waits for the event loop
@@ -184,7 +210,8 @@ class PeopleGrid(QWidget):
         for index, person in enumerate(review.people):
             card = PersonCard(self, person, person_rgb(review, person.person_id),
                               sources.get(person.person_id), person.person_id in skipped,
-                              (ranges or {}).get(person.person_id, ()))
+                              (ranges or {}).get(person.person_id, ()),
+                              (consent or {}).get(person.person_id))
             self.layout_grid.addWidget(card, index // CARD_COLUMNS, index % CARD_COLUMNS)
             card.show()  # at once, not when the event loop gets to it
             self.cards.append(card)

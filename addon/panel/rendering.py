@@ -32,6 +32,7 @@ from facefuse import (
     replaced_frames,
 )
 
+from .consent import policy_choices
 from .frames import show_frame
 from .host import OPEN_HINT, only_frames, render_went_well
 from .looks import look
@@ -45,14 +46,14 @@ KEPT_RENDERS = 16  # the render fingerprints a shot's result remembers (Result.m
 def render_request(act: Controller, ranges: tuple[tuple[int, int], ...] | None = None,
                    force: bool = False) -> tuple[RenderRequest, Any]:
     """The request Render sends for the shown clip (the host's, with the user's people
-    choices; only `ranges` when given) and the host's plan of it. Raises the engine's and
-    the host's errors."""
+    choices and consent records; only `ranges` when given) and the host's plan of it. Raises
+    the engine's and the host's errors."""
     w, ui = act.w, act.ui
     if w.host.clip is None:
         raise HostError(OPEN_HINT)
     request, plan = w.host.build_render(w.host.clip, tuple(ui.sources.paths()), act.settings(),
                                         ui.output.currentData(), Path(ui.folder.text()))
-    request = replace(request, plan=w.people_choices())
+    request = replace(request, plan=w.people_choices(), policy=policy_choices(w))
     return (only_frames(request, ranges, force) if ranges else request), plan
 
 

@@ -60,6 +60,7 @@ class Shot(Protocol):
     review: ShotReview
     assigned: dict[str, Path]
     skipped: set[str]
+    consent: dict[str, Path]
     corrections: Corrections
     last_request: RenderRequest | None
 
@@ -86,6 +87,9 @@ class Shot(Protocol):
 
     def people_choices(self) -> PlanChoices:
         """The user's people choices as the request's plan choices: assign, skip, overrides."""
+
+    def show_people(self) -> None:
+        """Show the people's cards with the user's choices."""
 
 
 class Live(Protocol):

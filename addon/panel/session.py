@@ -1,10 +1,11 @@
 """A shot's session: the work on one shot the panel keeps between runs, so that closing the
 panel (or opening another clip) and coming back restores it. No Qt here.
 
-What is kept: the source photos, each person's own source and the skipped people (the
-casting), the in-out corrections, the in/out points, the output kind and folder, the last
-review (its report folder) and the last render (its output and frames). People are the shot
-plan's ids (p1, p2, ...), which the same clip with the same settings gives again.
+What is kept: the source photos, each person's own source, the skipped people and each
+person's consent record (the casting), the Consent box (require consent, project), the in-out
+corrections, the in/out points, the output kind and folder, the last review (its report
+folder) and the last render (its output and frames). People are the shot plan's ids (p1, p2,
+...), which the same clip with the same settings gives again.
 
 The window keeps its shot's session on every change (`save`) and restores it when a clip is
 shown (`restore`); in/out and the review wait for the clip's frames to be counted
@@ -13,8 +14,9 @@ shown (`restore`); in/out and the review wait for the clip's frames to be counte
 A session is keyed by the clip's identity (`shot_key`): its input as an absolute path (a movie,
 or an image sequence's pattern) and its frame range (a Resolve item's range of a longer
 movie is a shot of its own). PanelStore keeps each as a small JSON file beside the panel's
-settings. A source photo that was moved or deleted since is left out when the session is
-restored, and `missing` names it (the panel says so in one line).
+settings. A source photo or consent record that was moved or deleted since is left out when
+the session is restored, and `found` names it (the panel says so in one line). A session file
+of an earlier panel, without the consent keys, is read as having no records.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ Kept = tuple[str, int, int, tuple[str, ...]]  # a Result: output, first, last, m
 class Session:
     """One shot's kept work (see the module docstring). span: the clip's frames when in/out
     were kept (in/out are restored on the same span only); result: (output, first, last,
-    made_by) of the last render (rendering.Result)."""
+    made_by) of the last render (rendering.Result); consent: (person, record file) pairs."""
 
     sources: tuple[Path, ...] = ()
     assigned: tuple[tuple[str, Path], ...] = ()
@@ -56,6 +58,9 @@ class Session:
     result: Kept | None = None
     page: Path | None = None
     fixed: tuple[FlagRow, ...] = ()
+    consent: tuple[tuple[str, Path], ...] = ()
+    require_consent: bool = False
+    project: str = ""
 
     def to_json(self, clip: Clip) -> dict[str, Any]:
         return {"version": SESSION_VERSION, "clip": clip.input, "frames": clip.frames,
@@ -67,7 +72,9 @@ class Session:
                 "folder": self.folder, "review": str(self.review) if self.review else None,
                 "page": str(self.page) if self.page else None,
                 "result": [*self.result[:3], list(self.result[3])] if self.result else None,
-                "fixed": [[f.kind, f.first, f.last, f.person_id, f.reason] for f in self.fixed]}
+                "fixed": [[f.kind, f.first, f.last, f.person_id, f.reason] for f in self.fixed],
+                "consent": {person: str(path) for person, path in self.consent},
+                "require_consent": self.require_consent, "project": self.project}
 
     @classmethod
     def from_json(cls, data: Any) -> Session | None:
@@ -78,8 +85,7 @@ class Session:
             entries = tuple(_entry(e) for e in data.get("corrections") or ())
             result = data.get("result")
             return cls(sources=tuple(Path(p) for p in data.get("sources") or ()),
-                       assigned=tuple(sorted((str(k), Path(v)) for k, v in
-                                             (data.get("assigned") or {}).items())),
+                       assigned=_pairs(data.get("assigned")),
                        skipped=tuple(sorted(str(p) for p in data.get("skipped") or ())),
                        corrections=Corrections(entries), span=_range(data.get("span")),
                        in_out=_range(data.get("in_out")), output=str(data.get("output") or ""),
@@ -88,20 +94,25 @@ class Session:
                        result=_result(result),
                        page=Path(data["page"]) if data.get("page") else None,
                        fixed=tuple(FlagRow(str(k), int(a), int(b), str(p), str(r))
-                                   for k, a, b, p, r in data.get("fixed") or ()))
-        except (TypeError, ValueError, IndexError, KeyError):
+                                   for k, a, b, p, r in data.get("fixed") or ()),
+                       consent=_pairs(data.get("consent")),
+                       require_consent=data.get("require_consent") is True,
+                       project=str(data.get("project") or ""))
+        except (TypeError, ValueError, IndexError, KeyError, AttributeError):
             return None
 
     def found(self) -> tuple[Session, list[str]]:
-        """This session without the source photos that are no longer there, and their names
-        ("biden.jpg (p3)" for a person's own source)."""
+        """This session without the source photos and consent records that are no longer
+        there, and their names ("biden.jpg (p3)" for a person's own source, "jane.json (p3's
+        consent)" for a record)."""
         missing = [p.name for p in self.sources if not p.is_file()]
         missing += [f"{path.name} ({person})" for person, path in self.assigned
                     if not path.is_file()]
-        kept = Session(tuple(p for p in self.sources if p.is_file()),
-                       tuple((person, path) for person, path in self.assigned if path.is_file()),
-                       self.skipped, self.corrections, self.span, self.in_out, self.output,
-                       self.folder, self.review, self.result, self.page, self.fixed)
+        missing += [f"{path.name} ({person}'s consent)" for person, path in self.consent
+                    if not path.is_file()]
+        kept = replace(self, sources=tuple(p for p in self.sources if p.is_file()),
+                       assigned=tuple(pair for pair in self.assigned if pair[1].is_file()),
+                       consent=tuple(pair for pair in self.consent if pair[1].is_file()))
         return kept, missing
 
 
@@ -112,9 +123,15 @@ def shot_key(clip: Clip) -> str:
 
 
 def missing_line(label: str, missing: list[str]) -> str:
-    """The one line the panel says when source photos of a session are not found."""
-    return (f"The session of {label} names source photos that are not there any more (moved "
-            f"or deleted): {', '.join(missing)}; add them again")
+    """The one line the panel says when files a session names (source photos, consent
+    records) are not found."""
+    return (f"The session of {label} names files that are not there any more (moved or "
+            f"deleted): {', '.join(missing)}; add them again")
+
+
+def _pairs(value: Any) -> tuple[tuple[str, Path], ...]:
+    """A kept {person: file} object as sorted (person, file) pairs (an absent key: none)."""
+    return tuple(sorted((str(k), Path(v)) for k, v in (value or {}).items()))
 
 
 def _entry(value: Any) -> Entry:
@@ -183,7 +200,9 @@ def capture(w: KeptShot) -> Session:
                    tuple(sorted(w.skipped)), w.corrections, span, in_out,
                    str(ui.output.currentData() or ""), ui.folder.text(), review,
                    (result.output, result.first, result.last, result.made_by) if result else None,
-                   page, fixed)
+                   page, fixed, consent=tuple(sorted(w.consent.items())),
+                   require_consent=ui.policy.require.isChecked(),
+                   project=ui.policy.project.text().strip())
 
 
 def save(w: KeptShot) -> None:
@@ -204,6 +223,8 @@ def restore(w: KeptShot, clip: Clip) -> None:
     w.restoring = True  # nothing is saved while half restored
     try:
         w.assigned, w.skipped = dict(kept.assigned), set(kept.skipped)
+        w.consent = dict(kept.consent)
+        ui.policy.set_values(kept.require_consent, kept.project)
         w.corrections = kept.corrections
         ui.sources.replace(list(kept.sources))
         index = ui.output.findData(kept.output)
@@ -247,10 +268,14 @@ def when_shown(w: KeptShot) -> None:
 
 
 def summary(kept: Session) -> str:
-    """"2 sources, p3 own source, p2 skipped, 1 correction, in/out 1002-1006"."""
+    """"2 sources, p3 own source, p2 skipped, p3 consent record, 1 correction, in/out
+    1002-1006"."""
     parts = [f"{len(kept.sources)} source photo{'s' if len(kept.sources) != 1 else ''}"]
     parts += [f"{person} own source" for person, _ in kept.assigned]
     parts += [f"{person} skipped" for person in kept.skipped]
+    parts += [f"{person} consent record" for person, _ in kept.consent]
+    if kept.require_consent:
+        parts.append("consent required")
     count = len(kept.corrections.entries)
     if count:
         parts.append(f"{count} correction{'s' if count != 1 else ''}")

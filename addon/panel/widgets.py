@@ -1,6 +1,7 @@
 """The panel's widgets: they show what they are given and emit signals; they run no engine work.
 
 SourceList: source photos (add, remove, drop files) with the engine's outlined thumbnails.
+PolicyBox: the Consent box of the settings area (Require consent, Project).
 LogPane: plain-words messages, errors marked.
 """
 
@@ -11,7 +12,11 @@ from pathlib import Path
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
+    QCheckBox,
+    QFormLayout,
+    QGroupBox,
     QHBoxLayout,
+    QLineEdit,
     QListWidget,
     QListWidgetItem,
     QPlainTextEdit,
@@ -91,6 +96,40 @@ class SourceList(QWidget):
     def dropEvent(self, event):
         self.add([Path(url.toLocalFile()) for url in event.mimeData().urls()
                   if url.isLocalFile()])
+
+
+class PolicyBox(QGroupBox):
+    """Require consent (refuse to swap anyone without a valid consent record) and the project
+    the records' scope names; `changed` when either changes."""
+
+    changed = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Consent", parent)
+        self.require = QCheckBox(self)
+        self.require.setToolTip("Refuse to render anyone swapped without a valid consent record "
+                                "(Consent on their card); a studio settings file may require "
+                                "it anyway")
+        self.project = QLineEdit(self)
+        self.project.setPlaceholderText("as the consent records name it")
+        self.project.setToolTip("The project this render is for, which a consent record's "
+                                "scope may name")
+        form = QFormLayout(self)
+        form.addRow("Require consent", self.require)
+        form.addRow("Project", self.project)
+        self.require.toggled.connect(self.changed)
+        self.project.editingFinished.connect(self.changed)
+
+    def project_name(self) -> str | None:
+        """The project typed (None: none)."""
+        return self.project.text().strip() or None
+
+    def set_values(self, require: bool, project: str) -> None:
+        """Show kept values without emitting `changed`."""
+        self.blockSignals(True)
+        self.require.setChecked(require)
+        self.project.setText(project)
+        self.blockSignals(False)
 
 
 class LogPane(QPlainTextEdit):

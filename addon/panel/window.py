@@ -4,10 +4,10 @@
 An artist's path through it: open a clip (its first frame and the timeline at once), scrub
 (each frame as decoded, then its swap made in the background: live.py; zoom onto a face),
 Find people (the review: the shot's people, their presence, flags and cuts on the timeline;
-analysing with progress the first time), give people their own source or skip them, set
-in/out, Preview (the render's pixels for the frame), Render, step through the result beside
-the original, Re-render flagged. The UI thread only builds requests, starts jobs
-and shows what they hand back; every picture comes from facefuse.
+analysing with progress the first time), give people their own source or skip them (and
+their consent records), set in/out, Preview (the render's pixels for the frame), Render, step
+through the result beside the original, Re-render flagged. The UI thread only builds
+requests, starts jobs and shows what they hand back; every picture comes from facefuse.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from facefuse import (
     tunable_options,
 )
 
-from . import frames, looks, session
+from . import consent, frames, looks, session
 from .actions import Actions
 from .corrections import Corrections
 from .host import OPEN_HINT, Clip, Host
@@ -67,6 +67,7 @@ class PanelWindow(QMainWindow):
         self.review = ShotReview.empty(1, 1)
         self.assigned: dict[str, Path] = {}
         self.skipped: set[str] = set()
+        self.consent: dict[str, Path] = {}  # person -> consent record (consent.py)
         self.corrections = Corrections()
         self.last_request: RenderRequest | None = None
         self.to_restore = session.Pending()
@@ -128,6 +129,10 @@ class PanelWindow(QMainWindow):
         ui.people.skip_toggled.connect(self.skip_person)
         ui.people.person_clicked.connect(self._go_to_person)
         ui.people.range_action.connect(self.correct_range)
+        ui.people.consent_requested.connect(lambda pid: consent.choose(act, pid))
+        ui.people.consent_cleared.connect(lambda pid: consent.attach(act, pid, None))
+        ui.policy.changed.connect(self.remember)
+        ui.policy.changed.connect(lambda: frames.show_frame(act))  # the live swap under it
         ui.timeline.frame_changed.connect(self.frame_moved)
         ui.timeline.range_changed.connect(self._range_changed)
         ui.frame.valueChanged.connect(ui.timeline.set_frame)
@@ -164,7 +169,7 @@ class PanelWindow(QMainWindow):
         for widget in (ui.render_button, ui.preview_button, ui.people.find_button):
             widget.setEnabled(clip is not None)
         self.act.reset()
-        self.assigned, self.skipped = {}, set()
+        self.assigned, self.skipped, self.consent = {}, set(), {}
         self.corrections = Corrections()
         self.to_restore = session.Pending()
         ui.view.clear()
@@ -191,7 +196,7 @@ class PanelWindow(QMainWindow):
         ui.frame.setRange(review.first, review.last)
         ui.frame.blockSignals(False)
         ui.timeline.set_review(review, keep_range)
-        ui.people.show_people(review, self.assigned, self.skipped, self.corrections.by_person())
+        self.show_people()
         ui.rerender_button.setEnabled(bool(review.flagged) and self.act.result is not None)
         ui.open_report.setEnabled(review.page is not None and review.page.is_file())
         self._range_changed(ui.timeline.in_point, ui.timeline.out_point)
@@ -315,9 +320,12 @@ class PanelWindow(QMainWindow):
             skip=tuple(parse_person(person) for person in sorted(self.skipped)),
             overrides=overrides)
 
-    def _people_changed(self) -> None:
+    def show_people(self) -> None:
         self.ui.people.show_people(self.review, self.assigned, self.skipped,
-                                   self.corrections.by_person())
+                                   self.corrections.by_person(), consent.card_words(self.consent))
+
+    def _people_changed(self) -> None:
+        self.show_people()
         self.remember()
         looks.replan(self.act)
         frames.show_frame(self.act)  # the live swap of the new choices

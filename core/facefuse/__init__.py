@@ -8,13 +8,17 @@ written once, in the import block below; ``__all__`` and the lazy loading are de
 - One image: ``Pipeline(settings)``, ``read_image``, ``write_image`` (BGR(A) numpy arrays).
 - One shot: ``render(request, on_progress, cancel, on_phase)`` of a ``RenderRequest`` (its
   ``InputSpec``, ``FrameSpec``, ``PlanChoices`` with people as ``PersonRef``, ``OutputSpec``) ->
-  ``RenderSummary`` (``FrameReport``, ``PhaseProgress`` on the way); ``replaced_frames``,
+  ``RenderSummary`` (``FrameReport``, ``PhaseProgress`` on the way); what it answers for,
+  ``PolicyChoices`` (consent records: ``load_consent`` -> ``ConsentRecord``, holders a
+  ``PersonRef`` or ``SourcePhotos``, ``parse_consent_holder``); ``replaced_frames``,
   ``select_frames``, frame patterns; ``render_args`` / ``request_from_args`` (its command line).
 - The shot plan and its review: ``plan_shot``, ``ShotPlan``, ``write_review``, ``load_report``,
   ``Override`` / ``Overrides``; quick looks: ``preview_frame``, ``frame_picture``, ...
 - Host helpers: jobs off a UI thread, ``stop_signals`` / ``Stop`` (SIGTERM and SIGINT: exit
-  143 or 130), timebase (rates, timecode, drop frame), output targets, model checks, plugins
-  (a host adds its commands as ``HostCommand``s).
+  143 or 130), timebase (rates, timecode, drop frame), output targets and ``sidecar_path``
+  (where a signed file keeps its credentials when it cannot hold them: a host that links or
+  moves outputs takes it along), model checks, plugins (a host adds its commands as
+  ``HostCommand``s).
 - Errors: ``FacefuseError`` and its subclasses carry their ``ExitCode``.
 
 ``import facefuse`` is cheap: a name loads its module on first use (PEP 562). See
@@ -32,6 +36,8 @@ if TYPE_CHECKING:
     from .cache.layout import CacheLayout
     from .cli.streams import reports_only
     from .config import Settings, Tunable, tunable_options
+    from .consent import ConsentRecord, load_consent
+    from .credentials.formats import sidecar_path
     from .errors import (
         ChecksumError,
         DownloadError,
@@ -96,9 +102,12 @@ if TYPE_CHECKING:
         PersonRef,
         PhaseProgress,
         PlanChoices,
+        PolicyChoices,
         RenderRequest,
         RenderSummary,
         Replacement,
+        SourcePhotos,
+        parse_consent_holder,
         parse_person,
     )
     from .shot.looks.previews import (

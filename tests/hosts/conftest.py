@@ -12,12 +12,15 @@ reported as skipped, naming it and the install command.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
 import os
 import shutil
 import sys
 import tempfile
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from functools import cache
@@ -256,3 +259,20 @@ def base(render_models: Path, render_cache: Path):
 @pytest.fixture()
 def source(testdata: Path) -> Path:
     return testdata / "media" / "astronaut.png"
+
+
+@pytest.fixture()
+def consent_record(tmp_path: Path) -> Callable[..., Path]:
+    """Writes a consent record (docs/consent.md) into the test's folder: `performer`'s, under
+    `name`, scoped to `project` (None: any project), holding for every day and shot."""
+    def write(performer: str = "Jane Doe", name: str = "jane.consent.json",
+              project: str | None = None) -> Path:
+        data = {"schema": "facefuse.consent/1", "performer": performer,
+                "document": {"name": "rider.pdf",
+                             "sha256": hashlib.sha256(performer.encode()).hexdigest()},
+                "scope": {} if project is None else {"project": project},
+                "recorded_by": "A. Producer", "recorded_on": "2026-10-30"}
+        path = tmp_path / name
+        path.write_text(json.dumps(data), encoding="utf-8")
+        return path
+    return write

@@ -291,3 +291,20 @@ def test_a_new_version_never_changes_the_files_of_the_last(tmp_path: Path):
     atomic_write_bytes(folder / "plate_v002.0004.png", b"new")  # as the writers replace a frame
     assert (folder / "plate_v001.0004.png").read_bytes() == b"old"
     assert (folder / "plate_v002.0005.png").read_bytes() == b"old"
+
+
+def test_a_new_version_carries_the_credentials_sidecars_of_the_frames_it_starts_from(
+        tmp_path: Path):
+    folder = tmp_path / "facefuse"
+    folder.mkdir()
+    for n in (4, 5):
+        (folder / f"plate_v001.{n:04d}.exr").write_bytes(b"frame")
+    (folder / "plate_v001.0004.exr.c2pa").write_bytes(b"signed")  # 5 was never signed
+    (folder / "plate_v002.0004.exr.c2pa").write_bytes(b"stale")  # a seed stopped half-way
+    assert versions.seed(str(folder / "plate_v001.%04d.exr"),
+                         str(folder / "plate_v002.%04d.exr"), range(4, 6)) == 2
+    assert (folder / "plate_v002.0004.exr.c2pa").stat().st_ino == \
+        (folder / "plate_v001.0004.exr.c2pa").stat().st_ino
+    assert not (folder / "plate_v002.0005.exr.c2pa").exists()
+    atomic_write_bytes(folder / "plate_v002.0004.exr.c2pa", b"signed again")  # as signing does
+    assert (folder / "plate_v001.0004.exr.c2pa").read_bytes() == b"signed"

@@ -1,6 +1,6 @@
-"""The Blender extension on bad input: no or the wrong active strip, missing files, a read-only
-output, an unsaved .blend, a model missing offline: Swap and Preview each give one clear
-report and nothing is written.
+"""The Blender extension on bad input: no or the wrong active strip, missing files (a source, a
+consent record, the strip's own), a read-only output, an unsaved .blend, a model missing
+offline: Swap and Preview each give one clear report and nothing is written.
 
 The extension zip is installed into the session's throw-away Blender user folder and enabled as
 bl_ext.user_default.facefuse once for the modules of tests/hosts/addon/ (`addon`; `shot` is a
@@ -43,6 +43,11 @@ def _sound_strip(shot: SimpleNamespace, _testdata: Path) -> None:
 
 def _missing_source(shot: SimpleNamespace, _testdata: Path) -> None:
     add_source(shot.strip, shot.folder / "actor-gone.jpg")
+
+
+def _missing_consent_record(shot: SimpleNamespace, _testdata: Path) -> None:
+    person = shot.strip.facefuse.people.add()
+    person.person_id, person.consent = "p1", str(shot.folder / "jane-gone.json")
 
 
 def _strip_file_gone(shot: SimpleNamespace, _testdata: Path) -> None:
@@ -93,6 +98,8 @@ BAD_INPUTS = {
     "sound strip": (_sound_strip, ("Strip 'dialogue' is a sound strip: face swap works on movie "
                                    "and image strips")),
     "missing source": (_missing_source, "Source image .*actor-gone.jpg is missing"),
+    "missing consent record": (_missing_consent_record, (
+        "The consent record of person p1 is missing: .*jane-gone.json")),
     "strip file gone": (_strip_file_gone, "The movie of strip 'plate' is missing: .*copy.mp4"),
     "read-only output": (_read_only_output, "Cannot write the swapped frames to .*: "),
     "unsaved blend": (_unsaved_blend, ("Save the .blend first: the swapped frames go to "
