@@ -114,3 +114,24 @@ def test_the_studio_policy_is_a_floor_the_command_line_cannot_lower(
                                   "recogniser=commercial", "--model-licence",
                                   "swapper=commercial"), out)
     assert "p1 is swapped to obama.jpg without valid consent" in line
+
+
+def test_a_farm_job_writes_the_studio_policy_and_key_into_every_task(
+        media: Media, render_models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Workers enforce the submitting studio's policy even without a studio file of their own."""
+    pytest.importorskip("openjd.model")
+    studio = tmp_path / "studio.toml"
+    studio.write_text('[policy]\nrequire_consent = true\nuse = "commercial"\n'
+                      '[signing]\ncert = "keys/chain.pem"\nkey = "keys/signer.key"\n',
+                      encoding="utf-8")
+    monkeypatch.setenv("FACEFUSE_STUDIO", str(studio))
+    bundle = tmp_path / "bundle"
+    rc = cli.main(["farm", "openjd", "-s", str(media.source), "-i", str(media.clip), "-o",
+                   str(tmp_path / "out" / "o.####.exr"), "--frames", "1-4", "--bundle",
+                   str(bundle), "--models-dir", str(render_models)])
+    assert rc == ExitCode.OK, capsys.readouterr().err
+    template = next(bundle.glob("template.*")).read_text(encoding="utf-8")
+    for words in ("--use", "commercial", "--require-consent", "--sign-cert",
+                  str(tmp_path / "keys" / "chain.pem"), str(tmp_path / "keys" / "signer.key")):
+        assert words in template, words

@@ -31,7 +31,7 @@ from ..io.files import (
 )
 from ..io.sequences import is_frame_pattern
 from ..shot.contract import commandline
-from ..shot.contract.render_options import INPUT, SHOT_OPTIONS, Option
+from ..shot.contract.render_options import ANSWER_OPTIONS, INPUT, SHOT_OPTIONS, Option
 from ..shot.contract.request import FrameReport, PhaseProgress, RenderRequest
 from ..shot.output.output_checks import check_not_input, request_inputs
 from ..stopping import Cancelled, stop_signals
@@ -53,6 +53,7 @@ def add_parser(commands: Any) -> None:
                    help="the frame, in the input's own numbering (inside --frames)")
     commandline.add_settings_options(p, sources_required=False)
     commandline.add_options(p, SHOT_OPTIONS)
+    commandline.add_options(p, ANSWER_OPTIONS)  # a preview is refused as the render would be
     p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
                    help="analysis progress: a bar on stderr (auto: on a terminal), JSON lines "
                    "on stdout, or none")
