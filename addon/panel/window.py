@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QTimer, QUrl
-from PySide6.QtGui import QCloseEvent, QColor, QDesktopServices, QResizeEvent
-from PySide6.QtWidgets import QFileDialog, QMainWindow
+from PySide6.QtCore import QTimer
+from PySide6.QtGui import QCloseEvent, QColor, QResizeEvent
+from PySide6.QtWidgets import QMainWindow
 
 from facefuse import (
-    SEQUENCE_SUFFIXES,
     CacheLayout,
     FacefuseError,
     HostError,
@@ -30,7 +29,7 @@ from facefuse import (
     tunable_options,
 )
 
-from . import consent, frames, looks, session
+from . import consent, dialogs, frames, looks, session
 from .actions import Actions
 from .corrections import Corrections
 from .host import OPEN_HINT, Clip, Host
@@ -42,10 +41,6 @@ from .worker import Jobs
 CANCEL_WAIT_MS = 1000
 PLAY_MS = 40  # how often Play looks whether the shown frame is done, to step on
 DEFAULTS = Settings()
-VIDEO_TYPES = "*.mov *.mp4 *.mxf *.mkv *.avi *.webm *.m4v"
-PLATE_TYPES = " ".join(f"*{suffix}" for suffix in SEQUENCE_SUFFIXES)
-CLIP_FILTERS = (f"Clips and plates ({VIDEO_TYPES} {PLATE_TYPES})", f"Video ({VIDEO_TYPES})",
-                f"Image sequences: pick one frame ({PLATE_TYPES})", "All files (*)")
 
 
 class PanelWindow(QMainWindow):
@@ -119,12 +114,12 @@ class PanelWindow(QMainWindow):
     # -- wiring -----------------------------------------------------------------------------------
     def _connect(self) -> None:
         ui, act = self.ui, self.act
-        ui.open_button.clicked.connect(self._choose_clip)
-        ui.sources.add_requested.connect(self._choose_sources)
+        ui.open_button.clicked.connect(lambda: dialogs.choose_clip(self))
+        ui.sources.add_requested.connect(lambda: dialogs.choose_sources(self))
         ui.sources.changed.connect(lambda paths: looks.sources_changed(act, paths))
         ui.sources.changed.connect(lambda _: frames.show_frame(act))  # the live swap
         ui.people.find_requested.connect(lambda: looks.find_people(act))
-        ui.people.source_requested.connect(self._choose_person_source)
+        ui.people.source_requested.connect(lambda pid: dialogs.choose_person_source(self, pid))
         ui.people.source_cleared.connect(lambda pid: self.assign_source(pid, None))
         ui.people.skip_toggled.connect(self.skip_person)
         ui.people.person_clicked.connect(self._go_to_person)
@@ -148,9 +143,9 @@ class PanelWindow(QMainWindow):
         ui.preview_button.clicked.connect(lambda: frames.preview(act))
         ui.view.mode_changed.connect(lambda mode: frames.mode_changed(act, mode))
         ui.show_result.toggled.connect(lambda _: frames.show_frame(act))
-        ui.open_folder.clicked.connect(self.open_result_folder)
-        ui.open_report.clicked.connect(self.open_review_page)
-        ui.browse.clicked.connect(self._choose_folder)
+        ui.open_folder.clicked.connect(lambda: dialogs.open_result_folder(self))
+        ui.open_report.clicked.connect(lambda: dialogs.open_review_page(self))
+        ui.browse.clicked.connect(lambda: dialogs.choose_folder(self))
         ui.render_button.clicked.connect(lambda: act.start_render())
         ui.rerender_button.clicked.connect(act.rerender_flagged)
         ui.cancel_button.clicked.connect(act.cancel_render)
@@ -335,58 +330,11 @@ class PanelWindow(QMainWindow):
         if person is not None and person.frames:
             self.ui.timeline.set_frame(person.frames[0][0])
 
-    # -- files ------------------------------------------------------------------------------------
-    def clip_dialog(self) -> QFileDialog:
-        """Open clip…: a movie, one frame of an image sequence (the sequence is opened), or a
-        pattern typed (plate.####.exr)."""
-        dialog = QFileDialog(self, "Open a clip, or one frame of a plate sequence")
-        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptOpen)
-        dialog.setFileMode(QFileDialog.FileMode.AnyFile)  # a typed pattern names no file
-        dialog.setOption(QFileDialog.Option.DontUseNativeDialog)  # the same on every desktop
-        dialog.setNameFilters(CLIP_FILTERS)
-        dialog.setLabelText(QFileDialog.DialogLabel.FileName, "Clip, frame or pattern:")
-        clip = self.host.clip
-        if clip is not None:
-            dialog.setDirectory(str(Path(clip.input).parent))
-        return dialog
-
-    def _choose_clip(self) -> None:
-        dialog = self.clip_dialog()
-        if dialog.exec() and dialog.selectedFiles():
-            self.open(Path(dialog.selectedFiles()[0]))
-
     def open(self, path: Path) -> None:
         try:
             self.show_clip(self.host.open(path))
         except (FacefuseError, HostError) as exc:
             self.ui.log.say(str(exc), "ERROR")
-
-    def _choose_sources(self) -> None:
-        names, _ = QFileDialog.getOpenFileNames(self, "Source photos", "",
-                                                "Images (*.png *.jpg *.jpeg *.tif *.tiff *.exr)")
-        self.ui.sources.add([Path(n) for n in names])
-
-    def _choose_person_source(self, person_id: str) -> None:
-        name, _ = QFileDialog.getOpenFileName(self, f"Source photo for {person_id}", "",
-                                              "Images (*.png *.jpg *.jpeg *.tif *.tiff *.exr)")
-        if name:
-            self.assign_source(person_id, Path(name))
-
-    def _choose_folder(self) -> None:
-        name = QFileDialog.getExistingDirectory(self, "Output folder", self.ui.folder.text())
-        if name:
-            self.ui.folder.setText(name)
-            self.remember()
-
-    def open_result_folder(self) -> None:
-        result = self.act.result
-        if result is not None:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(str(result.folder)))
-
-    def open_review_page(self) -> None:
-        page = self.review.page
-        if page is not None and page.is_file():
-            QDesktopServices.openUrl(QUrl.fromLocalFile(str(page)))
 
     def closeEvent(self, event: QCloseEvent) -> None:
         """Closing stops a running render (finished frames stay) and tells the host."""

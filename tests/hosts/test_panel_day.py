@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from PySide6.QtWidgets import QAbstractButton, QFileDialog, QLabel
 
+from addon.panel import dialogs
 from addon.panel.host import FileHost
 from addon.panel.window import PanelWindow
 from tests.hosts.panel_helpers import shown_window, wait_idle
@@ -72,7 +73,7 @@ def test_a_refused_clip_leaves_no_busy_bar(qtbot, clips, base, tmp_path: Path):
 def test_the_clip_dialog_lists_video_and_image_formats_and_takes_a_typed_pattern(
         qtbot, clips, base):
     window = shown_window(qtbot, FileHost(clips[0]), base)
-    dialog = window.clip_dialog()
+    dialog = dialogs.clip_dialog(window)
     filters = " ".join(dialog.nameFilters())
     assert all(f"*.{kind}" in filters for kind in ("mov", "mp4", "mxf", "exr", "dpx", "png",
                                                      "tif", "jpg"))
