@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import cv2
 import pytest
 
 c2pa = pytest.importorskip("c2pa")
@@ -15,7 +16,7 @@ from facefuse.credentials import check_file, check_sequence, sidecar_path
 from facefuse.errors import ExitCode
 from facefuse.shot.output.signing import UNSIGNED_NOTE
 from tests.integration.render_helpers import Media, one_line_error
-from tests.render_media import YUNET_SHA256, cli_args
+from tests.render_media import YUNET_SHA256, cli_args, face_frame
 from tests.signing_chain import Chain, make_chain
 from tests.unit.test_consent import write_record
 
@@ -119,3 +120,23 @@ def test_a_key_that_will_not_sign_stops_the_render_before_anything_is_written(
                            "--sign-cert", str(chain.cert)))
     line = one_line_error(capsys.readouterr().err)
     assert rc == ExitCode.USAGE and "need both --sign-cert and --sign-key" in line
+
+
+def test_a_swapped_still_is_signed_with_its_target_as_parent(
+        media: Media, render_models: Path, tmp_path: Path, chain: Chain,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "plate.png"
+    cv2.imwrite(str(target), face_frame(5, media.face))
+    output = tmp_path / "swapped.png"
+    args = cli_args(render_models, media.source, "-", output)
+    args = ["swap", "-t", str(target), *args[args.index("-o"):], "--sign-cert", str(chain.cert),
+            "--sign-key", str(chain.key)]
+    err = run(args, capsys)
+    assert "facefuse: licences: detector yunet_2023mar (MIT (OpenCV Zoo))" in err
+    made = check_file(output)
+    assert made.state == "valid" and made.credential is not None
+    assert [(i.title, i.relationship) for i in made.credential.ingredients] == [
+        ("plate.png", "parentOf"), ("obama.jpg", "inputTo")]
+    rc = cli.main([*args[:-4], "--use", "commercial"])
+    assert rc == ExitCode.USAGE
+    assert "--use commercial refuses recogniser" in one_line_error(capsys.readouterr().err)

@@ -61,7 +61,7 @@ LAZY_MODULES |= {"facefuse.shot.run.render", "facefuse.shot.looks.stills",
                  "facefuse.shot.contract.inputs", "facefuse.pipeline", "facefuse.color",
                  "facefuse.io.images", "facefuse.runtime.sessions", "facefuse.runtime.doctor",
                  "facefuse.review.writing", "facefuse.shot.run.plan_only",
-                 "facefuse.shot.run.replacement"}
+                 "facefuse.shot.run.replacement", "facefuse.shot.output.signing"}
 
 
 def _module_name(path: Path) -> str:

@@ -11,6 +11,7 @@ frame is signed already.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from ...credentials.embedding import sign_file
 from ...credentials.record import ConsentReference, Credential, Ingredient, ModelRecord
 from ...credentials.signing import LoadedSigner, SigningKey, load_signer
 from ...models.licences import ModelLicence
+from ...types import SourceIdentity
 from ...version import __version__
 from ..contract.request import RenderRequest, SigningChoices
 from ..plan.consent import Consented
@@ -60,6 +62,21 @@ def render_credential(request: RenderRequest, prints: RenderPrints, input_label:
     return Credential(title=file_name(request.output.path), version=__version__,
                       ingredients=tuple(ingredients), models=models, consent=consent,
                       fingerprint=prints.whole, use=request.policy.use)
+
+
+def still_credential(target: Path, sources: Sequence[Path], identity: SourceIdentity,
+                     output: Path, licences: Sequence[ModelLicence], use: str) -> Credential:
+    """The content credential of `facefuse swap`'s still: the target picture (its parent), the
+    source photos, the models with their licences; the identity's digest as its fingerprint."""
+    with open(target, "rb") as picture:
+        target_sha256 = hashlib.file_digest(picture, "sha256").hexdigest()
+    ingredients = [Ingredient(target.name, target_sha256, "parentOf")]
+    ingredients += [Ingredient(Path(source).name, sha256, "inputTo")
+                    for source, sha256 in zip(sources, identity.source_sha256, strict=False)]
+    models = tuple(ModelRecord(item.role, item.model, item.sha256, item.licence)
+                   for item in licences)
+    return Credential(title=output.name, version=__version__, ingredients=tuple(ingredients),
+                      models=models, consent=(), fingerprint=identity.digest, use=use)
 
 
 class OutputSigner:
