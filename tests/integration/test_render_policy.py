@@ -135,3 +135,21 @@ def test_a_farm_job_writes_the_studio_policy_and_key_into_every_task(
     for words in ("--use", "commercial", "--require-consent", "--sign-cert",
                   str(tmp_path / "keys" / "chain.pem"), str(tmp_path / "keys" / "signer.key")):
         assert words in template, words
+
+
+def test_a_review_lists_who_is_swapped_under_which_record(
+        media: Media, render_models: Path, cli_cache: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    record = write_record(tmp_path, scope={"shots": ["sh010"]}, expires=None)
+    args = cli_args(render_models, media.source, media.clip, tmp_path / "review", *FRAMES,
+                    "--consent", f"p1={record}")
+    args[0] = "review"
+    rc = cli.main(args)
+    assert rc == ExitCode.OK, capsys.readouterr().err
+    report = json.loads((tmp_path / "review" / "report.json").read_text(encoding="utf-8"))
+    assert report["consent"] == [{
+        "person": "p1", "source": "default", "performer": None, "record": None,
+        "record_sha256": None,
+        "problem": "jane.consent.json covers shots sh010, not shot (--shot names it)"}]
+    page = (tmp_path / "review" / "index.html").read_text(encoding="utf-8")
+    assert "<h3>Consent</h3>" in page and "covers shots sh010, not shot" in page

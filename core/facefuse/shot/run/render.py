@@ -35,14 +35,11 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
-from pathlib import Path
 
 from ...color import input_conversion
 from ...credentials.signing import LoadedSigner
 from ...errors import InputError
 from ...io import sequences
-from ...models.licences import ModelLicence, check_licences, licence_line, stated_uses
-from ...models.manifest import ROLES
 from ...pipeline import Pipeline
 from ...runtime.memory import returning_freed_memory
 from ...runtime.threads import blas_on_one_thread
@@ -62,24 +59,15 @@ from ..contract.request import (
 from ..contract.studio import load_studio, under_studio
 from ..output.outputs import open_writer
 from ..output.prints import Identities, RenderPrints, render_prints
-from ..output.signing import (
-    CONSENT_KEY,
-    SIGNED_NOTE,
-    UNSIGNED_NOTE,
-    OutputSigner,
-    consent_metadata,
-    load_key,
-    render_credential,
-)
 from ..output.writers import FrameWriter
 from ..plan.analysis import ShotAnalysis
 from ..plan.casting import check_casting, check_sources
-from ..plan.consent import Consented, check_consent, consent_of, render_scope
 from ..plan.make import make_plan, plan_horizon
 from ..plan.options import PlanOptions, plan_options
 from ..plan.override_fit import fit_overrides
 from ..plan.overrides import Overrides, load_overrides
 from ..plan.plan import DEFAULT_SOURCE, ShotPlan, shot_id_of
+from .answers import RenderAnswers
 from .early_targets import EarlyTargets
 from .held_frames import MIB
 from .pass_one import PassOne
@@ -144,7 +132,7 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
                          unselected=counts.unselected, corrected=counts.corrected,
                          replaced=job.replaced.count, replaced_ranges=job.replaced.frames,
                          notes=job.notes, request_fingerprint=job.request_fingerprint,
-                         answers=job.answers + _consent_line(job.consented),
+                         answers=job.answers.sentences,
                          warnings=warnings,
                          analysis_cached=job.pass_one.cached,
                          decoded_once=job.pass_one.held.taken,
@@ -206,8 +194,7 @@ class RenderJob:
         self.replaced = Replacement(request.output.path)  # what it rewrites that was made otherwise
         self.notes: tuple[str, ...] = ()  # what the user should hear (not warnings)
         self.request_fingerprint = ""  # the whole request's (RenderPrints.whole), once known
-        self.consented: tuple[Consented, ...] = ()  # who is swapped under which record
-        self.answers: tuple[str, ...] = ()  # licences, consent, credentials: RenderSummary
+        self.answers = RenderAnswers(request)  # licences, signing key, consent
 
     # -- the run ----------------------------------------------------------------------------
     def run(self, pipeline: Pipeline, cancelled: CancelCheck) -> bool:
@@ -218,16 +205,16 @@ class RenderJob:
         prints = render_prints(self.request, pipeline, self.shot, self.frames.analysed,
                                self.colour_name, self.overrides)
         self._check_only_input(f"sha256:{prints.content_sha256}")
-        licences = self._check_licences(pipeline)
-        key = self._signing_key()
+        self.answers.check_licences(pipeline)
+        key = self.answers.signing_key()
         try:
-            return self._passes(pipeline, cancelled, prints, licences, key)
+            return self._passes(pipeline, cancelled, prints, key)
         finally:
             if key is not None:
                 key.close()
 
     def _passes(self, pipeline: Pipeline, cancelled: CancelCheck, prints: RenderPrints,
-                licences: tuple[ModelLicence, ...], key: LoadedSigner | None) -> bool:
+                key: LoadedSigner | None) -> bool:
         """run() once the request is checked: the passes, the plan, the writing."""
         identities, content, metadata = prints.identities, prints.content_sha256, prints.metadata
         self.prints, self.request_fingerprint = prints.frames, prints.whole
@@ -240,11 +227,9 @@ class RenderJob:
         # the plan decides which made frames a sequence replaces (replacement_of) and, without
         # sources of the render's own, that it swaps nobody with them (check_sources): such
         # renders plan on the whole analysis first
-        policy = self.request.policy
         whole_first = (resuming or (bool(made) and self.is_sequence)
                        or (self.request.frames.only_input or "").startswith("shot:")
-                       or DEFAULT_SOURCE not in identities
-                       or bool(policy.consent) or policy.require_consent)
+                       or DEFAULT_SOURCE not in identities or self.answers.plans_first)
         horizon = None if whole_first else self._horizon(rendered[0], options)
         halt = threading.Event()  # pass 2 ended early: pass 1 stops too
 
@@ -262,11 +247,9 @@ class RenderJob:
             assert plan.plan is not None
             self._check_only_input(f"shot:{plan.plan.shot_id}")
             check_sources(plan.plan, self.request, rendered)
-            metadata = self._consent(plan.plan, pipeline, metadata)
+            metadata = self.answers.check_consent(plan.plan, pipeline, rendered, metadata)
         if key is not None:
-            credential = render_credential(self.request, prints, self.shot.label, licences,
-                                           self.consented)
-            self.writer.sign_with(OutputSigner(credential, key))
+            self.writer.sign_with(self.answers.signer(prints, self.shot.label, key))
         if made:
             self._say_replaced(made, plan.plan, prints)
         todo = self._todo(plan) if resuming else rendered
@@ -281,41 +264,6 @@ class RenderJob:
             if plan.plans > 1:
                 log.info("planned %d times on the growing analysis (%.3f s in all)",
                          plan.plans, plan.plan_s)
-
-    def _check_licences(self, pipeline: Pipeline) -> tuple[ModelLicence, ...]:
-        """The licences of the render's models, once told (a note); InputError when its use
-        (--use) refuses one (models.licences)."""
-        policy = self.request.policy
-        licences = pipeline.models.licences(stated_uses(policy.model_licences, ROLES))
-        check_licences(licences, policy.use)
-        self.answers += (licence_line(licences),)
-        return licences
-
-    def _signing_key(self) -> LoadedSigner | None:
-        """The loaded signing key (read before any work: a bad one is one sentence), or None
-        when the outputs are not signed (said once)."""
-        key = load_key(self.request.signing)
-        self.answers += (SIGNED_NOTE if key is not None else UNSIGNED_NOTE,)
-        return key
-
-    def _consent(self, plan: ShotPlan, pipeline: Pipeline,
-                 metadata: Mapping[str, str]) -> Mapping[str, str]:
-        """Who `plan` swaps in the frames rendered under which consent record (refused under
-        require_consent when someone has none that holds); the metadata saying so."""
-        policy = self.request.policy
-        if not policy.consent and not policy.require_consent:
-            return metadata
-        self.consented = consent_of(plan, self.request, pipeline, self.frames.rendered,
-                                    render_scope(self.request))
-        if policy.require_consent:
-            check_consent(self.consented, self._source_names(plan))
-        return {**metadata, CONSENT_KEY: consent_metadata(self.consented)}
-
-    def _source_names(self, plan: ShotPlan) -> dict[str, str]:
-        """Each source key of `plan` as a user knows it: the -s photos' names, or the
-        --assign photo's."""
-        own = ", ".join(Path(p).name for p in self.request.sources) or DEFAULT_SOURCE
-        return {key: own if key == DEFAULT_SOURCE else Path(key).name for key in plan.sources}
 
     def _horizon(self, first: int, options: PlanOptions) -> int | None:
         """plan_horizon for this render, or None when even its first frame to do would wait
@@ -397,16 +345,6 @@ class RenderJob:
         out = Output(self.writer, metadata, sequences.is_frame_pattern(request.output.path),
                      self.tally)
         return work.run(swap, out, request.fail_fast, cancelled)
-
-
-def _consent_line(consented: tuple[Consented, ...]) -> tuple[str, ...]:
-    """'consent: p1 (Jane Doe, jane.consent.json); p2 none' when records were given."""
-    if not consented:
-        return ()
-    return ("consent: " + "; ".join(
-        f"{item.person_id} ({item.record.performer}, {item.record.path.name})"
-        if item.record is not None else f"{item.person_id} none ({item.problem})"
-        for item in consented),)
 
 
 def _ignore(_report: FrameReport | PhaseProgress) -> None:
