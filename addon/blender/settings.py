@@ -19,6 +19,9 @@ _CAST_HINT = "give an Own Source or Skip (Face Swap > People), or add a photo un
     "for everyone the Target Face rule chooses"
 _CAST_OPTIONS = re.compile(r"give -s PHOTO \(everyone the selector chooses\), --assign \S+ per "
                            r"person, or --skip \S+")
+_CONSENT_HINT = r"give \1 a Consent Record or Skip (Face Swap > People)"
+_CONSENT_OPTIONS = re.compile(r"give --consent (\S+)=RECORD\.json \(see docs/consent\.md\) or "
+                              r"--skip \S+")
 
 
 def engine_settings(props: Any) -> Settings:
@@ -80,7 +83,9 @@ def _folder(text: str) -> Path | None:
 
 def in_blender(message: str) -> str:
     """An engine message with the command line's remedies (the model fetch, -s / --assign /
-    --skip for a person without a source) replaced by the add-on's buttons."""
+    --skip for a person without a source, --consent for one without consent) replaced by the
+    add-on's buttons."""
     message = _FETCH_WITH.sub(FETCH_HINT, message)
     message = _CAST_OPTIONS.sub(_CAST_HINT, message)
+    message = _CONSENT_OPTIONS.sub(_CONSENT_HINT, message)
     return _FETCH_RUN.sub(FETCH_HINT, message)

@@ -161,6 +161,11 @@ def test_model_messages_name_the_preferences_button(addon: object) -> None:
     assert "facefuse models fetch" not in said and settings.FETCH_HINT in said
     assert "run: facefuse" not in settings.in_blender("corrupt; delete it and run: facefuse "
                                                       "models fetch yunet")
+    refused = ("p2 is swapped to jane.jpg without valid consent (no consent record), and this "
+               "render requires consent: give --consent p2=RECORD.json (see docs/consent.md) "
+               "or --skip p2")
+    assert settings.in_blender(refused).endswith(
+        "requires consent: give p2 a Consent Record or Skip (Face Swap > People)")
     layout = FakeLayout()
     module("preferences").FacefusePreferences.draw(SimpleNamespace(layout=layout), bpy.context)
     assert layout.calls_of("operator") or "downloaded" in layout.texts()
