@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -48,16 +49,31 @@ _CODECS = MappingProxyType({
 def marked_frame(index: int, size: tuple[int, int] = (320, 240), alpha: bool = False) -> np.ndarray:
     """One synthetic BGR(A) uint8 frame (H, W, 3|4) with ``index`` burned in as the marker."""
     width, height = size
-    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
+    x, y, diagonal, x_plus_y = _grid(width, height)
     shift = 3.0 * index
     frame = np.empty((height, width, 4 if alpha else 3), np.uint8)
-    frame[..., 0] = 40 + 150 * ((x + shift) % width) / width
-    frame[..., 1] = 40 + 150 * y / height
-    frame[..., 2] = 40 + 150 * ((x + y + 2 * shift) % (width + height)) / (width + height)
+    # each channel varies along x, y or x + y only: computed once per value and broadcast, in
+    # the float32 maths of the whole (H, W) grid, so every pixel is the same
+    frame[..., 0] = (40 + 150 * ((x + shift) % width) / width).astype(np.uint8)
+    frame[..., 1] = (40 + 150 * y / height).astype(np.uint8)[:, None]
+    levels = (40 + 150 * ((diagonal + 2 * shift) % (width + height)) / (width + height))
+    frame[..., 2] = levels.astype(np.uint8)[x_plus_y]
     if alpha:
         frame[..., 3] = np.clip(255 * (x / max(1, width - 1)), 0, 255).astype(np.uint8)
     _burn_marker(frame, index)
     return frame
+
+
+@cache
+def _grid(width: int, height: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """float32 column and row coordinates, every value of x + y, and x + y per pixel (H, W)."""
+    x = np.arange(width, dtype=np.float32)
+    y = np.arange(height, dtype=np.float32)
+    diagonal = np.arange(width + height - 1, dtype=np.float32)
+    x_plus_y = np.add.outer(np.arange(height), np.arange(width))
+    for array in (x, y, diagonal, x_plus_y):
+        array.setflags(write=False)
+    return x, y, diagonal, x_plus_y
 
 
 def _burn_marker(frame: np.ndarray, index: int) -> None:

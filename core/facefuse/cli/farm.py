@@ -75,6 +75,8 @@ def add_parser(commands: Any) -> None:
                        "tcp://head:8786 (start workers with `dask worker ADDR --nthreads 1`)")
     where.add_argument("--local", type=int, metavar="N", help="a local cluster of N worker "
                        "processes on this machine")
+    dk.add_argument("--connect-timeout", type=float, metavar="S", help="--scheduler: seconds "
+                    "to wait for it to answer before the job stops (10)")
     _job_options(dk)
     dk.set_defaults(handler=cmd_dask)
 
@@ -136,6 +138,9 @@ def cmd_openjd(args: argparse.Namespace) -> int:
 def cmd_dask(args: argparse.Namespace) -> int:
     if args.local is not None and args.local < 1:
         raise InputError(f"--local {args.local} must be at least 1 worker process")
+    if args.connect_timeout is not None and not args.connect_timeout > 0:
+        raise InputError(f"--connect-timeout {args.connect_timeout:g} must be more than 0 "
+                         "seconds")
     request, root = _shot_request(args)
     try:  # loads distributed (the farm extra) only for this command
         from ..farm import dask_jobs
@@ -159,7 +164,8 @@ def cmd_dask(args: argparse.Namespace) -> int:
     for task in chunks:
         log.info("task: %s", shlex.join(["facefuse", "render", *task]))
     with dask_jobs.connect(args.scheduler, args.local,
-                           worker_tracebacks=getattr(args, "debug", False)) as client:
+                           worker_tracebacks=getattr(args, "debug", False),
+                           timeout_s=args.connect_timeout) as client:
         results = dask_jobs.run_job(client, chunks, report)
     return _dask_summary(results, args.json)
 

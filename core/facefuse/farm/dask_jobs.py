@@ -150,15 +150,16 @@ def chunk_args(request: RenderRequest, chunk_size: int, output_root: Path) -> li
 
 
 @contextmanager
-def connect(scheduler: str | None, local: int | None,
-            worker_tracebacks: bool = False) -> Iterator[Client]:
+def connect(scheduler: str | None, local: int | None, worker_tracebacks: bool = False,
+            timeout_s: float | None = None) -> Iterator[Client]:
     """A client of the scheduler at `scheduler`, or of a local cluster of `local` worker
     processes (one thread each) that ends with the block. worker_tracebacks: let the local
     workers log a failed task's traceback (--debug); otherwise run_job's one sentence says it.
+    timeout_s: how long `scheduler` has to answer (None: CONNECT_TIMEOUT_S).
     InputError when `scheduler` cannot be reached or is not a Dask scheduler."""
     if scheduler is not None:
         try:
-            client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
+            client = Client(scheduler, timeout=timeout_s or CONNECT_TIMEOUT_S)
         except (OSError, ValueError, MemoryError) as exc:
             # refused or timed out; not an address; something else answering there, whose
             # first bytes a Dask client reads as a frame length (a 3 EiB allocation)

@@ -189,9 +189,9 @@ def test_a_missing_model_fails_the_job_in_seconds(shot: Farm, tmp_path: Path) ->
 
 def test_an_unreachable_scheduler_is_one_sentence(shot: Farm, tmp_path: Path) -> None:
     address = f"tcp://127.0.0.1:{free_port()}"
-    run = subprocess.run(farm_dask(shot, tmp_path, "--scheduler", address), capture_output=True,
-                         text=True, env=farm_env(DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s"),
-                         timeout=60, check=False)
+    run = subprocess.run(farm_dask(shot, tmp_path, "--scheduler", address,
+                                   "--connect-timeout", "2"),
+                         capture_output=True, text=True, env=farm_env(), timeout=60, check=False)
     assert run.returncode == 2, run.stderr[-2000:]
     assert f"cannot reach a Dask scheduler at {address}" in run.stderr
     assert "Traceback" not in run.stderr

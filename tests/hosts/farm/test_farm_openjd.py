@@ -10,7 +10,9 @@ openjd-model's own parser.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import io
 import json
 import os
 import signal
@@ -25,6 +27,7 @@ import pytest
 import yaml
 from openjd.model import ParameterValue, ParameterValueType, create_job, decode_job_template
 
+from facefuse.cli.main import main
 from tests.hosts.farm.conftest import SHOT_FRAMES, farm_env
 from tests.integration.farm_helpers import Farm, assert_identical_to, assert_only_outputs
 
@@ -33,16 +36,20 @@ OPENJD = Path(sys.executable).with_name("openjd")
 
 def make_bundle(shot: Farm, program: Path, folder: Path,
                 *extra: str) -> subprocess.CompletedProcess[str]:
-    """`facefuse farm openjd` for the shot's frames 1-36 in chunks of 10 into folder/job."""
-    command = [sys.executable, "-m", "facefuse", "farm", "openjd", "-s", str(shot.source),
-               "-i", str(shot.clip), "-o", str(folder / "out" / "out.####.png"),
-               "--detector", str(shot.detector), "--recogniser", str(shot.recogniser),
-               "--swapper", str(shot.swapper), "--providers", "cpu",
-               "--models-dir", str(shot.models), "--cache-dir", str(folder / "cache"),
-               "--frames", f"1-{SHOT_FRAMES}", "--chunk-size", "10",
-               "--bundle", str(folder / "job"), "--facefuse", str(program), *extra]
-    return subprocess.run(command, capture_output=True, text=True, env=farm_env(), timeout=60,
-                          check=False)
+    """`facefuse farm openjd` for the shot's frames 1-36 in chunks of 10 into folder/job: the
+    command line's main() run here (what it writes is files; `openjd run` then runs the tasks
+    in processes of their own)."""
+    args = ["farm", "openjd", "-s", str(shot.source), "-i", str(shot.clip),
+            "-o", str(folder / "out" / "out.####.png"),
+            "--detector", str(shot.detector), "--recogniser", str(shot.recogniser),
+            "--swapper", str(shot.swapper), "--providers", "cpu",
+            "--models-dir", str(shot.models), "--cache-dir", str(folder / "cache"),
+            "--frames", f"1-{SHOT_FRAMES}", "--chunk-size", "10",
+            "--bundle", str(folder / "job"), "--facefuse", str(program), *extra]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(args)
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 def openjd_run(template: Path, *extra: str, timeout: float = 180

@@ -229,6 +229,8 @@ def test_openjd_progress_lines() -> None:
      "farm jobs write image sequences"),
     (["farm", "dask", "-s", "a.jpg", "-i", "shot.mov", "-o", "o/x.####.png", "--local", "0"],
      "--local 0 must be at least 1"),
+    (["farm", "dask", "-s", "a.jpg", "-i", "shot.mov", "-o", "o/x.####.png", "--scheduler",
+      "tcp://head:8786", "--connect-timeout", "0"], "--connect-timeout 0 must be more than 0"),
     (["farm", "dask", "-s", "a.jpg", "-i", "shot.mov", "-o", "o/x.####.png"],
      "one of the arguments --scheduler --local is required"),
 ])
