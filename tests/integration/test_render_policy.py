@@ -153,3 +153,21 @@ def test_a_review_lists_who_is_swapped_under_which_record(
         "problem": "jane.consent.json covers shots sh010, not shot (--shot names it)"}]
     page = (tmp_path / "review" / "index.html").read_text(encoding="utf-8")
     assert "<h3>Consent</h3>" in page and "covers shots sh010, not shot" in page
+
+
+def test_a_commercial_render_refuses_research_models_before_fetching_any(
+        media: Media, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The default models are research-only: refused by name, nothing fetched (offline, an
+    empty models folder: the refusal comes before the missing models' exit 4)."""
+    out = tmp_path / "out"
+    rc = cli.main(["render", "-s", str(media.source), "-i", str(media.clip), "-o",
+                   str(out / "o.####.png"), "--models-dir", str(tmp_path / "models"),
+                   "--offline", "--use", "commercial"])
+    line = one_line_error(capsys.readouterr().err)
+    assert rc == ExitCode.USAGE
+    assert line.startswith("facefuse: error: --use commercial refuses detector retinaface_10g "
+                           "(InsightFace: non-commercial research only); recogniser "
+                           "arcface_w600k_r50 (InsightFace: non-commercial research only); "
+                           "swapper hyperswap_1a_256 (ResearchRAIL-MS: research only): choose "
+                           "models whose licence allows commercial use"), line
+    assert not out.exists() and not (tmp_path / "models").exists()

@@ -92,8 +92,8 @@ def cmd_swap(args: argparse.Namespace) -> int:
                      (*settings_inputs(settings), *(p for p in (signing.cert, signing.key) if p)))
     target = read_image(args.target)
     with Pipeline(settings, on_download=DownloadProgress()) as pipeline:
+        licences = _check_licences(pipeline, policy)  # before any model is fetched
         pipeline.models.require_models()
-        licences = _check_licences(pipeline, policy)
         key = load_key(signing)
         identity_start = time.perf_counter()
         identity = pipeline.source_identity(args.source)
@@ -127,10 +127,7 @@ def _policy(args: argparse.Namespace) -> tuple[PolicyChoices, SigningChoices]:
 
 
 def _check_licences(pipeline: Pipeline, policy: PolicyChoices) -> tuple[ModelLicence, ...]:
-    """The licences of every model the swap uses (each located first); InputError when the
-    use refuses one."""
-    for role in ROLES:
-        pipeline.models.sha256(role)  # locates it ("" for an optional role left off)
+    """The licences of every model the swap uses; InputError when the use refuses one."""
     licences = pipeline.models.licences(stated_uses(policy.model_licences, ROLES))
     check_licences(licences, policy.use)
     return licences

@@ -18,7 +18,7 @@ from typing import cast
 from ..cache.hashes import HashMemo
 from ..config import Settings
 from ..models.licences import STATED, ModelLicence
-from ..models.locations import default_models_dir, offline_from_env
+from ..models.locations import default_models_dir, looks_like_model_path, offline_from_env
 from ..models.manifest import OPTIONAL_ROLES, ROLES, Family, Manifest, load_manifest
 from ..models.store import LocatedModel, ModelStore
 from ..stages import (
@@ -203,16 +203,21 @@ class ModelLoader:
                 for role, located in self._located.items()}
 
     def licences(self, stated: Mapping[str, str]) -> tuple[ModelLicence, ...]:
-        """The licence of each model located so far, in role order: the manifest's, or for a
-        user's own file the use `stated` (role -> use) gives it (models.licences)."""
+        """The licence of every model the settings name, in role order, without fetching any:
+        a manifest model's is the manifest's; a user's own file's is the use `stated` (role ->
+        use) gives it (models.licences)."""
         licences = []
-        for role in sorted(self._located, key=_role_order):
-            located = self._located[role]
-            entry = located.entry
-            licences.append(ModelLicence(
-                role, located.label, self.sha256(role),
-                entry.licence if entry is not None else STATED,
-                entry.use if entry is not None else stated.get(role)))
+        for role in ROLES:
+            option = getattr(self.settings, role)
+            if option is None:
+                continue
+            entry = None if looks_like_model_path(option) else self.manifest.models.get(option)
+            if entry is not None:
+                licences.append(ModelLicence(role, entry.name, entry.sha256, entry.licence,
+                                             entry.use))
+            else:
+                licences.append(ModelLicence(role, self.locate(role).label, self.sha256(role),
+                                             STATED, stated.get(role)))
         return tuple(licences)
 
     def engine_build(self, path: Path) -> EngineBuild | None:
@@ -234,7 +239,3 @@ class ModelLoader:
         """Free every session; models are loaded again on next use."""
         self._loaded.clear()
         self.sessions.close()
-
-
-def _role_order(role: str) -> int:
-    return ROLES.index(role) if role in ROLES else len(ROLES)

@@ -44,8 +44,8 @@ class RenderAnswers:
         return bool(policy.consent) or policy.require_consent
 
     def check_licences(self, pipeline: Pipeline) -> None:
-        """The licences of the render's models (all located), told once; InputError when the
-        request's use refuses one."""
+        """The licences of the render's models (none is fetched for this), told once;
+        InputError when the request's use refuses one."""
         policy = self.request.policy
         self.licences = pipeline.models.licences(stated_uses(policy.model_licences, ROLES))
         check_licences(self.licences, policy.use)

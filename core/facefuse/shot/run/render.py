@@ -200,12 +200,12 @@ class RenderJob:
     def run(self, pipeline: Pipeline, cancelled: CancelCheck) -> bool:
         """Pass 1 and pass 2 (side by side where the selector allows: see the module
         docstring); False when cancelled or stopped early by --fail-fast."""
+        self.answers.check_licences(pipeline)  # before any model is fetched
         pipeline.models.require_models()
         pipeline.check_options()
         prints = render_prints(self.request, pipeline, self.shot, self.frames.analysed,
                                self.colour_name, self.overrides)
         self._check_only_input(f"sha256:{prints.content_sha256}")
-        self.answers.check_licences(pipeline)
         key = self.answers.signing_key()
         try:
             return self._passes(pipeline, cancelled, prints, key)
