@@ -148,7 +148,7 @@ def test_a_review_lists_who_is_swapped_under_which_record(
     assert rc == ExitCode.OK, capsys.readouterr().err
     report = json.loads((tmp_path / "review" / "report.json").read_text(encoding="utf-8"))
     assert report["consent"] == [{
-        "person": "p1", "source": "default", "performer": None, "record": None,
+        "person": "p1", "source": "obama.jpg", "performer": None, "record": None,
         "record_sha256": None,
         "problem": "jane.consent.json covers shots sh010, not shot (--shot names it)"}]
     page = (tmp_path / "review" / "index.html").read_text(encoding="utf-8")

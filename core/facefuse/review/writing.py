@@ -12,7 +12,7 @@ import logging
 import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from ..pipeline import Pipeline
 from ..shot.contract.request import CancelCheck, PhaseCallback, PhaseProgress, RenderRequest
 from ..shot.output.output_checks import request_inputs
 from ..shot.plan.casting import people_without_source
-from ..shot.plan.consent import consent_of, render_scope
+from ..shot.plan.consent import consent_of, render_scope, source_names
 from ..shot.plan.plan import ShotPlan
 from ..shot.run.plan_only import fitted_request, plan_shot
 from .flags import Thresholds, find_flags
@@ -93,10 +93,12 @@ def _review(request: RenderRequest, folder: Path, pipeline: Pipeline,
                           analysis_cached=bool(first) and first[0].done == first[0].total)
         consented = (consent_of(plan, request, pipeline, plan.planned, render_scope(request))
                      if request.policy.consent else ())
+        names = source_names(plan, request)
         report = build_report(plan, request, flags,
                               [person_series(plan, p.person_id) for p in plan.people
                                if p.swapped], samples, pictures, timings, limits, render,
-                              consented)
+                              [replace(item, source=names.get(item.source, item.source))
+                               for item in consented])
         plots = plot_files(report)
         steps.finish()
         report["timings"]["report_s"] = round(time.perf_counter() - analysed, 3)

@@ -108,6 +108,13 @@ def _covered(person: str, source: str, records: list[ConsentRecord],
     return Consented(person, source, None, "; ".join(problems) or "no consent record")
 
 
+def source_names(plan: ShotPlan, request: RenderRequest) -> dict[str, str]:
+    """Each source key of `plan` as a user knows it: the -s photos' names for DEFAULT_SOURCE,
+    an --assign photo's name for its own."""
+    own = ", ".join(Path(p).name for p in request.sources) or DEFAULT_SOURCE
+    return {key: own if key == DEFAULT_SOURCE else Path(key).name for key in plan.sources}
+
+
 def check_consent(consented: Iterable[Consented], sources: Mapping[str, str]) -> None:
     """InputError naming the first person swapped without a record that holds, what is wrong
     and how to give one; `sources` names each source key for the user (its photo)."""

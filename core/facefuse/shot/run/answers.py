@@ -6,7 +6,6 @@ sentences it keeps go into RenderSummary.answers."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from ...credentials.signing import LoadedSigner
 from ...models.licences import ModelLicence, check_licences, licence_line, stated_uses
@@ -23,8 +22,8 @@ from ..output.signing import (
     load_key,
     render_credential,
 )
-from ..plan.consent import Consented, check_consent, consent_of, render_scope
-from ..plan.plan import DEFAULT_SOURCE, ShotPlan
+from ..plan.consent import Consented, check_consent, consent_of, render_scope, source_names
+from ..plan.plan import ShotPlan
 
 
 class RenderAnswers:
@@ -67,7 +66,7 @@ class RenderAnswers:
         self.consented = consent_of(plan, self.request, pipeline, rendered,
                                     render_scope(self.request))
         if self.request.policy.require_consent:
-            check_consent(self.consented, self._source_names(plan))
+            check_consent(self.consented, source_names(plan, self.request))
         return {**metadata, CONSENT_KEY: consent_metadata(self.consented)}
 
     def signer(self, prints: RenderPrints, input_label: str, key: LoadedSigner) -> OutputSigner:
@@ -86,9 +85,3 @@ class RenderAnswers:
             f"{item.person_id} ({item.record.performer}, {item.record.path.name})"
             if item.record is not None else f"{item.person_id} none ({item.problem})"
             for item in self.consented))
-
-    def _source_names(self, plan: ShotPlan) -> dict[str, str]:
-        """Each source key of `plan` as a user knows it: the -s photos' names, or the
-        --assign photo's."""
-        own = ", ".join(Path(p).name for p in self.request.sources) or DEFAULT_SOURCE
-        return {key: own if key == DEFAULT_SOURCE else Path(key).name for key in plan.sources}
