@@ -58,8 +58,9 @@ def studio_path() -> Path:
 def load_studio(path: Path | None = None) -> Studio:
     """The studio settings at `path` (default: studio_path()); an absent default file is an
     empty Studio, a named one that is missing or wrong an InputError."""
+    named = path is not None or bool(os.environ.get(STUDIO_ENV))
     path = path if path is not None else studio_path()
-    if not path.exists() and STUDIO_ENV not in os.environ:
+    if not named and not path.exists():
         return Studio()
     data = small_files.load_toml(path, f"the studio settings file {path}")
     policy, signing = _table(data, "policy", path), _table(data, "signing", path)
