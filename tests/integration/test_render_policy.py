@@ -110,9 +110,12 @@ def test_the_studio_policy_is_a_floor_the_command_line_cannot_lower(
     monkeypatch.setenv("FACEFUSE_STUDIO", str(studio))
     line = refused(capsys, render(media, render_models, out, "--use", "research"), out)
     assert "--use commercial refuses recogniser recogniser_512.onnx" in line
-    line = refused(capsys, render(media, render_models, out, "--model-licence",
-                                  "recogniser=commercial", "--model-licence",
-                                  "swapper=commercial"), out)
+    studio.write_text('[policy]\nrequire_consent = true\nuse = "commercial"\n'
+                      '[model_licences]\n'
+                      f'"{render_models / "recogniser_512.onnx"}" = "commercial"\n'
+                      f'"{render_models / "identity_swapper.onnx"}" = "commercial"\n',
+                      encoding="utf-8")
+    line = refused(capsys, render(media, render_models, out), out)  # the models: the file's
     assert "p1 is swapped to obama.jpg without valid consent" in line
 
 

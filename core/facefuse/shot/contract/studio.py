@@ -14,15 +14,21 @@ The file is TOML, found at $FACEFUSE_STUDIO, else `studio.toml` in the user conf
     key = "/studio/c2pa/signer.key"
     timestamp_url = "http://timestamp.example.com"
 
+    [model_licences]            # the studio's own model files, by path: the use each allows
+    "/studio/models/jane-doe.onnx" = "commercial"
+
 The policy is a floor: a command line may ask for more (--require-consent, --use commercial)
-but never less. The signing key is used when the request names none; FACEFUSE_SIGN_CERT and
-FACEFUSE_SIGN_KEY come between the two. A farm submission writes the outcome into each task's
-command line, so workers honour it whatever their own files say.
+but never less. `model_licences` states the use of the studio's own model files, so a panel or
+Blender render of them can be commercial work too (a command line's --model-licence wins). The
+signing key is used when the request names none; FACEFUSE_SIGN_CERT and FACEFUSE_SIGN_KEY come
+between the two. A farm submission writes the outcome into each task's command line, so
+workers honour it whatever their own files say.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +37,8 @@ import platformdirs
 
 from ...errors import InputError
 from ...io import small_files
+from ...models.locations import looks_like_model_path
+from ...models.manifest import ROLES
 from .request import USES, PolicyChoices, RenderRequest, SigningChoices
 
 STUDIO_ENV = "FACEFUSE_STUDIO"
@@ -44,6 +52,7 @@ class Studio:
     policy: PolicyChoices = field(default_factory=PolicyChoices)
     signing: SigningChoices = field(default_factory=SigningChoices)
     path: Path | None = None
+    model_licences: Mapping[Path, str] = field(default_factory=dict)  # own file -> its use
 
 
 def studio_path() -> Path:
@@ -64,6 +73,7 @@ def load_studio(path: Path | None = None) -> Studio:
         return Studio()
     data = small_files.load_toml(path, f"the studio settings file {path}")
     policy, signing = _table(data, "policy", path), _table(data, "signing", path)
+    licences = _model_licences(_table(data, "model_licences", path), path)
     use = policy.get("use", "research")
     if use not in USES:
         raise _wrong(path, "policy.use", f"one of {', '.join(USES)}")
@@ -73,7 +83,20 @@ def load_studio(path: Path | None = None) -> Studio:
     return Studio(PolicyChoices(use=use, require_consent=require,
                                 project=_text(policy, "project", path)),
                   SigningChoices(_path(signing, "cert", path), _path(signing, "key", path),
-                                 _text(signing, "timestamp_url", path)), path)
+                                 _text(signing, "timestamp_url", path)), path, licences)
+
+
+def _model_licences(table: dict[str, Any], path: Path) -> dict[Path, str]:
+    """[model_licences]: a model file's path (relative ones to the settings file's folder) ->
+    the widest use its licence allows."""
+    licences = {}
+    for name, use in table.items():
+        if use not in USES:
+            raise _wrong(path, f"model_licences.{name!r}", f"one of {', '.join(USES)}")
+        named = _path({"file": name}, "file", path)
+        assert named is not None
+        licences[named.resolve()] = use
+    return licences
 
 
 def under_studio(request: RenderRequest, studio: Studio) -> RenderRequest:
@@ -82,11 +105,26 @@ def under_studio(request: RenderRequest, studio: Studio) -> RenderRequest:
     floor, policy = studio.policy, request.policy
     policy = replace(policy, use=max(policy.use, floor.use, key=USES.index),
                      require_consent=policy.require_consent or floor.require_consent,
-                     project=policy.project if policy.project is not None else floor.project)
+                     project=policy.project if policy.project is not None else floor.project,
+                     model_licences=_stated(request, studio))
     signing = request.signing
     if not signing.signs:
         signing = _environment_signing() or studio.signing
     return replace(request, policy=policy, signing=signing)
+
+
+def _stated(request: RenderRequest, studio: Studio) -> tuple[tuple[str, str], ...]:
+    """The request's stated model uses, with the studio's for its own model files the
+    request states nothing of."""
+    stated = dict(request.policy.model_licences)
+    for role in ROLES:
+        option = getattr(request.settings, role)
+        if role in stated or not option or not looks_like_model_path(option):
+            continue
+        use = studio.model_licences.get(Path(option).expanduser().resolve())
+        if use is not None:
+            stated[role] = use
+    return tuple(stated.items())
 
 
 def _environment_signing() -> SigningChoices | None:

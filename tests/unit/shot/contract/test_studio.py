@@ -99,3 +99,28 @@ def test_one_record_per_holder_and_both_halves_of_a_key() -> None:
     PolicyChoices(consent=((PersonId("p1"), Path("a.json")), (SourcePhotos(), Path("b"))))
     with pytest.raises(InputError, match="need both --sign-cert and --sign-key"):
         SigningChoices(cert=Path("c.pem"))
+
+
+def test_the_studio_states_its_own_model_files_use(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    from facefuse.config import Settings
+
+    own = tmp_path / "models" / "jane-doe.onnx"
+    own.parent.mkdir()
+    own.write_bytes(b"onnx")
+    path = tmp_path / "studio.toml"
+    path.write_text('[policy]\nuse = "commercial"\n[model_licences]\n'
+                    '"models/jane-doe.onnx" = "commercial"\n', encoding="utf-8")
+    monkeypatch.setenv("FACEFUSE_STUDIO", str(path))
+    studio = load_studio()
+    assert studio.model_licences == {own.resolve(): "commercial"}
+    request = replace(REQUEST, settings=Settings(swapper=str(own)))
+    assert under_studio(request, studio).policy.model_licences == (("swapper", "commercial"),)
+    stated = replace(request, policy=PolicyChoices(model_licences=(("swapper", "research"),)))
+    assert under_studio(stated, studio).policy.model_licences == (("swapper", "research"),)
+    assert under_studio(REQUEST, studio).policy.model_licences == ()  # a manifest swapper
+    path.write_text('[model_licences]\n"models/jane-doe.onnx" = "studio"\n', encoding="utf-8")
+    with pytest.raises(InputError, match="model_licences.'models/jane-doe.onnx' must be one of"):
+        load_studio()
