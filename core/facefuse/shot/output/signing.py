@@ -25,11 +25,11 @@ from ...types import SourceIdentity
 from ...version import __version__
 from ..contract.request import RenderRequest, SigningChoices
 from ..plan.consent import Consented
+from ..plan.plan import DEFAULT_SOURCE
 from .prints import RenderPrints
 from .provenance import PREFIX, file_name
 
 CONSENT_KEY = f"{PREFIX}consent"
-LICENCES_KEY = f"{PREFIX}use"
 SIGNED_NOTE = "the outputs are signed with content credentials (`facefuse credentials FILE`)"
 UNSIGNED_NOTE = ("the outputs carry no content credentials: no signing key is configured "
                  "(--sign-cert and --sign-key; see docs/credentials.md)")
@@ -49,7 +49,7 @@ def render_credential(request: RenderRequest, prints: RenderPrints, input_label:
     """The content credential of every file a render of `request` writes."""
     ingredients = [Ingredient(file_name(input_label), prints.content_sha256, "parentOf")]
     for key, identity in sorted(prints.identities.items()):
-        names = ([file_name(str(p)) for p in request.sources] if key == "default"
+        names = ([file_name(str(p)) for p in request.sources] if key == DEFAULT_SOURCE
                  else [file_name(key)])
         for index, sha256 in enumerate(identity.source_sha256):
             title = names[index] if index < len(names) else f"source photo {index + 1}"
