@@ -140,3 +140,20 @@ def test_a_swapped_still_is_signed_with_its_target_as_parent(
     rc = cli.main([*args[:-4], "--use", "commercial"])
     assert rc == ExitCode.USAGE
     assert "--use commercial refuses recogniser" in one_line_error(capsys.readouterr().err)
+
+
+def test_a_preview_reads_no_key_and_signs_nothing(
+        media: Media, render_models: Path, cli_cache: Path, tmp_path: Path, chain: Chain,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A still is scratch: even with a key in the environment (as a studio sets one for every
+    render) and a key that would not load, a preview neither reads nor signs."""
+    monkeypatch.setenv("FACEFUSE_SIGN_CERT", str(chain.cert))
+    monkeypatch.setenv("FACEFUSE_SIGN_KEY", str(chain.ca))  # not a key: loading it fails
+    still = tmp_path / "still.png"
+    args = cli_args(render_models, media.source, media.clip, still)
+    args[0] = "preview"
+    run([*args, "--frame", "5"], capsys)
+    assert check_file(still).state == "missing"
+    rc = cli.main(cli_args(render_models, media.source, media.clip, tmp_path / "o.####.png",
+                           "--frames", "5-5"))
+    assert rc == ExitCode.USAGE and str(chain.ca) in one_line_error(capsys.readouterr().err)

@@ -82,8 +82,8 @@ def render_stills(request: RenderRequest, frames: Iterable[int], out_dir: Path,
     only = tuple(_runs(wanted, analysed))
     base = replace(request, output=output, fail_fast=False,
                    frames=replace(request.frames, chunk=None, chunk_frames=None, only=only))
-    summary = render(base, on_progress, cancel,
-                     on_phase, pipeline=pipeline)  # one render: one plan, one pass
+    summary = render(base, on_progress, cancel, on_phase, pipeline=pipeline,
+                     sign=False)  # one render: one plan, one pass; scratch stills are not signed
     if summary.failed:
         number, why = summary.failed[0]
         raise InputError(f"frame {number} of {request.input.path} cannot be rendered: {why}")

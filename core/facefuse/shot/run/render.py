@@ -35,6 +35,7 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 
 from ...color import input_conversion
 from ...credentials.signing import LoadedSigner
@@ -55,6 +56,7 @@ from ..contract.request import (
     RenderRequest,
     RenderSummary,
     Replacement,
+    SigningChoices,
 )
 from ..contract.studio import load_studio, under_studio
 from ..output.outputs import open_writer
@@ -82,7 +84,7 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
            cancel: CancelCheck | None = None,
            on_phase: PhaseCallback | None = None,
            timings: RenderTimings | None = None,
-           pipeline: Pipeline | None = None) -> RenderSummary:
+           pipeline: Pipeline | None = None, sign: bool = True) -> RenderSummary:
     """Render a shot (see the module docstring); the CLI, Blender, Resolve and farms call this.
 
     on_progress(FrameReport) is called once per frame: from the calling thread for frames skipped
@@ -98,11 +100,16 @@ def render(request: RenderRequest, on_progress: ProgressCallback | None = None,
     inference only when render() builds the Pipeline itself.
     pipeline: one built from request.settings that the caller keeps (a farm worker's, so its
     sessions load once per process); it is used and left open. None: one is built and closed.
+    sign: False for scratch outputs nobody receives (shot.looks.stills: previews, the live
+    swap): no signing key is read and nothing is signed, whatever the request or the studio
+    settings file name.
     """
     started = time.perf_counter()
     if pipeline is not None and pipeline.settings != request.settings:
         raise ValueError("the pipeline given to render() was built from other settings")
     request = under_studio(request, load_studio())
+    if not sign:
+        request = replace(request, signing=SigningChoices())
     check_casting(request)
     overrides = (load_overrides(request.plan.overrides)
                  if request.plan.overrides is not None else None)
