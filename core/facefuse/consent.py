@@ -21,11 +21,11 @@ one (shot.plan.consent does).
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .cache.hashes import sha256_bytes, sha256_file
 from .errors import InputError
 from .io import small_files
 
@@ -83,7 +83,7 @@ def load_consent(path: Path) -> ConsentRecord:
         raise fields.wrong("scope", "an object")
     inner = _Fields(scope, path, "scope.")
     return ConsentRecord(
-        path=path, sha256=hashlib.sha256(raw).hexdigest(),
+        path=path, sha256=sha256_bytes(raw),
         performer=fields.text("performer"),
         document_name=_Fields(document, path, "document.").text("name"),
         document_sha256=_Fields(document, path, "document.").sha256("sha256"),
@@ -118,11 +118,7 @@ def _document_problem(record: ConsentRecord) -> str | None:
     beside = record.path.parent / record.document_name
     if not beside.is_file():
         return None
-    digest = hashlib.sha256()
-    with open(beside, "rb") as document:
-        for block in iter(lambda: document.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != record.document_sha256:
+    if sha256_file(beside) != record.document_sha256:
         return f"names {record.document_name} by a sha256 the file beside it no longer has"
     return None
 

@@ -11,11 +11,11 @@ frame is signed already.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from ...cache.hashes import sha256_file
 from ...credentials.checking import check_file
 from ...credentials.embedding import sign_file
 from ...credentials.record import ConsentReference, Credential, Ingredient, ModelRecord
@@ -68,9 +68,7 @@ def still_credential(target: Path, sources: Sequence[Path], identity: SourceIden
                      output: Path, licences: Sequence[ModelLicence], use: str) -> Credential:
     """The content credential of `facefuse swap`'s still: the target picture (its parent), the
     source photos, the models with their licences; the identity's digest as its fingerprint."""
-    with open(target, "rb") as picture:
-        target_sha256 = hashlib.file_digest(picture, "sha256").hexdigest()
-    ingredients = [Ingredient(target.name, target_sha256, "parentOf")]
+    ingredients = [Ingredient(target.name, sha256_file(target), "parentOf")]
     ingredients += [Ingredient(Path(source).name, sha256, "inputTo")
                     for source, sha256 in zip(sources, identity.source_sha256, strict=False)]
     models = tuple(ModelRecord(item.role, item.model, item.sha256, item.licence)
