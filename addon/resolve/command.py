@@ -65,9 +65,7 @@ class ResolveCommand:
         install.set_defaults(handler=cmd_install)
         swap = actions.add_parser("swap", help="Resolve Studio: swap the clip under the playhead "
                                   "and place it on the track above, without the panel")
-        cli.engine_options(swap)
-        _output_options(swap)
-        cli.policy_options(swap)
+        _render_options(swap, cli)
         swap.set_defaults(handler=lambda args: cmd_swap(args, cli))
         opened = actions.add_parser("open", help="the panel for a launcher's job file (what "
                                     "Workspace > Scripts > facefuse runs)")
@@ -75,11 +73,17 @@ class ResolveCommand:
         opened.set_defaults(handler=cmd_open)
         headless = actions.add_parser("render", help="swap what a launcher's job file describes "
                                       "without the panel and write its result file")
-        cli.engine_options(headless)
-        _output_options(headless)
-        cli.policy_options(headless)
+        _render_options(headless, cli)
         _job_options(headless)
         headless.set_defaults(handler=lambda args: cmd_render_job(args, cli))
+
+
+def _render_options(p: argparse.ArgumentParser, cli: CommandLine) -> None:
+    """What `resolve swap` and `resolve render` render with: the engine's options, the output's
+    and render's policy and signing options."""
+    cli.engine_options(p)
+    _output_options(p)
+    cli.policy_options(p)
 
 
 def _output_options(p: argparse.ArgumentParser) -> None:
