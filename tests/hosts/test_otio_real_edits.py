@@ -316,11 +316,9 @@ def test_a_25_fps_edl_is_read_at_the_rate_given_to_its_adapter(
                                                        "rate")
 
 
-def test_a_25_fps_edl_relinked_swaps_frame_for_frame(
-        testdata: Path, tmp_path: Path, render_models: Path, render_cache: Path):
-    """The EDL's clips relinked to 25 fps movies starting at 01:00:00:00 (an EDL names no
-    files: the editor relinks by reel), one marked: its 49 frames are swapped in place."""
-    face = face_photo(testdata)
+def _relinked_edl(testdata: Path, folder: Path, face: np.ndarray) -> Path:
+    """25fps.edl with its clips relinked to 25 fps movies starting at 01:00:00:00 (an EDL
+    names no files: the editor relinks by reel), sq001_s004 marked: edl.otio in `folder`."""
     timeline = otio.adapters.read_from_file(str(testdata / "timelines" / "25fps.edl"), rate=25)
     for _, clip in r.video_clips(timeline):
         source = clip.source_range
@@ -328,15 +326,60 @@ def test_a_25_fps_edl_relinked_swaps_frame_for_frame(
         available = otio.opentime.TimeRange(hour, source.end_time_exclusive() - hour
                                             + otio.opentime.RationalTime(5, 25))
         if clip.name == "sq001_s004":
-            r.bring_online(clip, tmp_path / "media", face, str, available)
+            r.bring_online(clip, folder / "media", face, str, available)
             r.mark(clip)
-    edit = tmp_path / "edl.otio"
+    edit = folder / "edl.otio"
     otio.adapters.write_to_file(timeline, str(edit))
+    return edit
+
+
+def test_a_25_fps_edl_relinked_swaps_frame_for_frame(
+        testdata: Path, tmp_path: Path, render_models: Path, render_cache: Path):
+    """The EDL's clips relinked to 25 fps movies starting at 01:00:00:00 (an EDL names no
+    files: the editor relinks by reel), one marked: its 49 frames are swapped in place."""
+    face = face_photo(testdata)
+    edit = _relinked_edl(testdata, tmp_path, face)
     code, printed = run_swap(edit, tmp_path / "out", render_models, render_cache, testdata)
     assert code == 0, printed
     swapped = otio.adapters.read_from_file(str(tmp_path / "out" / "edl.swapped.otio"))
     assert r.check_swaps(swapped, tmp_path / "out", tmp_path / "out", face) == {
         "sq001_s004.v001": 49}
+
+
+def test_a_25_fps_edl_swapped_under_consent_and_signed_checks_frame_by_frame(
+        testdata: Path, tmp_path: Path, render_models: Path, render_cache: Path):
+    """The real EDL relinked as above, swapped as EXR frames under a required consent record
+    and a signing key: the swaps are unchanged (49 frames), each frame the swapped timeline
+    points at carries its credentials in a sidecar beside it, naming the record; without the
+    record the same command is refused before anything is written."""
+    pytest.importorskip("c2pa")
+    from facefuse.credentials import check_sequence
+    from tests.signing_chain import make_chain
+    from tests.unit.test_consent import write_record
+
+    face = face_photo(testdata)
+    edit = _relinked_edl(testdata, tmp_path, face)
+    chain = make_chain(tmp_path)
+    record = write_record(tmp_path, scope={}, expires=None)
+    signed = ("--format", "exr", "--require-consent", "--sign-cert", str(chain.cert),
+              "--sign-key", str(chain.key))
+    code, printed = run_swap(edit, tmp_path / "refused", render_models, render_cache,
+                             testdata, *signed)
+    assert code == 2 and "without valid consent (no consent record)" in printed, printed
+    assert not list((tmp_path / "refused").rglob("*.exr"))
+    code, printed = run_swap(edit, tmp_path / "out", render_models, render_cache, testdata,
+                             *signed, "--consent", f"source={record}")
+    assert code == 0, printed
+    swapped = otio.adapters.read_from_file(str(tmp_path / "out" / "edl.swapped.otio"))
+    assert r.check_swaps(swapped, tmp_path / "out", tmp_path / "out", face) == {
+        "sq001_s004.v001": 49}
+    frames = sorted((tmp_path / "out").rglob("*.exr"))
+    assert len(frames) == 49 and all(Path(f"{f}.c2pa").is_file() for f in frames)
+    checked = check_sequence(frames)
+    assert checked.counts == {"valid": 49}, checked.summary()
+    made = checked.frames[0].credential
+    assert made is not None and [(c.person, c.performer) for c in made.consent] == [
+        ("p1", "Jane Doe")]
 
 
 def test_edl_retimes_are_refused_and_its_locators_select_clips(
