@@ -21,6 +21,7 @@ one (shot.plan.consent does).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,9 +95,11 @@ def load_consent(path: Path) -> ConsentRecord:
         recorded_on=fields.day("recorded_on"))
 
 
-def check(record: ConsentRecord, render: RenderScope) -> str | None:
+def check(record: ConsentRecord, render: RenderScope,
+          hash_file: Callable[[Path], str] = sha256_file) -> str | None:
     """What keeps `record` from covering `render` ("expired on 2026-06-30", "is for project X,
-    and this render is for Y", ...), or None when it covers it."""
+    and this render is for Y", ...), or None when it covers it. hash_file: how the document
+    beside the record is hashed (a render passes its hash memo: hashed once, not per frame)."""
     scope = record.scope
     if record.expires is not None and render.day > record.expires:
         return f"expired on {record.expires.isoformat()}"
@@ -110,15 +113,15 @@ def check(record: ConsentRecord, render: RenderScope) -> str | None:
         return f"is for project {scope.project}, and {given}"
     if scope.shots and render.shot not in scope.shots:
         return f"covers shots {', '.join(scope.shots)}, not {render.shot} (--shot names it)"
-    return _document_problem(record)
+    return _document_problem(record, hash_file)
 
 
-def _document_problem(record: ConsentRecord) -> str | None:
+def _document_problem(record: ConsentRecord, hash_file: Callable[[Path], str]) -> str | None:
     """Where the consent document lies beside the record: whether it is still the one agreed."""
     beside = record.path.parent / record.document_name
     if not beside.is_file():
         return None
-    if sha256_file(beside) != record.document_sha256:
+    if hash_file(beside) != record.document_sha256:
         return f"names {record.document_name} by a sha256 the file beside it no longer has"
     return None
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,8 +75,11 @@ def consent_of(plan: ShotPlan, request: RenderRequest, pipeline: Pipeline,
             by_source.setdefault(_source_key(holder, request), []).append(record)
     pairs = sorted({(face.person_id, face.source) for number in frames
                     for face in plan.faces(number)})
-    return tuple(_covered(person, source, by_person.get(person, []) +
-                          by_source.get(source, []), scope) for person, source in pairs)
+    covered = tuple(_covered(person, source, by_person.get(person, []) +
+                             by_source.get(source, []), scope, pipeline.hashes.sha256)
+                    for person, source in pairs)
+    pipeline.hashes.flush()
+    return covered
 
 
 def _source_key(holder: SourcePhotos, request: RenderRequest) -> str:
@@ -98,10 +101,10 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def _covered(person: str, source: str, records: list[ConsentRecord],
-             scope: RenderScope) -> Consented:
+             scope: RenderScope, hash_file: Callable[[Path], str]) -> Consented:
     problems = []
     for record in records:
-        problem = check(record, scope)
+        problem = check(record, scope, hash_file)
         if problem is None:
             return Consented(person, source, record)
         problems.append(f"{record.path.name} {problem}")
