@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
 
+from ..models.manifest import USES
 from ..version import __version__
 from .formats import media_type
 
@@ -35,7 +36,6 @@ DIGITAL_SOURCE_TYPE = ("http://cv.iptc.org/newscodes/digitalsourcetype/"
 SOFTWARE = "facefuse"
 PARENT, INPUT = "parentOf", "inputTo"
 RELATIONSHIPS = (PARENT, INPUT)
-USES = ("commercial", "research")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
